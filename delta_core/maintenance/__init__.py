@@ -1,0 +1,1 @@
+"""Maintenance operations: a pure ``plan_*`` and a Spark ``execute_*`` per operation."""

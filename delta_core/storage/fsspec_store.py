@@ -1,0 +1,350 @@
+"""``Storage`` over fsspec: local disk, ``s3://`` (s3fs), ``memory://`` and any other scheme.
+
+Atomic create-if-absent, the commit primitive, is done per scheme:
+
+- local: write a temp file beside the target, then ``os.link`` it to the target name
+  (fails with ``EEXIST`` if another writer got there first), then drop the temp name;
+- s3: a conditional PUT (``If-None-Match: *``) through s3fs ``pipe_file(mode="create")``;
+- memory: a process-wide lock around check-and-write (the store lives in one process);
+- anything else: refused with ``AtomicWriteUnsupportedError`` unless the store was built with
+  ``allow_unsafe_commits=True``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import threading
+import uuid
+from typing import IO, Any, Iterator, Mapping
+
+import fsspec
+from fsspec.core import url_to_fs
+
+from delta_core.errors import (
+    AtomicWriteUnsupportedError,
+    FileAlreadyExistsError,
+    StorageError,
+)
+from delta_core.storage.base import FileInfo, normalize_key
+
+_MEMORY_LOCK = threading.Lock()
+
+
+def _mtime_ms(info: Mapping[str, Any]) -> int:
+    for field in ("mtime", "LastModified", "last_modified", "created", "updated"):
+        value = info.get(field)
+        if value is None:
+            continue
+        if isinstance(value, _dt.datetime):
+            if value.tzinfo is None:
+                value = value.replace(tzinfo=_dt.timezone.utc)
+            return int(value.timestamp() * 1000)
+        if isinstance(value, str):
+            return int(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        return int(float(value) * 1000)
+    return 0
+
+
+def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
+    proto = fs.protocol
+    return proto[0] if isinstance(proto, (tuple, list)) else proto
+
+
+class FsspecStorage:
+    """A table root on any fsspec filesystem. Picklable: the filesystem is rebuilt lazily."""
+
+    def __init__(
+        self,
+        root: str,
+        storage_options: Mapping[str, Any] | None = None,
+        *,
+        allow_unsafe_commits: bool = False,
+    ):
+        self._options = dict(storage_options or {})
+        self._allow_unsafe = allow_unsafe_commits
+        if "://" not in root:
+            root = os.path.abspath(os.path.expanduser(root))
+        fs, path = url_to_fs(root, **self._options)
+        self._fs: fsspec.AbstractFileSystem | None = fs
+        self._scheme = _protocol_of(fs)
+        if self._scheme in ("file", "local"):
+            self._scheme = "file"
+            path = os.path.abspath(path)
+        self._root_path = path.rstrip("/") or "/"
+        self._root_uri = root
+
+    # -- pickling: ship options, not the live filesystem object -----------------------------
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        if self._scheme != "memory":
+            state["_fs"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+    @property
+    def fs(self) -> fsspec.AbstractFileSystem:
+        if self._fs is None:
+            self._fs = url_to_fs(self._root_uri, **self._options)[0]
+        return self._fs
+
+    # -- naming ----------------------------------------------------------------------------
+
+    @property
+    def root(self) -> str:
+        if self._scheme == "file":
+            return "file://" + self._root_path
+        return f"{self._scheme}://{self._root_path}"
+
+    @property
+    def scheme(self) -> str:
+        return self._scheme
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        return dict(self._options)
+
+    def _full(self, key: str) -> str:
+        key = normalize_key(key, root=self.root)
+        return f"{self._root_path}/{key}" if key else self._root_path
+
+    def _key_of(self, full_path: str) -> str:
+        full_path = full_path.rstrip("/")
+        prefix = self._root_path.rstrip("/") + "/"
+        if full_path.startswith(prefix):
+            return full_path[len(prefix):]
+        return full_path.lstrip("/")
+
+    def uri(self, key: str) -> str:
+        full = self._full(key)
+        if self._scheme == "file":
+            return "file://" + full
+        return f"{self._scheme}://{full.lstrip('/')}" if self._scheme == "memory" else f"{self._scheme}://{full}"
+
+    def local_path(self, key: str) -> str | None:
+        """The OS path of ``key`` for local stores, else ``None``."""
+        return self._full(key) if self._scheme == "file" else None
+
+    # -- listing ---------------------------------------------------------------------------
+
+    def _info(self, info: Mapping[str, Any]) -> FileInfo:
+        return FileInfo(self._key_of(info["name"]), int(info.get("size") or 0), _mtime_ms(info))
+
+    def list_from(self, directory: str, start: str = "") -> Iterator[FileInfo]:
+        full_dir = self._full(directory)
+        if self._scheme == "file":
+            yield from self._list_local(full_dir, directory, start)
+            return
+        if self._scheme in ("s3", "s3a"):
+            yield from self._list_s3(full_dir, start)
+            return
+        try:
+            entries = self.fs.ls(full_dir, detail=True, refresh=True)
+        except FileNotFoundError:
+            return
+        files = [e for e in entries if e.get("type") != "directory"]
+        for info in sorted((self._info(e) for e in files), key=lambda f: f.name):
+            if info.name >= start:
+                yield info
+
+    def _list_local(self, full_dir: str, directory: str, start: str) -> Iterator[FileInfo]:
+        try:
+            entries = [e for e in os.scandir(full_dir) if e.name >= start]
+        except FileNotFoundError:
+            return
+        prefix = normalize_key(directory)
+        for entry in sorted(entries, key=lambda e: e.name):
+            if not entry.is_file():
+                continue
+            st = entry.stat()
+            key = f"{prefix}/{entry.name}" if prefix else entry.name
+            yield FileInfo(key, st.st_size, int(st.st_mtime * 1000))
+
+    def _list_s3(self, full_dir: str, start: str) -> Iterator[FileInfo]:
+        from fsspec.asyn import sync
+
+        fs = self.fs
+        bucket, _, prefix = full_dir.partition("/")
+        prefix = prefix.rstrip("/") + "/" if prefix else ""
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+        if start:
+            # StartAfter is exclusive: a strict prefix of ``start`` sorts before it, so
+            # ``start`` itself is listed; the few names between are filtered below.
+            kwargs["StartAfter"] = prefix + start[:-1]
+        while True:
+            try:
+                resp = sync(fs.loop, fs._call_s3, "list_objects_v2", **kwargs)
+            except FileNotFoundError:
+                return
+            for obj in resp.get("Contents", []):
+                name = obj["Key"][len(prefix):]
+                if name and name >= start:
+                    yield FileInfo(self._key_of(f"{bucket}/{obj['Key']}"), int(obj["Size"]), _mtime_ms(obj))
+            if not resp.get("IsTruncated"):
+                return
+            kwargs["ContinuationToken"] = resp["NextContinuationToken"]
+            kwargs.pop("StartAfter", None)
+
+    def list_recursive(self, directory: str = "") -> Iterator[FileInfo]:
+        full_dir = self._full(directory)
+        if self._scheme == "file":
+            for dirpath, _dirs, files in os.walk(full_dir):
+                for name in files:
+                    path = os.path.join(dirpath, name)
+                    try:
+                        st = os.stat(path)
+                    except FileNotFoundError:
+                        continue
+                    yield FileInfo(self._key_of(path), st.st_size, int(st.st_mtime * 1000))
+            return
+        try:
+            found = self.fs.find(full_dir, detail=True, withdirs=False)
+        except FileNotFoundError:
+            return
+        for info in found.values():
+            if info.get("type") != "directory":
+                yield self._info(info)
+
+    def head(self, key: str) -> FileInfo:
+        full = self._full(key)
+        if self._scheme == "file":
+            st = os.stat(full)
+            return FileInfo(normalize_key(key), st.st_size, int(st.st_mtime * 1000))
+        info = self.fs.info(full)
+        return FileInfo(normalize_key(key), int(info.get("size") or 0), _mtime_ms(info))
+
+    def exists(self, key: str) -> bool:
+        full = self._full(key)
+        if self._scheme == "file":
+            return os.path.exists(full)
+        return bool(self.fs.exists(full))
+
+    # -- reading ---------------------------------------------------------------------------
+
+    def read(self, key: str) -> bytes:
+        full = self._full(key)
+        try:
+            if self._scheme == "file":
+                with open(full, "rb") as fh:
+                    return fh.read()
+            return self.fs.cat_file(full)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise StorageError(f"cannot read {self.uri(key)}: {exc}", path=self.uri(key)) from exc
+
+    def open_input(self, key: str) -> IO[bytes]:
+        full = self._full(key)
+        if self._scheme == "file":
+            return open(full, "rb")
+        return self.fs.open(full, "rb")
+
+    # -- writing ---------------------------------------------------------------------------
+
+    def _makedirs_for(self, full: str) -> None:
+        if self._scheme == "file":
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        full = self._full(key)
+        if self._scheme == "file":
+            self._makedirs_for(full)
+            tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            with open(tmp, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            try:
+                os.link(tmp, full)
+            except FileExistsError:
+                raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key)) from None
+            finally:
+                os.unlink(tmp)
+            return
+        if self._scheme in ("s3", "s3a"):
+            try:
+                self.fs.pipe_file(full, data, mode="create")
+            except FileExistsError:
+                raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key)) from None
+            return
+        if self._scheme == "memory":
+            with _MEMORY_LOCK:
+                if self.fs.exists(full):
+                    raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key))
+                self.fs.pipe_file(full, data)
+            return
+        if not self._allow_unsafe:
+            raise AtomicWriteUnsupportedError(
+                f"the {self._scheme!r} store has no atomic create-if-absent, so concurrent commits "
+                "could overwrite each other; use a local path or s3://, or pass "
+                "allow_unsafe_commits=True if only one writer ever commits to this table",
+                path=self.root,
+            )
+        if self.fs.exists(full):
+            raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key))
+        self.fs.pipe_file(full, data)
+
+    def write(self, key: str, data: bytes) -> None:
+        full = self._full(key)
+        if self._scheme == "file":
+            self._makedirs_for(full)
+            tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            try:
+                with open(tmp, "wb") as fh:
+                    fh.write(data)
+                os.replace(tmp, full)
+            finally:
+                if os.path.exists(tmp):
+                    os.unlink(tmp)
+            return
+        self.fs.pipe_file(full, data)
+
+    def open_output(self, key: str) -> IO[bytes]:
+        full = self._full(key)
+        self._makedirs_for(full)
+        return self.fs.open(full, "wb")
+
+    def delete(self, key: str) -> None:
+        full = self._full(key)
+        try:
+            if self._scheme == "file":
+                os.unlink(full)
+            else:
+                self.fs.rm_file(full)
+        except FileNotFoundError:
+            pass
+
+    def delete_many(self, keys: list[str]) -> None:
+        if not keys:
+            return
+        if self._scheme == "file" or self._scheme == "memory":
+            for key in keys:
+                self.delete(key)
+            return
+        fulls = [self._full(k) for k in keys]
+        try:
+            self.fs.rm(fulls)
+        except FileNotFoundError:
+            for key in keys:
+                self.delete(key)
+
+    def remove_empty_dirs(self, directory: str = "") -> int:
+        if self._scheme != "file":
+            return 0
+        top = self._full(directory)
+        removed = 0
+        for dirpath, _dirs, _files in os.walk(top, topdown=False):
+            if dirpath == top:
+                continue
+            try:
+                os.rmdir(dirpath)
+                removed += 1
+            except OSError:
+                pass
+        return removed
+
+    def __repr__(self) -> str:
+        return f"FsspecStorage({self.root!r})"
