@@ -247,6 +247,9 @@ class FsspecStorage:
     def _makedirs_for(self, full: str) -> None:
         if self._scheme == "file":
             os.makedirs(os.path.dirname(full), exist_ok=True)
+        elif self._scheme not in ("s3", "s3a", "memory"):
+            # Object stores have no directories; hierarchical ones (dir::, sftp, ...) need them.
+            self.fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
 
     def put_if_absent(self, key: str, data: bytes) -> None:
         full = self._full(key)
@@ -285,6 +288,7 @@ class FsspecStorage:
             )
         if self.fs.exists(full):
             raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key))
+        self._makedirs_for(full)
         self.fs.pipe_file(full, data)
 
     def write(self, key: str, data: bytes) -> None:
@@ -300,6 +304,7 @@ class FsspecStorage:
                 if os.path.exists(tmp):
                     os.unlink(tmp)
             return
+        self._makedirs_for(full)
         self.fs.pipe_file(full, data)
 
     def open_output(self, key: str) -> IO[bytes]:

@@ -1,0 +1,40 @@
+"""Run every benchmark, each in its own process (so peak memory is its own), in one command.
+
+    python -m benchmarks                 # default sizes (minutes)
+    python -m benchmarks --only bench_zorder
+    python -m benchmarks -- --files 1000000   # extra args passed to every benchmark
+
+Each benchmark prints its own table with ratios against delta-rs measured in the same run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+
+BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run just these")
+    parser.add_argument("extra", nargs="*", help="arguments passed to each benchmark (after --)")
+    args = parser.parse_args(argv)
+    failed = []
+    for name in args.only or BENCHMARKS:
+        print(f"\n=== {name} ===", flush=True)
+        started = time.perf_counter()
+        rc = subprocess.call([sys.executable, "-m", f"benchmarks.{name}", *args.extra])
+        print(f"--- {name}: exit {rc} in {time.perf_counter() - started:.1f} s", flush=True)
+        if rc:
+            failed.append(name)
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
