@@ -1,0 +1,272 @@
+"""Maintenance assets: per table, one asset per enabled operation, grouped by table name.
+
+Each asset calls one ``delta_core.maintenance`` operation (or the checkpoint writer) and turns
+its typed metrics record into UI metadata. The assets form a chain in the order a full
+maintenance run does them (compaction, z-order, vacuum, checkpoint, manifest), starting from
+the table's observable asset, so a job that selects several runs them in that order.
+
+Every asset takes a ``Config`` whose fields default to ``None``, meaning "use the table's
+policy from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins.
+"""
+
+
+from typing import Callable
+
+from dagster import (
+    AssetExecutionContext,
+    AssetKey,
+    AssetsDefinition,
+    Config,
+    MaterializeResult,
+    MetadataValue,
+    asset,
+)
+from pydantic import Field
+
+from assets.metadata import (
+    FileStats,
+    before_after_markdown,
+    before_after_metadata,
+    human_bytes,
+    metrics_json,
+    scalar_metadata,
+    summary_markdown,
+)
+from assets.metrics_view import describe, metrics_for_json
+from assets.skipping import probe_values, skipped_file_ratio
+from assets.table import table_asset_key
+from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
+from resources.config import TableConfig
+
+OPERATION_TAG = "delta_maintenance/operation"
+TABLE_TAG = "delta_maintenance/table"
+
+
+def maintenance_asset_key(table_name: str, operation: str) -> AssetKey:
+    return AssetKey([table_name, operation])
+
+
+# --- config (None = the table's policy) -----------------------------------------------------
+
+
+class CompactionConfig(Config):
+    target_size: int | None = Field(default=None, description="Target file size in bytes.")
+    where: str | None = Field(default=None, description="Partition predicate, e.g. date >= '2024-01-01'.")
+
+
+class ZOrderConfig(Config):
+    columns: list[str] | None = Field(default=None, description="Columns to cluster on.")
+    curve: str | None = Field(default=None, description="zorder or hilbert.")
+    where: str | None = Field(default=None, description="Partition predicate.")
+    target_size: int | None = Field(default=None, description="Target file size in bytes.")
+
+
+class VacuumConfig(Config):
+    retention_hours: float | None = Field(default=None, description="Keep unreferenced files younger than this.")
+    dry_run: bool | None = Field(default=None, description="List what would be deleted, delete nothing.")
+    force: bool = Field(default=False, description="Allow a retention below delta.deletedFileRetentionDuration.")
+
+
+class CheckpointConfig(Config):
+    cleanup_log: bool | None = Field(default=None, description="Also delete expired log files.")
+
+
+class ManifestConfig(Config):
+    incremental: bool | None = Field(default=None, description="Rewrite only partitions changed since the last manifest.")
+
+
+def _pick(value, default):
+    return default if value is None else value
+
+
+# --- one factory per operation ----------------------------------------------------------------
+
+
+def _common(table: TableConfig, operation: str, deps: list[AssetKey], *, spark: bool,
+            description: str) -> dict:
+    keys = {table_resource_key(table.name)} | ({SPARK_RESOURCE_KEY} if spark else set())
+    return dict(
+        key=maintenance_asset_key(table.name, operation),
+        group_name=table.name,
+        deps=deps,
+        kinds={"delta", "spark"} if spark else {"delta"},
+        tags={OPERATION_TAG: operation, TABLE_TAG: table.name},
+        required_resource_keys=keys,
+        description=description,
+    )
+
+
+def _delta(context: AssetExecutionContext, table: TableConfig) -> DeltaTableResource:
+    return getattr(context.resources, table_resource_key(table.name))
+
+
+def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.compaction
+
+    @asset(**_common(table, "compaction", deps, spark=True, description=(
+        f"Bin-pack small files of `{table.name}` into files near the target size "
+        "(dataChange=false commits).")))
+    def _asset(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
+        from delta_core.maintenance.compaction import compact
+
+        dt = _delta(context, table).open()
+        before = FileStats.of(dt.snapshot())
+        metrics = compact(dt, context.resources.spark.spark_session,
+                          where=_pick(config.where, policy.where),
+                          target_size=_pick(config.target_size, policy.target_size))
+        after = FileStats.of(dt.snapshot())
+        return _result(table.name, "Compaction", metrics, before, after)
+
+    return _asset
+
+
+def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.zorder
+
+    @asset(**_common(table, "zorder", deps, spark=True, description=(
+        f"Cluster `{table.name}` on {', '.join(policy.columns)} along a {policy.curve} curve so "
+        "min/max statistics skip files.")))
+    def _asset(context: AssetExecutionContext, config: ZOrderConfig) -> MaterializeResult:
+        from delta_core.maintenance.zorder import zorder
+
+        dt = _delta(context, table).open()
+        columns = list(_pick(config.columns, policy.columns))
+        snapshot = dt.snapshot()
+        before = FileStats.of(snapshot)
+        probes = probe_values(snapshot, columns)
+        ratio_before = skipped_file_ratio(snapshot, probes)
+        metrics = zorder(dt, context.resources.spark.spark_session, columns,
+                         curve=_pick(config.curve, policy.curve),
+                         where=_pick(config.where, policy.where),
+                         target_size=_pick(config.target_size, policy.target_size))
+        snapshot = dt.snapshot()
+        after = FileStats.of(snapshot)
+        ratio_after = skipped_file_ratio(snapshot, probes)
+        return _result(table.name, "Z-order", metrics, before, after, extra={
+            "skipped_file_ratio_before": ratio_before,
+            "skipped_file_ratio_after": ratio_after,
+        }, extra_lines=[
+            "point-query skipped-file ratio on the clustering columns: "
+            f"{_ratio(ratio_before)} before, {_ratio(ratio_after)} after",
+        ])
+
+    return _asset
+
+
+def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.vacuum
+
+    @asset(**_common(table, "vacuum", deps, spark=False, description=(
+        f"Delete files under `{table.name}` that no version within the retention references.")))
+    def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
+        from delta_core.maintenance.vacuum import vacuum
+
+        dt = _delta(context, table).open()
+        before = FileStats.of(dt.snapshot())
+        metrics = vacuum(dt, retention_hours=_pick(config.retention_hours, policy.retention_hours),
+                         dry_run=_pick(config.dry_run, policy.dry_run), force=config.force)
+        after = FileStats.of(dt.snapshot())
+        return _result(table.name, "Vacuum", metrics, before, after)
+
+    return _asset
+
+
+def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.checkpoint
+
+    @asset(**_common(table, "checkpoint", deps, spark=False, description=(
+        f"Write a checkpoint of `{table.name}` at its latest version (and optionally clean up "
+        "expired log files).")))
+    def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
+        from delta_core.checkpoint_write import write_checkpoint
+
+        dt = _delta(context, table).open()
+        checkpoint_before = dt.last_checkpoint_version()
+        result = write_checkpoint(dt)
+        cleanup = None
+        if _pick(config.cleanup_log, policy.cleanup_log):
+            from delta_core.log_cleanup import cleanup_log
+
+            cleanup = cleanup_log(dt)
+        return _checkpoint_result(table.name, checkpoint_before, result, cleanup)
+
+    return _asset
+
+
+def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.manifest
+
+    @asset(**_common(table, "manifest", deps, spark=False, description=(
+        f"Write `_symlink_format_manifest` for `{table.name}` so Hive/Presto/Athena can read it.")))
+    def _asset(context: AssetExecutionContext, config: ManifestConfig) -> MaterializeResult:
+        from delta_core.maintenance.manifest import generate_manifests
+
+        dt = _delta(context, table).open()
+        before = FileStats.of(dt.snapshot())
+        metrics = generate_manifests(dt, incremental=_pick(config.incremental, policy.incremental))
+        return _result(table.name, "Manifest", metrics, before, before)
+
+    return _asset
+
+
+_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
+    "compaction": _compaction,
+    "zorder": _zorder,
+    "vacuum": _vacuum,
+    "checkpoint": _checkpoint,
+    "manifest": _manifest,
+}
+
+
+def build_maintenance_assets(table: TableConfig) -> list[AssetsDefinition]:
+    """The table's enabled maintenance assets, chained in run order after the table asset."""
+    out: list[AssetsDefinition] = []
+    upstream = table_asset_key(table.name)
+    for operation in table.operations:
+        definition = _FACTORIES[operation](table, [upstream])
+        out.append(definition)
+        upstream = maintenance_asset_key(table.name, operation)
+    return out
+
+
+# --- results -------------------------------------------------------------------------------------
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+def _result(table_name: str, title: str, metrics, before: FileStats, after: FileStats, *,
+            extra: dict[str, int | float | str | bool | None] | None = None,
+            extra_lines: list[str] | None = None) -> MaterializeResult:
+    view = describe(metrics)
+    metadata = before_after_metadata(before, after)
+    metadata.update(scalar_metadata(view.values))
+    metadata.update(scalar_metadata(extra or {}))
+    metadata["duration_seconds"] = MetadataValue.float(float(view.duration_seconds))
+    metadata["metrics"] = MetadataValue.json(metrics_for_json(metrics))
+    headline = [f"table `{table_name}`", *view.headline, *(extra_lines or []),
+                f"duration {view.duration_seconds:.1f} s"]
+    body = before_after_markdown(before, after) + ([""] + view.extra_lines if view.extra_lines else [])
+    metadata["summary"] = MetadataValue.md(summary_markdown(f"{title} of {table_name}", headline, body))
+    return MaterializeResult(metadata=metadata)
+
+
+def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, cleanup) -> MaterializeResult:
+    values: dict[str, int | float | str | bool | None] = {
+        "checkpoint_version_before": checkpoint_before,
+        "checkpoint_version": result.version,
+        "checkpoint_parts": result.parts,
+        "checkpoint_actions": result.size,
+        "checkpoint_bytes": result.size_in_bytes,
+    }
+    headline = [f"table `{table_name}`",
+                f"checkpoint written at version {result.version} "
+                f"({result.parts} part(s), {result.size} actions, {human_bytes(result.size_in_bytes)})",
+                "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
+    metadata = scalar_metadata(values)
+    if cleanup is not None:
+        metadata["log_cleanup"] = metrics_json(cleanup)
+        headline.append("expired log files cleaned up")
+    metadata["summary"] = MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))
+    return MaterializeResult(metadata=metadata)

@@ -1,0 +1,68 @@
+"""The code location: one ``Definitions`` built from the table config file.
+
+``dagster dev -w workspace.yaml`` (or ``dagster dev -f definitions.py``) serves ``defs``. The
+config file is ``$DELTA_MAINTENANCE_TABLES`` or ``tables.yaml`` beside this file.
+"""
+
+from __future__ import annotations
+
+from dagster import AssetsDefinition, Definitions, in_process_executor
+
+from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
+from jobs import build_cross_table_jobs, build_table_jobs
+from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
+from resources.config import MaintenanceConfig, load_config
+from schedules import build_table_schedules
+from sensors import build_sensors
+
+
+def build_resources(config: MaintenanceConfig) -> dict[str, object]:
+    """The Spark resource and one ``DeltaTableResource`` per table (key ``delta_<table>``)."""
+    resources: dict[str, object] = {SPARK_RESOURCE_KEY: SparkResource.from_settings(config.spark)}
+    for table in config.tables:
+        resources[table_resource_key(table.name)] = DeltaTableResource.from_table_config(table)
+    return resources
+
+
+def build_assets(config: MaintenanceConfig) -> list:
+    """Every table's observable asset, maintenance assets and example downstream asset."""
+    out: list = []
+    for table in config.tables:
+        out.append(build_table_asset(table))
+        out.extend(build_maintenance_assets(table))
+        if table.downstream.daily_summary is not None:
+            out.append(build_daily_summary_asset(table))
+    return out
+
+
+def build_definitions(config: MaintenanceConfig) -> Definitions:
+    """Assets, jobs, schedules, sensors and resources for every table in ``config``."""
+    assets: list = []
+    jobs: list = build_cross_table_jobs(config)
+    schedules: list = []
+    sensor_inputs = []
+    for table in config.tables:
+        maintenance = build_maintenance_assets(table)
+        by_op: dict[str, AssetsDefinition] = {key.path[-1]: a for a in maintenance for key in a.keys}
+        assets.append(build_table_asset(table))
+        assets.extend(maintenance)
+        if table.downstream.daily_summary is not None:
+            assets.append(build_daily_summary_asset(table))
+        table_jobs = build_table_jobs(table)
+        jobs.append(table_jobs.maintenance)
+        jobs.extend(table_jobs.operations.values())
+        if table_jobs.downstream is not None:
+            jobs.append(table_jobs.downstream)
+        schedules.extend(build_table_schedules(table, table_jobs, by_op))
+        sensor_inputs.append((table, table_jobs, by_op))
+    return Definitions(
+        assets=assets,
+        jobs=jobs,
+        schedules=schedules,
+        sensors=build_sensors(sensor_inputs),
+        resources=build_resources(config),
+        executor=in_process_executor,
+    )
+
+
+defs = build_definitions(load_config())

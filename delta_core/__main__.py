@@ -1,0 +1,5 @@
+"""``python -m delta_core``: the same command line as the ``delta-core`` script."""
+
+from delta_core.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""The ``delta-core`` command line: argument plumbing, output and error handling shared by all
+subcommands.
+
+Subcommands live in the modules of ``COMMAND_MODULES``; each exposes ``register(subparsers)``
+and sets ``func`` (``args -> int | None``) on its parser. Every ``DeltaError`` ends the command
+with exit status 2: with ``--json`` as ``{"error": {"kind": ..., "message": ...}}`` on stdout
+(so scripts always get one JSON document), otherwise as one line on stderr. Other exceptions
+are bugs and keep their traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from typing import Any, Callable, Sequence, TextIO
+
+from delta_core.errors import ConfigError, DeltaError
+
+COMMAND_MODULES = ("delta_core.cli_read", "delta_core.cli_write", "delta_core.maintenance.cli")
+
+EXIT_OK = 0
+EXIT_ERROR = 2  # also what argparse uses for usage errors
+
+
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """TABLE_URI, repeatable ``--storage-option KEY=VALUE`` and ``--json``."""
+    parser.add_argument("table_uri", metavar="TABLE_URI",
+                        help="table root: a local path or an fsspec URI such as s3://bucket/table")
+    parser.add_argument(
+        "--storage-option", dest="storage_options", action="append", default=[], metavar="KEY=VALUE",
+        help="fsspec storage option, repeatable; dotted keys nest (client_kwargs.endpoint_url=...), "
+             "'true'/'false' become booleans",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
+    """``["key=v", "client_kwargs.endpoint_url=http://..."]`` -> nested options dict."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--storage-option {item!r} must look like KEY=VALUE")
+        parsed: Any = {"true": True, "false": False}.get(value.strip().lower(), value)
+        node = options
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--storage-option {item!r} nests under {part!r}, which already has a value")
+            node = child
+        node[parts[-1]] = parsed
+    return options
+
+
+def open_table(args: argparse.Namespace) -> Any:
+    """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
+    from delta_core.table import DeltaTable  # deferred: --help must not need the read path
+
+    return DeltaTable(args.table_uri, parse_storage_options(getattr(args, "storage_options", []) or []))
+
+
+def _human(obj: Any, out: TextIO, indent: int = 0) -> None:
+    pad = "  " * indent
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)) and v:
+                print(f"{pad}{k}:", file=out)
+                _human(v, out, indent + 1)
+            else:
+                print(f"{pad}{k}: {_scalar(v)}", file=out)
+    elif isinstance(obj, list):
+        for v in obj:
+            if isinstance(v, (dict, list)):
+                _human(v, out, indent + 1)
+            else:
+                print(f"{pad}- {_scalar(v)}", file=out)
+    else:
+        print(f"{pad}{obj}", file=out)
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (dict, list)):
+        return "(none)"
+    return str(v)
+
+
+def emit(obj: Any, as_json: bool, *, out: TextIO | None = None) -> None:
+    """Print ``obj``: as one JSON document, or readably (strings as they are)."""
+    out = out or sys.stdout
+    if as_json:
+        print(json.dumps(obj, ensure_ascii=False, default=str), file=out)
+    elif isinstance(obj, str):
+        print(obj, file=out)
+    else:
+        _human(obj, out)
+
+
+def _report_error(exc: DeltaError, as_json: bool) -> None:
+    message = str(exc)
+    if as_json:
+        emit({"error": {"kind": exc.kind, "message": message}}, True)
+    else:
+        print(f"delta-core: error ({exc.kind}): {' '.join(message.split())}", file=sys.stderr)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="delta-core", description="Inspect and maintain Delta Lake tables with delta_core.")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            # Only the command module itself may be absent (not yet written); a missing
+            # dependency inside it is a real error.
+            if exc.name == name:
+                continue
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status (0 ok, 2 usage or Delta error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    func: Callable[[argparse.Namespace], int | None] = args.func
+    as_json = bool(getattr(args, "json", False))
+    try:
+        status = func(args)
+    except DeltaError as exc:
+        _report_error(exc, as_json)
+        return EXIT_ERROR
+    except BrokenPipeError:
+        # e.g. `delta-core history t | head`: the reader left; nothing more to say
+        return EXIT_OK
+    return EXIT_OK if status is None else int(status)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m delta_core` uses __main__.py
+    raise SystemExit(main())

@@ -1,0 +1,266 @@
+"""Columnar form of ``add`` and ``remove`` actions (PROTOCOL.md "Add File and Remove File").
+
+Replay works on Arrow tables, not on one Python object per file: a table can hold millions of
+files. This module owns the two Arrow schemas (``FILES_SCHEMA`` for live ``add`` rows, the
+``Snapshot.files`` contract in docs/internal-api.md, and ``TOMBSTONES_SCHEMA`` for ``remove``
+rows), builds them from parsed JSON objects (commits, JSON checkpoints) and from checkpoint
+Parquet columns (whose physical types vary between writers), computes the reconciliation key
+``(path, deletionVector.uniqueId)`` and ``numRecords`` vectorised, and turns rows back into
+``Add``/``Remove`` records for callers that want objects.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.actions import Add, DeletionVectorDescriptor, Remove
+from delta_core.errors import CorruptLogError
+
+STRING_MAP = pa.map_(pa.string(), pa.string())
+DV_TYPE = pa.struct([
+    ("storageType", pa.string()),
+    ("pathOrInlineDv", pa.string()),
+    ("offset", pa.int32()),
+    ("sizeInBytes", pa.int32()),
+    ("cardinality", pa.int64()),
+])
+
+FILES_SCHEMA = pa.schema([
+    ("path", pa.string()),
+    ("partition_values", STRING_MAP),
+    ("size", pa.int64()),
+    ("modification_time", pa.int64()),
+    ("data_change", pa.bool_()),
+    ("stats", pa.string()),
+    ("tags", STRING_MAP),
+    ("deletion_vector", DV_TYPE),
+    ("base_row_id", pa.int64()),
+    ("default_row_commit_version", pa.int64()),
+    ("num_records", pa.int64()),
+    ("clustering_provider", pa.string()),
+])
+
+TOMBSTONES_SCHEMA = pa.schema([
+    ("path", pa.string()),
+    ("deletion_timestamp", pa.int64()),
+    ("data_change", pa.bool_()),
+    ("extended_file_metadata", pa.bool_()),
+    ("partition_values", STRING_MAP),
+    ("size", pa.int64()),
+    ("tags", STRING_MAP),
+    ("deletion_vector", DV_TYPE),
+    ("base_row_id", pa.int64()),
+    ("default_row_commit_version", pa.int64()),
+])
+
+# Column name in our schemas -> field name in the log (JSON and checkpoint Parquet).
+ADD_FIELDS: dict[str, str] = {
+    "path": "path",
+    "partition_values": "partitionValues",
+    "size": "size",
+    "modification_time": "modificationTime",
+    "data_change": "dataChange",
+    "stats": "stats",
+    "tags": "tags",
+    "deletion_vector": "deletionVector",
+    "base_row_id": "baseRowId",
+    "default_row_commit_version": "defaultRowCommitVersion",
+    "clustering_provider": "clusteringProvider",
+}
+REMOVE_FIELDS: dict[str, str] = {
+    "path": "path",
+    "deletion_timestamp": "deletionTimestamp",
+    "data_change": "dataChange",
+    "extended_file_metadata": "extendedFileMetadata",
+    "partition_values": "partitionValues",
+    "size": "size",
+    "tags": "tags",
+    "deletion_vector": "deletionVector",
+    "base_row_id": "baseRowId",
+    "default_row_commit_version": "defaultRowCommitVersion",
+}
+
+# Separates path and DV id inside the reconciliation key; cannot occur in a URI.
+_KEY_SEP = "\x00"
+
+
+def empty_files() -> pa.Table:
+    return FILES_SCHEMA.empty_table()
+
+
+def empty_tombstones() -> pa.Table:
+    return TOMBSTONES_SCHEMA.empty_table()
+
+
+# --- building from JSON objects ----------------------------------------------------------
+
+
+def _column_from_json(values: list[Any], typ: pa.DataType, name: str, *, source: str) -> pa.Array:
+    try:
+        return pa.array(values, type=typ)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+        raise CorruptLogError(f"{source}: field {name!r} has a value of the wrong type ({exc})", path=source) from exc
+
+
+def table_from_json(bodies: Sequence[Mapping[str, Any]], *, tombstones: bool, source: str) -> pa.Table:
+    """Arrow rows from the bodies of ``add`` (or ``remove``) JSON actions, in order."""
+    schema = TOMBSTONES_SCHEMA if tombstones else FILES_SCHEMA
+    fields = REMOVE_FIELDS if tombstones else ADD_FIELDS
+    if not bodies:
+        return schema.empty_table()
+    arrays: list[pa.Array] = []
+    for f in schema:
+        if f.name == "num_records":
+            arrays.append(pa.nulls(len(bodies), pa.int64()))  # filled in below
+            continue
+        js = fields[f.name]
+        values = [b.get(js) for b in bodies]
+        if f.name == "data_change":
+            # Required by the protocol; old writers omitted it on removes, meaning true.
+            values = [True if v is None else v for v in values]
+        arrays.append(_column_from_json(values, f.type, js, source=source))
+    table = pa.Table.from_arrays(arrays, schema=schema)
+    if pc.any(pc.is_null(table["path"])).as_py():
+        raise CorruptLogError(f"{source}: a file action has no path; the log is corrupt", path=source)
+    if not tombstones:
+        table = table.set_column(
+            FILES_SCHEMA.get_field_index("num_records"), "num_records", num_records_from_stats(table["stats"])
+        )
+    return table
+
+
+# --- normalising checkpoint Parquet columns ----------------------------------------------
+
+
+def conform_array(arr: pa.Array | pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
+    """Cast a checkpoint column to our type: maps with other child names, DV structs with
+    extra or missing children (``maxRowIndex``), narrower integers."""
+    if isinstance(arr, pa.Array):
+        arr = pa.chunked_array([arr], type=arr.type)
+    if arr.type == typ:
+        return arr
+    if pa.types.is_struct(typ):
+        chunks = []
+        for chunk in arr.chunks:
+            children = []
+            for f in typ:
+                if chunk.type.get_field_index(f.name) >= 0:
+                    children.append(conform_array(chunk.field(f.name), f.type).combine_chunks())
+                else:
+                    children.append(pa.nulls(len(chunk), f.type))
+            chunks.append(pa.StructArray.from_arrays(children, fields=list(typ), mask=pc.is_null(chunk)))
+        return pa.chunked_array(chunks, type=typ)
+    try:
+        return arr.cast(typ)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+        raise CorruptLogError(f"checkpoint column of type {arr.type} cannot be read as {typ}: {exc}") from exc
+
+
+# --- stats -------------------------------------------------------------------------------
+
+# Writers put numRecords first; this reads it without parsing the whole JSON. Rows the
+# pattern does not match (other key order) fall back to a full parse.
+_NUM_RECORDS = r'^\s*\{\s*"numRecords"\s*:\s*(?P<n>-?\d+)\s*[,}]'
+
+
+def num_records_from_stats(stats: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    """``numRecords`` of each JSON ``stats`` string (null when absent or unparsable)."""
+    if isinstance(stats, pa.Array):
+        stats = pa.chunked_array([stats], type=pa.string())
+    out = []
+    for chunk in stats.chunks:
+        if len(chunk) == 0 or chunk.null_count == len(chunk):
+            out.append(pa.nulls(len(chunk), pa.int64()))
+            continue
+        found = pc.struct_field(pc.extract_regex(chunk, _NUM_RECORDS), "n")
+        nums = pc.cast(found, pa.int64())
+        misses = pc.and_(pc.is_valid(chunk), pc.is_null(found))
+        if pc.any(misses).as_py():
+            values = nums.to_pylist()
+            texts = chunk.to_pylist()
+            for i in pc.indices_nonzero(misses).to_pylist():
+                values[i] = _parse_num_records(texts[i])
+            nums = pa.array(values, type=pa.int64())
+        out.append(nums)
+    return pa.chunked_array(out, type=pa.int64())
+
+
+def _parse_num_records(text: str) -> int | None:
+    try:
+        value = json.loads(text).get("numRecords")
+    except (ValueError, AttributeError):
+        return None
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+# --- reconciliation keys -----------------------------------------------------------------
+
+
+def dv_unique_ids(dv: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``storageType + pathOrInlineDv`` plus ``@offset`` when present; null where no DV."""
+    storage_type = pc.struct_field(dv, "storageType")
+    location = pc.struct_field(dv, "pathOrInlineDv")
+    offset = pc.cast(pc.struct_field(dv, "offset"), pa.string())
+    base = pc.binary_join_element_wise(storage_type, location, "")
+    with_offset = pc.binary_join_element_wise(base, offset, "@")
+    return pc.if_else(pc.is_null(offset), base, with_offset)
+
+
+def file_keys(table: pa.Table) -> pa.ChunkedArray:
+    """The logical-file key of each row: ``path`` alone without DV, else ``path NUL dvId``."""
+    path = table["path"]
+    dv = table["deletion_vector"]
+    if dv.null_count == len(dv):
+        return path
+    uid = dv_unique_ids(dv)
+    joined = pc.binary_join_element_wise(path, uid, _KEY_SEP)
+    return pc.if_else(pc.is_null(uid), path, joined)
+
+
+# --- back to records ---------------------------------------------------------------------
+
+
+def _dv(d: Mapping[str, Any] | None) -> DeletionVectorDescriptor | None:
+    if d is None:
+        return None
+    return DeletionVectorDescriptor(
+        storage_type=d["storageType"], path_or_inline_dv=d["pathOrInlineDv"],
+        size_in_bytes=d["sizeInBytes"], cardinality=d["cardinality"], offset=d["offset"],
+    )
+
+
+def _map(pairs: Any) -> dict[str, Any] | None:
+    return None if pairs is None else dict(pairs)
+
+
+def iter_adds(files: pa.Table, *, batch_size: int = 65536) -> Iterator[Add]:
+    """``Add`` records for the rows of a ``FILES_SCHEMA`` table (streamed in batches)."""
+    for batch in files.to_batches(max_chunksize=batch_size):
+        for r in batch.to_pylist():
+            yield Add(
+                path=r["path"], partition_values=_map(r["partition_values"]) or {},
+                size=r["size"] if r["size"] is not None else 0,
+                modification_time=r["modification_time"] if r["modification_time"] is not None else 0,
+                data_change=bool(r["data_change"]) if r["data_change"] is not None else True,
+                stats=r["stats"], tags=_map(r["tags"]), deletion_vector=_dv(r["deletion_vector"]),
+                base_row_id=r["base_row_id"], default_row_commit_version=r["default_row_commit_version"],
+                clustering_provider=r["clustering_provider"],
+            )
+
+
+def iter_removes(tombstones: pa.Table, *, batch_size: int = 65536) -> Iterator[Remove]:
+    """``Remove`` records for the rows of a ``TOMBSTONES_SCHEMA`` table."""
+    for batch in tombstones.to_batches(max_chunksize=batch_size):
+        for r in batch.to_pylist():
+            yield Remove(
+                path=r["path"], deletion_timestamp=r["deletion_timestamp"],
+                data_change=bool(r["data_change"]) if r["data_change"] is not None else True,
+                extended_file_metadata=r["extended_file_metadata"],
+                partition_values=_map(r["partition_values"]), size=r["size"], tags=_map(r["tags"]),
+                deletion_vector=_dv(r["deletion_vector"]), base_row_id=r["base_row_id"],
+                default_row_commit_version=r["default_row_commit_version"],
+            )

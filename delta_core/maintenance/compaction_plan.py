@@ -1,0 +1,279 @@
+"""Compaction planning (pure): which small files are packed together, partition by partition.
+
+Bin packing as Delta's OPTIMIZE does it: within each partition, the files smaller than
+``min_file_size`` are sorted by size and packed greedily into bins of at most ``target_size``
+bytes (a file larger than the target opens its own bin); bins holding a single file are
+dropped, because rewriting one file changes nothing. So a partition that is already compact
+yields no bin, and a second run right after a compaction plans nothing.
+
+Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, else
+``DEFAULT_TARGET_FILE_SIZE`` (128 MiB, ``delta_core.table_properties``); ``min_file_size`` is
+``target_size * DEFAULT_MIN_FILE_FRACTION`` (3/4): a file that already has three quarters of the
+target size is left alone, which also keeps the output of one run from being re-packed by the
+next when Parquet compresses the merged data better than the parts.
+
+The planner works on the snapshot's Arrow file list and only loops in Python over the candidate
+files. ``batches()`` groups bins into commits so progress survives a failure.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.errors import ConfigError, UnsupportedTableForOperationError
+from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
+from delta_core.table_properties import DEFAULT_TARGET_FILE_SIZE
+
+DEFAULT_MIN_FILE_FRACTION = 0.75
+DEFAULT_BATCH_BYTES = 8 * 1024**3  # one commit per ~8 GiB of input: progress survives failures
+
+
+@dataclass(frozen=True, slots=True)
+class FileRef:
+    """One input file: ``path`` exactly as in the log (still URI-encoded)."""
+
+    path: str
+    size: int
+    num_records: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Bin:
+    """Files of one partition to be rewritten together into one file."""
+
+    partition_values: tuple[tuple[str, str | None], ...]
+    files: tuple[FileRef, ...]
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def partition_dict(self) -> dict[str, str | None]:
+        return dict(self.partition_values)
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionPlan:
+    read_version: int | None
+    target_size: int
+    min_file_size: int
+    predicate: str | None
+    bins: tuple[Bin, ...]
+    files_considered: int
+    partitions_considered: int
+    partitions_compacted: int = field(init=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "partitions_compacted", len({b.partition_values for b in self.bins}))
+
+    @property
+    def num_input_files(self) -> int:
+        return sum(len(b.files) for b in self.bins)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(b.total_size for b in self.bins)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.bins
+
+    def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[Bin, ...]]:
+        """Consecutive groups of bins of at most ``max_bytes`` input (at least one bin each)."""
+        return batch_bins(self.bins, max_bytes)
+
+    def operation_parameters(self) -> dict[str, Any]:
+        return {
+            "predicate": json.dumps([self.predicate] if self.predicate else []),
+            "zOrderBy": "[]",
+            "clusterBy": "[]",
+            "auto": False,
+        }
+
+
+def batch_bins(bins: Sequence[Bin], max_bytes: int) -> list[tuple[Bin, ...]]:
+    if max_bytes <= 0:
+        raise ConfigError(f"batch size must be positive, got {max_bytes}")
+    out: list[tuple[Bin, ...]] = []
+    current: list[Bin] = []
+    size = 0
+    for b in bins:
+        if current and size + b.total_size > max_bytes:
+            out.append(tuple(current))
+            current, size = [], 0
+        current.append(b)
+        size += b.total_size
+    if current:
+        out.append(tuple(current))
+    return out
+
+
+def resolve_sizes(
+    target_size: int | None,
+    min_file_size: int | None,
+    *,
+    table_target: int | None = None,
+) -> tuple[int, int]:
+    """``(target_size, min_file_size)`` from the arguments, the table, then the defaults."""
+    target = target_size if target_size is not None else (table_target or DEFAULT_TARGET_FILE_SIZE)
+    if target <= 0:
+        raise ConfigError(f"target file size must be positive, got {target}")
+    minimum = min_file_size if min_file_size is not None else max(1, int(target * DEFAULT_MIN_FILE_FRACTION))
+    if minimum <= 0:
+        raise ConfigError(f"minimum file size must be positive, got {minimum}")
+    if minimum > target:
+        raise ConfigError(f"minimum file size {minimum} exceeds the target size {target}")
+    return target, minimum
+
+
+def partition_key_columns(files: pa.Table, partition_columns: Sequence[str]) -> list[pa.ChunkedArray]:
+    """One string column per partition column, looked up in the ``partition_values`` map."""
+    pv = files.column("partition_values")
+    out = []
+    for col in partition_columns:
+        if files.num_rows == 0:
+            out.append(pa.chunked_array([], pa.string()))
+        else:
+            out.append(pc.map_lookup(pv, pa.scalar(col, pa.string()), "first"))
+    return out
+
+
+def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate: Expr | None) -> pa.Array:
+    """Rows of ``files`` whose partition satisfies ``predicate`` (all rows when it is None).
+
+    ``typed_partitions`` is ``Snapshot.partition_values_typed()``: one row per file, aligned by
+    ``path``; it is re-ordered to match ``files`` when its order differs.
+    """
+    if predicate is None:
+        return pa.array([True] * files.num_rows, pa.bool_())
+    if typed_partitions is None:
+        raise ConfigError("a partition predicate needs the typed partition values of the snapshot")
+    if typed_partitions.num_rows != files.num_rows:
+        raise ConfigError("typed partition values do not match the file list")
+    if not typed_partitions.column("path").equals(files.column("path")):
+        order = pc.index_in(files.column("path"), value_set=typed_partitions.column("path"))
+        typed_partitions = typed_partitions.take(order)
+    return evaluate(predicate, typed_partitions)
+
+
+def check_no_deletion_vectors(files: pa.Table, *, operation: str, table_uri: str | None = None) -> None:
+    """Refuse to rewrite files that carry deletion vectors (their deleted rows would come back)."""
+    if "deletion_vector" not in files.column_names or files.num_rows == 0:
+        return
+    with_dv = pc.sum(pc.is_valid(files.column("deletion_vector")).cast(pa.int64())).as_py() or 0
+    if with_dv:
+        raise UnsupportedTableForOperationError(
+            f"{with_dv} of the files selected for {operation} have deletion vectors; rewriting them "
+            "without applying the vectors would bring deleted rows back, and this library does not "
+            "apply them yet. Purge the vectors first (Delta Spark: REORG TABLE ... APPLY (PURGE)) "
+            "or narrow the selection with --where",
+            path=table_uri,
+        )
+
+
+def pack_files(
+    files: pa.Table,
+    *,
+    partition_columns: Sequence[str],
+    target_size: int,
+    min_file_size: int,
+    selected: pa.Array | None = None,
+    table_uri: str | None = None,
+) -> tuple[list[Bin], int, int]:
+    """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``.
+
+    ``files`` needs ``path``, ``partition_values`` and ``size`` (``num_records`` and
+    ``deletion_vector`` are used when present).
+    """
+    if selected is not None:
+        files = files.filter(selected)
+    keys = partition_key_columns(files, partition_columns)
+    files_considered = files.num_rows
+    partitions_considered = (
+        pa.table({f"p{i}": k for i, k in enumerate(keys)}).group_by([f"p{i}" for i in range(len(keys))])
+        .aggregate([]).num_rows if keys and files.num_rows else (1 if files.num_rows else 0)
+    )
+    small = pc.less(files.column("size"), pa.scalar(min_file_size, pa.int64()))
+    candidates = files.filter(small)
+    check_no_deletion_vectors(candidates, operation="compaction", table_uri=table_uri)
+    key_cols = [k.filter(small) for k in keys]
+    columns: dict[str, Any] = {f"p{i}": k for i, k in enumerate(key_cols)}
+    columns["path"] = candidates.column("path")
+    columns["size"] = candidates.column("size")
+    if "num_records" in candidates.column_names:
+        columns["num_records"] = candidates.column("num_records")
+    else:
+        columns["num_records"] = pa.nulls(candidates.num_rows, pa.int64())
+    work = pa.table(columns)
+    sort_keys = [(f"p{i}", "ascending") for i in range(len(key_cols))] + [("size", "ascending"), ("path", "ascending")]
+    work = work.sort_by(sort_keys)
+    return list(_greedy(work, partition_columns, target_size)), files_considered, partitions_considered
+
+
+def _greedy(work: pa.Table, partition_columns: Sequence[str], target_size: int) -> Iterator[Bin]:
+    key_lists = [work.column(f"p{i}").to_pylist() for i in range(len(partition_columns))]
+    paths = work.column("path").to_pylist()
+    sizes = work.column("size").to_pylist()
+    records = work.column("num_records").to_pylist()
+    current_key: tuple | None = None
+    current: list[FileRef] = []
+    current_size = 0
+
+    def flush() -> Iterator[Bin]:
+        if len(current) > 1 and current_key is not None:
+            yield Bin(tuple(zip(partition_columns, current_key)), tuple(current))
+
+    for i, path in enumerate(paths):
+        key = tuple(k[i] for k in key_lists)
+        size = sizes[i]
+        if key != current_key or (current and current_size + size > target_size):
+            yield from flush()
+            current_key, current, current_size = key, [], 0
+        current.append(FileRef(path, size, records[i]))
+        current_size += size
+    yield from flush()
+
+
+def plan_compaction(
+    snapshot: Any,
+    *,
+    target_size: int | None = None,
+    min_file_size: int | None = None,
+    where: str | None = None,
+) -> CompactionPlan:
+    """Plan the compaction of ``snapshot`` (a ``delta_core.snapshot.Snapshot``). Pure: no IO
+    beyond what the snapshot already holds."""
+    partition_columns = list(snapshot.partition_columns)
+    table_target = None
+    if snapshot.properties.raw("delta.targetFileSize") is not None:
+        table_target = snapshot.properties.target_file_size
+    target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
+    predicate = parse_predicate(where, partition_columns) if where is not None else None
+    files = snapshot.files
+    typed = snapshot.partition_values_typed() if predicate is not None else None
+    mask = selection_mask(files, typed, predicate)
+    # partitionValues are keyed by physical names under column mapping.
+    key_names = [snapshot.schema.get(c).physical_name if snapshot.schema.get(c) else c for c in partition_columns]
+    bins, considered, partitions = pack_files(
+        files, partition_columns=key_names, target_size=target, min_file_size=minimum,
+        selected=mask, table_uri=getattr(snapshot.storage, "root", None),
+    )
+    return CompactionPlan(
+        read_version=snapshot.version,
+        target_size=target,
+        min_file_size=minimum,
+        predicate=predicate.sql() if predicate is not None else None,
+        bins=tuple(bins),
+        files_considered=considered,
+        partitions_considered=partitions,
+    )

@@ -1,0 +1,156 @@
+"""Space-filling curves for multi-dimensional clustering (Z-order and Hilbert).
+
+Pure numpy/pyarrow, no Spark: the Z-order executor calls these inside Spark tasks.
+
+Each clustering column is first mapped to a *range id*: the sample of that column taken by the
+driver is cut at ``k`` quantiles (``quantile_boundaries``), and every value gets the index of
+the quantile range it falls in (``range_ids``). Ranks rather than raw values make the curve
+indifferent to skew and to the column's type (strings, dates, decimals all work). Nulls take
+range 0, so they cluster with the smallest values.
+
+The per-column range ids (``bits`` bits each) are then combined into one ``uint64`` curve key:
+
+- ``zorder_keys``: bit interleaving (Morton order), first column most significant;
+- ``hilbert_keys``: the Hilbert index (Skilling, "Programming the Hilbert curve", AIP 2004:
+  axes -> transposed Gray code, then the same interleaving), which keeps successive keys
+  adjacent in space, so a file's bounding box is tighter in every dimension.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.errors import ConfigError
+
+MAX_KEY_BITS = 63
+DEFAULT_BITS_PER_COLUMN = 16
+CURVES = ("zorder", "hilbert")
+
+
+def bits_per_column(num_columns: int, *, max_bits: int = DEFAULT_BITS_PER_COLUMN) -> int:
+    """Bits of range id per column so that all of them fit in one 63-bit key."""
+    if num_columns < 1:
+        raise ConfigError("clustering needs at least one column")
+    bits = min(max_bits, MAX_KEY_BITS // num_columns)
+    if bits < 1:
+        raise ConfigError(f"cannot cluster on {num_columns} columns: at most {MAX_KEY_BITS} are supported")
+    return bits
+
+
+def sortable(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """``values`` as a numpy array whose natural order is the column's order (nulls dropped)."""
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    values = values.drop_null()
+    typ = values.type
+    if pa.types.is_dictionary(typ):
+        values = values.dictionary_decode()
+        typ = values.type
+    if pa.types.is_boolean(typ):
+        return values.cast(pa.int8()).to_numpy(zero_copy_only=False)
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ):
+        return values.to_numpy(zero_copy_only=False)
+    if pa.types.is_decimal(typ):
+        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    if pa.types.is_temporal(typ):
+        width = pa.int32() if typ.bit_width == 32 else pa.int64()
+        return values.view(width).to_numpy(zero_copy_only=False)
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_binary(typ) \
+            or pa.types.is_large_binary(typ):
+        return np.asarray(values.to_pylist(), dtype=object)
+    raise ConfigError(f"cannot cluster on a column of type {typ}: only primitive, orderable types work")
+
+
+def quantile_boundaries(sample: pa.Array | pa.ChunkedArray, num_ranges: int) -> np.ndarray:
+    """Up to ``num_ranges - 1`` distinct cut points splitting ``sample`` into equal-count ranges."""
+    values = np.sort(sortable(sample), kind="stable")
+    if len(values) == 0 or num_ranges <= 1:
+        return values[:0]
+    positions = (np.arange(1, num_ranges) * len(values)) // num_ranges
+    cuts = values[positions]
+    # Deduplicate keeping order: repeated cut points would leave empty ranges.
+    keep = np.ones(len(cuts), dtype=bool)
+    keep[1:] = cuts[1:] != cuts[:-1]
+    return cuts[keep]
+
+
+def range_ids(values: pa.Array | pa.ChunkedArray, boundaries: np.ndarray) -> np.ndarray:
+    """The quantile range (``0 .. len(boundaries)``) of every value; nulls get 0.
+
+    Ranges are ``(b[i-1], b[i]]``: a heavy value that is a cut point closes its range, so
+    everything above it lands in the next one.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    out = np.zeros(len(values), dtype=np.uint64)
+    valid = pc.is_valid(values).to_numpy(zero_copy_only=False)
+    if not valid.any():
+        return out
+    dense = sortable(values)
+    if len(boundaries):
+        ids = np.searchsorted(boundaries, dense, side="left").astype(np.uint64)
+    else:
+        ids = np.zeros(len(dense), dtype=np.uint64)
+    out[valid] = ids
+    return out
+
+
+def interleave(coords: list[np.ndarray], bits: int) -> np.ndarray:
+    """Morton interleaving: for each bit from the top, one bit of every coordinate in order."""
+    n = len(coords)
+    if n * bits > MAX_KEY_BITS:
+        raise ConfigError(f"{n} columns x {bits} bits do not fit in a {MAX_KEY_BITS}-bit key")
+    key = np.zeros(len(coords[0]) if n else 0, dtype=np.uint64)
+    one = np.uint64(1)
+    for b in range(bits - 1, -1, -1):
+        shift = np.uint64(b)
+        for c in coords:
+            key = (key << one) | ((c >> shift) & one)
+    return key
+
+
+def zorder_keys(coords: list[np.ndarray], bits: int) -> np.ndarray:
+    """Z-order (Morton) keys of integer coordinates in ``[0, 2**bits)``."""
+    return interleave([np.asarray(c, dtype=np.uint64) for c in coords], bits)
+
+
+def hilbert_keys(coords: list[np.ndarray], bits: int) -> np.ndarray:
+    """Hilbert-curve keys of integer coordinates in ``[0, 2**bits)`` (any number of dimensions)."""
+    x = [np.array(c, dtype=np.uint64, copy=True) for c in coords]
+    n = len(x)
+    if n == 1:
+        return x[0]
+    zero = np.uint64(0)
+    q = 1 << (bits - 1)
+    # Undo excess work: walk bits from the top, reflecting or swapping the lower bits.
+    while q > 1:
+        p = np.uint64(q - 1)
+        qq = np.uint64(q)
+        for i in range(n):
+            set_ = (x[i] & qq) != zero
+            x[0] = np.where(set_, x[0] ^ p, x[0])
+            t = np.where(set_, zero, (x[0] ^ x[i]) & p)
+            x[0] ^= t
+            x[i] ^= t
+        q >>= 1
+    # Gray encode.
+    for i in range(1, n):
+        x[i] ^= x[i - 1]
+    t = np.zeros_like(x[0])
+    q = 1 << (bits - 1)
+    while q > 1:
+        t = np.where((x[n - 1] & np.uint64(q)) != zero, t ^ np.uint64(q - 1), t)
+        q >>= 1
+    for i in range(n):
+        x[i] ^= t
+    return interleave(x, bits)
+
+
+def curve_keys(curve: str, coords: list[np.ndarray], bits: int) -> np.ndarray:
+    if curve == "zorder":
+        return zorder_keys(coords, bits)
+    if curve == "hilbert":
+        return hilbert_keys(coords, bits)
+    raise ConfigError(f"unknown curve {curve!r}; choose one of {', '.join(CURVES)}")

@@ -1,0 +1,43 @@
+"""Typed metrics records returned by every maintenance operation.
+
+Each operation returns a frozen dataclass deriving from ``MetricsRecord``; ``to_dict()`` gives
+the JSON-ready form the CLI prints with ``--json`` and the Dagster assets show as metadata.
+Every record carries at least ``version`` (the version committed, or ``None``), files and
+bytes removed and added, and ``duration_seconds``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any, Mapping
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class MetricsRecord:
+    """Base of all metrics records (fields are added by the subclasses)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return _jsonable(self)
+
+
+class Stopwatch:
+    """Monotonic elapsed time for ``duration_seconds``."""
+
+    __slots__ = ("_start",)
+
+    def __init__(self) -> None:
+        self._start = time.monotonic()
+
+    def seconds(self) -> float:
+        return round(time.monotonic() - self._start, 3)

@@ -1,0 +1,183 @@
+"""Vacuum planning (pure): which files under the table root may be deleted.
+
+Delta's rule (PROTOCOL.md "Overview", Delta Spark's VacuumCommand): a file may be deleted when
+
+1. it is not *hidden* — no path component starts with ``_`` or ``.``, except directories named
+   ``<partition column>=...`` (partition directories are data) and Delta's ``_change_data`` and
+   ``_delta_index`` directories, whose files expire like data; so ``_delta_log``,
+   ``_symlink_format_manifest``, ``_SUCCESS``, ``.crc`` files and temporary files are never
+   touched;
+2. it is not referenced by the current snapshot (data files and their deletion-vector files),
+   nor by a tombstone whose ``deletionTimestamp`` is still inside the retention window (readers
+   of recent versions may still need it);
+3. its modification time is older than the retention cutoff (a young unreferenced file may be
+   a concurrent writer's not-yet-committed output).
+
+Paths come from the log URI-encoded and possibly absolute; ``log_path_to_key`` turns them into
+storage keys and rejects (the caller warns) anything outside the table root. ``dv_relative_path``
+derives the file a deletion vector descriptor points at (PROTOCOL.md "Deletion Vector
+Descriptor Schema"). No IO here: the caller lists, plans, then deletes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.errors import PathEscapesTableError
+from delta_core.storage.base import normalize_key
+
+VACUUMABLE_HIDDEN_DIRS = ("_change_data", "_delta_index")
+_MAYBE_HIDDEN = r"(^|/)[_.]"
+_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+_Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumPlan:
+    """Files to delete (keys relative to the root), with what was kept and why."""
+
+    cutoff_ms: int
+    retention_ms: int
+    to_delete: tuple[str, ...]
+    bytes_to_delete: int
+    files_listed: int
+    hidden_skipped: int
+    referenced_kept: int
+    young_kept: int
+
+    @property
+    def num_files_to_delete(self) -> int:
+        return len(self.to_delete)
+
+
+def is_hidden(key: str, partition_columns: Sequence[str]) -> bool:
+    """Delta's hidden-path rule for a key relative to the table root."""
+    parts = key.split("/")
+    if parts[-1].startswith(("_", ".")):
+        return True
+    for directory in parts[:-1]:
+        if not directory.startswith(("_", ".")):
+            continue
+        if directory in VACUUMABLE_HIDDEN_DIRS:
+            continue
+        if any(directory.startswith(f"{c}=") for c in partition_columns):
+            continue
+        return True
+    return False
+
+
+def hidden_mask(keys: pa.Array | pa.ChunkedArray, partition_columns: Sequence[str]) -> pa.Array:
+    """``is_hidden`` over an Arrow column; only keys with a ``_``/``.`` component go through Python."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks else pa.array([], pa.string())
+    maybe = pc.match_substring_regex(keys, _MAYBE_HIDDEN)
+    if not pc.any(maybe).as_py():
+        return pc.fill_null(maybe, False)
+    candidates = pc.indices_nonzero(maybe).to_pylist()
+    values = keys.to_pylist()
+    out = [False] * len(values)
+    for i in candidates:
+        out[i] = is_hidden(values[i], partition_columns)
+    return pa.array(out, pa.bool_())
+
+
+def log_path_to_key(path: str, table_root: str) -> str:
+    """The storage key of a path found in the log (decoded once; absolute URIs under the root
+    become relative). Raises ``PathEscapesTableError`` for anything outside the root."""
+    decoded = unquote(path)
+    if "://" in decoded or decoded.startswith("/"):
+        root = table_root.rstrip("/") + "/"
+        candidates = [root]
+        if root.startswith("file://"):
+            candidates.append(root[len("file://"):])
+            candidates.append("file:" + root[len("file://"):])
+        for prefix in candidates:
+            if decoded.startswith(prefix):
+                return normalize_key(decoded[len(prefix):], root=table_root)
+        raise PathEscapesTableError(f"{path!r} is outside the table root {table_root}", path=table_root)
+    return normalize_key(decoded, root=table_root)
+
+
+def z85_decode(text: str) -> bytes:
+    if len(text) % 5:
+        raise ValueError(f"Z85 text length {len(text)} is not a multiple of 5")
+    out = bytearray()
+    for i in range(0, len(text), 5):
+        value = 0
+        for ch in text[i:i + 5]:
+            value = value * 85 + _Z85_INDEX[ch]
+        out += value.to_bytes(4, "big")
+    return bytes(out)
+
+
+def dv_relative_path(storage_type: str, path_or_inline_dv: str) -> str | None:
+    """The deletion vector file of a descriptor, as a log path (``None`` for inline DVs).
+
+    ``u``: ``<random prefix><20 chars Z85 UUID>`` -> ``<prefix>/deletion_vector_<uuid>.bin``;
+    ``p``: an absolute path, returned as is; ``i``: inline, no file.
+    """
+    if storage_type == "u":
+        prefix, encoded = path_or_inline_dv[:-20], path_or_inline_dv[-20:]
+        name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
+        return f"{prefix}/{name}" if prefix else name
+    if storage_type == "p":
+        return path_or_inline_dv
+    return None
+
+
+def plan_vacuum(
+    listed: pa.Table,
+    *,
+    referenced: Iterable[str],
+    partition_columns: Sequence[str],
+    now_ms: int,
+    retention: dt.timedelta,
+) -> VacuumPlan:
+    """Plan a vacuum over ``listed`` (``key``, ``size``, ``modification_time`` in ms: every file
+    under the root outside ``_delta_log``) given the ``referenced`` keys (live files, their DV
+    files, and files of tombstones still inside the retention window)."""
+    retention_ms = int(retention.total_seconds() * 1000)
+    cutoff = now_ms - retention_ms
+    keys = listed.column("key")
+    hidden = hidden_mask(keys, partition_columns)
+    ref = pa.array(sorted(set(referenced)), pa.string())
+    is_ref = pc.is_in(keys, value_set=ref)
+    young = pc.greater_equal(listed.column("modification_time"), pa.scalar(cutoff, pa.int64()))
+    visible = pc.invert(hidden)
+    keep_ref = pc.and_(visible, is_ref)
+    keep_young = pc.and_(pc.and_(visible, pc.invert(is_ref)), young)
+    delete = pc.and_(pc.and_(visible, pc.invert(is_ref)), pc.invert(young))
+    chosen = listed.filter(delete)
+    return VacuumPlan(
+        cutoff_ms=cutoff,
+        retention_ms=retention_ms,
+        to_delete=tuple(sorted(chosen.column("key").to_pylist())),
+        bytes_to_delete=int(pc.sum(chosen.column("size")).as_py() or 0),
+        files_listed=listed.num_rows,
+        hidden_skipped=_count(hidden),
+        referenced_kept=_count(keep_ref),
+        young_kept=_count(keep_young),
+    )
+
+
+def _count(mask: pa.Array | pa.ChunkedArray) -> int:
+    return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+
+
+def empty_dir_candidates(deleted: Sequence[str]) -> list[str]:
+    """Parent directories of deleted keys, deepest first (candidates for empty-dir removal)."""
+    dirs: set[str] = set()
+    for key in deleted:
+        parent = key.rpartition("/")[0]
+        while parent:
+            dirs.add(parent)
+            parent = parent.rpartition("/")[0]
+    return sorted(dirs, key=lambda d: (-d.count("/"), d))
+

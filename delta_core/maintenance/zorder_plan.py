@@ -1,0 +1,205 @@
+"""Z-order planning (pure): which partitions are rewritten, on which columns, into how many files.
+
+Z-order rewrites *every* file of the selected partitions (clustering is about all rows, not
+just small files), so the plan is the list of partitions with their files, the validated
+clustering columns and the number of output files (input bytes / target size, at least one per
+partition). Columns are checked as Delta does: they must exist, must not be partition columns
+(every file of a partition has one value there already) and must have min/max statistics
+(``delta.dataSkippingNumIndexedCols`` / ``delta.dataSkippingStatsColumns``), otherwise
+clustering on them could never skip a file. Only top-level primitive, orderable columns work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from delta_core.errors import ConfigError
+from delta_core.maintenance.compaction_plan import (
+    DEFAULT_BATCH_BYTES,
+    FileRef,
+    check_no_deletion_vectors,
+    partition_key_columns,
+    resolve_sizes,
+    selection_mask,
+)
+from delta_core.maintenance.curves import CURVES, bits_per_column
+from delta_core.maintenance.predicate import parse_predicate
+from delta_core.schema import PrimitiveType, StructType, schema_to_arrow
+from delta_core.stats_collect import indexed_leaves
+
+_ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "decimal", "boolean",
+              "date", "timestamp", "timestamp_ntz"}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionFiles:
+    partition_values: tuple[tuple[str, str | None], ...]
+    files: tuple[FileRef, ...]
+
+    @property
+    def total_size(self) -> int:
+        return sum(f.size for f in self.files)
+
+    @property
+    def paths(self) -> list[str]:
+        return [f.path for f in self.files]
+
+
+@dataclass(frozen=True, slots=True)
+class ZOrderPlan:
+    read_version: int | None
+    columns: tuple[str, ...]
+    curve: str
+    target_size: int
+    predicate: str | None
+    partitions: tuple[PartitionFiles, ...]
+    files_considered: int
+    bits_per_column: int
+
+    @property
+    def num_input_files(self) -> int:
+        return sum(len(p.files) for p in self.partitions)
+
+    @property
+    def input_bytes(self) -> int:
+        return sum(p.total_size for p in self.partitions)
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.partitions
+
+    def output_files(self, partitions: Sequence[PartitionFiles] | None = None) -> int:
+        parts = self.partitions if partitions is None else partitions
+        total = sum(p.total_size for p in parts)
+        return max(len(parts), math.ceil(total / self.target_size)) if parts else 0
+
+    def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[PartitionFiles, ...]]:
+        out: list[tuple[PartitionFiles, ...]] = []
+        current: list[PartitionFiles] = []
+        size = 0
+        for p in self.partitions:
+            if current and size + p.total_size > max_bytes:
+                out.append(tuple(current))
+                current, size = [], 0
+            current.append(p)
+            size += p.total_size
+        if current:
+            out.append(tuple(current))
+        return out
+
+    def operation_parameters(self) -> dict[str, Any]:
+        return {
+            "predicate": json.dumps([self.predicate] if self.predicate else []),
+            "zOrderBy": json.dumps(list(self.columns)),
+            "clusterBy": "[]",
+            "auto": False,
+            "curve": self.curve,
+        }
+
+
+def validate_columns(
+    schema: StructType,
+    columns: Sequence[str],
+    *,
+    partition_columns: Sequence[str],
+    num_indexed_cols: int,
+    stats_columns: Sequence[str] | None,
+) -> tuple[str, ...]:
+    """Canonical names of the clustering ``columns``, or ``ConfigError`` saying what is wrong."""
+    if not columns:
+        raise ConfigError("Z-order needs at least one column (--columns a,b)")
+    bits_per_column(len(columns))
+    parts_lower = {c.lower() for c in partition_columns}
+    data_fields = [f for f in schema.fields if f.name.lower() not in parts_lower]
+    with_stats = indexed_leaves(schema_to_arrow(StructType(tuple(data_fields))),
+                                num_indexed_cols=num_indexed_cols, stats_columns=stats_columns)
+    out: list[str] = []
+    for name in columns:
+        name = name.strip()
+        if name.lower() in parts_lower:
+            raise ConfigError(
+                f"{name!r} is a partition column; Z-order clusters data *within* partitions, so use "
+                "data columns (partition columns are already one value per file)"
+            )
+        field = schema.get(name, case_sensitive=False)
+        if field is None:
+            raise ConfigError(f"column {name!r} is not in the table schema ({', '.join(schema.field_names)})")
+        if not isinstance(field.type, PrimitiveType) or field.type.name not in _ORDERABLE:
+            raise ConfigError(f"cannot Z-order on {field.name!r} of type {field.type}: only primitive, "
+                              "orderable columns (numbers, strings, dates, timestamps, booleans) work")
+        if (field.name,) not in with_stats:
+            raise ConfigError(
+                f"column {field.name!r} has no statistics (see delta.dataSkippingNumIndexedCols / "
+                "delta.dataSkippingStatsColumns), so Z-ordering on it cannot help data skipping; "
+                "collect stats for it first"
+            )
+        if field.name in out:
+            raise ConfigError(f"column {field.name!r} is listed twice")
+        out.append(field.name)
+    return tuple(out)
+
+
+def group_partitions(files: pa.Table, key_names: Sequence[str]) -> list[PartitionFiles]:
+    """All files grouped by partition (sorted by partition values)."""
+    keys = partition_key_columns(files, key_names)
+    cols: dict[str, Any] = {f"p{i}": k for i, k in enumerate(keys)}
+    cols["path"] = files.column("path")
+    cols["size"] = files.column("size")
+    cols["num_records"] = (files.column("num_records") if "num_records" in files.column_names
+                           else pa.nulls(files.num_rows, pa.int64()))
+    work = pa.table(cols).sort_by([(f"p{i}", "ascending") for i in range(len(keys))] + [("path", "ascending")])
+    key_lists = [work.column(f"p{i}").to_pylist() for i in range(len(keys))]
+    out: list[PartitionFiles] = []
+    current_key: tuple | None = None
+    current: list[FileRef] = []
+    for i, (path, size, rec) in enumerate(zip(work.column("path").to_pylist(), work.column("size").to_pylist(),
+                                              work.column("num_records").to_pylist())):
+        key = tuple(k[i] for k in key_lists)
+        if key != current_key and current:
+            out.append(PartitionFiles(tuple(zip(key_names, current_key or ())), tuple(current)))
+            current = []
+        current_key = key
+        current.append(FileRef(path, size, rec))
+    if current:
+        out.append(PartitionFiles(tuple(zip(key_names, current_key or ())), tuple(current)))
+    return out
+
+
+def plan_zorder(
+    snapshot: Any,
+    columns: Sequence[str],
+    *,
+    curve: str = "zorder",
+    where: str | None = None,
+    target_size: int | None = None,
+) -> ZOrderPlan:
+    """Plan a Z-order (or Hilbert) rewrite of ``snapshot``. Pure."""
+    if curve not in CURVES:
+        raise ConfigError(f"unknown curve {curve!r}; choose one of {', '.join(CURVES)}")
+    partition_columns = list(snapshot.partition_columns)
+    props = snapshot.properties
+    cols = validate_columns(snapshot.schema, columns, partition_columns=partition_columns,
+                            num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns)
+    table_target = props.target_file_size if props.raw("delta.targetFileSize") is not None else None
+    target, _ = resolve_sizes(target_size, None, table_target=table_target)
+    predicate = parse_predicate(where, partition_columns) if where is not None else None
+    files = snapshot.files
+    mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
+    selected = files.filter(mask)
+    check_no_deletion_vectors(selected, operation="Z-order", table_uri=getattr(snapshot.storage, "root", None))
+    key_names = [snapshot.schema.get(c).physical_name for c in partition_columns]
+    return ZOrderPlan(
+        read_version=snapshot.version,
+        columns=cols,
+        curve=curve,
+        target_size=target,
+        predicate=predicate.sql() if predicate is not None else None,
+        partitions=tuple(group_partitions(selected, key_names)),
+        files_considered=selected.num_rows,
+        bits_per_column=bits_per_column(len(cols)),
+    )

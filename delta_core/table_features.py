@@ -1,0 +1,244 @@
+"""The protocol gate: which reader/writer versions and table features this library honours.
+
+Implements PROTOCOL.md "Table Features", "Reader Version Requirements" and "Writer Version
+Requirements". Legacy protocols (reader 1-2, writer 2-6) imply features by version; reader 3
+and writer 7 list them in ``readerFeatures`` / ``writerFeatures``.
+
+Reading the log needs every reader feature to be understood. Writing needs every reader
+feature plus every writer feature, and "honouring" a writer feature is judged strictly: a
+feature is supported here only if every write this library makes (append, overwrite, whole-file
+delete, compaction/z-order rewrites with ``dataChange=false``, checkpoints, vacuum) obeys its
+writer requirements. Some features only constrain writes while *active* (e.g. CHECK constraints
+exist, in-commit timestamps are enabled); those are accepted while inactive, and constraint-like
+features are also accepted for pure rewrites, which copy rows unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Iterable, Mapping
+
+from delta_core.actions import Metadata, Protocol
+from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
+
+MAX_READER_VERSION = 3
+MAX_WRITER_VERSION = 7
+
+SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({
+    "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
+    "typeWidening", "typeWidening-preview",
+})
+
+# Writer features every write of this library obeys, whatever the table properties say.
+#  - appendOnly: the transaction refuses removes with dataChange=true when delta.appendOnly.
+#  - changeDataFeed: our writes only add whole files, remove whole files or rearrange rows
+#    (dataChange=false), for which the protocol needs no cdc files.
+#  - columnMapping: data files and stats use physical names; rewrites keep them.
+#  - deletionVectors: rewrites apply a file's DV or refuse; we never write new DVs.
+#  - timestampNtz, vacuumProtocolCheck (vacuum checks the write protocol first),
+#    domainMetadata (we write no domains and checkpoints keep the live ones),
+#    v2Checkpoint (checkpoint writers must not write multi-part checkpoints then).
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset({
+    "appendOnly", "changeDataFeed", "columnMapping", "deletionVectors", "timestampNtz",
+    "vacuumProtocolCheck", "domainMetadata", "v2Checkpoint",
+})
+
+# Writer features that constrain only the rows a write adds: honoured when inactive, and
+# always by rewrites that copy rows unchanged (compaction, z-order).
+ROW_CONSTRAINT_FEATURES: frozenset[str] = frozenset({
+    "invariants", "checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults",
+})
+
+# Writer features honoured only while inactive (their writer duties are not implemented).
+INACTIVE_ONLY_FEATURES: frozenset[str] = frozenset({
+    "inCommitTimestamp", "rowTracking", "typeWidening", "typeWidening-preview",
+})
+
+# Features implied by legacy protocol versions (each version inherits the ones before).
+_LEGACY_READER = {2: ("columnMapping",)}
+_LEGACY_WRITER = {
+    2: ("appendOnly", "invariants"),
+    3: ("checkConstraints",),
+    4: ("changeDataFeed", "generatedColumns"),
+    5: ("columnMapping",),
+    6: ("identityColumns",),
+}
+
+_FEATURE_HINTS = {
+    "catalogManaged": "the table is managed by a catalog; read and write it through that "
+                      "catalog's client instead of the storage path",
+    "variantType": "the table has variant columns, which this library does not read",
+    "variantType-preview": "the table has variant columns, which this library does not read",
+    "variantShredding": "the table stores shredded variant data, which this library does not read",
+    "variantShredding-preview": "the table stores shredded variant data, which this library does not read",
+}
+
+
+def reader_features(protocol: Protocol) -> frozenset[str]:
+    """Reader features in effect: listed (reader 3) or implied by a legacy reader version."""
+    if protocol.min_reader_version >= 3:
+        return frozenset(protocol.reader_features or ())
+    implied: set[str] = set()
+    for v, names in _LEGACY_READER.items():
+        if protocol.min_reader_version >= v:
+            implied.update(names)
+    return frozenset(implied)
+
+
+def writer_features(protocol: Protocol) -> frozenset[str]:
+    """Writer features in effect: listed (writer 7) or implied by a legacy writer version."""
+    if protocol.min_writer_version >= 7:
+        return frozenset(protocol.writer_features or ())
+    implied: set[str] = set()
+    for v, names in _LEGACY_WRITER.items():
+        if protocol.min_writer_version >= v:
+            implied.update(names)
+    return frozenset(implied)
+
+
+def has_feature(protocol: Protocol, name: str) -> bool:
+    """Whether ``name`` is supported by the table (listed, or implied by its versions)."""
+    return name in reader_features(protocol) or name in writer_features(protocol)
+
+
+def column_mapping_mode(protocol: Protocol, configuration: Mapping[str, str]) -> str:
+    """``none``, ``id`` or ``name``; the property counts only when the protocol supports the feature."""
+    if "columnMapping" not in reader_features(protocol) and "columnMapping" not in writer_features(protocol):
+        return "none"
+    mode = (configuration.get("delta.columnMapping.mode") or "none").strip().lower()
+    if mode not in ("none", "id", "name"):
+        raise UnsupportedProtocolError(
+            f"delta.columnMapping.mode={mode!r} is not a column mapping mode this library knows "
+            "(none, id, name); upgrade delta_core or fix the table property"
+        )
+    return mode
+
+
+def check_read_supported(protocol: Protocol, *, path: str | None = None,
+                         version: int | None = None) -> None:
+    """Raise ``UnsupportedProtocolError`` unless every reader requirement is understood."""
+    if protocol.min_reader_version > MAX_READER_VERSION or protocol.min_reader_version < 1:
+        raise UnsupportedProtocolError(
+            f"table needs reader version {protocol.min_reader_version}; this library reads "
+            f"versions 1 to {MAX_READER_VERSION}. Use a newer Delta reader for this table",
+            path=path, version=version,
+        )
+    unknown = sorted(reader_features(protocol) - SUPPORTED_READER_FEATURES)
+    if unknown:
+        raise UnsupportedProtocolError(_feature_message("reader", unknown, "read"),
+                                       path=path, version=version)
+
+
+def check_write_supported(protocol: Protocol, metadata: Metadata, *, rewrite_only: bool = False,
+                          extra_supported: Iterable[str] = (), path: str | None = None,
+                          version: int | None = None) -> None:
+    """Raise ``UnsupportedWriterFeatureError`` unless this library can write the table safely.
+
+    ``rewrite_only`` declares that the write only rearranges existing rows (``dataChange=false``),
+    which honours row constraints trivially. ``extra_supported`` lets a caller that implements a
+    feature's writer duties itself (e.g. in-commit timestamps) accept that feature.
+    """
+    try:
+        check_read_supported(protocol, path=path, version=version)
+    except UnsupportedProtocolError as exc:
+        raise UnsupportedWriterFeatureError(str(exc), path=path, version=version) from None
+    if protocol.min_writer_version > MAX_WRITER_VERSION or protocol.min_writer_version < 1:
+        raise UnsupportedWriterFeatureError(
+            f"table needs writer version {protocol.min_writer_version}; this library writes "
+            f"versions up to {MAX_WRITER_VERSION}. Write to this table with a newer Delta writer",
+            path=path, version=version,
+        )
+    accepted = SUPPORTED_WRITER_FEATURES | frozenset(extra_supported)
+    refused: list[str] = []
+    reasons: list[str] = []
+    for name in sorted(writer_features(protocol) | reader_features(protocol)):
+        if name in accepted:
+            continue
+        if name in ROW_CONSTRAINT_FEATURES:
+            if rewrite_only:
+                continue
+            why = _active_reason(name, metadata)
+            if why is None:
+                continue
+            reasons.append(f"{name} ({why})")
+            continue
+        if name in INACTIVE_ONLY_FEATURES:
+            why = _active_reason(name, metadata)
+            if why is not None:
+                reasons.append(f"{name} ({why})")
+            continue
+        if name in SUPPORTED_READER_FEATURES:
+            continue  # reader-side duties only, checked above
+        refused.append(name)
+    if refused or reasons:
+        parts = refused + reasons
+        raise UnsupportedWriterFeatureError(_feature_message("writer", parts, "write"),
+                                            path=path, version=version)
+
+
+def _feature_message(side: str, names: list[str], verb: str) -> str:
+    hints = [f"{n}: {_FEATURE_HINTS[n]}" for n in names if n in _FEATURE_HINTS]
+    msg = (f"table requires {side} feature(s) {', '.join(names)} that this library cannot {verb} "
+           f"safely; use a Delta engine that supports them (e.g. Delta Spark) for this table")
+    if verb == "write":
+        msg += ", or disable the feature's table property where the protocol allows it"
+    return msg + ("; " + "; ".join(hints) if hints else "")
+
+
+def _schema_metadata_keys(metadata: Metadata) -> set[str]:
+    """All column-metadata keys in the schema (nested fields included), without full parsing."""
+    keys: set[str] = set()
+
+    def walk(obj: Any) -> None:
+        if isinstance(obj, dict):
+            md = obj.get("metadata")
+            if isinstance(md, dict) and "name" in obj:
+                keys.update(md)
+            for v in obj.values():
+                walk(v)
+        elif isinstance(obj, list):
+            for v in obj:
+                walk(v)
+
+    try:
+        walk(json.loads(metadata.schema_string or "{}"))
+    except ValueError:
+        # an unreadable schema cannot prove a feature inactive
+        keys.add("<unreadable schema>")
+    return keys
+
+
+def _truthy(configuration: Mapping[str, str], key: str) -> bool:
+    return str(configuration.get(key, "")).strip().lower() == "true"
+
+
+def _active_reason(name: str, metadata: Metadata) -> str | None:
+    """Why ``name`` is active on this table (so its writer duties apply), or None if inactive."""
+    conf = metadata.configuration or {}
+    keys = _schema_metadata_keys(metadata)
+    unreadable = "<unreadable schema>" in keys
+    if name == "invariants":
+        return "a column has delta.invariants" if "delta.invariants" in keys or unreadable else None
+    if name == "checkConstraints":
+        found = sorted(k for k in conf if k.startswith("delta.constraints."))
+        return f"CHECK constraint {found[0]} is set" if found else None
+    if name == "generatedColumns":
+        hit = "delta.generationExpression" in keys or unreadable
+        return "a column has delta.generationExpression" if hit else None
+    if name == "identityColumns":
+        hit = any(k.startswith("delta.identity.") for k in keys) or unreadable
+        return "the table has an identity column" if hit else None
+    if name == "allowColumnDefaults":
+        return "a column has a default value" if "CURRENT_DEFAULT" in keys or unreadable else None
+    if name == "inCommitTimestamp":
+        return ("delta.enableInCommitTimestamps=true"
+                if _truthy(conf, "delta.enableInCommitTimestamps") else None)
+    if name == "rowTracking":
+        # Writers must assign row ids whenever the feature is supported and not suspended.
+        return (None if _truthy(conf, "delta.rowTrackingSuspended")
+                else "row ids must be assigned while delta.rowTrackingSuspended is not true")
+    if name in ("typeWidening", "typeWidening-preview"):
+        # Without recorded type changes every data file already has the table's types.
+        hit = "delta.typeChanges" in keys or unreadable or _truthy(conf, "delta.enableTypeWidening")
+        return "columns have recorded type changes or type widening is enabled" if hit else None
+    return "active"

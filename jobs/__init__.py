@@ -1,0 +1,81 @@
+"""Asset jobs: per table (full maintenance, one per operation, downstream refresh) and across
+tables (all maintenance, one per operation).
+
+Every job runs on the in-process executor: one process, one SparkSession for all its steps,
+and steps in dependency order (compaction before z-order before vacuum ...).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dagster import AssetKey, AssetSelection, define_asset_job, in_process_executor
+from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+
+from assets.downstream import daily_summary_key
+from assets.maintenance import OPERATION_TAG, maintenance_asset_key
+from resources.config import OPERATIONS, MaintenanceConfig, TableConfig
+
+ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
+
+
+def maintenance_job_name(table_name: str) -> str:
+    return f"{table_name}_maintenance"
+
+
+def operation_job_name(table_name: str, operation: str) -> str:
+    return f"{table_name}_{operation}"
+
+
+def downstream_job_name(table_name: str) -> str:
+    return f"{table_name}_downstream_refresh"
+
+
+def all_tables_job_name(operation: str) -> str:
+    return f"all_tables_{operation}"
+
+
+def downstream_keys(table: TableConfig) -> list[AssetKey]:
+    keys = [daily_summary_key(table.name)] if table.downstream.daily_summary else []
+    keys += [AssetKey(a.split("/")) for a in table.downstream.assets]
+    return keys
+
+
+@dataclass(frozen=True, slots=True)
+class TableJobs:
+    maintenance: UnresolvedAssetJobDefinition
+    operations: dict[str, UnresolvedAssetJobDefinition]
+    downstream: UnresolvedAssetJobDefinition | None
+
+
+def _job(name: str, selection: AssetSelection, description: str) -> UnresolvedAssetJobDefinition:
+    return define_asset_job(name, selection=selection, executor_def=in_process_executor,
+                            description=description)
+
+
+def build_table_jobs(table: TableConfig) -> TableJobs:
+    maintenance = _job(
+        maintenance_job_name(table.name),
+        AssetSelection.groups(table.name) & AssetSelection.kind("delta"),
+        f"Full maintenance of `{table.name}`: {', '.join(table.operations)}.",
+    )
+    operations = {
+        op: _job(operation_job_name(table.name, op),
+                 AssetSelection.assets(maintenance_asset_key(table.name, op)),
+                 f"{op} of `{table.name}`.")
+        for op in table.operations
+    }
+    keys = downstream_keys(table)
+    downstream = _job(downstream_job_name(table.name), AssetSelection.assets(*keys),
+                      f"Refresh assets downstream of `{table.name}` after data changes.") if keys else None
+    return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream)
+
+
+def build_cross_table_jobs(config: MaintenanceConfig) -> list[UnresolvedAssetJobDefinition]:
+    jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
+                 "Full maintenance of every managed table.")] if config.tables else []
+    for op in OPERATIONS:
+        if any(op in t.operations for t in config.tables):
+            jobs.append(_job(all_tables_job_name(op), AssetSelection.tag(OPERATION_TAG, op),
+                             f"{op} of every managed table that enables it."))
+    return jobs

@@ -1,0 +1,90 @@
+"""``DeltaTableResource``: a thin Dagster resource over one ``delta_core`` table.
+
+It holds the table URI and fsspec storage options (secrets as ``EnvVar``, resolved at run
+time, never shown in the UI) and hands out ``delta_core`` objects: the table, snapshots and
+transactions. All protocol work stays in ``delta_core``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster import ConfigurableResource, EnvVar
+from pydantic import Field
+
+from delta_core.errors import ConfigError
+from resources.config import EnvRef, OptionValue, TableConfig
+
+_COERCE = {"bool": lambda v: v.strip().lower() == "true", "int": int, "float": float}
+
+
+class DeltaTableResource(ConfigurableResource):
+    """One Delta table: URI plus storage options, handing out delta_core tables and snapshots."""
+
+    table_name: str = Field(description="Name of the table in tables.yaml (its asset group).")
+    uri: str = Field(description="Table root: a local path or an fsspec URI (s3://bucket/path).")
+    storage_options: dict[str, str] = Field(
+        default_factory=dict,
+        description="fsspec storage options; dotted keys nest (client_kwargs.endpoint_url). "
+                    "Secrets come from environment variables.",
+    )
+    storage_option_types: dict[str, str] = Field(
+        default_factory=dict,
+        description="For options that are not strings: key -> bool, int or float.",
+    )
+
+    @classmethod
+    def from_table_config(cls, table: TableConfig) -> "DeltaTableResource":
+        options: dict[str, Any] = {}
+        types: dict[str, str] = {}
+        for key, value in table.storage_options:
+            options[key] = _to_config_value(value)
+            if isinstance(value, bool):
+                types[key] = "bool"
+            elif isinstance(value, int):
+                types[key] = "int"
+            elif isinstance(value, float):
+                types[key] = "float"
+        return cls(table_name=table.name, uri=_to_config_value(table.uri),
+                   storage_options=options, storage_option_types=types)
+
+    def fsspec_options(self) -> dict[str, Any]:
+        """Storage options as fsspec wants them: nested, with typed values."""
+        out: dict[str, Any] = {}
+        for dotted, text in self.storage_options.items():
+            kind = self.storage_option_types.get(dotted)
+            if kind is not None and kind not in _COERCE:
+                raise ConfigError(f"storage_option_types[{dotted!r}]={kind!r} must be bool, int or float",
+                                  path=self.uri)
+            value: Any = _COERCE[kind](text) if kind else text
+            node = out
+            *parents, leaf = dotted.split(".")
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+        return out
+
+    def open(self):  # -> delta_core.table.DeltaTable
+        from delta_core.table import DeltaTable
+
+        return DeltaTable(self.uri, self.fsspec_options() or None)
+
+    def snapshot(self, version: int | None = None):  # -> delta_core.snapshot.Snapshot
+        return self.open().snapshot(version)
+
+    def latest_version(self) -> int:
+        return self.open().latest_version()
+
+    def transaction(self, *, operation: str, operation_parameters: dict[str, Any] | None = None):
+        """A ``delta_core.transaction.Transaction`` on the latest snapshot."""
+        from delta_core.transaction import Transaction
+
+        return Transaction(self.open(), operation=operation, operation_parameters=operation_parameters)
+
+
+def _to_config_value(value: OptionValue) -> Any:
+    if isinstance(value, EnvRef):
+        return EnvVar(value.name)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

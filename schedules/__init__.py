@@ -1,0 +1,64 @@
+"""Schedules from each table's policy: compaction and vacuum always (defaults: compaction daily
+02:00 UTC, vacuum Sundays 03:00 UTC), z-order when the policy gives a cron.
+
+Each schedule launches the table's one-operation job with the policy spelled out as run
+config, so the run's Launchpad shows exactly what it did.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dagster import AssetsDefinition, DefaultScheduleStatus, ScheduleDefinition
+
+from assets.maintenance import TABLE_TAG
+from jobs import TableJobs
+from resources.config import TableConfig
+
+SCHEDULE_TIMEZONE = "UTC"
+
+
+def schedule_name(table_name: str, operation: str) -> str:
+    return f"{table_name}_{operation}_schedule"
+
+
+def policy_run_config(table: TableConfig, operation: str) -> dict[str, Any]:
+    """The asset config that spells out the table's policy for one operation."""
+    if operation == "compaction":
+        values: dict[str, Any] = {"target_size": table.compaction.target_size, "where": table.compaction.where}
+    elif operation == "zorder":
+        z = table.zorder
+        values = {"columns": list(z.columns), "curve": z.curve, "where": z.where, "target_size": z.target_size}
+    elif operation == "vacuum":
+        values = {"retention_hours": table.vacuum.retention_hours, "dry_run": table.vacuum.dry_run}
+    elif operation == "checkpoint":
+        values = {"cleanup_log": table.checkpoint.cleanup_log}
+    elif operation == "manifest":
+        values = {"incremental": table.manifest.incremental}
+    else:  # pragma: no cover - OPERATIONS is closed
+        raise KeyError(operation)
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def op_run_config(assets_def: AssetsDefinition, config: dict[str, Any]) -> dict[str, Any]:
+    return {"ops": {assets_def.node_def.name: {"config": config}}}
+
+
+def build_table_schedules(table: TableConfig, jobs: TableJobs,
+                          assets_by_op: dict[str, AssetsDefinition]) -> list[ScheduleDefinition]:
+    crons = {"compaction": table.compaction.cron, "vacuum": table.vacuum.cron, "zorder": table.zorder.cron}
+    out = []
+    for op, cron in crons.items():
+        if op not in table.operations or cron is None:
+            continue
+        out.append(ScheduleDefinition(
+            name=schedule_name(table.name, op),
+            cron_schedule=cron,
+            execution_timezone=SCHEDULE_TIMEZONE,
+            job=jobs.operations[op],
+            run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
+            tags={TABLE_TAG: table.name, "delta_maintenance/trigger": "schedule"},
+            default_status=DefaultScheduleStatus.STOPPED,
+            description=f"{op} of `{table.name}` on '{cron}' ({SCHEDULE_TIMEZONE}).",
+        ))
+    return out

@@ -1,0 +1,201 @@
+"""Per-table log sensors: the cursor is the last Delta version seen.
+
+A tick reads only the commits after the cursor (``DeltaTable.changes_since``), so its cost
+depends on how many commits landed, not on the table's size. For those commits it
+
+1. records the new version as an observation of ``<table>/delta_table`` (data version =
+   Delta version), which makes assets depending on the table stale;
+2. requests a checkpoint run when the versions since the last checkpoint reach the
+   policy's interval;
+3. requests a manifest run when manifests are on and files were added or removed;
+4. requests a downstream refresh only when some commit changed data (an ``add``/``remove``
+   with ``dataChange=true``); compaction and z-order commit ``dataChange=false`` and do not.
+
+Run keys are ``<table>:<purpose>:v<version>``, so evaluating the same tick twice cannot start
+a second run. The first tick (no cursor) starts watching at the current version.
+"""
+
+
+import itertools
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from dagster import (
+    AssetObservation,
+    AssetsDefinition,
+    DefaultSensorStatus,
+    RunRequest,
+    SensorDefinition,
+    SensorEvaluationContext,
+    SensorResult,
+    sensor,
+)
+from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+from assets.maintenance import TABLE_TAG
+from assets.table import table_asset_key, table_observation_metadata
+from delta_core.actions import Action, Add, CommitInfo, Remove
+from delta_core.errors import ConfigError, LogGapError
+from jobs import TableJobs
+from resources import table_resource_key
+from resources.config import TableConfig
+from schedules import op_run_config, policy_run_config
+
+TRIGGER_TAG = "delta_maintenance/trigger"
+VERSION_TAG = "delta_maintenance/version"
+
+
+def sensor_name(table_name: str) -> str:
+    return f"{table_name}_delta_log_sensor"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitBatch:
+    """What a run of consecutive commits did, as far as the sensor cares."""
+
+    first_version: int
+    last_version: int
+    commits: int
+    file_commits: int  # commits adding or removing files (any dataChange)
+    data_change_commits: int  # commits with an add/remove that has dataChange=true
+    operations: tuple[str, ...]
+
+    @classmethod
+    def of(cls, commits: Sequence[tuple[int, Sequence[Action]]]) -> "CommitBatch":
+        file_commits = data_commits = 0
+        operations: list[str] = []
+        for _, actions in commits:
+            files = [a for a in actions if isinstance(a, (Add, Remove))]
+            file_commits += bool(files)
+            data_commits += any(a.data_change for a in files)
+            info = next((a for a in actions if isinstance(a, CommitInfo)), None)
+            operations.append(str(info.get("operation", "UNKNOWN")) if info else "UNKNOWN")
+        return cls(first_version=commits[0][0], last_version=commits[-1][0], commits=len(commits),
+                   file_commits=file_commits, data_change_commits=data_commits,
+                   operations=tuple(operations))
+
+
+    @classmethod
+    def unknown(cls, first_version: int, last_version: int) -> "CommitBatch":
+        """Commits that could not be read (log cleaned up): assume everything changed."""
+        n = max(0, last_version - first_version + 1)
+        return cls(first_version=first_version, last_version=last_version, commits=n,
+                   file_commits=n, data_change_commits=n, operations=("UNKNOWN",))
+
+
+def parse_cursor(cursor: str | None) -> int | None:
+    if cursor is None or cursor == "":
+        return None
+    try:
+        version = int(cursor)
+    except ValueError:
+        raise ConfigError(f"sensor cursor {cursor!r} is not a Delta version; reset the sensor's "
+                          "cursor in the UI (or clear it) to start watching from the latest version") from None
+    if version < -1:
+        raise ConfigError(f"sensor cursor {cursor!r} must be -1 or a Delta version")
+    return version
+
+
+def checkpoint_due(latest: int, last_checkpoint: int | None, interval: int) -> bool:
+    """Versions since the last checkpoint (or since version 0) reached the interval."""
+    return latest - (last_checkpoint if last_checkpoint is not None else 0) >= interval
+
+
+def _run_key(table: str, purpose: str, version: int) -> str:
+    return f"{table}:{purpose}:v{version}"
+
+
+def _tags(table: str, trigger: str, version: int) -> dict[str, str]:
+    return {TABLE_TAG: table, TRIGGER_TAG: trigger, VERSION_TAG: str(version)}
+
+
+def build_table_sensor(table: TableConfig, jobs: TableJobs,
+                       assets_by_op: dict[str, AssetsDefinition]) -> SensorDefinition | None:
+    """The table's log sensor, or None when the policy turns it off or it has nothing to do."""
+    checkpoint_job = jobs.operations.get("checkpoint")
+    manifest_job = jobs.operations.get("manifest")
+    targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream) if j is not None]
+    if not table.sensor.enabled or not targets:
+        return None
+    resource_key = table_resource_key(table.name)
+    asset_key = table_asset_key(table.name)
+    interval = table.checkpoint.interval
+    max_commits = table.sensor.max_commits_per_tick
+
+    @sensor(
+        name=sensor_name(table.name),
+        jobs=targets,
+        minimum_interval_seconds=table.sensor.interval_seconds,
+        required_resource_keys={resource_key},
+        default_status=DefaultSensorStatus.STOPPED,
+        description=(f"Watches `{table.name}`'s _delta_log: records each new version, requests "
+                     "checkpoint/manifest runs when due and downstream refreshes on data changes."),
+    )
+    def _sensor(context: SensorEvaluationContext) -> SensorResult:
+        dt = getattr(context.resources, resource_key).open()
+        seen = parse_cursor(context.cursor)
+        if seen is None:
+            latest = dt.latest_version()
+            batch = None
+        else:
+            try:
+                commits = list(itertools.islice(dt.changes_since(seen), max_commits))
+            except LogGapError as gap:
+                # Commits after the cursor were cleaned up: resynchronise at the latest
+                # version and assume files and data changed.
+                context.log.warning(f"{table.name}: {gap}; resuming at the latest version")
+                latest = dt.latest_version()
+                commits = []
+                batch = CommitBatch.unknown(seen + 1, latest)
+            else:
+                if not commits:
+                    return SensorResult(skip_reason=f"no commits after version {seen}", cursor=str(seen))
+                batch = CommitBatch.of(commits)
+                latest = batch.last_version
+
+        last_checkpoint = dt.last_checkpoint_version()
+        requests: list[RunRequest] = []
+        if checkpoint_job is not None and checkpoint_due(latest, last_checkpoint, interval):
+            requests.append(RunRequest(
+                run_key=_run_key(table.name, "checkpoint", latest),
+                job_name=checkpoint_job.name,
+                run_config=op_run_config(assets_by_op["checkpoint"], policy_run_config(table, "checkpoint")),
+                tags=_tags(table.name, "checkpoint_due", latest),
+            ))
+        if batch is not None and manifest_job is not None and batch.file_commits:
+            requests.append(RunRequest(
+                run_key=_run_key(table.name, "manifest", latest),
+                job_name=manifest_job.name,
+                run_config=op_run_config(assets_by_op["manifest"], policy_run_config(table, "manifest")),
+                tags=_tags(table.name, "files_changed", latest),
+            ))
+        if batch is not None and jobs.downstream is not None and batch.data_change_commits:
+            requests.append(RunRequest(
+                run_key=_run_key(table.name, "downstream", latest),
+                job_name=jobs.downstream.name,
+                tags=_tags(table.name, "data_changed", latest),
+            ))
+
+        metadata = table_observation_metadata(latest, last_checkpoint=last_checkpoint,
+                                              operation=batch.operations[-1] if batch else None,
+                                              timestamp_ms=None)
+        if batch is not None:
+            metadata.update({
+                "new_commits": batch.commits,
+                "data_change_commits": batch.data_change_commits,
+                "operations": ", ".join(sorted(set(batch.operations))),
+            })
+        observation = AssetObservation(asset_key=asset_key, metadata=metadata,
+                                       tags={DATA_VERSION_TAG: str(latest)})
+        return SensorResult(run_requests=requests, cursor=str(latest), asset_events=[observation])
+
+    return _sensor
+
+
+def build_sensors(tables: Iterable[tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]]) -> list[SensorDefinition]:
+    out = []
+    for table, jobs, assets_by_op in tables:
+        s = build_table_sensor(table, jobs, assets_by_op)
+        if s is not None:
+            out.append(s)
+    return out

@@ -1,0 +1,199 @@
+"""Checkpoints we write: spec schema, single and multi-part, struct stats, expiry,
+``_last_checkpoint``; read back by us and by delta-rs with the commits before them gone."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import shutil
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_core.checkpoint_write import write_checkpoint
+from delta_core.last_checkpoint import decode_last_checkpoint
+from delta_core.table import DeltaTable
+from delta_core.write import append, create_table, delete_files, set_properties
+
+SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
+                    ("st", pa.struct([("x", pa.int32())])), ("day", pa.date32())])
+
+
+def _data(ids: list[int]) -> pa.Table:
+    return pa.table({
+        "id": ids, "name": [f"n{i}" for i in ids],
+        "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=i) for i in ids],
+        "st": [{"x": i} for i in ids], "day": [dt.date(2024, 1, 1 + i % 3) for i in ids],
+    }, schema=SCHEMA)
+
+
+def _build(table_dir: str, n: int, **props: str) -> DeltaTable:
+    t = create_table(table_dir, SCHEMA, partition_columns=["day"],
+                     properties={"delta.checkpointInterval": "1000", **props})
+    for i in range(n):
+        append(t, _data([2 * i, 2 * i + 1]))
+    return t
+
+
+def _strip_commits(src: str, dst: str, upto: int) -> None:
+    shutil.copytree(src, dst)
+    for v in range(upto + 1):
+        os.unlink(os.path.join(dst, "_delta_log", f"{v:020d}.json"))
+
+
+def _ids_deltars(path: str) -> list[int]:
+    import deltalake
+
+    return sorted(pa.table(deltalake.DeltaTable(path).to_pyarrow_table()).column("id").to_pylist())
+
+
+def test_single_file_checkpoint_read_by_both(table_dir, tmp_path):
+    t = _build(table_dir, 4)
+    delete_files(t, [t.snapshot().file_paths[0]])
+    append(t, _data([100]))
+    res = write_checkpoint(t)
+    assert res.version == 6 and res.parts == 1
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{6:020d}.checkpoint.parquet"))
+    assert {"protocol", "metaData", "txn", "add", "remove"} <= set(cp.column_names)
+    assert cp.num_rows == res.size
+    assert cp.schema.field("protocol").type.field("minReaderVersion").type == pa.int32()
+    adds = [a for a in cp.column("add").to_pylist() if a]
+    assert len(adds) == res.num_add_files and all(a["dataChange"] is False for a in adds)
+    assert all(json.loads(a["stats"])["numRecords"] >= 1 for a in adds)
+    removes = [r for r in cp.column("remove").to_pylist() if r]
+    assert len(removes) == 1 and "stats" not in removes[0]
+    last = decode_last_checkpoint(open(os.path.join(table_dir, "_delta_log", "_last_checkpoint"), "rb").read())
+    assert (last.version, last.size, last.size_in_bytes, last.num_of_add_files) == (
+        6, res.size, res.size_in_bytes, res.num_add_files)
+    assert last.checksum is not None
+    copy = str(tmp_path / "copy")
+    _strip_commits(table_dir, copy, 6)
+    expected = sorted(pa.table(__import__("deltalake").DeltaTable(table_dir).to_pyarrow_table()).column("id").to_pylist())
+    assert _ids_deltars(copy) == expected
+    ours = DeltaTable(copy).snapshot()
+    assert ours.version == 6 and ours.num_files == t.snapshot().num_files
+    assert sorted(ours.file_paths) == sorted(t.snapshot().file_paths)
+    assert ours.tombstones.num_rows == 1
+
+
+def test_multi_part_checkpoint_is_clustered_and_deterministic(table_dir, tmp_path):
+    t = _build(table_dir, 12)
+    res = write_checkpoint(t, part_size=10)
+    assert res.parts > 1
+    log_dir = os.path.join(table_dir, "_delta_log")
+    names = [f"{res.version:020d}.checkpoint.{i:010d}.{res.parts:010d}.parquet" for i in range(1, res.parts + 1)]
+    parts = [pq.read_table(os.path.join(log_dir, n)) for n in names]
+    assert sum(p.num_rows for p in parts) == res.size
+    assert parts[0].column("protocol").null_count < parts[0].num_rows
+    ranges = []
+    for p in parts:
+        paths = [a["path"] for a in p.column("add").to_pylist() if a]
+        assert paths == sorted(paths)
+        if paths:
+            ranges.append((paths[0], paths[-1]))
+    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))  # contiguous, non-overlapping
+    first = [open(os.path.join(log_dir, n), "rb").read() for n in names]
+    write_checkpoint(t, part_size=10)
+    assert [pq.read_table(os.path.join(log_dir, n)).to_pylist() for n in names] == [p.to_pylist() for p in parts]
+    assert json.loads(open(os.path.join(log_dir, "_last_checkpoint")).read())["parts"] == res.parts
+    copy = str(tmp_path / "copy")
+    _strip_commits(table_dir, copy, res.version)
+    assert _ids_deltars(copy) == list(range(24))
+    assert DeltaTable(copy).snapshot().num_files == t.snapshot().num_files
+    assert first  # parts were written
+
+
+def test_stats_as_struct(table_dir, tmp_path):
+    t = _build(table_dir, 3, **{"delta.checkpoint.writeStatsAsStruct": "true"})
+    write_checkpoint(t)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet"))
+    add_type = cp.schema.field("add").type
+    sp = add_type.field("stats_parsed").type
+    assert sp.field("minValues").type.field("ts").type == pa.timestamp("us", tz="UTC")
+    assert sp.field("nullCount").type.field("st").type == pa.struct([("x", pa.int64())])
+    assert add_type.field("partitionValues_parsed").type == pa.struct([("day", pa.date32())])
+    adds = [a for a in cp.column("add").to_pylist() if a]
+    for a in adds:
+        js = json.loads(a["stats"])
+        assert a["stats_parsed"]["numRecords"] == js["numRecords"]
+        assert a["stats_parsed"]["minValues"]["id"] == js["minValues"]["id"]
+        assert a["partitionValues_parsed"]["day"].isoformat() == a["partitionValues"][0][1]
+    copy = str(tmp_path / "copy")
+    _strip_commits(table_dir, copy, 3)
+    assert _ids_deltars(copy) == list(range(6))
+    assert DeltaTable(copy).snapshot().num_records == 6
+
+
+def test_struct_only_stats(table_dir):
+    t = _build(table_dir, 2, **{"delta.checkpoint.writeStatsAsStruct": "true",
+                                "delta.checkpoint.writeStatsAsJson": "false"})
+    write_checkpoint(t)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{2:020d}.checkpoint.parquet"))
+    adds = [a for a in cp.column("add").to_pylist() if a]
+    assert all(a["stats"] is None for a in adds)
+    assert sum(a["stats_parsed"]["numRecords"] for a in adds) == 4
+
+
+def test_expired_tombstones_and_txns_are_dropped(table_dir):
+    t = _build(table_dir, 2, **{"delta.deletedFileRetentionDuration": "interval 1 days",
+                                "delta.setTransactionRetentionDuration": "interval 2 days"})
+    append(t, _data([50]), app_id="old-app", app_version=1)
+    delete_files(t, [t.snapshot().file_paths[0]])
+    append(t, _data([51]), app_id="new-app", app_version=1)
+    res = write_checkpoint(t)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))
+    assert sum(1 for r in cp.column("remove").to_pylist() if r) == 1
+    assert sorted(x["appId"] for x in cp.column("txn").to_pylist() if x) == ["new-app", "old-app"]
+    # 1.5 days later the tombstone has expired; txns live 2 days
+    later = time.time() + 1.5 * 86400
+    res = write_checkpoint(t, now=lambda: later)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))
+    assert sum(1 for r in cp.column("remove").to_pylist() if r) == 0
+    assert len([x for x in cp.column("txn").to_pylist() if x]) == 2
+    much_later = time.time() + 3 * 86400
+    res = write_checkpoint(t, now=lambda: much_later)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))
+    assert [x for x in cp.column("txn").to_pylist() if x] == []
+
+
+def test_last_checkpoint_never_moves_backwards(table_dir):
+    t = _build(table_dir, 3)
+    write_checkpoint(t)
+    write_checkpoint(t, version=1)
+    last = json.loads(open(os.path.join(table_dir, "_delta_log", "_last_checkpoint")).read())
+    assert last["version"] == 3
+    assert os.path.exists(os.path.join(table_dir, "_delta_log", f"{1:020d}.checkpoint.parquet"))
+
+
+def test_deltars_checkpoint_readable_and_ours_after_it(tmp_path):
+    import deltalake
+
+    path = str(tmp_path / "rs")
+    for i in range(3):
+        deltalake.write_deltalake(path, _data([i]).drop_columns(["st"]), mode="append")
+    deltalake.DeltaTable(path).create_checkpoint()
+    t = DeltaTable(path)
+    assert t.snapshot().log_segment.checkpoint_version == 2
+    append(t, _data([7]).drop_columns(["st"]))
+    write_checkpoint(t, part_size=2)
+    assert _ids_deltars(path) == [0, 1, 2, 7]
+    assert t.snapshot().log_segment.checkpoint_version == 3
+
+
+@pytest.mark.parametrize("mode", ["name", "id"])
+def test_checkpoint_with_column_mapping(table_dir, tmp_path, mode):
+    t = create_table(table_dir, SCHEMA, partition_columns=["day"],
+                     properties={"delta.columnMapping.mode": mode, "delta.checkpoint.writeStatsAsStruct": "true"})
+    append(t, _data([1, 2, 3]))
+    write_checkpoint(t)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{1:020d}.checkpoint.parquet"))
+    phys = {f.name: f.physical_name for f in t.snapshot().schema.fields}
+    add_type = cp.schema.field("add").type
+    assert add_type.field("partitionValues_parsed").type.names == [phys["day"]]
+    assert phys["id"] in add_type.field("stats_parsed").type.field("minValues").type.names
+    copy = str(tmp_path / "copy")
+    _strip_commits(table_dir, copy, 1)
+    assert DeltaTable(copy).snapshot().num_records == 3

@@ -1,0 +1,125 @@
+"""tables.yaml parsing: typed records, defaults, env references, errors naming table and field."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_core.errors import ConfigError
+from resources.config import (
+    DEFAULT_COMPACTION_CRON,
+    DEFAULT_VACUUM_CRON,
+    EnvRef,
+    TableConfigError,
+    load_config,
+    parse_size,
+)
+from tests.dagster.conftest import REPO_ROOT, write_yaml
+
+FULL = """
+spark:
+  master: {env: MY_SPARK_MASTER}
+  conf: {spark.sql.shuffle.partitions: 8, spark.speculation: false}
+tables:
+  sales:
+    uri: s3://bucket/warehouse/sales
+    storage_options:
+      key: {env: AWS_ACCESS_KEY_ID}
+      secret: {env: AWS_SECRET_ACCESS_KEY}
+      anon: false
+      client_kwargs: {endpoint_url: "http://127.0.0.1:9000"}
+    compaction: {target_size: 256MB, where: "sale_date >= '2024-01-01'", cron: "30 1 * * *"}
+    zorder: {columns: [customer_id, sku], curve: hilbert, cron: "0 4 * * 6"}
+    vacuum: {retention_hours: 7 days, dry_run: true}
+    checkpoint: {interval: 25, cleanup_log: true}
+    manifest: true
+    downstream: {assets: ["finance/revenue"]}
+  local_t:
+    uri: data/local_t
+    vacuum: false
+"""
+
+
+def test_full_config_parses_into_frozen_records(tmp_path):
+    cfg = load_config(write_yaml(tmp_path / "tables.yaml", FULL))
+    sales = cfg.table("sales")
+    assert sales.uri == "s3://bucket/warehouse/sales"
+    assert dict(sales.storage_options) == {
+        "key": EnvRef("AWS_ACCESS_KEY_ID"), "secret": EnvRef("AWS_SECRET_ACCESS_KEY"),
+        "anon": False, "client_kwargs.endpoint_url": "http://127.0.0.1:9000"}
+    assert sales.compaction.target_size == 256 * 1000**2
+    assert sales.compaction.where == "sale_date >= '2024-01-01'"
+    assert sales.compaction.cron == "30 1 * * *"
+    assert sales.zorder.enabled and sales.zorder.columns == ("customer_id", "sku")
+    assert sales.zorder.curve == "hilbert"
+    assert sales.vacuum.retention_hours == 168.0 and sales.vacuum.dry_run
+    assert sales.vacuum.cron == DEFAULT_VACUUM_CRON
+    assert sales.checkpoint.interval == 25 and sales.checkpoint.cleanup_log
+    assert sales.manifest.enabled
+    assert sales.downstream.assets == ("finance/revenue",)
+    assert sales.operations == ("compaction", "zorder", "vacuum", "checkpoint", "manifest")
+    assert cfg.spark.master == EnvRef("MY_SPARK_MASTER")
+    assert dict(cfg.spark.conf) == {"spark.sql.shuffle.partitions": "8", "spark.speculation": "false"}
+    with pytest.raises(AttributeError):
+        sales.name = "other"  # frozen
+
+    local = cfg.table("local_t")
+    assert local.uri == str((tmp_path / "data" / "local_t").resolve())  # relative to the file
+    assert local.operations == ("compaction", "checkpoint")  # defaults: no zorder, manifest off
+    assert local.compaction.cron == DEFAULT_COMPACTION_CRON
+
+
+def test_env_var_selects_the_file(tmp_path, monkeypatch):
+    path = write_yaml(tmp_path / "other.yaml", "tables: {t1: {uri: /data/t1}}\n")
+    monkeypatch.setenv("DELTA_MAINTENANCE_TABLES", str(path))
+    cfg = load_config()
+    assert [t.name for t in cfg.tables] == ["t1"] and cfg.source == str(path)
+
+
+def test_repository_tables_yaml_is_valid():
+    cfg = load_config(REPO_ROOT / "tables.yaml")
+    assert cfg.table("events").manifest.enabled
+
+
+@pytest.mark.parametrize("body, table, field, words", [
+    ("t: {uri: /x, compaction: {target_size: huge}}", "t", "compaction.target_size", "size"),
+    ("t: {uri: /x, compaction: {cron: 'every day'}}", "t", "compaction.cron", "cron"),
+    ("t: {uri: /x, zorder: {columns: []}}", "t", "zorder.columns", "no columns"),
+    ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "zorder, hilbert"),
+    ("t: {uri: /x, vacuum: {retention_hours: -1}}", "t", "vacuum.retention_hours", "negative"),
+    ("t: {uri: /x, vacuum: {retention_hours: 'soon'}}", "t", "vacuum.retention_hours", "interval"),
+    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "greater than zero"),
+    ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "true or false"),
+    ("t: {uri: /x, compaction: {target_sise: 1MB}}", "t", "compaction.target_sise", "unknown field"),
+    ("t: {uri: /x, storage_options: {secret: {env: 'not a name'}}}", "t", "storage_options.secret", "env"),
+    ("t: {description: no uri}", "t", "uri", "required"),
+    ("t: {uri: /x, downstream: {assets: ['bad key!']}}", "t", "downstream.assets", "asset keys"),
+    ("bad-name: {uri: /x}", "bad-name", "name", "letters, digits"),
+])
+def test_invalid_config_names_table_and_field(tmp_path, body, table, field, words):
+    path = write_yaml(tmp_path / "tables.yaml", f"tables:\n  {body}\n")
+    with pytest.raises(TableConfigError) as err:
+        load_config(path)
+    e = err.value
+    assert isinstance(e, ConfigError)  # the typed delta_core error branch
+    assert (e.table, e.field) == (table, field)
+    assert f"table {table!r}" in str(e) and f"field {field!r}" in str(e) and words in str(e)
+    assert e.path == str(path)
+
+
+def test_missing_file_and_bad_yaml(tmp_path):
+    with pytest.raises(TableConfigError, match="DELTA_MAINTENANCE_TABLES"):
+        load_config(tmp_path / "absent.yaml")
+    with pytest.raises(TableConfigError, match="not valid YAML"):
+        load_config(write_yaml(tmp_path / "bad.yaml", "tables: [unclosed\n"))
+    with pytest.raises(TableConfigError, match="unknown field"):
+        load_config(write_yaml(tmp_path / "top.yaml", "tabels: {}\n"))
+
+
+def test_parse_size():
+    assert parse_size(1024) == 1024
+    assert parse_size("128MB") == 128 * 10**6
+    assert parse_size("64 MiB") == 64 * 2**20
+    assert parse_size("1g") == 10**9
+    for bad in ("0", "-5", "12 parsecs", True):
+        with pytest.raises(ValueError):
+            parse_size(bad)

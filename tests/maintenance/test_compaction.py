@@ -1,0 +1,144 @@
+"""Compaction on Spark over real tables (ours, delta-rs's, column mapping, S3)."""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+
+from delta_core.actions import Add, DeletionVectorDescriptor, encode_actions
+from delta_core.errors import UnsupportedTableForOperationError
+from delta_core.log_path import commit_key
+from delta_core.maintenance.compaction import compact
+from delta_core.partition_values import url_decode_path
+from delta_core.table import DeltaTable
+
+from tests.maintenance.conftest import (
+    assert_versions_readable,
+    commit_info,
+    deltars_rows,
+    file_actions,
+    make_deltars_table,
+    make_table,
+    multiset,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def check_rewrite_commit(table, version, *, removed: int, added: int) -> None:
+    adds, removes = file_actions(table, version)
+    assert (len(removes), len(adds)) == (removed, added)
+    assert all(a["dataChange"] is False for a in adds + removes)
+    for a in adds:
+        stats = json.loads(a["stats"])
+        assert stats["numRecords"] > 0 and stats["minValues"] and stats["maxValues"] and "nullCount" in stats
+    info = commit_info(table, version)
+    assert info["operation"] == "OPTIMIZE"
+    assert info["operationMetrics"]["numRemovedFiles"] == str(removed)
+    assert info["operationMetrics"]["numAddedFiles"] == str(added)
+    assert info["isBlindAppend"] is False
+
+
+def test_compacts_each_partition_and_is_idempotent(spark, table_uri):
+    table = make_table(table_uri, appends=6)
+    before = multiset(deltars_rows(table_uri))
+    v0 = table.latest_version()
+    metrics = compact(table, spark)
+    assert metrics.version == v0 + 1 and metrics.num_removed_files == 12 and metrics.num_added_files == 2
+    assert metrics.partitions_compacted == 2 and metrics.batches_aborted == 0
+    check_rewrite_commit(table, metrics.version, removed=12, added=2)
+    assert json.loads(commit_info(table, metrics.version)["operationParameters"]["predicate"]) == []
+    snap = table.snapshot()
+    assert snap.num_files == 2
+    assert sorted(a.partition_values["region"] for a in snap.add_actions()) == ["eu", "us"]
+    assert multiset(deltars_rows(table_uri)) == before
+    assert_versions_readable(table_uri, range(metrics.version + 1))
+    again = compact(table, spark)
+    assert again.version is None and again.num_removed_files == 0
+    assert table.latest_version() == metrics.version
+    d = again.to_dict()
+    assert json.loads(json.dumps(d)) == d
+
+
+def test_where_and_batches(spark, table_uri):
+    table = make_table(table_uri, appends=4, partition_columns=("region", "day"))
+    before = multiset(deltars_rows(table_uri))
+
+    def selected(a) -> bool:
+        return a.partition_values["region"] == "eu" and a.partition_values["day"] >= "2024-01-02"
+
+    old = table.snapshot()
+    outside = sorted(a.path for a in old.add_actions() if not selected(a))
+    inside_partitions = {tuple(sorted(a.partition_values.items())) for a in old.add_actions() if selected(a)}
+    metrics = compact(table, spark, where="region = 'eu' AND day >= '2024-01-02'", batch_size_bytes=1)
+    assert metrics.num_bins == len(inside_partitions) >= 2
+    assert metrics.num_batches == metrics.batches_committed == len(metrics.versions) == metrics.num_bins
+    snap = table.snapshot()
+    assert sorted(a.path for a in snap.add_actions() if not selected(a)) == outside
+    assert len([a for a in snap.add_actions() if selected(a)]) == len(inside_partitions)
+    assert "region = 'eu'" in commit_info(table, metrics.versions[0])["operationParameters"]["predicate"]
+    assert multiset(deltars_rows(table_uri)) == before
+
+
+def test_deltars_table(spark, table_uri):
+    make_deltars_table(table_uri, appends=5)
+    table = DeltaTable(table_uri)
+    before = multiset(deltars_rows(table_uri))
+    metrics = compact(table, spark)
+    assert metrics.num_removed_files == 10 and metrics.num_added_files == 2
+    check_rewrite_commit(table, metrics.version, removed=10, added=2)
+    assert multiset(deltars_rows(table_uri)) == before
+    assert_versions_readable(table_uri, range(metrics.version + 1))
+
+
+def test_unpartitioned_table(spark, table_uri):
+    table = make_table(table_uri, appends=5, partition_columns=())
+    before = multiset(deltars_rows(table_uri))
+    metrics = compact(table, spark, target_size=1 << 20)
+    assert (metrics.num_removed_files, metrics.num_added_files) == (5, 1)
+    assert multiset(deltars_rows(table_uri)) == before
+
+
+def test_column_mapping_keeps_physical_names(spark, table_uri):
+    table = make_table(table_uri, appends=3, properties={"delta.columnMapping.mode": "name"})
+    snap = table.snapshot()
+    physical = {f.name: f.physical_name for f in snap.schema.fields}
+    assert physical["x"] != "x"
+    before = multiset(deltars_rows(table_uri))
+    metrics = compact(table, spark)
+    assert metrics.num_added_files == 2
+    snap = table.snapshot()
+    for add in snap.add_actions():
+        assert add.partition_values.keys() == {physical["region"]}
+        names = pq.read_schema(table.storage.local_path(url_decode_path(add.path))).names
+        assert set(names) == {physical[c] for c in ("id", "x", "name", "day", "ts")}
+        assert set(json.loads(add.stats)["minValues"]) <= set(names)
+    assert multiset(deltars_rows(table_uri)) == before
+
+
+def test_deletion_vectors_refused(spark, table_uri):
+    table = make_table(table_uri, appends=2, properties={"delta.enableDeletionVectors": "true"})
+    snap = table.snapshot()
+    victim = next(snap.add_actions())
+    dv = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 34, 1)
+    table.storage.put_if_absent(commit_key(snap.version + 1), encode_actions([
+        victim.to_remove(1, data_change=True),
+        Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,
+            deletion_vector=dv),
+    ]))
+    with pytest.raises(UnsupportedTableForOperationError, match="deletion vectors"):
+        compact(table, spark)
+    assert table.latest_version() == snap.version + 1
+
+
+@pytest.mark.s3
+def test_on_s3(spark, s3_table_uri, s3_storage_options, deltalake_s3_options):
+    table = make_table(s3_table_uri, appends=4, storage_options=s3_storage_options)
+    before = multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options))
+    metrics = compact(table, spark)
+    assert (metrics.num_removed_files, metrics.num_added_files) == (8, 2)
+    check_rewrite_commit(table, metrics.version, removed=8, added=2)
+    assert multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options)) == before
+    assert_versions_readable(s3_table_uri, range(metrics.version + 1), storage_options=deltalake_s3_options)

@@ -1,0 +1,73 @@
+"""Space-filling curve math (pure)."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from delta_core.errors import ConfigError
+from delta_core.maintenance.curves import (
+    bits_per_column,
+    hilbert_keys,
+    quantile_boundaries,
+    range_ids,
+    zorder_keys,
+)
+
+
+def grid(n: int, bits: int) -> np.ndarray:
+    return np.array(list(itertools.product(range(2 ** bits), repeat=n)), dtype=np.uint64).T
+
+
+def test_zorder_interleaves_first_column_most_significant():
+    keys = zorder_keys([np.array([1, 0, 3]), np.array([0, 1, 3])], 2)
+    assert keys.tolist() == [0b0010, 0b0001, 0b1111]
+
+
+@pytest.mark.parametrize("n,bits", [(2, 3), (3, 2), (4, 2), (2, 5)])
+def test_hilbert_is_a_bijection_with_adjacent_steps(n, bits):
+    cells = grid(n, bits)
+    keys = hilbert_keys(list(cells), bits)
+    assert sorted(keys.tolist()) == list(range(2 ** (n * bits)))
+    ordered = cells[:, np.argsort(keys)].astype(np.int64)
+    steps = np.abs(np.diff(ordered, axis=1)).sum(axis=0)
+    assert set(steps.tolist()) == {1}  # every step moves to a neighbouring cell
+
+
+@pytest.mark.parametrize("n,bits", [(2, 3), (4, 2)])
+def test_zorder_is_a_bijection(n, bits):
+    keys = zorder_keys(list(grid(n, bits)), bits)
+    assert sorted(keys.tolist()) == list(range(2 ** (n * bits)))
+
+
+def test_bits_fit_in_63():
+    assert bits_per_column(1) == 16
+    assert bits_per_column(4) == 15
+    assert bits_per_column(63) == 1
+    with pytest.raises(ConfigError):
+        bits_per_column(64)
+
+
+def test_quantiles_and_range_ids_on_skewed_data():
+    sample = pa.array([1] * 90 + list(range(100, 110)))
+    b = quantile_boundaries(sample, 4)
+    assert len(b) == len(set(b.tolist()))  # repeated cut points collapse
+    ids = range_ids(pa.array([1, 105, 10_000, None]), b)
+    assert ids[3] == 0 and ids[0] <= ids[1] <= ids[2] and ids[0] < ids[2]
+
+
+@pytest.mark.parametrize("values", [
+    pa.array(["b", "a", "d", "c"]),
+    pa.array([3.5, -1.0, 2.0, 0.0]),
+    pa.array([4, 1, 3, 2], pa.date32()),
+    pa.array([4, 1, 3, 2], pa.timestamp("us", tz="UTC")),
+    pa.array([True, False, True, False]),
+])
+def test_range_ids_follow_value_order(values):
+    b = quantile_boundaries(values, 4)
+    ids = range_ids(values, b)
+    order = np.argsort(np.asarray(values.to_pylist(), dtype=object), kind="stable")
+    assert list(ids[order]) == sorted(ids.tolist())

@@ -1,0 +1,105 @@
+"""Vacuum planning (pure): hidden paths, references, retention, paths from the log."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from delta_core.errors import PathEscapesTableError
+from delta_core.maintenance.vacuum_plan import (
+    dv_relative_path,
+    empty_dir_candidates,
+    hidden_mask,
+    is_hidden,
+    log_path_to_key,
+    plan_vacuum,
+)
+
+DAY = 86_400_000
+NOW = 100 * DAY
+
+
+def listed(rows: list[tuple[str, int]]) -> pa.Table:
+    return pa.table({"key": [r[0] for r in rows], "size": [10] * len(rows),
+                     "modification_time": pa.array([r[1] for r in rows], pa.int64())})
+
+
+@pytest.mark.parametrize("key,hidden", [
+    ("part-0.parquet", False),
+    ("region=eu/part-0.parquet", False),
+    ("_delta_log/00000000000000000000.json", True),
+    ("_symlink_format_manifest/region=eu/manifest", True),
+    ("region=eu/.part-0.parquet.crc", True),
+    ("region=eu/_SUCCESS", True),
+    ("_tmp/part-0.parquet", True),
+    (".spark-staging/x.parquet", True),
+    ("_under=1/part-0.parquet", False),  # partition column "_under"
+    ("_under=1/_hidden/part-0.parquet", True),
+    ("_change_data/cdc-0.parquet", False),  # Delta expires CDC files like data
+])
+def test_hidden_rule(key, hidden):
+    assert is_hidden(key, ["region", "_under"]) is hidden
+    assert hidden_mask(pa.array([key]), ["region", "_under"]).to_pylist() == [hidden]
+
+
+def test_plan_deletes_exactly_old_unreferenced_visible_files():
+    old, young = NOW - 8 * DAY, NOW - 1 * DAY
+    plan = plan_vacuum(listed([
+        ("live.parquet", old),
+        ("tomb_recent.parquet", old),
+        ("orphan_old.parquet", old),
+        ("orphan_young.parquet", young),
+        ("region=eu/orphan.parquet", old),
+        ("_delta_log/00000000000000000000.json", old),
+        ("region=eu/.x.crc", old),
+    ]), referenced={"live.parquet", "tomb_recent.parquet"}, partition_columns=["region"], now_ms=NOW,
+        retention=dt.timedelta(days=7))
+    assert plan.to_delete == ("orphan_old.parquet", "region=eu/orphan.parquet")
+    assert plan.bytes_to_delete == 20
+    assert (plan.referenced_kept, plan.young_kept, plan.hidden_skipped) == (2, 1, 2)
+    assert plan.cutoff_ms == NOW - 7 * DAY
+
+
+def test_file_exactly_at_cutoff_is_kept():
+    plan = plan_vacuum(listed([("a.parquet", NOW - 7 * DAY)]), referenced=[], partition_columns=[],
+                       now_ms=NOW, retention=dt.timedelta(days=7))
+    assert plan.to_delete == ()
+
+
+def test_log_paths_to_keys():
+    root = "file:///data/t"
+    assert log_path_to_key("a%20b/part%3D1.parquet", root) == "a b/part=1.parquet"
+    assert log_path_to_key("file:///data/t/x/y.parquet", root) == "x/y.parquet"
+    assert log_path_to_key("/data/t/x/y.parquet", root) == "x/y.parquet"
+    assert log_path_to_key("s3://b/t/k.parquet", "s3://b/t") == "k.parquet"
+    for bad in ("../other/x.parquet", "file:///data/other/x.parquet", "s3://b/t2/k.parquet", "/etc/passwd"):
+        with pytest.raises(PathEscapesTableError):
+            log_path_to_key(bad, root if not bad.startswith("s3") else "s3://b/t")
+
+
+def _z85(data: bytes) -> str:
+    alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
+    out = ""
+    for i in range(0, len(data), 4):
+        v = int.from_bytes(data[i:i + 4], "big")
+        chunk = ""
+        for _ in range(5):
+            chunk = alphabet[v % 85] + chunk
+            v //= 85
+        out += chunk
+    return out
+
+
+def test_deletion_vector_paths():
+    u = uuid.UUID("d2c639aa-8816-431a-aaf6-d3fe2512ff61")
+    assert dv_relative_path("u", "ab" + _z85(u.bytes)) == f"ab/deletion_vector_{u}.bin"
+    assert dv_relative_path("u", _z85(u.bytes)) == f"deletion_vector_{u}.bin"
+    assert dv_relative_path("p", "s3://b/t/dv.bin") == "s3://b/t/dv.bin"
+    assert dv_relative_path("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L") is None
+
+
+def test_empty_dir_candidates_deepest_first():
+    assert empty_dir_candidates(["a=1/b=2/x.parquet", "a=1/y.parquet", "z.parquet"]) == ["a=1/b=2", "a=1"]
