@@ -302,6 +302,10 @@ def _convert_in(cls: type, name: str, value: Any) -> Any:
         return Format(value.get("provider", "parquet"), dict(value.get("options") or {}))
     if name in ("reader_features", "writer_features", "partition_columns"):
         return tuple(value)
+    if name == "configuration" and cls is DomainMetadata:
+        if not isinstance(value, str):  # a JSON document kept as a string, not a map
+            raise TypeError("domainMetadata.configuration must be a string")
+        return value
     if name in ("partition_values", "configuration", "tags"):
         return dict(value)
     return value
@@ -326,7 +330,10 @@ def action_from_json(obj: Mapping[str, Any]) -> Action:
     kwargs: dict[str, Any] = {}
     for py_name, js_name in mapping.items():
         if js_name in body:
-            kwargs[py_name] = _convert_in(cls, py_name, body[js_name])
+            try:
+                kwargs[py_name] = _convert_in(cls, py_name, body[js_name])
+            except (TypeError, ValueError, KeyError, AttributeError) as exc:
+                raise CorruptLogError(f"{key}.{js_name} has an invalid value: {exc}") from exc
     if cls is Metadata:
         kwargs.setdefault("schema_string", body.get("schemaString"))
         kwargs["partition_columns"] = kwargs.get("partition_columns") or ()

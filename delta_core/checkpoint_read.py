@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import IO, Any, Sequence
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -27,7 +27,6 @@ import pyarrow.parquet as pq
 from delta_core.actions import (
     CheckpointMetadata, DomainMetadata, Metadata, Protocol, Sidecar, Txn, action_from_json,
 )
-from delta_core.commit_read import domain_metadata_from_json
 from delta_core.errors import CorruptLogError
 from delta_core.file_actions import (
     ADD_FIELDS, FILES_SCHEMA, REMOVE_FIELDS, TOMBSTONES_SCHEMA, conform_array, num_records_from_stats,
@@ -74,7 +73,7 @@ def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
         ) from None
 
 
-def _open_parquet(storage: Storage, key: str, *, version: int):
+def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes], pq.ParquetFile]:
     try:
         fh = storage.open_input(key)
     except FileNotFoundError:
@@ -102,8 +101,7 @@ def _actions_from_column(column: pa.ChunkedArray, key: str, *, source: str) -> l
     for body in rows:
         body = {k: v for k, v in body.items() if v is not None}
         try:
-            out.append(domain_metadata_from_json(body) if key == "domainMetadata"
-                       else action_from_json({key: body}))
+            out.append(action_from_json({key: body}))
         except CorruptLogError as exc:
             raise CorruptLogError(f"{source}: {exc}", path=source) from exc
     return out
@@ -156,8 +154,7 @@ def _parse_json_checkpoint(storage: Storage, f: LogPath) -> tuple[list[Any], dic
             bodies[key].append(body)
         elif key in _NON_FILE:
             try:
-                actions.append(domain_metadata_from_json(body) if key == "domainMetadata"
-                               else action_from_json(obj))
+                actions.append(action_from_json(obj))
             except CorruptLogError as exc:
                 raise CorruptLogError(f"{storage.uri(f.key)}: line {lineno}: {exc}",
                                       path=storage.uri(f.key), version=f.version) from exc

@@ -20,7 +20,7 @@ from delta_core.actions import (
     CommitInfo, DomainMetadata, Metadata, Protocol, Txn, action_from_json,
 )
 from delta_core.errors import CorruptLogError, LogGapError
-from delta_core.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, table_from_json
+from delta_core.file_actions import table_from_json
 from delta_core.log_path import LogPath
 from delta_core.storage.base import Storage
 
@@ -79,7 +79,7 @@ def parse_commit(data: bytes, *, version: int, source: str, modification_time: i
         if key in _IGNORED:
             continue
         try:
-            action = domain_metadata_from_json(body) if key == "domainMetadata" else action_from_json(obj)
+            action = action_from_json(obj)
         except CorruptLogError as exc:
             raise CorruptLogError(f"{source}: line {lineno}: {exc}", path=source, version=version) from exc
         if isinstance(action, Protocol):
@@ -94,21 +94,6 @@ def parse_commit(data: bytes, *, version: int, source: str, modification_time: i
             out.commit_info = action
     out.num_lines = lineno
     return out
-
-
-def domain_metadata_from_json(body: Any) -> DomainMetadata:
-    """A ``domainMetadata`` action. Parsed here because ``actions.action_from_json`` turns its
-    string ``configuration`` into a dict (it shares the field name with ``metaData``)."""
-    if not isinstance(body, dict) or not isinstance(body.get("domain"), str):
-        raise CorruptLogError("domainMetadata action lacks its domain")
-    conf = body.get("configuration")
-    if conf is not None and not isinstance(conf, str):
-        raise CorruptLogError(f"domainMetadata {body['domain']!r} has a non-string configuration")
-    known = {"domain", "configuration", "removed"}
-    return DomainMetadata(
-        domain=body["domain"], configuration=conf or "", removed=bool(body.get("removed", False)),
-        extra={k: v for k, v in body.items() if k not in known},
-    )
 
 
 def _read_commit(storage: Storage, f: LogPath) -> ParsedCommit:
@@ -166,10 +151,28 @@ def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
         add_order += [base + n for n in c.add_lines]
         remove_order += [base + n for n in c.remove_lines]
         base += c.num_lines + 1
-    adds = table_from_json(add_bodies, tombstones=False, source=source) if add_bodies else FILES_SCHEMA.empty_table()
-    removes = (table_from_json(remove_bodies, tombstones=True, source=source)
-               if remove_bodies else TOMBSTONES_SCHEMA.empty_table())
+    try:
+        adds = table_from_json(add_bodies, tombstones=False, source=source)
+        removes = table_from_json(remove_bodies, tombstones=True, source=source)
+    except CorruptLogError:
+        _raise_for_culprit(commits, source)
+        raise
     return CommitBatch(
         commits=tuple(commits), adds=adds, removes=removes,
         add_order=pa.array(add_order, pa.int64()), remove_order=pa.array(remove_order, pa.int64()),
     )
+
+
+def _raise_for_culprit(commits: Sequence[ParsedCommit], source: str) -> None:
+    """Re-convert commit by commit so the error names the commit that holds the bad action
+    (the batch conversion only knows the table)."""
+    for c in commits:
+        where = f"{source} commit {c.version}"
+        try:
+            table_from_json(c.adds, tombstones=False, source=where)
+            table_from_json(c.removes, tombstones=True, source=where)
+        except CorruptLogError as exc:
+            raise CorruptLogError(
+                f"{exc}; restore commit {c.version} from a backup or ask its writer",
+                path=source, version=c.version,
+            ) from exc

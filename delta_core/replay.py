@@ -54,8 +54,10 @@ def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Arr
     t = pa.table({"k": keys, "o": order, "i": pa.array(range(n), pa.int64())})
     t = t.sort_by([("k", "ascending"), ("o", "descending")])
     k = t["k"].combine_chunks()
+    # Sorted by key then newest first: a row starts a new key group iff its key differs
+    # from the previous row's, and that first row is the newest of its group.
     first = pc.not_equal(k.slice(1), k.slice(0, n - 1))
-    mask = pa.concat_arrays([pa.array([True]), first.combine_chunks() if isinstance(first, pa.ChunkedArray) else first])
+    mask = pa.concat_arrays([pa.array([True]), first])
     return t["i"].combine_chunks().filter(mask)
 
 
@@ -94,8 +96,13 @@ def reconcile_files(
     if new_adds.num_rows:
         keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_files["path"], value_set=new_adds["path"].combine_chunks())))
     keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones), value_set=touched))
-    files = pa.concat_tables([base_files.filter(keep_files), new_adds])
-    tombstones = pa.concat_tables([base_tombstones.filter(keep_tombstones), new_removes])
+    # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
+    if not pc.all(keep_files).as_py():
+        base_files = base_files.filter(keep_files)
+    if not pc.all(keep_tombstones).as_py():
+        base_tombstones = base_tombstones.filter(keep_tombstones)
+    files = pa.concat_tables([base_files, new_adds])
+    tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
 
 

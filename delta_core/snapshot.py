@@ -20,8 +20,9 @@ from delta_core import table_features
 from delta_core.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
 from delta_core.checkpoint_read import read_checkpoint_files, read_checkpoint_state
 from delta_core.commit_read import ParsedCommit, build_batch, parse_commit, read_commits
-from delta_core.errors import MissingMetadataError, MissingProtocolError
-from delta_core.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, iter_adds, iter_removes
+from delta_core.errors import MissingMetadataError, MissingProtocolError, VersionNotFoundError
+from delta_core.file_actions import iter_adds, iter_removes
+from delta_core.history import read_commit_info
 from delta_core.log_path import LogFileKind, commit_key
 from delta_core.log_segment import LogSegment, build_log_segment, list_log
 from delta_core.partition_values import typed_partition_values
@@ -81,9 +82,15 @@ class Snapshot:
         return self._timestamp
 
     def _commit_timestamp(self) -> int:
-        info = self.commit_info
-        if self.properties.in_commit_timestamps and info is not None and info.in_commit_timestamp is not None:
-            return info.in_commit_timestamp
+        if self.properties.in_commit_timestamps:
+            info = self.commit_info
+            if info is None:  # the segment ends at a checkpoint: read just that commit's info
+                try:
+                    info = CommitInfo(read_commit_info(self._storage, self.version))
+                except VersionNotFoundError:
+                    info = None
+            if info is not None and info.in_commit_timestamp is not None:
+                return info.in_commit_timestamp
         last = self._segment.last_commit
         if last is not None and last.version == self.version and last.modification_time:
             return last.modification_time
@@ -295,7 +302,7 @@ def load_snapshot(
         base = base_state(protocol=cp.protocol, metadata=cp.metadata, files=adds, tombstones=removes,
                           txns=cp.txns, domain_metadata=cp.domain_metadata)
     else:
-        base = ReplayState(None, None, FILES_SCHEMA.empty_table(), TOMBSTONES_SCHEMA.empty_table())
+        base = ReplayState.empty()
     state = _apply(storage, segment, base, parsed)
     return Snapshot(storage, segment, state, last_commit=parsed[-1] if parsed else None, clock=clock)
 

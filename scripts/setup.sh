@@ -12,6 +12,10 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q -e ".[dev]"
   rm -f .venv/.installed-* && touch "$stamp"
 fi
+# Headless Chromium + chromedriver for the UI browser test (Debian packages; CI runs as root).
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update && apt-get install -y chromium chromium-driver
+fi
 if [ -d /usr/lib/jvm/java-17-openjdk-amd64 ] && [ -z "${JAVA_HOME:-}" ]; then
   export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64
 fi

@@ -178,9 +178,6 @@ def test_protocol_and_metadata_without_file_replay(conformance_dir) -> None:
     assert protocol.min_reader_version == 1 and meta.partition_columns == ()
 
 
-@pytest.mark.xfail(reason="delta_core.actions.action_from_json turns domainMetadata.configuration (a JSON "
-                          "string) into a dict and fails; fix requested from the actions.py owner",
-                   raises=ValueError)
 def test_commit_actions_with_domain_metadata(conformance_dir) -> None:
     table = DeltaTable(str(conformance_dir / "rs-table_with_liquid_clustering"))
     actions = table.commit_actions(0)

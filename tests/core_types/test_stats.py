@@ -285,7 +285,13 @@ def test_empty_input_has_the_typed_columns():
     assert stats_json_from_parsed(pa.array([], pa.struct([("numRecords", pa.int64())]))).to_pylist() == []
 
 
-def test_hundred_thousand_files_parse_in_bulk():
+def test_hundred_thousand_files_parse_in_bulk(monkeypatch):
+    import delta_core.stats as stats_module
+
+    def no_fallback(*_args, **_kwargs):
+        raise AssertionError("well-formed stats must not need the per-row path")
+
+    monkeypatch.setattr(stats_module, "_parse_chunk_slow", no_fallback)
     schema = StructType.from_json(json.dumps({"type": "struct", "fields": [
         {"name": n, "type": ty, "nullable": True, "metadata": {}}
         for n, ty in (("id", "long"), ("name", "string"), ("price", "double"), ("at", "timestamp"),
@@ -302,5 +308,6 @@ def test_hundred_thousand_files_parse_in_bulk():
     assert out.num_rows == 100_000
     assert out.column("max.at")[99_999].as_py() == dt.datetime(2024, 2, 1, 0, 0, 0, 123000, tzinfo=UTC)
     assert out.column("min.amount")[5].as_py() == decimal.Decimal("1.25")
-    # measured ~0.4 s on a shared 2-core machine; the per-row fallback takes ~6 s
-    assert elapsed < 5, f"bulk stats parsing took {elapsed:.1f}s"
+    # measured 0.4-0.6 s on a shared 2-core machine (the per-row path: 6-20 s); the bound is
+    # loose because the machine is shared, the no-fallback check above is the real guard
+    assert elapsed < 15, f"bulk stats parsing took {elapsed:.1f}s"

@@ -30,10 +30,13 @@ def append_many(uri: str, options: dict | None, writer: int, n: int) -> list[tup
     from delta_core.write import append
 
     t = open_table(uri, options)
+    snap = t.snapshot()
     out = []
     for i in range(n):
         row_id = writer * 1_000_000 + i
-        r = append(t, rows([row_id], writer))
+        # A long-running writer refreshes its snapshot incrementally (reads only new commits).
+        snap = snap.update()
+        r = append(t, rows([row_id], writer), read_snapshot=snap)
         out.append((row_id, r.version, r.attempts))
     return out
 

@@ -17,26 +17,37 @@ from resources import DeltaTableResource, SparkResource
 from tests.dagster.conftest import REPO_ROOT
 
 TWO_TABLES = """
-spark: {master: "local[1]", conf: {spark.sql.shuffle.partitions: "3"}}
+spark:
+  master: local[1]
+  conf:
+    spark.sql.shuffle.partitions: "3"
 tables:
   events:
-    uri: {root}/events
-    compaction: {{target_size: 32MB, where: "event_date >= '2024-03-02'"}}
-    zorder: {{columns: [user_id], curve: hilbert, cron: "15 5 * * 6"}}
-    vacuum: {{retention_hours: 200, dry_run: true}}
+    uri: ROOT/events
+    compaction:
+      target_size: 32MB
+      where: "event_date >= '2024-03-02'"
+    zorder:
+      columns: [user_id]
+      curve: hilbert
+      cron: "15 5 * * 6"
+    vacuum:
+      retention_hours: 200
+      dry_run: true
     manifest: true
   orders:
-    uri: {root}/orders
-    compaction: {{cron: "0 1 * * *"}}
-    vacuum: {{cron: "0 4 1 * *"}}
+    uri: ROOT/orders
+    compaction:
+      cron: "0 1 * * *"
+    vacuum:
+      cron: "0 4 1 * *"
     checkpoint: false
 """
 
 
 @pytest.fixture()
 def defs(tables_yaml, tmp_path):
-    text = TWO_TABLES.replace("{root}", str(tmp_path)).replace("{{", "{").replace("}}", "}")
-    return build_definitions(tables_yaml(text))
+    return build_definitions(tables_yaml(TWO_TABLES.replace("ROOT", str(tmp_path))))
 
 
 def test_schedules_carry_policy_config(defs):
@@ -108,8 +119,9 @@ tables:
     live = delta.process_config_and_initialize()
     assert live.fsspec_options() == {"key": "AKIA-test", "secret": "s3cr3t", "anon": False,
                                      "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
-    spark: SparkResource = resources["spark"].process_config_and_initialize()
-    assert spark.master == "local[1]"
+    with resources["spark"].process_config_and_initialize_cm() as spark:
+        assert isinstance(spark, SparkResource) and spark.master == "local[1]"
+        assert not spark.owns_session  # nothing created until a step asks for the session
 
 
 def test_definitions_validate_with_the_cli(tmp_path):

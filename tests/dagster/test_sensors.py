@@ -25,9 +25,12 @@ def _config_text(uri: pathlib.Path, *, manifest: bool = True, summary: bool = Tr
 
 
 def _tick(defs, instance, cursor):
+    """One evaluation, with the sensor's resources as the daemon provides them."""
     sensor = defs.resolve_sensor_def("events_delta_log_sensor")
-    context = build_sensor_context(cursor=cursor, instance=instance, definitions=defs)
-    return sensor.evaluate_tick(context)
+    resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
+    with build_sensor_context(cursor=cursor, instance=instance, definitions=defs,
+                              resources=resources) as context:
+        return sensor.evaluate_tick(context)
 
 
 def _requests(data) -> list[tuple[str, str]]:

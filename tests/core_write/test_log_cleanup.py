@@ -1,0 +1,119 @@
+"""Log cleanup honours delta.logRetentionDuration and keeps every version inside the window
+reconstructable (clock injected, file ages set on disk)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pyarrow as pa
+import pytest
+
+from delta_core.checkpoint_write import write_checkpoint
+from delta_core.errors import DeltaError
+from delta_core.log_cleanup import cleanup_log
+from delta_core.table import DeltaTable
+from delta_core.write import append, create_table
+
+from tests.core_write import workers
+
+DAY = 86400.0
+
+
+def _table(table_dir: str, commits: int = 12, *, hint_10: bool = True) -> DeltaTable:
+    t = create_table(table_dir, workers.SCHEMA, partition_columns=["p"],
+                     properties={"delta.checkpointInterval": "1000"})
+    for i in range(commits):
+        append(t, workers.rows([i], 0))
+    write_checkpoint(t, version=5)
+    write_checkpoint(t, version=10, part_size=4, update_last_checkpoint=hint_10)
+    return t
+
+
+def _age(table_dir: str, versions: range, days: float) -> None:
+    """Make every log file of ``versions`` look ``days`` old (commits and checkpoints)."""
+    log_dir = os.path.join(table_dir, "_delta_log")
+    when = time.time() - days * DAY
+    for name in os.listdir(log_dir):
+        if name[:20].isdigit() and int(name[:20]) in versions:
+            os.utime(os.path.join(log_dir, name), (when, when))
+
+
+def _names(table_dir: str) -> list[str]:
+    return sorted(n for n in os.listdir(os.path.join(table_dir, "_delta_log")) if n[:1].isdigit())
+
+
+def _readable(table_dir: str, version: int) -> int:
+    import deltalake
+
+    ours = DeltaTable(table_dir).snapshot(version).num_records
+    theirs = pa.table(deltalake.DeltaTable(table_dir, version=version).to_pyarrow_table()).num_rows
+    assert ours == theirs
+    return ours
+
+
+def test_nothing_expired_nothing_deleted(table_dir):
+    t = _table(table_dir)
+    before = _names(table_dir)
+    res = cleanup_log(t)
+    assert res.files_deleted == 0 and res.checkpoint_version is None and _names(table_dir) == before
+
+
+def test_everything_expired_keeps_newest_checkpoint_onwards(table_dir):
+    t = _table(table_dir)
+    res = cleanup_log(t, now=time.time() + 31 * DAY)
+    assert res.checkpoint_version == 10
+    names = _names(table_dir)
+    assert min(int(n[:20]) for n in names) == 10
+    assert f"{10:020d}.json" in names and f"{5:020d}.checkpoint.parquet" not in names
+    for v in (10, 11, 12):
+        assert _readable(table_dir, v) == v
+    with pytest.raises(DeltaError):
+        DeltaTable(table_dir).snapshot(9)
+
+
+def test_time_travel_inside_window_survives(table_dir):
+    t = _table(table_dir)
+    _age(table_dir, range(0, 8), 40)   # versions 0-7 older than 30 days
+    _age(table_dir, range(8, 13), 1)   # 8-12 recent (the checkpoint at 10 too)
+    res = cleanup_log(t)
+    # newest expired version is 7, so the newest complete checkpoint at or before it (5) stays
+    assert res.checkpoint_version == 5
+    assert sorted(os.path.basename(k) for k in res.deleted) == [f"{v:020d}.json" for v in range(5)]
+    for v in range(5, 13):
+        assert _readable(table_dir, v) == v
+    assert DeltaTable(table_dir).snapshot().version == 12
+
+
+def test_incomplete_checkpoint_is_not_a_start(table_dir):
+    # the writer of checkpoint 10 died after part 1: _last_checkpoint still says 5
+    t = _table(table_dir, hint_10=False)
+    log_dir = os.path.join(table_dir, "_delta_log")
+    part = next(n for n in os.listdir(log_dir) if n.startswith(f"{10:020d}.checkpoint.0000000002"))
+    os.unlink(os.path.join(log_dir, part))
+    res = cleanup_log(t, now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=31))
+    assert res.checkpoint_version == 5
+    for v in range(5, 13):
+        assert _readable(table_dir, v) == v
+
+
+def test_dry_run_lists_only(table_dir):
+    t = _table(table_dir)
+    before = _names(table_dir)
+    res = cleanup_log(t, now=time.time() + 31 * DAY, dry_run=True)
+    assert res.dry_run and res.files_deleted > 0 and _names(table_dir) == before
+    d = res.to_dict()
+    assert d["checkpoint_version"] == 10 and d["files_deleted"] == len(d["deleted"])
+
+
+def test_retention_property_is_honoured(table_dir):
+    t = create_table(table_dir, workers.SCHEMA, properties={"delta.logRetentionDuration": "interval 2 days",
+                                                           "delta.checkpointInterval": "1000"})
+    for i in range(4):
+        append(t, workers.rows([i], 0))
+    write_checkpoint(t)
+    assert cleanup_log(t, now=time.time() + 1 * DAY).files_deleted == 0
+    res = cleanup_log(t, now=time.time() + 3 * DAY)
+    assert res.checkpoint_version == 4 and res.files_deleted == 4
+    assert _readable(table_dir, 4) == 4

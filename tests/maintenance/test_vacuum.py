@@ -1,0 +1,149 @@
+"""Vacuum over real tables: exactly the expected files go; live, in-retention and young stay."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import time
+
+import pytest
+
+from delta_core.actions import Add, encode_actions
+from delta_core.errors import RetentionTooShortError
+from delta_core.log_path import commit_key
+from delta_core.maintenance.vacuum import vacuum
+from delta_core.partition_values import url_decode_path
+from delta_core.write import delete_files
+
+from tests.maintenance.conftest import commit_info, deltars_rows, make_table, multiset
+
+DAY = dt.timedelta(days=1)
+
+
+def touch(root: str, key: str, *, mtime: float) -> str:
+    path = os.path.join(root, key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(b"x" * 10)
+    os.utime(path, (mtime, mtime))
+    return key
+
+
+def all_files(root: str) -> set[str]:
+    """Every file under ``root`` except the log (vacuum's own commits land there)."""
+    out = set()
+    for d, _dirs, files in os.walk(root):
+        for f in files:
+            out.add(os.path.relpath(os.path.join(d, f), root))
+    return {k for k in out if not k.startswith("_delta_log/")}
+
+
+@pytest.fixture()
+def scene(table_uri):
+    """A table with live files, a tombstone removed now, orphans old and young, hidden files."""
+    table = make_table(table_uri, appends=3)
+    snap = table.snapshot()
+    removed = [url_decode_path(p) for p in snap.file_paths[:2]]
+    delete_files(table, snap.file_paths[:2])  # tombstones with deletionTimestamp = now
+    now = time.time()
+    old, young = now - 30 * 86400, now + 10 * 86400 - 3600  # "young" relative to now + 10 days
+    extra = {
+        "orphan_old": touch(table_uri, "region=eu/part-orphan-old.parquet", mtime=old),
+        "orphan_root": touch(table_uri, "stray.parquet", mtime=old),
+        "gone_partition": touch(table_uri, "region=zz/part-0.parquet", mtime=old),
+        "cdc_old": touch(table_uri, "_change_data/cdc-0.parquet", mtime=old),
+        "young": touch(table_uri, "region=us/part-young.parquet", mtime=young),
+        "crc": touch(table_uri, "region=eu/.part-x.parquet.crc", mtime=old),
+        "success": touch(table_uri, "_SUCCESS", mtime=old),
+        "tmp": touch(table_uri, "_tmp_writes/part-1.parquet", mtime=old),
+        "manifest": touch(table_uri, "_symlink_format_manifest/region=eu/manifest", mtime=old),
+    }
+    for key in all_files(table_uri):  # make every data file old, as in a long-lived table
+        if not key.startswith("_") and key not in extra.values() and "/." not in key:
+            os.utime(os.path.join(table_uri, key), (old, old))
+    return table, removed, extra, now
+
+
+def test_dry_run_then_vacuum_delete_exactly_the_expected_set(scene, table_uri):
+    table, removed, extra, now = scene
+    later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
+    live = {url_decode_path(p) for p in table.snapshot().file_paths}
+    expected = sorted(removed + [extra["orphan_old"], extra["orphan_root"], extra["gone_partition"],
+                                 extra["cdc_old"]])
+    before_files = all_files(table_uri)
+    dry = vacuum(table, dry_run=True, now=later)
+    assert dry.version is None and dry.num_files_to_delete == len(expected)
+    assert sorted(dry.paths) == sorted(table.storage.uri(k) for k in expected)
+    assert all_files(table_uri) == before_files
+    rows = multiset(deltars_rows(table_uri))
+    metrics = vacuum(table, now=later)
+    assert metrics.num_deleted_files == len(expected)
+    assert all_files(table_uri) == before_files - set(expected)
+    assert live <= all_files(table_uri) and extra["young"] in all_files(table_uri)
+    assert not os.path.exists(os.path.join(table_uri, "region=zz"))  # empty directory removed
+    assert metrics.num_vacuumed_directories >= 2  # region=zz and _change_data
+    assert multiset(deltars_rows(table_uri)) == rows
+    start, end = commit_info(table, metrics.start_version), commit_info(table, metrics.version)
+    assert start["operation"] == "VACUUM START" and end["operation"] == "VACUUM END"
+    assert start["operationParameters"]["retentionCheckEnabled"] == "true"
+    assert start["operationParameters"]["defaultRetentionMillis"] == str(7 * 86_400_000)
+    assert start["operationMetrics"]["numFilesToDelete"] == str(len(expected))
+    assert end["operationMetrics"]["numDeletedFiles"] == str(len(expected))
+    assert end["operationParameters"]["status"] == "COMPLETED"
+
+
+def test_tombstones_inside_retention_are_kept(scene, table_uri):
+    table, removed, extra, now = scene
+    soon = dt.datetime.fromtimestamp(now, dt.timezone.utc) + DAY
+    metrics = vacuum(table, now=soon, dry_run=True)
+    deleted = {k.split(table.storage.root + "/", 1)[1] for k in metrics.paths}
+    assert not deleted & set(removed)
+    assert extra["orphan_old"] in deleted
+
+
+def test_short_retention_refused_unless_forced(scene, table_uri):
+    table, removed, extra, now = scene
+    with pytest.raises(RetentionTooShortError, match="deletedFileRetentionDuration"):
+        vacuum(table, retention_hours=1)
+    metrics = vacuum(table, retention_hours=0, force=True, dry_run=True, now=int((now + 60) * 1000))
+    deleted = {k.split(table.storage.root + "/", 1)[1] for k in metrics.paths}
+    assert set(removed) <= deleted and extra["young"] not in deleted
+    assert metrics.retention_check_enabled is False
+
+
+def test_paths_outside_the_root_in_the_log_are_ignored(tmp_path, caplog):
+    uri = str(tmp_path / "t")
+    outside = tmp_path / "outside.parquet"
+    outside.write_bytes(b"precious")
+    table = make_table(uri, appends=1)
+    v = table.latest_version()
+    table.storage.put_if_absent(commit_key(v + 1), encode_actions([
+        Add("file://" + str(outside), {"region": "eu"}, 8, 0, True),
+        Add("../escape.parquet", {"region": "eu"}, 8, 0, True),
+    ]))
+    metrics = vacuum(table, now=time.time() * 1000 + 30 * 86_400_000)
+    assert metrics.ignored_log_paths == 2 and outside.read_bytes() == b"precious"
+    assert "outside the table root" in caplog.text
+
+
+@pytest.mark.s3
+def test_on_s3(s3_table_uri, s3_storage_options):
+    import s3fs
+
+    table = make_table(s3_table_uri, appends=2, storage_options=s3_storage_options)
+    snap = table.snapshot()
+    delete_files(table, snap.file_paths[:1])
+    fs = s3fs.S3FileSystem(**s3_storage_options)
+    bucket_path = s3_table_uri[len("s3://"):]
+    fs.pipe(f"{bucket_path}/region=eu/orphan.parquet", b"x")
+    fs.pipe(f"{bucket_path}/_hidden/keep.parquet", b"x")
+    later = time.time() * 1000 + 10 * 86_400_000
+    dry = vacuum(table, dry_run=True, now=later)
+    expected = sorted([table.storage.uri(url_decode_path(snap.file_paths[0])),
+                       table.storage.uri("region=eu/orphan.parquet")])
+    assert sorted(dry.paths) == expected
+    metrics = vacuum(table, now=later)
+    assert metrics.num_deleted_files == 2
+    assert not fs.exists(f"{bucket_path}/region=eu/orphan.parquet")
+    assert fs.exists(f"{bucket_path}/_hidden/keep.parquet")
+    assert all(fs.exists(f"{bucket_path}/{url_decode_path(p)}") for p in table.snapshot().file_paths)

@@ -1,0 +1,85 @@
+"""Z-order / Hilbert clustering on Spark over real tables."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from delta_core.maintenance.zorder import zorder
+from delta_core.maintenance.zorder_plan import plan_zorder
+from delta_core.table import DeltaTable
+
+from tests.maintenance.conftest import (
+    assert_versions_readable,
+    commit_info,
+    deltars_rows,
+    file_actions,
+    make_deltars_table,
+    make_table,
+    multiset,
+)
+
+pytestmark = pytest.mark.spark
+
+
+def check(table, metrics, *, columns, curve="zorder"):
+    adds, removes = file_actions(table, metrics.version)
+    assert len(removes) == metrics.num_removed_files and len(adds) == metrics.num_added_files
+    assert all(a["dataChange"] is False for a in adds + removes)
+    assert all(json.loads(a["stats"])["numRecords"] > 0 for a in adds)
+    info = commit_info(table, metrics.version)
+    assert info["operation"] == "OPTIMIZE"
+    assert json.loads(info["operationParameters"]["zOrderBy"]) == columns
+    assert info["operationParameters"]["curve"] == curve
+
+
+def test_zorder_rewrites_partitions_into_target_sized_files(spark, table_uri):
+    table = make_table(table_uri, appends=6, rows=50)
+    snap = table.snapshot()
+    before = multiset(deltars_rows(table_uri))
+    target = snap.size_in_bytes // 6
+    expected_files = plan_zorder(snap, ["x", "id"], target_size=target).output_files()
+    metrics = zorder(table, spark, ["x", "id"], target_size=target)
+    assert metrics.num_removed_files == 12 and metrics.batches_committed == 1
+    assert expected_files <= metrics.num_added_files <= expected_files + 2  # +1 per partition boundary
+    check(table, metrics, columns=["x", "id"])
+    assert multiset(deltars_rows(table_uri)) == before
+    # files within a partition cover disjoint stretches of the curve: x ranges barely overlap
+    stats = table.snapshot().file_stats()
+    assert stats.num_rows == metrics.num_added_files
+    assert_versions_readable(table_uri, range(metrics.version + 1))
+
+
+def test_hilbert_on_deltars_table_with_string_and_date_columns(spark, table_uri):
+    make_deltars_table(table_uri, appends=4)
+    table = DeltaTable(table_uri)
+    before = multiset(deltars_rows(table_uri))
+    metrics = zorder(table, spark, ["name", "day"], curve="hilbert", where="region = 'eu'")
+    assert metrics.num_removed_files == 4 and metrics.num_added_files == 1
+    check(table, metrics, columns=["name", "day"], curve="hilbert")
+    assert multiset(deltars_rows(table_uri)) == before
+    eu = [a for a in table.snapshot().add_actions() if a.partition_values["region"] == "eu"]
+    assert len(eu) == 1
+
+
+def test_clustering_improves_skipping(spark, table_uri):
+    import numpy as np
+
+    table = make_table(table_uri, appends=8, rows=100, partition_columns=())
+    target = table.snapshot().size_in_bytes // 8
+    metrics = zorder(table, spark, ["x", "id"], target_size=target)
+    stats = table.snapshot().file_stats()
+    lo, hi = np.array(stats.column("min.x").to_pylist()), np.array(stats.column("max.x").to_pylist())
+    probes = np.linspace(0, 99.9, 50)
+    skipped = np.mean([[(p < a or p > b) for a, b in zip(lo, hi)] for p in probes])
+    assert metrics.num_added_files >= 4 and skipped > 0.3
+
+
+@pytest.mark.s3
+def test_on_s3(spark, s3_table_uri, s3_storage_options, deltalake_s3_options):
+    table = make_table(s3_table_uri, appends=3, storage_options=s3_storage_options)
+    before = multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options))
+    metrics = zorder(table, spark, ["id"])
+    check(table, metrics, columns=["id"])
+    assert multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options)) == before
