@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, Iterable, Mapping, Union
+from typing import Any, Iterable, Iterator, Mapping, Union
 
 from delta_core.errors import CorruptLogError
 
@@ -280,6 +280,9 @@ _FIELDS: dict[type, dict[str, str]] = {
     },
 }
 
+ADD_JSON_FIELDS: Mapping[str, str] = _FIELDS[Add]
+REMOVE_JSON_FIELDS: Mapping[str, str] = _FIELDS[Remove]
+
 _REQUIRED: dict[type, tuple[str, ...]] = {
     Protocol: ("minReaderVersion", "minWriterVersion"),
     Metadata: ("id",),
@@ -408,9 +411,17 @@ def encode_actions(actions: Iterable[Action]) -> bytes:
     return ("\n".join(lines) + "\n").encode("utf-8")
 
 
-def parse_actions(data: bytes, *, path: str | None = None, version: int | None = None) -> list[Action]:
-    """Parse a commit (or JSON checkpoint) file; a bad line raises ``CorruptLogError``."""
-    out: list[Action] = []
+def iter_log_lines(
+    data: bytes, *, source: str | None, version: int | None = None,
+    remedy: str = "restore it from a backup or ask the writer that produced it",
+) -> Iterator[tuple[int, str, Any]]:
+    """Yield ``(line number, action key, body)`` for each line of a JSON log file.
+
+    The one place newline-delimited log JSON is split and validated: blank lines are skipped;
+    a line that is not JSON, or not an object with exactly one key, raises ``CorruptLogError``
+    naming the file, line and ``remedy``.
+    """
+    where = source or "a log file"
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
@@ -418,14 +429,24 @@ def parse_actions(data: bytes, *, path: str | None = None, version: int | None =
             obj = json.loads(line)
         except ValueError as exc:
             raise CorruptLogError(
-                f"line {lineno} of {path or 'a commit'} is not valid JSON ({exc}); the log file is "
-                "corrupt: restore it from a backup or ask the writer that produced it",
-                path=path, version=version,
+                f"line {lineno} of {where} is not valid JSON ({exc}); the file is corrupt or "
+                f"truncated: {remedy}", path=source, version=version,
             ) from exc
-        if not isinstance(obj, dict):
-            raise CorruptLogError(f"line {lineno} of {path} is not a JSON object", path=path, version=version)
+        if not isinstance(obj, dict) or len(obj) != 1:
+            raise CorruptLogError(
+                f"line {lineno} of {where} is not a single action object; the file is corrupt: "
+                f"{remedy}", path=source, version=version,
+            )
+        (key, body), = obj.items()
+        yield lineno, key, body
+
+
+def parse_actions(data: bytes, *, path: str | None = None, version: int | None = None) -> list[Action]:
+    """Parse a commit (or JSON checkpoint) file; a bad line raises ``CorruptLogError``."""
+    out: list[Action] = []
+    for lineno, key, body in iter_log_lines(data, source=path, version=version):
         try:
-            out.append(action_from_json(obj))
+            out.append(action_from_json({key: body}))
         except CorruptLogError as exc:
             raise CorruptLogError(f"{path}: line {lineno}: {exc}", path=path, version=version) from exc
     return out

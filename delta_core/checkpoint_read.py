@@ -15,7 +15,6 @@ and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns 
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import IO, Any, Sequence
 from urllib.parse import unquote
@@ -26,6 +25,7 @@ import pyarrow.parquet as pq
 
 from delta_core.actions import (
     CheckpointMetadata, DomainMetadata, Metadata, Protocol, Sidecar, Txn, action_from_json,
+    iter_log_lines,
 )
 from delta_core.errors import CorruptLogError
 from delta_core.file_actions import (
@@ -136,25 +136,15 @@ def _parse_json_checkpoint(storage: Storage, f: LogPath) -> tuple[list[Any], dic
     data = _read_bytes(storage, f.key, version=f.version)
     actions: list[Any] = []
     bodies: dict[str, list[dict]] = {"add": [], "remove": []}
-    for lineno, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise CorruptLogError(
-                f"line {lineno} of {storage.uri(f.key)} is not valid JSON ({exc}); delete this "
-                "checkpoint so readers use the commits", path=storage.uri(f.key), version=f.version,
-            ) from exc
-        if not isinstance(obj, dict) or len(obj) != 1:
-            raise CorruptLogError(f"line {lineno} of {storage.uri(f.key)} is not one action",
-                                  path=storage.uri(f.key), version=f.version)
-        (key, body), = obj.items()
+    for lineno, key, body in iter_log_lines(
+        data, source=storage.uri(f.key), version=f.version,
+        remedy="delete this checkpoint so readers use the commits",
+    ):
         if key in bodies and isinstance(body, dict):
             bodies[key].append(body)
         elif key in _NON_FILE:
             try:
-                actions.append(action_from_json(obj))
+                actions.append(action_from_json({key: body}))
             except CorruptLogError as exc:
                 raise CorruptLogError(f"{storage.uri(f.key)}: line {lineno}: {exc}",
                                       path=storage.uri(f.key), version=f.version) from exc

@@ -9,7 +9,6 @@ Commit files are fetched concurrently: on object stores the latency, not parsing
 
 from __future__ import annotations
 
-import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Sequence
@@ -17,7 +16,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from delta_core.actions import (
-    CommitInfo, DomainMetadata, Metadata, Protocol, Txn, action_from_json,
+    CommitInfo, DomainMetadata, Metadata, Protocol, Txn, action_from_json, iter_log_lines,
 )
 from delta_core.errors import CorruptLogError, LogGapError
 from delta_core.file_actions import table_from_json
@@ -52,23 +51,10 @@ def parse_commit(data: bytes, *, version: int, source: str, modification_time: i
     """Parse one commit file; malformed content raises ``CorruptLogError`` naming the line."""
     out = ParsedCommit(version=version, modification_time=modification_time)
     lineno = 0
-    for lineno, line in enumerate(data.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise CorruptLogError(
-                f"line {lineno} of {source} (version {version}) is not valid JSON ({exc}); the commit "
-                "is corrupt or truncated: restore it from a backup or from the writer's output",
-                path=source, version=version,
-            ) from exc
-        if not isinstance(obj, dict) or len(obj) != 1:
-            raise CorruptLogError(
-                f"line {lineno} of {source} (version {version}) is not a single action object; the "
-                "commit is corrupt: restore it from a backup", path=source, version=version,
-            )
-        (key, body), = obj.items()
+    for lineno, key, body in iter_log_lines(
+        data, source=f"{source} (version {version})", version=version,
+        remedy="restore it from a backup or from the writer's output",
+    ):
         if key == "add" or key == "remove":
             if not isinstance(body, dict):
                 raise CorruptLogError(f"line {lineno} of {source}: {key} is not an object",
@@ -79,7 +65,7 @@ def parse_commit(data: bytes, *, version: int, source: str, modification_time: i
         if key in _IGNORED:
             continue
         try:
-            action = action_from_json(obj)
+            action = action_from_json({key: body})
         except CorruptLogError as exc:
             raise CorruptLogError(f"{source}: line {lineno}: {exc}", path=source, version=version) from exc
         if isinstance(action, Protocol):

@@ -17,7 +17,7 @@ from typing import Any, Iterator, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.actions import Add, DeletionVectorDescriptor, Remove
+from delta_core.actions import ADD_JSON_FIELDS, REMOVE_JSON_FIELDS, Add, DeletionVectorDescriptor, Remove
 from delta_core.errors import CorruptLogError
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
@@ -58,31 +58,9 @@ TOMBSTONES_SCHEMA = pa.schema([
 ])
 
 # Column name in our schemas -> field name in the log (JSON and checkpoint Parquet).
-ADD_FIELDS: dict[str, str] = {
-    "path": "path",
-    "partition_values": "partitionValues",
-    "size": "size",
-    "modification_time": "modificationTime",
-    "data_change": "dataChange",
-    "stats": "stats",
-    "tags": "tags",
-    "deletion_vector": "deletionVector",
-    "base_row_id": "baseRowId",
-    "default_row_commit_version": "defaultRowCommitVersion",
-    "clustering_provider": "clusteringProvider",
-}
-REMOVE_FIELDS: dict[str, str] = {
-    "path": "path",
-    "deletion_timestamp": "deletionTimestamp",
-    "data_change": "dataChange",
-    "extended_file_metadata": "extendedFileMetadata",
-    "partition_values": "partitionValues",
-    "size": "size",
-    "tags": "tags",
-    "deletion_vector": "deletionVector",
-    "base_row_id": "baseRowId",
-    "default_row_commit_version": "defaultRowCommitVersion",
-}
+ADD_FIELDS: dict[str, str] = dict(ADD_JSON_FIELDS)
+# The tombstones table keeps no stats: readers never need them and they dominate checkpoint size.
+REMOVE_FIELDS: dict[str, str] = {k: v for k, v in REMOVE_JSON_FIELDS.items() if k != "stats"}
 
 # Separates path and DV id inside the reconciliation key; cannot occur in a URI.
 _KEY_SEP = "\x00"
