@@ -14,9 +14,12 @@ import argparse
 import importlib
 import json
 import sys
-from typing import Any, Callable, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
 
 from delta_core.errors import ConfigError, DeltaError
+
+if TYPE_CHECKING:
+    from delta_core.table import DeltaTable
 
 COMMAND_MODULES = ("delta_core.cli_read", "delta_core.cli_write", "delta_core.maintenance.cli")
 
@@ -55,7 +58,7 @@ def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def open_table(args: argparse.Namespace) -> Any:
+def open_table(args: argparse.Namespace) -> "DeltaTable":
     """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
     from delta_core.table import DeltaTable  # deferred: --help must not need the read path
 
@@ -129,7 +132,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 usage or Delta error)."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    func: Callable[[argparse.Namespace], int | None] = args.func
+    func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
+    if func is None:  # a command group invoked without its subcommand
+        parser.print_usage(sys.stderr)
+        return EXIT_ERROR
     as_json = bool(getattr(args, "json", False))
     try:
         status = func(args)

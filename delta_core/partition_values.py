@@ -35,7 +35,7 @@ _HIVE_ESCAPE = frozenset(
                                            "{", "[", "]", "^"]
 )
 # What stays literal when a relative path becomes a URI reference: RFC 3986 unreserved and
-# sub-delims plus ':' '@' '/'. Everything else (space, '%', non-ASCII, ...) is %XX-encoded.
+# sub-delims plus ':' '@' '/'. Other ASCII (space, '%', '#', ...) is %XX-encoded.
 _URI_SAFE_SET = frozenset(
     "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/:@!$&'()*+,;=-._~"
 )
@@ -258,8 +258,11 @@ def url_encode_path(path: str) -> str:
     Like java.net.URI (what Delta Spark uses), only ASCII characters outside the URI's path
     alphabet are encoded; other Unicode characters are kept as they are.
     """
-    return "".join(c if c in _URI_SAFE_SET or ord(c) > 0x7F else "".join(
+    encoded = "".join(c if c in _URI_SAFE_SET or ord(c) > 0x7F else "".join(
         f"%{b:02X}" for b in c.encode("utf-8")) for c in path)
+    first, sep, rest = encoded.partition("/")
+    # A ':' in the first segment would read as a URI scheme ("a:b/x" -> scheme "a").
+    return first.replace(":", "%3A") + sep + rest
 
 
 def url_decode_path(path: str) -> str:

@@ -1,4 +1,4 @@
-"""Per-file statistics: parse ``add.stats`` JSON into typed Arrow, and write it back.
+"""Per-file statistics: parse ``add.stats`` JSON into typed Arrow; JSON from ``stats_parsed``.
 
 Implements PROTOCOL.md "Per-file Statistics": ``numRecords``, ``tightBounds`` and per-column
 ``minValues`` / ``maxValues`` / ``nullCount`` that mirror the data schema (nested structs
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import io
 import json
 import math
 from dataclasses import dataclass
@@ -29,9 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from delta_core.schema import (
-    ArrayType, DataType, MapType, PrimitiveType, StructType, primitive_to_arrow,
-)
+from delta_core.schema import DataType, PrimitiveType, StructType, primitive_to_arrow
 
 NUM_RECORDS = "num_records"
 MIN_PREFIX = "min."

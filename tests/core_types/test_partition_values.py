@@ -209,6 +209,8 @@ def test_escaping_round_trips_on_awkward_strings():
         assert "/" not in directory
         assert url_decode_path(url_encode_path(directory)) == directory
     assert escape_path_name("a:b=c/d%") == "a%3Ab%3Dc%2Fd%25"
+    assert url_encode_path("c:d/x:y.parquet") == "c%3Ad/x:y.parquet"  # no scheme look-alike
+    assert url_decode_path(url_encode_path("c:d/x:y.parquet")) == "c:d/x:y.parquet"
 
 
 def test_delta_rs_partitioned_table(tmp_path):
