@@ -10,6 +10,7 @@ policy from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) 
 """
 
 
+import time
 from typing import Callable
 
 from dagster import (
@@ -28,7 +29,6 @@ from assets.metadata import (
     before_after_markdown,
     before_after_metadata,
     human_bytes,
-    metrics_json,
     scalar_metadata,
     summary_markdown,
 )
@@ -180,6 +180,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
         from delta_core.checkpoint_write import write_checkpoint
 
+        started = time.monotonic()
         dt = _delta(context, table).open()
         checkpoint_before = dt.last_checkpoint_version()
         result = write_checkpoint(dt)
@@ -188,7 +189,8 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
             from delta_core.log_cleanup import cleanup_log
 
             cleanup = cleanup_log(dt)
-        return _checkpoint_result(table.name, checkpoint_before, result, cleanup)
+        return _checkpoint_result(table.name, checkpoint_before, result, cleanup,
+                                  round(time.monotonic() - started, 3))
 
     return _asset
 
@@ -240,33 +242,37 @@ def _result(table_name: str, title: str, metrics, before: FileStats, after: File
             extra: dict[str, int | float | str | bool | None] | None = None,
             extra_lines: list[str] | None = None) -> MaterializeResult:
     view = describe(metrics)
-    metadata = before_after_metadata(before, after)
-    metadata.update(scalar_metadata(view.values))
-    metadata.update(scalar_metadata(extra or {}))
-    metadata["duration_seconds"] = MetadataValue.float(float(view.duration_seconds))
-    metadata["metrics"] = MetadataValue.json(metrics_for_json(metrics))
     headline = [f"table `{table_name}`", *view.headline, *(extra_lines or []),
                 f"duration {view.duration_seconds:.1f} s"]
     body = before_after_markdown(before, after) + ([""] + view.extra_lines if view.extra_lines else [])
-    metadata["summary"] = MetadataValue.md(summary_markdown(f"{title} of {table_name}", headline, body))
+    # Insertion order is display order: the summary first, raw JSON last.
+    metadata = {"summary": MetadataValue.md(summary_markdown(f"{title} of {table_name}", headline, body))}
+    metadata.update(scalar_metadata(extra or {}))
+    metadata.update(before_after_metadata(before, after))
+    metadata.update(scalar_metadata(view.values))
+    metadata["duration_seconds"] = MetadataValue.float(float(view.duration_seconds))
+    metadata["metrics"] = MetadataValue.json(metrics_for_json(metrics))
     return MaterializeResult(metadata=metadata)
 
 
-def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, cleanup) -> MaterializeResult:
+def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, cleanup,
+                       duration_seconds: float) -> MaterializeResult:
     values: dict[str, int | float | str | bool | None] = {
         "checkpoint_version_before": checkpoint_before,
         "checkpoint_version": result.version,
         "checkpoint_parts": result.parts,
         "checkpoint_actions": result.size,
         "checkpoint_bytes": result.size_in_bytes,
+        "duration_seconds": duration_seconds,
     }
     headline = [f"table `{table_name}`",
                 f"checkpoint written at version {result.version} "
                 f"({result.parts} part(s), {result.size} actions, {human_bytes(result.size_in_bytes)})",
                 "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
-    metadata = scalar_metadata(values)
     if cleanup is not None:
-        metadata["log_cleanup"] = metrics_json(cleanup)
-        headline.append("expired log files cleaned up")
-    metadata["summary"] = MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))
+        values["log_files_deleted"] = cleanup.files_deleted
+        headline.append(f"log cleanup: {cleanup.files_deleted} expired log file(s) deleted")
+    headline.append(f"duration {duration_seconds:.1f} s")
+    metadata = {"summary": MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))}
+    metadata.update(scalar_metadata(values))
     return MaterializeResult(metadata=metadata)

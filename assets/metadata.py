@@ -126,10 +126,6 @@ def summary_markdown(title: str, headline: Sequence[str], body: Sequence[str] = 
     return "\n".join(parts)
 
 
-def metrics_json(metrics: Any) -> MetadataValue:
-    return MetadataValue.json(metrics.to_dict())
-
-
 def scalar_metadata(values: Mapping[str, int | float | str | bool | None]) -> dict[str, MetadataValue]:
     """Typed metadata entries for plain values (None becomes the text 'none')."""
     out: dict[str, MetadataValue] = {}

@@ -100,10 +100,6 @@ def _col(table: pa.Table, name: str, typ: pa.DataType) -> pa.Array:
     return arr if arr.type == typ else arr.cast(typ)
 
 
-def _const_bool(n: int, value: bool) -> pa.Array:
-    return pa.array([value], pa.bool_()).take(pa.array([0] * n, pa.int32())) if n else pa.array([], pa.bool_())
-
-
 def _add_struct(files: pa.Table, extra: list[tuple[str, pa.Array]]) -> pa.StructArray:
     n = files.num_rows
     arrays = [
@@ -250,14 +246,18 @@ def build_checkpoint_table(
         types["checkpointMetadata"] = CHECKPOINT_METADATA_TYPE
     n_head = len(header["protocol"])
     head = _segment({k: v for k, v in header.items() if k in types}, n_head, types)
-    adds = _segment({"add": add}, len(add), types)
-    removes = _segment({"remove": remove}, len(remove), types)
-    body = pa.concat_tables([adds, removes])
-    if sort_by_path and body.num_rows:
-        paths = pc.coalesce(pc.struct_field(body.column("add"), "path"),
-                            pc.struct_field(body.column("remove"), "path"))
-        body = body.take(pc.sort_indices(paths))
-    return pa.concat_tables([head, body]), n_head, len(add)
+    n_add, n_rm = len(add), len(remove)
+    if sort_by_path and n_add + n_rm:
+        # Reorder only the two file-action columns (the others are all null in the body):
+        # taking wide all-null struct columns would cost more than the sort itself.
+        order = pc.sort_indices(pa.concat_arrays([add.field("path"), remove.field("path")]))
+        add_col = pa.concat_arrays([add, pa.nulls(n_rm, add.type)]).take(order)
+        rm_col = pa.concat_arrays([pa.nulls(n_add, REMOVE_TYPE), remove]).take(order)
+        body = _segment({"add": add_col, "remove": rm_col}, n_add + n_rm, types)
+    else:
+        body = pa.concat_tables([_segment({"add": add}, n_add, types),
+                                 _segment({"remove": remove}, n_rm, types)])
+    return pa.concat_tables([head, body]), n_head, n_add
 
 
 # --- writing -----------------------------------------------------------------------------

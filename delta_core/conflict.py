@@ -29,6 +29,7 @@ from delta_core.actions import (
     Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn,
 )
 from delta_core.errors import (
+    CommitConflictError,
     ConcurrentAppendError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
@@ -36,7 +37,6 @@ from delta_core.errors import (
     MetadataChangedError,
     ProtocolChangedError,
     UnsupportedProtocolError,
-    CommitConflictError,
 )
 
 SERIALIZABLE = "Serializable"

@@ -167,7 +167,8 @@ def _serialise_partition_values(
             text = serialize_partition_value(value, f.type)
         except (TypeError, ValueError) as exc:
             raise PartitionValueError(f"partition value {value!r} for {name!r} cannot be serialised: {exc}") from exc
-        out[f.physical_name] = text
+        # Delta Spark stores an empty string partition value as null (same directory, same meaning).
+        out[f.physical_name] = None if text == "" else text
     return out
 
 

@@ -22,6 +22,7 @@ or validation failure.
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -39,13 +40,14 @@ from delta_core.conflict import (
     check_conflicts,
 )
 from delta_core.errors import (
-    AppendOnlyViolationError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
-    FileAlreadyExistsError, InvalidTransactionError, NotADeltaTableError, PartitionValueError,
+    AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
+    FileAlreadyExistsError, InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError,
     StorageError,
 )
 from delta_core.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
 from delta_core.partition_values import url_decode_path
 from delta_core.schema import StructType
+from delta_core.storage.base import Storage
 from delta_core.table_features import check_write_supported
 from delta_core.table_properties import TableProperties
 
@@ -61,6 +63,9 @@ BACKOFF_BASE_SECONDS = 0.005
 BACKOFF_CAP_SECONDS = 0.5
 # Ambiguous storage failures (timeouts, 5xx) are retried this many times at most.
 MAX_AMBIGUOUS_RETRIES = 3
+# Writer features whose duties this module carries out itself: in-commit timestamps (commitInfo
+# first, inCommitTimestamp strictly increasing).
+IMPLEMENTED_WRITER_FEATURES = ("inCommitTimestamp",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +132,7 @@ class Transaction:
         return self._read.read_version
 
     @property
-    def storage(self) -> Any:
+    def storage(self) -> Storage:
         return self.table.storage
 
     def mark_files_read(self, paths: Iterable[str]) -> None:
@@ -251,7 +256,8 @@ class Transaction:
         protocol, metadata = self._effective()
         file_actions = [a for a in self._actions if isinstance(a, (Add, Remove))]
         rewrite_only = bool(file_actions) and not any(a.data_change for a in file_actions)
-        check_write_supported(protocol, metadata, rewrite_only=rewrite_only, path=uri, version=target)
+        check_write_supported(protocol, metadata, rewrite_only=rewrite_only,
+                              extra_supported=IMPLEMENTED_WRITER_FEATURES, path=uri, version=target)
         if self._snapshot is not None and n_proto:
             old = self._snapshot.protocol
             if (protocol.min_reader_version, protocol.min_writer_version) < (
@@ -310,8 +316,6 @@ class Transaction:
     def _validate_rewrite(self, file_actions: list[Add | Remove], target: int) -> None:
         # A dataChange=false commit promises readers (streams, CDF) that no row changed: where
         # every file carries numRecords, the live rows added must equal the rows removed.
-        import json
-
         def live_rows(a: Add | Remove) -> int | None:
             if not a.stats:
                 return None
@@ -371,7 +375,8 @@ class Transaction:
 
     def _check_write_protocol(self, protocol: Protocol) -> None:
         _, metadata = self._effective()
-        check_write_supported(protocol, metadata, path=self.table.uri)
+        check_write_supported(protocol, metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
+                              path=self.table.uri)
 
     def commit(
         self,
@@ -392,7 +397,9 @@ class Transaction:
         self._read.actions = list(self._actions)
         txn_id = str(uuid.uuid4())
         version = self._read.read_version + 1
-        last_ict = getattr(self._snapshot, "timestamp", None) if self._snapshot is not None else None
+        last_ict = None
+        if self._snapshot is not None and TableProperties(self._effective()[1].configuration).in_commit_timestamps:
+            last_ict = self._snapshot.timestamp
         started = time.monotonic()
         attempt = 0
         ambiguous = False
@@ -404,6 +411,11 @@ class Transaction:
                 self.storage.put_if_absent(commit_key(version), payload)
             except FileAlreadyExistsError:
                 log.debug("table=%s version=%d attempt=%d lost the race", uri, version, attempt)
+            except AtomicWriteUnsupportedError:
+                # Definitive and raised before any byte of the commit is written.
+                if not ambiguous:
+                    self.abort()
+                raise
             except (OSError, StorageError) as exc:
                 # The put may or may not have landed: never clean up after this, and retry
                 # the same version so that our own txnId tells us if it did.
@@ -428,7 +440,14 @@ class Transaction:
                 try:
                     winner = self._winner(v)
                 except FileNotFoundError:
-                    continue  # cannot happen with contiguous commits; the next attempt re-lists
+                    # A commit we lost to (or listed) is gone: never commit past an unchecked
+                    # version. Nothing of ours landed unless an earlier attempt was ambiguous.
+                    if not ambiguous:
+                        self.abort()
+                    raise LogGapError(
+                        f"commit {v} of {uri} vanished while checking for conflicts; the log is being "
+                        "changed outside the protocol (a log cleanup of fresh commits?) - investigate "
+                        "before writing again", path=uri, version=v) from None
                 if winner.txn_id == txn_id:
                     log.info("table=%s version=%d attempt=%d found its own earlier commit", uri, v, attempt)
                     return self._finish(v, attempt, checkpoint=checkpoint)

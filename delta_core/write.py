@@ -33,7 +33,7 @@ from delta_core.table_features import check_write_supported
 from delta_core.table_properties import (
     APPEND_ONLY, COLUMN_MAPPING_MODE, ENABLE_DELETION_VECTORS, TableProperties,
 )
-from delta_core.transaction import CommitResult, Transaction
+from delta_core.transaction import IMPLEMENTED_WRITER_FEATURES, CommitResult, Transaction
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 _CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
@@ -96,20 +96,20 @@ def initial_protocol(struct: StructType, configuration: Mapping[str, str]) -> Pr
     ntz = _uses_ntz(struct)
     dv = (configuration.get(ENABLE_DELETION_VECTORS) or "").lower() == "true"
     cdf = (configuration.get(_CHANGE_DATA_FEED) or "").lower() == "true"
-    if not ntz and not dv:
+    ict = props.in_commit_timestamps
+    if not (ntz or dv or ict):
+        # Legacy versions suffice (PROTOCOL.md "Writer Version Requirements").
         if cm:
             return Protocol(2, 5)
         return Protocol(1, 4 if cdf else 2)
-    readers = {"timestampNtz"} if ntz else set()
+    readers = {name for name, on in (("timestampNtz", ntz), ("deletionVectors", dv), ("columnMapping", cm)) if on}
     writers = {"appendOnly", "invariants"} | readers
-    if dv:
-        readers.add("deletionVectors")
-        writers.add("deletionVectors")
-    if cm:
-        readers.add("columnMapping")
-        writers.add("columnMapping")
     if cdf:
         writers.add("changeDataFeed")
+    if ict:
+        writers.add("inCommitTimestamp")
+    if not readers:
+        return Protocol(1, 7, None, tuple(sorted(writers)))
     return Protocol(3, 7, tuple(sorted(readers)), tuple(sorted(writers)))
 
 
@@ -176,7 +176,8 @@ def create_table(
 
 def _check_writable(txn: Transaction, *, removes_data: bool) -> None:
     snap = txn.snapshot
-    check_write_supported(snap.protocol, snap.metadata, path=txn.table.uri, version=snap.version)
+    check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
+                          path=txn.table.uri, version=snap.version)
     if removes_data and snap.properties.append_only:
         raise AppendOnlyViolationError(
             f"{txn.table.uri} has {APPEND_ONLY}=true: data cannot be removed or overwritten; "
@@ -282,7 +283,8 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
     txn = Transaction(table, operation="SET TBLPROPERTIES",
                       operation_parameters={"properties": dict(properties)})
     snap = txn.snapshot
-    check_write_supported(snap.protocol, snap.metadata, path=table.uri, version=snap.version)
+    check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
+                          path=table.uri, version=snap.version)
     configuration = dict(snap.metadata.configuration)
     configuration.update({k: str(v) for k, v in properties.items()})
     if COLUMN_MAPPING_MODE in properties and TableProperties(configuration).column_mapping_mode != \

@@ -122,7 +122,8 @@ def main(argv: list[str] | None = None) -> int:
     instance = DagsterInstance.get()
     print(f"Running job {job.name} in-process (Dagster instance {home}) ...", flush=True)
     t1 = time.monotonic()
-    result = job.execute_in_process(instance=instance, run_config=run_config, raise_on_error=False)
+    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+    result = job.execute_in_process(instance=instance, run_config=run_config | quiet, raise_on_error=False)
     print(f"  run {result.run_id} {'succeeded' if result.success else 'FAILED'} "
           f"in {time.monotonic() - t1:.1f} s", flush=True)
     if not result.success:
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  step {event.step_key} failed: {event.event_specific_data.error.message}")
         return 1
     summary_job = defs.resolve_job_def(downstream_job_name(TABLE_NAME))
-    summary_job.execute_in_process(instance=instance)
+    summary_job.execute_in_process(instance=instance, run_config=quiet)
 
     after = FileStats.of(table.snapshot())
     print()
@@ -148,9 +149,10 @@ def main(argv: list[str] | None = None) -> int:
         for mat in result.asset_materializations_for_node(node):
             print(f"  {op:<11} " + _step_line(op, mat.metadata))
     print()
-    print(f"Dagster UI:  DAGSTER_HOME={home} DELTA_MAINTENANCE_TABLES={config_path} \\")
-    print("             dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
-    print(f"             then open http://127.0.0.1:3000/asset-groups/{TABLE_NAME}")
+    tables_env = "" if config_path == REPO_ROOT / "tables.yaml" else f" DELTA_MAINTENANCE_TABLES={config_path}"
+    print(f"Dagster UI:  DAGSTER_HOME={home}{tables_env} \\")
+    print("             .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+    print(f"             then open http://127.0.0.1:3000/locations/delta_maintenance/asset-groups/{TABLE_NAME}")
     return 0
 
 

@@ -74,9 +74,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _spark(args: argparse.Namespace) -> Any:
+    """A factory: the operations start Spark only once they know there is work."""
     from delta_core.maintenance.spark_session import build_spark_session
 
-    return build_spark_session(master=args.spark_master)
+    return lambda: build_spark_session(master=args.spark_master)
 
 
 def _columns(text: str) -> list[str]:
@@ -111,7 +112,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     from delta_core.maintenance.vacuum import vacuum
 
     table = open_table(args)
-    spark = _spark(args) if args.delete_on_spark else None
+    spark = _spark(args)() if args.delete_on_spark else None
     metrics = vacuum(table, retention_hours=args.retention_hours, dry_run=args.dry_run, force=args.force,
                      spark=spark)
     emit(metrics.to_dict(), args.json)

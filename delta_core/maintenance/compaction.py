@@ -26,7 +26,7 @@ from delta_core.maintenance.compaction_plan import (
 from delta_core.maintenance.data_io import rewrite_files
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import all_live, commit_rewrite, file_size_metrics
-from delta_core.maintenance.spark_exec import add_from_json, add_to_json, run_tasks
+from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
 from delta_core.table_features import check_write_supported
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,8 @@ def compact(
     min_file_size: int | None = None,
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
 ) -> CompactionMetrics:
-    """Bin-pack the small files of ``table`` (a ``delta_core.table.DeltaTable``) on ``spark``."""
+    """Bin-pack the small files of ``table`` (a ``delta_core.table.DeltaTable``) on ``spark``
+    (a SparkSession, or a factory called only when there is something to compact)."""
     watch = Stopwatch()
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
@@ -82,6 +83,8 @@ def compact(
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
              plan.partitions_compacted)
     batches = plan.batches(batch_size_bytes)
+    if batches:
+        spark = resolve_spark(spark)
     versions: list[int] = []
     removed_files = added_files = removed_bytes = added_bytes = aborted = 0
     current = snapshot

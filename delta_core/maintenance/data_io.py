@@ -39,10 +39,17 @@ def _physical_and_logical(metadata: Metadata) -> tuple[pa.Schema, pa.Schema]:
     return schema_to_arrow(fields, physical=True), schema_to_arrow(fields)
 
 
-def read_data_file(storage: Storage, path: str, metadata: Metadata) -> pa.Table:
-    """The rows of the data file at ``path`` (as in the log), logical names, no partition columns."""
+def read_data_file(
+    storage: Storage, path: str, metadata: Metadata, *, columns: Sequence[str] | None = None,
+) -> pa.Table:
+    """The rows of the data file at ``path`` (as in the log), logical names, no partition columns;
+    only the top-level ``columns`` given (logical names) when set."""
     key = log_path_to_key(path, storage.root)
     physical, logical = _physical_and_logical(metadata)
+    if columns is not None:
+        keep = [i for i, f in enumerate(logical) if f.name in set(columns)]
+        physical = pa.schema([physical.field(i) for i in keep])
+        logical = pa.schema([logical.field(i) for i in keep])
     with storage.open_input(key) as fh:
         pf = pq.ParquetFile(fh)
         present = set(pf.schema_arrow.names)

@@ -2,7 +2,8 @@
 
 Compaction needs no shuffle: the driver turns each bin into one row (a pickled payload holding
 the picklable ``Storage``, the table ``Metadata`` and the file paths), parallelises the rows
-one per Spark partition (largest first, so the long bins start early), and a ``mapInArrow``
+round-robin over a few tasks per core (largest first, so the long bins start early and spread
+evenly), and a ``mapInArrow``
 function calls a plain Python function on each payload inside the executor. Results (``add``
 actions as JSON) come back through ``toArrow()``. The same helper serves any "one task per
 row" job (Z-order's file reads, parallel deletes).
@@ -30,6 +31,7 @@ log = logging.getLogger(__name__)
 TASK_SCHEMA = "task_id long, payload binary"
 RESULT_SCHEMA = "task_id long, result string"
 MAX_SLICES = 10_000
+TASKS_PER_CORE = 4  # per-task overhead is ~0.1 s: a few waves balance load without paying it per file
 
 
 def _task_runner(fn: Callable[[Any], list[str]]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
@@ -47,11 +49,18 @@ def _task_runner(fn: Callable[[Any], list[str]]) -> Callable[[Iterator[pa.Record
     return run
 
 
-def tasks_frame(spark: "SparkSession", payloads: Sequence[Any]) -> "DataFrame":
-    """A DataFrame with one row per payload, one row per partition (up to ``MAX_SLICES``)."""
-    rows = [(i, pickle.dumps(p)) for i, p in enumerate(payloads)]
-    slices = max(1, min(len(rows), MAX_SLICES))
-    return spark.sparkContext.parallelize(rows, numSlices=slices).toDF(TASK_SCHEMA)
+def default_slices(spark: "SparkSession", n: int) -> int:
+    """Task count for ``n`` payloads: a few waves over the cluster's cores, never more than ``n``."""
+    return max(1, min(n, MAX_SLICES, spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
+
+
+def tasks_frame(spark: "SparkSession", payloads: Sequence[Any], *, slices: int | None = None) -> "DataFrame":
+    """A DataFrame with one row per payload, spread over ``slices`` partitions round-robin (so
+    payloads sorted largest first spread the big ones over all tasks)."""
+    k = default_slices(spark, len(payloads)) if slices is None else max(1, min(slices, len(payloads)))
+    order = [i for start in range(k) for i in range(start, len(payloads), k)]
+    rows = [(i, pickle.dumps(payloads[i])) for i in order]
+    return spark.sparkContext.parallelize(rows, numSlices=k).toDF(TASK_SCHEMA)
 
 
 def payload_frame(
@@ -59,6 +68,8 @@ def payload_frame(
     payloads: Sequence[Any],
     fn: Callable[[Any], Iterator[pa.RecordBatch]],
     schema: Any,
+    *,
+    slices: int | None = None,
 ) -> "DataFrame":
     """A DataFrame of the record batches ``fn(payload)`` yields for every payload (lazy).
 
@@ -70,7 +81,7 @@ def payload_frame(
             for payload in batch.column("payload").to_pylist():
                 yield from fn(pickle.loads(payload))
 
-    return tasks_frame(spark, payloads).mapInArrow(run, schema)
+    return tasks_frame(spark, payloads, slices=slices).mapInArrow(run, schema)
 
 
 def collect_arrow(frame: "DataFrame", *, description: str) -> pa.Table:
@@ -94,6 +105,7 @@ def run_tasks(
     payloads: Sequence[Any],
     *,
     description: str = "delta maintenance",
+    slices: int | None = None,
 ) -> list[list[str]]:
     """Run ``fn(payload)`` for every payload on the cluster; returns the string results per payload.
 
@@ -102,7 +114,7 @@ def run_tasks(
     """
     if not payloads:
         return []
-    frame = tasks_frame(spark, payloads).mapInArrow(_task_runner(fn), RESULT_SCHEMA)
+    frame = tasks_frame(spark, payloads, slices=slices).mapInArrow(_task_runner(fn), RESULT_SCHEMA)
     table = collect_arrow(frame, description=description)
     out: list[list[str]] = [[] for _ in payloads]
     for task_id, result in zip(table.column("task_id").to_pylist(), table.column("result").to_pylist()):
@@ -118,6 +130,29 @@ def _first_line(exc: BaseException) -> str:
         if "Error" in ln and ":" in ln:
             return ln.strip()[:2000]
     return lines[0][:2000] if lines else type(exc).__name__
+
+
+def _warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    import delta_core.maintenance.compaction  # noqa: F401  (imports are what is being warmed)
+    import delta_core.maintenance.zorder  # noqa: F401
+
+    yield from batches
+
+
+def warm_up(spark: "SparkSession") -> None:
+    """Start the session's Python workers and import the maintenance code in them, so a timed
+    operation measures the work, not interpreter start-up (used by the benchmarks)."""
+    n = spark.sparkContext.defaultParallelism
+    spark.sparkContext.parallelize([(i, b"") for i in range(n * 2)], n * 2).toDF(TASK_SCHEMA) \
+        .mapInArrow(_warm, TASK_SCHEMA).toArrow()
+
+
+def resolve_spark(spark: Any) -> "SparkSession":
+    """``spark`` itself, or the session a zero-argument factory returns (so callers can defer
+    starting Spark until an operation actually has work)."""
+    if spark is not None and not hasattr(spark, "sparkContext") and callable(spark):
+        return spark()
+    return spark
 
 
 def add_to_json(add: Add) -> str:

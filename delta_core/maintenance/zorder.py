@@ -2,16 +2,17 @@
 
 Per batch of partitions (``plan_zorder`` decides them):
 
-1. *Sample* — one Spark task per input file reads only the clustering columns and returns an
-   evenly spaced sample (about ``sample_rows`` rows overall); the driver cuts each column at
-   ``2**bits`` quantiles (``curves.quantile_boundaries``).
-2. *Key* — one task per file reads the whole file (pyarrow over storage) and appends two
-   columns: ``__part`` (which partition the row belongs to) and ``__zkey`` (the curve key of its
-   per-column range ids). Rows now go through Spark:
-3. *Shuffle* — ``repartitionByRange(n, __part, __zkey)`` with ``n`` = input bytes / target size,
-   then ``sortWithinPartitions``, so every Spark partition is one contiguous stretch of the curve.
-4. *Write* — each Spark partition writes its rows, split where the partition changes (and at
-   twice the average rows per file, against skew), as new files with full stats.
+1. *Sample* — one Spark task per input file reads only the clustering columns (column
+   projection) and returns evenly spaced rows (about ``sample_rows`` overall). On the driver,
+   ``layout_from_sample`` cuts each column at ``2**bits`` quantiles (range ids), computes the
+   sample's curve keys, and cuts each partition's keys into as many equal-count stretches as it
+   gets output files (input bytes / target size): one output file per stretch.
+2. *Key* — one task per file reads the whole file (pyarrow over storage) and appends ``__zkey``
+   (the curve key of the row's range ids) and ``__file`` (its output file). Rows now go through
+   Spark:
+3. *Shuffle* — ``repartition(n_files, __file)`` then ``sortWithinPartitions(__file, __zkey)``;
+   the target file of every row is already known, so no range-partitioner sampling pass runs.
+4. *Write* — each Spark partition writes one file per ``__file`` run, full stats.
 5. *Commit* — ``OPTIMIZE`` with ``zOrderBy`` in ``operationParameters``, ``dataChange=false``,
    under the same conflict rules as compaction (``rewrite_commit``).
 """
@@ -32,7 +33,14 @@ from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range
 from delta_core.maintenance.data_io import logical_data_schema, read_data_file, write_rewritten
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import all_live, commit_rewrite, file_size_metrics
-from delta_core.maintenance.spark_exec import add_from_json, add_to_json, collect_arrow, payload_frame
+from delta_core.maintenance.spark_exec import (
+    add_from_json,
+    add_to_json,
+    collect_arrow,
+    default_slices,
+    payload_frame,
+    resolve_spark,
+)
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
 from delta_core.storage.base import Storage
 from delta_core.table_features import check_write_supported
@@ -42,6 +50,7 @@ log = logging.getLogger(__name__)
 __all__ = ["ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
 
 PART_COL = "__part"
+FILE_COL = "__file"
 KEY_COL = "__zkey"
 DEFAULT_SAMPLE_ROWS = 200_000
 
@@ -67,6 +76,57 @@ class ZOrderMetrics(MetricsRecord):
     duration_seconds: float
 
 
+@dataclass(frozen=True, slots=True)
+class CurveLayout:
+    """Everything a task needs to place a row: per-column quantile cuts, and per table partition
+    the curve-key cuts between its output files (``file_offsets[p]`` is its first file id)."""
+
+    columns: tuple[str, ...]
+    curve: str
+    bits: int
+    value_cuts: tuple[np.ndarray, ...]
+    key_cuts: tuple[np.ndarray, ...]
+    file_offsets: tuple[int, ...]
+
+    @property
+    def num_files(self) -> int:
+        return self.file_offsets[-1] + len(self.key_cuts[-1]) + 1 if self.key_cuts else 0
+
+    def keys(self, data: pa.Table) -> np.ndarray:
+        coords = [range_ids(data.column(c), b) for c, b in zip(self.columns, self.value_cuts)]
+        if not data.num_rows:
+            return np.zeros(0, np.uint64)
+        return curve_keys(self.curve, coords, self.bits)
+
+    def file_ids(self, part: int, keys: np.ndarray) -> np.ndarray:
+        cuts = self.key_cuts[part]
+        return (self.file_offsets[part] + np.searchsorted(cuts, keys, side="right")).astype(np.int32)
+
+
+def layout_from_sample(
+    sample: pa.Table, *, columns: Sequence[str], curve: str, bits: int, files_per_partition: Sequence[int],
+) -> CurveLayout:
+    """Cut each column at ``2**bits`` quantiles of the sample, then each partition's sampled curve
+    keys into ``files_per_partition[p]`` equal-count stretches (one output file each). Pure."""
+    value_cuts = tuple(quantile_boundaries(sample.column(c), 2 ** bits) for c in columns)
+    parts = sample.column(PART_COL).to_numpy(zero_copy_only=False) if sample.num_rows else np.zeros(0, np.int32)
+    coords = [range_ids(sample.column(c), b) for c, b in zip(columns, value_cuts)]
+    keys = curve_keys(curve, coords, bits) if sample.num_rows else np.zeros(0, np.uint64)
+    key_cuts: list[np.ndarray] = []
+    offsets: list[int] = []
+    next_id = 0
+    for p, n_files in enumerate(files_per_partition):
+        own = np.sort(keys[parts == p])
+        if n_files > 1 and len(own):
+            cuts = np.unique(own[(np.arange(1, n_files) * len(own)) // n_files])
+        else:
+            cuts = np.zeros(0, np.uint64)
+        offsets.append(next_id)
+        key_cuts.append(cuts)
+        next_id += len(cuts) + 1
+    return CurveLayout(tuple(columns), curve, bits, value_cuts, tuple(key_cuts), tuple(offsets))
+
+
 def _spark_schema(arrow_schema: pa.Schema) -> Any:
     from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -74,69 +134,56 @@ def _spark_schema(arrow_schema: pa.Schema) -> Any:
 
 
 def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-    """Spark task: evenly spaced rows of the clustering columns of one file."""
-    data = read_data_file(payload["storage"], payload["path"], payload["metadata"])
+    """Spark task: evenly spaced rows of the clustering columns of one file, with its partition."""
+    data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"])
     data = data.select(payload["columns"])
     k = min(data.num_rows, max(1, math.ceil(data.num_rows * payload["fraction"])))
     if data.num_rows:
         idx = np.unique(np.linspace(0, data.num_rows - 1, k).astype(np.int64))
         data = data.take(pa.array(idx))
+    data = data.append_column(PART_COL, pa.array(np.full(data.num_rows, payload["part"], np.int32)))
     yield from data.to_batches()
 
 
-def _keyed_reader(
-    columns: Sequence[str], boundaries: Sequence[np.ndarray], bits: int, curve: str, out_schema: pa.Schema,
-) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
+def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
     def read(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         data = read_data_file(payload["storage"], payload["path"], payload["metadata"])
-        coords = [range_ids(data.column(c), b) for c, b in zip(columns, boundaries)]
-        keys = curve_keys(curve, coords, bits).astype(np.int64) if data.num_rows else np.zeros(0, np.int64)
-        data = data.append_column(PART_COL, pa.array(np.full(data.num_rows, payload["part"], np.int32)))
-        data = data.append_column(KEY_COL, pa.array(keys, pa.int64()))
+        keys = layout.keys(data)
+        data = data.append_column(FILE_COL, pa.array(layout.file_ids(payload["part"], keys), pa.int32()))
+        data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
         yield from data.cast(out_schema).to_batches()
 
     return read
 
 
-def _partition_writer(
-    storage: Storage, metadata: Metadata, partition_values: Sequence[dict[str, str | None]], max_rows: int | None,
+def _file_writer(
+    storage: Storage, metadata: Metadata, partition_of_file: Sequence[dict[str, str | None]],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         pending: list[pa.RecordBatch] = []
-        pending_rows = 0
         current: int | None = None
 
         def flush() -> Iterator[pa.RecordBatch]:
-            nonlocal pending, pending_rows
-            if pending_rows and current is not None:
-                data = pa.Table.from_batches(pending).drop_columns([PART_COL, KEY_COL])
-                add = write_rewritten(storage, data, metadata=metadata, partition_values=partition_values[current])
+            nonlocal pending
+            if pending and current is not None:
+                data = pa.Table.from_batches(pending).drop_columns([FILE_COL, KEY_COL])
+                add = write_rewritten(storage, data, metadata=metadata, partition_values=partition_of_file[current])
                 yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
-            pending, pending_rows = [], 0
+            pending = []
 
         for batch in batches:
-            parts = batch.column(PART_COL).to_numpy(zero_copy_only=False)
-            start = 0
-            # Rows arrive sorted by (__part, __zkey): split the batch where __part changes.
-            cuts = list(np.flatnonzero(parts[1:] != parts[:-1]) + 1) + [len(parts)]
-            for end in cuts:
-                piece = batch.slice(start, end - start)
-                part = int(parts[start])
-                if part != current:
+            ids = batch.column(FILE_COL).to_numpy(zero_copy_only=False)
+            # Rows arrive sorted by (__file, __zkey): split the batch where the file changes.
+            bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
+            for lo, hi in zip(bounds, bounds[1:]):
+                if hi == lo:
+                    continue
+                if int(ids[lo]) != current:
                     yield from flush()
-                    current = part
-                offset = 0
-                while offset < piece.num_rows:
-                    room = piece.num_rows - offset if max_rows is None else max_rows - pending_rows
-                    chunk = piece.slice(offset, room)
-                    pending.append(chunk)
-                    pending_rows += chunk.num_rows
-                    offset += chunk.num_rows
-                    if max_rows is not None and pending_rows >= max_rows:
-                        yield from flush()
-                start = end
+                    current = int(ids[lo])
+                pending.append(batch.slice(lo, hi - lo))
         yield from flush()
 
     return write
@@ -153,21 +200,26 @@ def _run_batch(
     file_payloads = [
         {"storage": table.storage, "metadata": metadata, "path": f.path, "part": i,
          "columns": list(plan.columns), "fraction": fraction}
-        for i, p in enumerate(batch) for f in p.files
+        for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]
-    sample_schema = pa.schema([data_schema.field(c) for c in plan.columns])
+    sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
+                              + [pa.field(PART_COL, pa.int32())])
     sample = collect_arrow(payload_frame(spark, file_payloads, _sample_file, _spark_schema(sample_schema)),
                            description=f"{label}: sample")
-    num_ranges = 2 ** plan.bits_per_column
-    boundaries = [quantile_boundaries(sample.column(c), num_ranges) for c in plan.columns]
-    keyed_schema = data_schema.append(pa.field(PART_COL, pa.int32())).append(pa.field(KEY_COL, pa.int64()))
+    files_per_partition = [plan.output_files([p]) for p in batch]
+    layout = layout_from_sample(sample, columns=plan.columns, curve=plan.curve, bits=plan.bits_per_column,
+                                files_per_partition=files_per_partition)
+    keyed_schema = data_schema.append(pa.field(FILE_COL, pa.int32())).append(pa.field(KEY_COL, pa.int64()))
     keyed_schema = pa.schema([f.with_nullable(True) for f in keyed_schema])
-    reader = _keyed_reader(plan.columns, boundaries, plan.bits_per_column, plan.curve, keyed_schema)
-    rows = payload_frame(spark, file_payloads, reader, _spark_schema(keyed_schema))
-    n = plan.output_files(batch)
-    max_rows = 2 * math.ceil(total_rows / n) if total_rows else None
-    writer = _partition_writer(table.storage, metadata, [dict(p.partition_values) for p in batch], max_rows)
-    shuffled = rows.repartitionByRange(n, PART_COL, KEY_COL).sortWithinPartitions(PART_COL, KEY_COL)
+    rows = payload_frame(spark, file_payloads, _keyed_reader(layout, keyed_schema), _spark_schema(keyed_schema))
+    partition_of_file: list[dict[str, str | None]] = []
+    for p, cuts in zip(batch, layout.key_cuts):
+        partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
+    writer = _file_writer(table.storage, metadata, partition_of_file)
+    # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
+    # avoid paying the per-task Python overhead once per output file.
+    shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
+    shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL, KEY_COL)
     result = collect_arrow(shuffled.mapInArrow(writer, "result string"), description=f"{label}: cluster and write")
     return [add_from_json(r) for r in result.column("result").to_pylist()]
 
@@ -183,13 +235,18 @@ def zorder(
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
 ) -> ZOrderMetrics:
-    """Cluster ``table``'s selected partitions along a Z-order (or Hilbert) curve over ``columns``."""
+    """Cluster ``table``'s selected partitions along a Z-order (or Hilbert) curve over ``columns``.
+
+    ``spark`` is a SparkSession, or a factory called only when there is something to rewrite.
+    """
     watch = Stopwatch()
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
                           version=snapshot.version)
     plan = plan_zorder(snapshot, columns, curve=curve, where=where, target_size=target_size)
     batches = plan.batches(batch_size_bytes)
+    if batches:
+        spark = resolve_spark(spark)
     log.info("table=%s version=%d %s on %s: %d files in %d partitions, %d batch(es)", table.uri,
              snapshot.version, curve, ",".join(plan.columns), plan.num_input_files, len(plan.partitions),
              len(batches))

@@ -16,7 +16,7 @@ import pytest
 from delta_core.checkpoint_write import write_checkpoint
 from delta_core.last_checkpoint import decode_last_checkpoint
 from delta_core.table import DeltaTable
-from delta_core.write import append, create_table, delete_files, set_properties
+from delta_core.write import append, create_table, delete_files
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
                     ("st", pa.struct([("x", pa.int32())])), ("day", pa.date32())])

@@ -135,7 +135,7 @@ def test_two_deletes_of_the_same_file(table_dir, pair_pool, manager):
 
 
 def test_metadata_change_beats_stale_append(table_dir, pair_pool, manager):
-    t = _seed(table_dir)
+    _seed(table_dir)
     a, b = _race(pair_pool, manager, table_dir, ("set_properties", {"delta.appendOnly": "false"}), ("append", 5))
     assert a == "ok:3" and b == "metadata_changed"
 

@@ -7,7 +7,6 @@ import multiprocessing
 import os
 
 import pyarrow as pa
-import pytest
 
 from delta_core.checkpoint_write import write_checkpoint
 from delta_core.table import DeltaTable

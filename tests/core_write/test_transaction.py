@@ -10,7 +10,7 @@ import os
 import pyarrow as pa
 import pytest
 
-from delta_core.actions import Add, Metadata, Protocol, encode_actions
+from delta_core.actions import Add, Protocol, encode_actions
 from delta_core.data_writer import write_data_file
 from delta_core.errors import (
     AppendOnlyViolationError, CommitRetriesExhaustedError, ConcurrentDeleteDeleteError,
@@ -242,3 +242,22 @@ def test_first_commit_needs_protocol_and_metadata(table_dir):
     with pytest.raises(InvalidTransactionError):
         txn.commit()
     assert not os.path.exists(os.path.join(table_dir, "_delta_log", f"{0:020d}.json"))
+
+
+def test_in_commit_timestamps_increase_strictly(table_dir):
+    import deltalake
+
+    t = create_table(table_dir, SCHEMA, properties={"delta.enableInCommitTimestamps": "true"})
+    p = t.snapshot().protocol
+    assert p.min_writer_version == 7 and "inCommitTimestamp" in p.writer_features
+    snap = t.snapshot()
+    for i in range(3):
+        append(t, data([i]))
+    append(t, data([9]), read_snapshot=snap)  # a retry must still move the timestamp forward
+    icts = []
+    for v in range(t.latest_version() + 1):
+        first = json.loads(t.storage.read(commit_key(v)).splitlines()[0])
+        icts.append(first["commitInfo"]["inCommitTimestamp"])
+    assert icts == sorted(icts) and len(set(icts)) == len(icts)
+    assert t.snapshot().timestamp == icts[-1]
+    assert deltalake.DeltaTable(table_dir).version() == 4

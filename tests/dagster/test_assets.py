@@ -105,6 +105,13 @@ def test_checkpoint_asset(setup):
     assert meta["checkpoint_version_before"] == "none"
     assert (pathlib.Path(table.uri) / "_delta_log" / f"{latest:020d}.checkpoint.parquet").exists()
     assert _rows_via_deltalake(table.uri)[0] == latest
+    assert "duration_seconds" in meta and "Checkpoint of events" in meta["summary"]
+
+    again = _materialize(config, instance, "checkpoint",
+                         {"ops": {"events__checkpoint": {"config": {"cleanup_log": True}}}})
+    assert again["checkpoint_version_before"] == latest
+    assert again["log_files_deleted"] == 0  # every commit is younger than the log retention
+    assert (pathlib.Path(table.uri) / "_delta_log" / f"{0:020d}.json").exists()
 
 
 def test_manifest_asset(setup):

@@ -197,6 +197,7 @@ def test_graphql_lists_definitions_and_runs_maintenance(server):
 
 def test_browser_shows_the_asset_graph(server):
     from selenium import webdriver
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -214,21 +215,29 @@ def test_browser_shows_the_asset_graph(server):
     driver = webdriver.Chrome(service=Service(driver_path), options=options)
     try:
         driver.set_page_load_timeout(120)
-        driver.get(f"{dev.url}/asset-groups/events")
+        driver.get(f"{dev.url}/locations/{LOCATION}/asset-groups/events")
         wanted = ("compaction", "zorder", "vacuum", "checkpoint", "manifest", "delta_table")
 
         def graph_loaded(d) -> bool:
+            for button in d.find_elements("xpath", "//button[normalize-space()='Skip']"):
+                button.click()  # the first-visit "join the community" dialog
             text = d.find_element("tag name", "body").text
-            return all(w in text for w in wanted)
+            return all(w in text for w in wanted) and "Join the Dagster community" not in text
 
-        WebDriverWait(driver, 120, poll_frequency=1).until(graph_loaded)
-        time.sleep(2)  # let the layout settle before the picture
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / "ui_asset_graph_events.png"
+        try:
+            WebDriverWait(driver, 120, poll_frequency=1).until(graph_loaded)
+        except TimeoutException:
+            driver.save_screenshot(str(ARTIFACTS / "ui_asset_graph_events_timeout.png"))
+            (ARTIFACTS / "ui_asset_graph_events_timeout.txt").write_text(
+                driver.current_url + "\n" + driver.find_element("tag name", "body").text)
+            raise
+        time.sleep(2)  # let the layout settle before the picture
         driver.save_screenshot(str(shot))
         assert shot.stat().st_size > 10_000
         body = driver.find_element("tag name", "body").text
-        assert "events" in body
+        assert "Asset Group in" in body and LOCATION in body
     finally:
         driver.quit()
         shutil.rmtree(profile, ignore_errors=True)

@@ -71,3 +71,21 @@ def test_range_ids_follow_value_order(values):
     ids = range_ids(values, b)
     order = np.argsort(np.asarray(values.to_pylist(), dtype=object), kind="stable")
     assert list(ids[order]) == sorted(ids.tolist())
+
+
+def test_layout_cuts_each_partition_into_its_file_count():
+    from delta_core.maintenance.zorder import PART_COL, layout_from_sample
+
+    rng = np.random.default_rng(3)
+    sample = pa.table({
+        "a": pa.array(rng.integers(0, 1000, 4000)),
+        "b": pa.array(rng.random(4000)),
+        PART_COL: pa.array(np.repeat([0, 1], 2000).astype(np.int32)),
+    })
+    layout = layout_from_sample(sample, columns=("a", "b"), curve="zorder", bits=8, files_per_partition=[4, 1])
+    assert layout.num_files == 5 and layout.file_offsets == (0, 4)
+    keys = layout.keys(sample.slice(0, 2000))
+    ids = layout.file_ids(0, keys)
+    counts = np.bincount(ids, minlength=4)
+    assert set(ids.tolist()) == {0, 1, 2, 3} and counts.min() > 400  # equal-count stretches
+    assert set(layout.file_ids(1, layout.keys(sample.slice(2000))).tolist()) == {4}

@@ -1,0 +1,165 @@
+"""Checkpoint of a table with many files: wall time and peak RSS, ours vs delta-rs.
+
+The log is generated directly (commit 0 with protocol/metaData, then ``--commits`` commits
+holding ``--files`` add actions in total, each with partition values and JSON stats), then
+hard-linked into two identical tables. Each engine runs in its own spawned process that
+opens the table and writes the checkpoint of the latest version (``write_checkpoint`` vs
+delta-rs ``DeltaTable.create_checkpoint()``), so the time includes reading the log and the
+peak RSS (``resource.getrusage``) is that engine's alone. Our checkpoint is then read back by
+delta-rs to check it has every file.
+
+    python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--part-size N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import shutil
+import tempfile
+import time
+import uuid
+from typing import Any, Sequence
+
+SCHEMA = {"type": "struct", "fields": [
+    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
+    {"name": "name", "type": "string", "nullable": True, "metadata": {}},
+    {"name": "value", "type": "double", "nullable": True, "metadata": {}},
+    {"name": "day", "type": "string", "nullable": True, "metadata": {}},
+]}
+
+
+def generate_log(root: str, files: int, commits: int) -> None:
+    """Write ``_delta_log`` with ``files`` adds spread over ``commits`` commits (no data files)."""
+    log_dir = os.path.join(root, "_delta_log")
+    os.makedirs(log_dir)
+    now = int(time.time() * 1000)
+    header = [
+        {"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps(SCHEMA), "partitionColumns": ["day"],
+                      "configuration": {}, "createdTime": now}},
+    ]
+    with open(os.path.join(log_dir, f"{0:020d}.json"), "w") as fh:
+        fh.write("\n".join(json.dumps(a) for a in header) + "\n")
+    per_commit = -(-files // commits)
+    made = 0
+    for v in range(1, commits + 1):
+        n = min(per_commit, files - made)
+        lines = [json.dumps({"commitInfo": {"timestamp": now + v, "operation": "WRITE"}})]
+        for i in range(made, made + n):
+            day = f"2024-01-{i % 28 + 1:02d}"
+            stats = (f'{{"numRecords":{100 + i % 50},"minValues":{{"id":{i * 100},"name":"a{i}",'
+                     f'"value":{i * 0.5}}},"maxValues":{{"id":{i * 100 + 99},"name":"z{i}",'
+                     f'"value":{i * 0.5 + 10}}},"nullCount":{{"id":0,"name":{i % 3},"value":0}}}}')
+            lines.append(
+                f'{{"add":{{"path":"day={day}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet",'
+                f'"partitionValues":{{"day":"{day}"}},"size":{10000 + i % 997},'
+                f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(stats)}}}}}')
+        with open(os.path.join(log_dir, f"{v:020d}.json"), "w") as fh:
+            fh.write("\n".join(lines) + "\n")
+        made += n
+
+
+def link_copy(src: str, dst: str) -> None:
+    os.makedirs(os.path.join(dst, "_delta_log"))
+    for name in os.listdir(os.path.join(src, "_delta_log")):
+        os.link(os.path.join(src, "_delta_log", name), os.path.join(dst, "_delta_log", name))
+
+
+def _peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+
+
+def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
+    started = time.perf_counter()
+    from delta_core.checkpoint_write import write_checkpoint
+    from delta_core.table import DeltaTable
+
+    imported = time.perf_counter()
+    result = write_checkpoint(DeltaTable(path), part_size=part_size)
+    done = time.perf_counter()
+    return {"seconds": done - imported, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
+            "parts": result.parts, "bytes": result.size_in_bytes, "adds": result.num_add_files}
+
+
+def run_deltars(path: str) -> dict[str, Any]:
+    started = time.perf_counter()
+    import deltalake
+
+    imported = time.perf_counter()
+    deltalake.DeltaTable(path).create_checkpoint()
+    done = time.perf_counter()
+    size = sum(os.path.getsize(os.path.join(path, "_delta_log", n))
+               for n in os.listdir(os.path.join(path, "_delta_log")) if ".checkpoint." in n)
+    return {"seconds": done - imported, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
+            "parts": 1, "bytes": size, "adds": None}
+
+
+def count_files_deltars(path: str) -> int:
+    """How many live files delta-rs sees (reads our checkpoint: commits before it are hidden)."""
+    import deltalake
+    import pyarrow as pa
+
+    return pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=False)).num_rows
+
+
+def _in_process(fn: Any, *args: Any) -> Any:
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(1) as pool:
+        return pool.apply(fn, args)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=1_000_000)
+    parser.add_argument("--commits", type=int, default=4)
+    parser.add_argument("--part-size", type=int, default=None,
+                        help="also time a multi-part checkpoint with this many actions per part")
+    parser.add_argument("--keep", action="store_true", help="keep the generated tables")
+    args, _unknown = parser.parse_known_args(argv)
+
+    work = tempfile.mkdtemp(prefix="bench_checkpoint_")
+    try:
+        base = os.path.join(work, "base")
+        t0 = time.perf_counter()
+        generate_log(base, args.files, args.commits)
+        link_copy(base, os.path.join(work, "ours"))
+        link_copy(base, os.path.join(work, "deltars"))
+        print(f"{args.files:,} add actions in {args.commits} commits "
+              f"(log generated in {time.perf_counter() - t0:.1f} s)", flush=True)
+
+        runs = [("ours", _in_process(run_ours, os.path.join(work, "ours"), None))]
+        runs.append(("delta-rs", _in_process(run_deltars, os.path.join(work, "deltars"))))
+        if args.part_size:
+            link_copy(base, os.path.join(work, "ours_mp"))
+            runs.append((f"ours ({args.part_size}/part)",
+                         _in_process(run_ours, os.path.join(work, "ours_mp"), args.part_size)))
+
+        # Our checkpoint must be complete: delta-rs reading it sees every file.
+        ours_dir = os.path.join(work, "ours", "_delta_log")
+        for v in range(args.commits + 1):
+            os.unlink(os.path.join(ours_dir, f"{v:020d}.json"))
+        seen = _in_process(count_files_deltars, os.path.join(work, "ours"))
+        assert seen == args.files, f"delta-rs sees {seen} files in our checkpoint, expected {args.files}"
+
+        ref = dict(runs)["delta-rs"]
+        print(f"{'engine':<22}{'seconds':>9}{'peak RSS MB':>13}{'parts':>7}{'MB':>8}{'time ratio':>12}{'RSS ratio':>11}")
+        for name, r in runs:
+            print(f"{name:<22}{r['seconds']:>9.2f}{r['rss_mb']:>13.0f}{r['parts']:>7}{r['bytes'] / 1e6:>8.1f}"
+                  f"{r['seconds'] / ref['seconds']:>11.2f}x{r['rss_mb'] / ref['rss_mb']:>10.2f}x")
+        print("(seconds exclude interpreter/library import; peak RSS includes it; "
+              "delta-rs read our checkpoint back: all files present)")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

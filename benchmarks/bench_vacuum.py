@@ -1,0 +1,85 @@
+"""Vacuum of a table with many unreferenced files: files deleted per second, ours vs delta-rs.
+
+A small live table gets ``--files`` unreferenced files (100k by default) spread over
+``--dirs`` partition directories, all older than the retention; an identical copy goes to
+delta-rs ``vacuum(full=True)`` (its mode that also deletes files the log never mentioned).
+Both must delete exactly the orphans and keep every live file.
+
+    python -m benchmarks.bench_vacuum [--files 100000] [--dirs 100] [--threads 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import tempfile
+import time
+from typing import Sequence
+
+
+def add_orphans(root: str, files: int, dirs: int, mtime: float) -> None:
+    per_dir = max(1, files // dirs)
+    made = 0
+    d = 0
+    while made < files:
+        directory = os.path.join(root, f"part={d % dirs}")
+        os.makedirs(directory, exist_ok=True)
+        for i in range(min(per_dir, files - made)):
+            path = os.path.join(directory, f"orphan-{d}-{i}.parquet")
+            with open(path, "wb") as fh:
+                fh.write(b"PAR1")
+            os.utime(path, (mtime, mtime))
+        made += min(per_dir, files - made)
+        d += 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=100_000)
+    parser.add_argument("--dirs", type=int, default=100)
+    parser.add_argument("--threads", type=int, default=16)
+    args, _unknown = parser.parse_known_args(argv)
+
+    import deltalake
+    import pyarrow as pa
+
+    from delta_core.maintenance.vacuum import vacuum
+    from delta_core.table import DeltaTable
+    from delta_core.write import append, create_table
+
+    work = tempfile.mkdtemp(prefix="bench_vacuum_")
+    try:
+        ours = f"{work}/ours"
+        data = pa.table({"x": pa.array(range(1000), pa.int64()), "part": pa.array([i % 4 for i in range(1000)],
+                                                                                  pa.int32())})
+        create_table(ours, data.schema, partition_columns=["part"])
+        append(DeltaTable(ours), data)
+        t0 = time.perf_counter()
+        add_orphans(ours, args.files, args.dirs, time.time() - 30 * 86400)
+        shutil.copytree(ours, f"{work}/deltars")
+        print(f"{args.files:,} unreferenced files in {args.dirs} directories + 4 live files "
+              f"(setup {time.perf_counter() - t0:.0f} s)")
+
+        t0 = time.perf_counter()
+        metrics = vacuum(DeltaTable(ours), threads=args.threads)
+        ours_s = time.perf_counter() - t0
+        assert metrics.num_deleted_files == args.files, metrics
+
+        t0 = time.perf_counter()
+        deleted = deltalake.DeltaTable(f"{work}/deltars").vacuum(retention_hours=168, dry_run=False, full=True)
+        deltars_s = time.perf_counter() - t0
+        assert len(deleted) == args.files, len(deleted)
+        assert deltalake.DeltaTable(ours).to_pyarrow_table().num_rows == 1000
+
+        print(f"{'engine':<10}{'deleted':>9}{'seconds':>9}{'files/s':>10}")
+        print(f"{'ours':<10}{metrics.num_deleted_files:>9}{ours_s:>9.2f}{args.files / ours_s:>10.0f}")
+        print(f"{'delta-rs':<10}{len(deleted):>9}{deltars_s:>9.2f}{args.files / deltars_s:>10.0f}")
+        print(f"ratio ours / delta-rs throughput: {(args.files / ours_s) / (args.files / deltars_s):.2f}x")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
