@@ -50,29 +50,6 @@ def _prepare_config(root: pathlib.Path) -> pathlib.Path:
     return target
 
 
-def build_demo_table(path: pathlib.Path, *, rows: int, appends: int, days: int,
-                     delete_fraction: float, properties: dict[str, str] | None = None):
-    """Create the table with ``appends`` small commits and a DELETE of some files."""
-    from delta_core.write import append, create_table, delete_files
-    from demo.data import PARTITION_COLUMNS, SCHEMA, event_batch
-
-    table = create_table(str(path), SCHEMA, partition_columns=PARTITION_COLUMNS, name=TABLE_NAME,
-                         properties=properties)
-    per_commit = rows // appends
-    written = 0
-    for i in range(appends):
-        n = per_commit if i < appends - 1 else rows - written
-        append(table, event_batch(n, days=days, first_id=written, seed=i))
-        written += n
-    paths = table.snapshot().file_paths
-    doomed = sorted(paths)[:: max(1, round(1 / delete_fraction))] if delete_fraction > 0 else []
-    half = len(doomed) // 2
-    for chunk in (doomed[:half], doomed[half:]):
-        if chunk:
-            delete_files(table, chunk)
-    return table
-
-
 def _ensure_instance(home: pathlib.Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     (home / "dagster.yaml").touch(exist_ok=True)
@@ -96,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     from dagster import DagsterInstance
 
     from assets.maintenance import maintenance_asset_key
+    from demo.table import build_demo_table
     from assets.metadata import FileStats, human_bytes
     from definitions import build_definitions
     from jobs import downstream_job_name, maintenance_job_name
@@ -107,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.monotonic()
     print(f"Creating {table_path} ({args.rows} rows, {args.appends} appends x {args.days} days) ...",
           flush=True)
-    table = build_demo_table(table_path, rows=args.rows, appends=args.appends, days=args.days,
-                             delete_fraction=args.delete_fraction)
+    table = build_demo_table(table_path, name=TABLE_NAME, rows=args.rows, appends=args.appends,
+                             days=args.days, delete_fraction=args.delete_fraction)
     before = FileStats.of(table.snapshot())
     print(f"  created in {time.monotonic() - t0:.1f} s: version {before.version}, "
           f"{before.num_files} files, {human_bytes(before.total_bytes)}", flush=True)

@@ -8,13 +8,16 @@ and steps in dependency order (compaction before z-order before vacuum ...).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dagster import AssetKey, AssetSelection, define_asset_job, in_process_executor
-from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 from assets.downstream import daily_summary_key
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
 from resources.config import OPERATIONS, MaintenanceConfig, TableConfig
+
+if TYPE_CHECKING:  # pragma: no cover - the type define_asset_job returns
+    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
 
 ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
 
@@ -43,12 +46,12 @@ def downstream_keys(table: TableConfig) -> list[AssetKey]:
 
 @dataclass(frozen=True, slots=True)
 class TableJobs:
-    maintenance: UnresolvedAssetJobDefinition
-    operations: dict[str, UnresolvedAssetJobDefinition]
-    downstream: UnresolvedAssetJobDefinition | None
+    maintenance: "UnresolvedAssetJobDefinition"
+    operations: "dict[str, UnresolvedAssetJobDefinition]"
+    downstream: "UnresolvedAssetJobDefinition | None"
 
 
-def _job(name: str, selection: AssetSelection, description: str) -> UnresolvedAssetJobDefinition:
+def _job(name: str, selection: AssetSelection, description: str) -> "UnresolvedAssetJobDefinition":
     return define_asset_job(name, selection=selection, executor_def=in_process_executor,
                             description=description)
 
@@ -71,7 +74,7 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
     return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream)
 
 
-def build_cross_table_jobs(config: MaintenanceConfig) -> list[UnresolvedAssetJobDefinition]:
+def build_cross_table_jobs(config: MaintenanceConfig) -> "list[UnresolvedAssetJobDefinition]":
     jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
                  "Full maintenance of every managed table.")] if config.tables else []
     for op in OPERATIONS:

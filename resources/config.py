@@ -214,7 +214,7 @@ class _Ctx:
         return TableConfigError(message, path=self.path, table=self.table, field=field_name)
 
 
-def _mapping(ctx: _Ctx, value: Any, name: str) -> Mapping[str, Any]:
+def _mapping(ctx: _Ctx, value: Any, name: str | None) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ctx.fail(name, f"must be a mapping, got {type(value).__name__}")
     for k in value:
@@ -374,7 +374,7 @@ def _resolve_uri(uri: str, base_dir: pathlib.Path | None) -> str:
 
 
 def _parse_table(ctx: _Ctx, raw: Any, base_dir: pathlib.Path | None) -> TableConfig:
-    entry = _mapping(ctx, raw, None)  # type: ignore[arg-type]
+    entry = _mapping(ctx, raw, None)
     _check_keys(ctx, entry, None, ("uri", "description", "storage_options", "compaction",
                                    "zorder", "vacuum", "checkpoint", "manifest", "sensor",
                                    "downstream"))

@@ -35,7 +35,7 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 from assets.maintenance import TABLE_TAG
 from assets.table import table_asset_key, table_observation_metadata
 from delta_core.actions import Action, Add, CommitInfo, Remove
-from delta_core.errors import ConfigError, LogGapError
+from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
@@ -111,11 +111,14 @@ def _tags(table: str, trigger: str, version: int) -> dict[str, str]:
 
 def build_table_sensor(table: TableConfig, jobs: TableJobs,
                        assets_by_op: dict[str, AssetsDefinition]) -> SensorDefinition | None:
-    """The table's log sensor, or None when the policy turns it off or it has nothing to do."""
+    """The table's log sensor, or None when the policy turns it off.
+
+    With no checkpoint, manifest or downstream job to start it still records each new version.
+    """
     checkpoint_job = jobs.operations.get("checkpoint")
     manifest_job = jobs.operations.get("manifest")
     targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream) if j is not None]
-    if not table.sensor.enabled or not targets:
+    if not table.sensor.enabled:
         return None
     resource_key = table_resource_key(table.name)
     asset_key = table_asset_key(table.name)
@@ -124,7 +127,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
 
     @sensor(
         name=sensor_name(table.name),
-        jobs=targets,
+        jobs=targets or None,
         minimum_interval_seconds=table.sensor.interval_seconds,
         required_resource_keys={resource_key},
         default_status=DefaultSensorStatus.STOPPED,
@@ -135,7 +138,10 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
         dt = getattr(context.resources, resource_key).open()
         seen = parse_cursor(context.cursor)
         if seen is None:
-            latest = dt.latest_version()
+            try:
+                latest = dt.latest_version()
+            except NotADeltaTableError as missing:
+                return SensorResult(skip_reason=f"{table.name}: {missing}")
             batch = None
         else:
             try:

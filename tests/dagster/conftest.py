@@ -18,7 +18,7 @@ def write_yaml(path: pathlib.Path, text: str) -> pathlib.Path:
 @pytest.fixture()
 def make_events_table(tmp_path):
     """Build the demo-shaped table (small) at ``tmp_path/<name>``; returns the DeltaTable."""
-    from demo.__main__ import build_demo_table
+    from demo.table import build_demo_table
 
     def make(name: str = "events", *, rows: int = 1200, appends: int = 12, days: int = 3,
              delete_fraction: float = 0.1, properties: dict[str, str] | None = None):

@@ -65,6 +65,15 @@ def test_sensor_over_a_sequence_of_commits(make_events_table, tables_yaml, spark
         manifest_request = next(r for r in tick.run_requests if r.job_name == "events_manifest")
         assert manifest_request.run_config == {"ops": {"events__manifest": {"config": {"incremental": False}}}}
         assert manifest_request.tags["delta_maintenance/trigger"] == "files_changed"
+        # the requested runs do what they are for: the daily summary sees the appended rows
+        for request in tick.run_requests:
+            run = defs.resolve_job_def(request.job_name).execute_in_process(
+                run_config=request.run_config, tags=request.tags, instance=instance)
+            assert run.success
+            if request.job_name == "events_downstream_refresh":
+                (mat,) = run.asset_materializations_for_node("events__daily_summary")
+                assert mat.metadata["total_rows"].value == table.snapshot().num_records == 650
+                assert mat.metadata["source_delta_version"].value == 4
 
         # compaction commits dataChange=false: no downstream refresh; 5 versions since 0 -> checkpoint
         result = materialize(build_assets(config), selection=[AssetKey(["events", "compaction"])],
@@ -121,6 +130,22 @@ def test_sensor_resynchronises_after_a_log_gap(make_events_table, tables_yaml):
         tick = _tick(defs, instance, "1")
         assert tick.cursor == "4" and _observed_version(tick) == "4"
         assert ("events_downstream_refresh", "events:downstream:v4") in _requests(tick)
+
+
+def test_sensor_skips_while_the_table_does_not_exist(tables_yaml, tmp_path):
+    config = tables_yaml(_config_text(tmp_path / "not_yet"))
+    with instance_for_test() as instance:
+        tick = _tick(build_definitions(config), instance, None)
+    assert tick.run_requests == [] and tick.cursor is None
+    assert "events" in tick.skip_message and "_delta_log" in tick.skip_message
+
+
+def test_sensor_with_nothing_to_start_still_records_versions(make_events_table, tables_yaml):
+    table = make_events_table(rows=100, appends=2, days=1, delete_fraction=0)
+    config = tables_yaml(f"tables:\n  events:\n    uri: {table.uri}\n    checkpoint: false\n")
+    with instance_for_test() as instance:
+        tick = _tick(build_definitions(config), instance, "0")
+    assert tick.run_requests == [] and tick.cursor == "2" and _observed_version(tick) == "2"
 
 
 def test_sensor_is_not_built_when_disabled(tables_yaml, tmp_path):

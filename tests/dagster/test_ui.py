@@ -119,7 +119,7 @@ class DagsterDev:
 
 @pytest.fixture(scope="module")
 def server():
-    from demo.__main__ import build_demo_table
+    from demo.table import build_demo_table
 
     root = pathlib.Path(tempfile.mkdtemp(prefix="dm-ui-"))
     shutil.copyfile(REPO_ROOT / "tables.yaml", root / "tables.yaml")  # demo_data/events beside it
