@@ -25,7 +25,7 @@ from delta_core.maintenance.compaction_plan import (
 )
 from delta_core.maintenance.data_io import rewrite_files
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import all_live, commit_rewrite, file_size_metrics
+from delta_core.maintenance.rewrite_commit import all_live, commit_rewrite, file_size_metrics, live_subset
 from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
 from delta_core.table_features import check_write_supported
 
@@ -155,8 +155,6 @@ def compact(
 
 
 def _refuse_dv_bins(snapshot: Any, batch: tuple[Bin, ...], uri: str) -> None:
-    from delta_core.maintenance.rewrite_commit import live_subset
-
     live = live_subset(snapshot, [p for b in batch for p in b.paths])
     if "deletion_vector" in live.column_names and live.column("deletion_vector").null_count < live.num_rows:
         raise UnsupportedTableForOperationError(

@@ -15,6 +15,7 @@ The executors of compaction and Z-order call these functions; nothing here impor
 from __future__ import annotations
 
 import dataclasses
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
@@ -27,6 +28,9 @@ from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.partition_values import deserialize_partition_value
 from delta_core.schema import StructType, schema_to_arrow
 from delta_core.storage.base import Storage
+
+
+READ_THREADS = 8
 
 
 def logical_data_schema(metadata: Metadata) -> pa.Schema:
@@ -111,7 +115,12 @@ def rewrite_files(
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
 ) -> Add:
-    """Read ``paths`` (files of one partition) and write them as one file; returns its ``add``."""
-    tables = [read_data_file(storage, p, metadata) for p in paths]
+    """Read ``paths`` (files of one partition) and write them as one file; returns its ``add``.
+
+    Files are read on a few threads: small-file reads are latency-bound (object stores above
+    all) and pyarrow decodes without holding the GIL. Row order follows ``paths``.
+    """
+    with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(paths)))) as pool:
+        tables = list(pool.map(lambda p: read_data_file(storage, p, metadata), paths))
     data = pa.concat_tables(tables) if tables else logical_data_schema(metadata).empty_table()
     return write_rewritten(storage, data, metadata=metadata, partition_values=partition_values)

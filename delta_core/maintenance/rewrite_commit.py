@@ -106,11 +106,8 @@ def removes_for(snapshot: Any, paths: Sequence[str], *, deletion_timestamp: int)
 
 
 def _as_dict(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if isinstance(value, Mapping):
-        return dict(value)
-    return dict(value)  # Arrow maps come back as lists of (key, value) pairs
+    # Arrow maps come back from to_pylist() as lists of (key, value) pairs.
+    return {} if value is None else dict(value)
 
 
 def commit_rewrite(

@@ -133,9 +133,10 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    import delta_core.maintenance.compaction  # noqa: F401  (imports are what is being warmed)
-    import delta_core.maintenance.zorder  # noqa: F401
+    import importlib
 
+    for module in ("delta_core.maintenance.compaction", "delta_core.maintenance.zorder"):
+        importlib.import_module(module)  # the imports are what is being warmed
     yield from batches
 
 

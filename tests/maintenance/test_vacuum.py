@@ -147,3 +147,40 @@ def test_on_s3(s3_table_uri, s3_storage_options):
     assert not fs.exists(f"{bucket_path}/region=eu/orphan.parquet")
     assert fs.exists(f"{bucket_path}/_hidden/keep.parquet")
     assert all(fs.exists(f"{bucket_path}/{url_decode_path(p)}") for p in table.snapshot().file_paths)
+
+
+def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
+    import uuid
+
+    from tests.maintenance.test_vacuum_plan import _z85
+
+    uri = str(tmp_path / "t")
+    table = make_table(uri, appends=1, properties={"delta.enableDeletionVectors": "true"})
+    snap = table.snapshot()
+    victim = next(snap.add_actions())
+    u = uuid.uuid4()
+    old = time.time() - 30 * 86400
+    dv_key = touch(uri, f"ab/deletion_vector_{u}.bin", mtime=old)
+    stale_dv = touch(uri, f"deletion_vector_{uuid.uuid4()}.bin", mtime=old)
+    from delta_core.actions import DeletionVectorDescriptor
+
+    dv = DeletionVectorDescriptor("u", "ab" + _z85(u.bytes), 40, 1, offset=1)
+    table.storage.put_if_absent(commit_key(snap.version + 1), encode_actions([
+        victim.to_remove(int(time.time() * 1000), data_change=True),
+        Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,
+            deletion_vector=dv),
+    ]))
+    for key in all_files(uri):
+        os.utime(os.path.join(uri, key), (old, old))
+    metrics = vacuum(table, dry_run=True, now=int((time.time() + 10 * 86400) * 1000))
+    deleted = {p.split(table.storage.root + "/", 1)[1] for p in metrics.paths}
+    assert deleted == {stale_dv} and dv_key not in deleted
+
+
+@pytest.mark.spark
+def test_deletes_as_spark_tasks(spark, scene, table_uri):
+    table, removed, extra, now = scene
+    later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
+    metrics = vacuum(table, now=later, spark=spark)
+    assert metrics.num_deleted_files == len(removed) + 4
+    assert not any(os.path.exists(os.path.join(table_uri, k)) for k in removed)
