@@ -3,10 +3,10 @@
 Delta's rule (PROTOCOL.md "Overview", Delta Spark's VacuumCommand): a file may be deleted when
 
 1. it is not *hidden* — no path component starts with ``_`` or ``.``, except directories named
-   ``<partition column>=...`` (partition directories are data) and Delta's ``_change_data`` and
-   ``_delta_index`` directories, whose files expire like data; so ``_delta_log``,
+   ``<partition column>=...`` (partition directories are data); so ``_delta_log``,
    ``_symlink_format_manifest``, ``_SUCCESS``, ``.crc`` files and temporary files are never
-   touched;
+   touched. Unlike Delta Spark we also leave ``_change_data`` and ``_delta_index`` alone: this
+   product promises never to delete under a ``_``/``.`` path, and keeping files is the safe side;
 2. it is not referenced by the current snapshot (data files and their deletion-vector files),
    nor by a tombstone whose ``deletionTimestamp`` is still inside the retention window (readers
    of recent versions may still need it);
@@ -33,7 +33,6 @@ import pyarrow.compute as pc
 from delta_core.errors import PathEscapesTableError
 from delta_core.storage.base import normalize_key
 
-VACUUMABLE_HIDDEN_DIRS = ("_change_data", "_delta_index")
 _MAYBE_HIDDEN = r"(^|/)[_.]"
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
 _Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
@@ -64,8 +63,6 @@ def is_hidden(key: str, partition_columns: Sequence[str]) -> bool:
         return True
     for directory in parts[:-1]:
         if not directory.startswith(("_", ".")):
-            continue
-        if directory in VACUUMABLE_HIDDEN_DIRS:
             continue
         if any(directory.startswith(f"{c}=") for c in partition_columns):
             continue

@@ -38,7 +38,7 @@ def listed(rows: list[tuple[str, int]]) -> pa.Table:
     (".spark-staging/x.parquet", True),
     ("_under=1/part-0.parquet", False),  # partition column "_under"
     ("_under=1/_hidden/part-0.parquet", True),
-    ("_change_data/cdc-0.parquet", False),  # Delta expires CDC files like data
+    ("_change_data/cdc-0.parquet", True),  # stricter than Delta Spark: never under "_"
 ])
 def test_hidden_rule(key, hidden):
     assert is_hidden(key, ["region", "_under"]) is hidden
