@@ -8,7 +8,10 @@ delta-rs ``DeltaTable.create_checkpoint()``), so the time includes reading the l
 peak RSS (``resource.getrusage``) is that engine's alone. Our checkpoint is then read back by
 delta-rs to check it has every file.
 
-    python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--part-size N]
+A second run measures the steady state: the table already has a checkpoint (written by
+delta-rs) and ``--tail`` small commits follow it, which is what an automatic checkpoint reads.
+
+    python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--part-size N] [--tail 10]
 """
 
 from __future__ import annotations
@@ -31,6 +34,25 @@ SCHEMA = {"type": "struct", "fields": [
 ]}
 
 
+def _add_line(i: int, now: int) -> str:
+    day = f"2024-01-{i % 28 + 1:02d}"
+    stats = (f'{{"numRecords":{100 + i % 50},"minValues":{{"id":{i * 100},"name":"a{i}",'
+             f'"value":{i * 0.5}}},"maxValues":{{"id":{i * 100 + 99},"name":"z{i}",'
+             f'"value":{i * 0.5 + 10}}},"nullCount":{{"id":0,"name":{i % 3},"value":0}}}}')
+    return (f'{{"add":{{"path":"day={day}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet",'
+            f'"partitionValues":{{"day":"{day}"}},"size":{10000 + i % 997},'
+            f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(stats)}}}}}')
+
+
+def write_commit(root: str, version: int, first: int, n: int) -> None:
+    """Commit ``version`` adding files ``first .. first+n-1``."""
+    now = int(time.time() * 1000)
+    lines = [json.dumps({"commitInfo": {"timestamp": now + version, "operation": "WRITE"}})]
+    lines += [_add_line(i, now) for i in range(first, first + n)]
+    with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+
+
 def generate_log(root: str, files: int, commits: int) -> None:
     """Write ``_delta_log`` with ``files`` adds spread over ``commits`` commits (no data files)."""
     log_dir = os.path.join(root, "_delta_log")
@@ -49,18 +71,7 @@ def generate_log(root: str, files: int, commits: int) -> None:
     made = 0
     for v in range(1, commits + 1):
         n = min(per_commit, files - made)
-        lines = [json.dumps({"commitInfo": {"timestamp": now + v, "operation": "WRITE"}})]
-        for i in range(made, made + n):
-            day = f"2024-01-{i % 28 + 1:02d}"
-            stats = (f'{{"numRecords":{100 + i % 50},"minValues":{{"id":{i * 100},"name":"a{i}",'
-                     f'"value":{i * 0.5}}},"maxValues":{{"id":{i * 100 + 99},"name":"z{i}",'
-                     f'"value":{i * 0.5 + 10}}},"nullCount":{{"id":0,"name":{i % 3},"value":0}}}}')
-            lines.append(
-                f'{{"add":{{"path":"day={day}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet",'
-                f'"partitionValues":{{"day":"{day}"}},"size":{10000 + i % 997},'
-                f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(stats)}}}}}')
-        with open(os.path.join(log_dir, f"{v:020d}.json"), "w") as fh:
-            fh.write("\n".join(lines) + "\n")
+        write_commit(root, v, made, n)
         made += n
 
 
@@ -82,9 +93,13 @@ def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
     from delta_core.table import DeltaTable
 
     imported = time.perf_counter()
-    result = write_checkpoint(DeltaTable(path), part_size=part_size)
+    table = DeltaTable(path)
+    snapshot = table.snapshot()
+    loaded = time.perf_counter()
+    result = write_checkpoint(table, part_size=part_size, snapshot=snapshot)
     done = time.perf_counter()
-    return {"seconds": done - imported, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
+    return {"seconds": done - imported, "load_seconds": loaded - imported, "write_seconds": done - loaded,
+            "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
             "parts": result.parts, "bytes": result.size_in_bytes, "adds": result.num_add_files}
 
 
@@ -93,10 +108,12 @@ def run_deltars(path: str) -> dict[str, Any]:
     import deltalake
 
     imported = time.perf_counter()
-    deltalake.DeltaTable(path).create_checkpoint()
+    table = deltalake.DeltaTable(path)
+    table.create_checkpoint()
     done = time.perf_counter()
+    prefix = f"{table.version():020d}.checkpoint."
     size = sum(os.path.getsize(os.path.join(path, "_delta_log", n))
-               for n in os.listdir(os.path.join(path, "_delta_log")) if ".checkpoint." in n)
+               for n in os.listdir(os.path.join(path, "_delta_log")) if n.startswith(prefix))
     return {"seconds": done - imported, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
             "parts": 1, "bytes": size, "adds": None}
 
@@ -107,6 +124,18 @@ def count_files_deltars(path: str) -> int:
     import pyarrow as pa
 
     return pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=False)).num_rows
+
+
+def _print(runs: list[tuple[str, dict[str, Any]]]) -> None:
+    ref = dict(runs)["delta-rs"]
+    print(f"{'engine':<22}{'seconds':>9}{'peak RSS MB':>13}{'parts':>7}{'MB':>8}{'time ratio':>12}{'RSS ratio':>11}")
+    for name, r in runs:
+        print(f"{name:<22}{r['seconds']:>9.2f}{r['rss_mb']:>13.0f}{r['parts']:>7}{r['bytes'] / 1e6:>8.1f}"
+              f"{r['seconds'] / ref['seconds']:>11.2f}x{r['rss_mb'] / ref['rss_mb']:>10.2f}x")
+    for name, r in runs:
+        if "load_seconds" in r:
+            print(f"  {name}: reading the log into a snapshot {r['load_seconds']:.2f} s, "
+                  f"building and writing the checkpoint {r['write_seconds']:.2f} s")
 
 
 def _in_process(fn: Any, *args: Any) -> Any:
@@ -121,6 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--commits", type=int, default=4)
     parser.add_argument("--part-size", type=int, default=None,
                         help="also time a multi-part checkpoint with this many actions per part")
+    parser.add_argument("--tail", type=int, default=10,
+                        help="commits after the previous checkpoint in the steady-state run")
     parser.add_argument("--keep", action="store_true", help="keep the generated tables")
     args, _unknown = parser.parse_known_args(argv)
 
@@ -148,11 +179,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         seen = _in_process(count_files_deltars, os.path.join(work, "ours"))
         assert seen == args.files, f"delta-rs sees {seen} files in our checkpoint, expected {args.files}"
 
-        ref = dict(runs)["delta-rs"]
-        print(f"{'engine':<22}{'seconds':>9}{'peak RSS MB':>13}{'parts':>7}{'MB':>8}{'time ratio':>12}{'RSS ratio':>11}")
-        for name, r in runs:
-            print(f"{name:<22}{r['seconds']:>9.2f}{r['rss_mb']:>13.0f}{r['parts']:>7}{r['bytes'] / 1e6:>8.1f}"
-                  f"{r['seconds'] / ref['seconds']:>11.2f}x{r['rss_mb'] / ref['rss_mb']:>10.2f}x")
+        print(f"\n1. checkpoint of a log of {args.files:,} adds in JSON commits (no checkpoint yet)")
+        _print(runs)
+
+        # 2. Steady state: the previous checkpoint (written by delta-rs, the reference) plus
+        # --tail small commits, which is what an automatic checkpoint every N commits reads.
+        steady = os.path.join(work, "steady")
+        link_copy(base, steady)
+        _in_process(run_deltars, steady)
+        for k in range(args.tail):
+            write_commit(steady, args.commits + 1 + k, args.files + k * 100, 100)
+        link_copy(steady, os.path.join(work, "steady_ours"))
+        link_copy(steady, os.path.join(work, "steady_deltars"))
+        runs2 = [("ours", _in_process(run_ours, os.path.join(work, "steady_ours"), None)),
+                 ("delta-rs", _in_process(run_deltars, os.path.join(work, "steady_deltars")))]
+        print(f"\n2. checkpoint after {args.tail} more commits, starting from the previous checkpoint "
+              f"({args.files + 100 * args.tail:,} files)")
+        _print(runs2)
         print("(seconds exclude interpreter/library import; peak RSS includes it; "
               "delta-rs read our checkpoint back: all files present)")
     finally:

@@ -12,8 +12,9 @@ vectorised array operations, not a million Python objects.
   ``delta.checkpoint.writeStatsAsStruct`` is true (physical names under column mapping).
 - Tombstones older than ``delta.deletedFileRetentionDuration`` and ``txn`` entries older
   than ``delta.setTransactionRetentionDuration`` are dropped (clock injectable).
-- Multi-part checkpoints put protocol/metadata/txns in part 1 and the file actions, sorted by
-  path, in contiguous ranges over the parts: the same snapshot always yields the same parts.
+- Multi-part checkpoints put protocol/metadata/txns in part 1 and the file actions (adds
+  sorted by path, then tombstones sorted by path) in contiguous ranges over the parts: the same
+  snapshot always yields the same parts, and each part covers one path range.
 - Each part is written atomically (``Storage.write``); ``_last_checkpoint`` is written only
   after every part exists, and never moved backwards. Readers use a multi-part checkpoint only
   when all its parts exist, so a crash half-way leaves a table that still reads.
@@ -159,6 +160,10 @@ def _parsed_columns(snapshot: "Snapshot", files: pa.Table) -> list[tuple[str, pa
     parsed = parse_stats_column(_col(files, "stats", pa.string()), target)
     if parsed is not None:
         out.append(("stats_parsed", parsed))
+    else:
+        # Some writer's stats do not fit the table types; the JSON copy stays authoritative.
+        log.warning("table version %d: stats do not parse into stats_parsed; keeping JSON stats only",
+                    snapshot.version)
     return out
 
 
@@ -171,8 +176,9 @@ def _header_rows(snapshot: "Snapshot", *, now_ms: int, v2: bool) -> dict[str, pa
     rows: list[tuple[str, dict[str, Any]]] = [
         ("protocol", {
             "minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
-            "readerFeatures": list(p.reader_features) if p.min_reader_version >= 3 else None,
-            "writerFeatures": list(p.writer_features) if p.min_writer_version >= 7 else None,
+            # Non-null exactly when the protocol uses table features (PROTOCOL.md "Checkpoint Schema").
+            "readerFeatures": list(p.reader_features or ()) if p.min_reader_version >= 3 else None,
+            "writerFeatures": list(p.writer_features or ()) if p.min_writer_version >= 7 else None,
         }),
         ("metaData", {
             "id": m.id, "name": m.name, "description": m.description,
@@ -219,9 +225,12 @@ def build_checkpoint_table(
     now_ms = int(now() * 1000)
     v2 = has_feature(snapshot.protocol, "v2Checkpoint")
     files = snapshot.files
+    if sort_by_path and files.num_rows:
+        # Sorting the flat columns before they become structs is the cheap place to do it.
+        files = files.take(pc.sort_indices(files.column("path")))
     extra = _parsed_columns(snapshot, files) if props.checkpoint_write_stats_as_struct else []
     add = _add_struct(files, extra)
-    if not props.checkpoint_write_stats_as_json and extra:
+    if not props.checkpoint_write_stats_as_json and any(name == "stats_parsed" for name, _ in extra):
         # Stats live in stats_parsed only; the JSON copy is dropped as the property asks.
         idx = add.type.get_field_index("stats")
         fields = list(add.type)
@@ -234,6 +243,8 @@ def build_checkpoint_table(
         ts = tomb.column("deletion_timestamp")
         # Tombstones only protect files from vacuum until the retention passes.
         tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, cutoff), False))
+        if sort_by_path and tomb.num_rows:
+            tomb = tomb.take(pc.sort_indices(tomb.column("path")))
     remove = _remove_struct(tomb)
     header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
     types: dict[str, pa.DataType] = {
@@ -247,16 +258,7 @@ def build_checkpoint_table(
     n_head = len(header["protocol"])
     head = _segment({k: v for k, v in header.items() if k in types}, n_head, types)
     n_add, n_rm = len(add), len(remove)
-    if sort_by_path and n_add + n_rm:
-        # Reorder only the two file-action columns (the others are all null in the body):
-        # taking wide all-null struct columns would cost more than the sort itself.
-        order = pc.sort_indices(pa.concat_arrays([add.field("path"), remove.field("path")]))
-        add_col = pa.concat_arrays([add, pa.nulls(n_rm, add.type)]).take(order)
-        rm_col = pa.concat_arrays([pa.nulls(n_add, REMOVE_TYPE), remove]).take(order)
-        body = _segment({"add": add_col, "remove": rm_col}, n_add + n_rm, types)
-    else:
-        body = pa.concat_tables([_segment({"add": add}, n_add, types),
-                                 _segment({"remove": remove}, n_rm, types)])
+    body = pa.concat_tables([_segment({"add": add}, n_add, types), _segment({"remove": remove}, n_rm, types)])
     return pa.concat_tables([head, body]), n_head, n_add
 
 
@@ -276,15 +278,18 @@ def write_checkpoint(
     part_size: int | None = None,
     now: Callable[[], float] = time.time,
     update_last_checkpoint: bool = True,
+    snapshot: "Snapshot | None" = None,
 ) -> CheckpointResult:
     """Write the checkpoint of ``version`` (default: latest) and point ``_last_checkpoint`` at it.
 
     ``part_size`` is the most actions per file: more actions than that yield a multi-part
-    checkpoint. Rewriting an existing checkpoint writes the same content again (harmless).
+    checkpoint. ``snapshot`` is an already loaded snapshot of ``table`` to checkpoint (saves
+    reading the log again). Rewriting an existing checkpoint writes the same content again.
     """
     if part_size is not None and part_size < 1:
         raise ConfigError(f"part_size={part_size} must be at least 1")
-    snapshot = table.snapshot(version)
+    if snapshot is None or (version is not None and snapshot.version != version):
+        snapshot = table.snapshot(version)
     storage = table.storage
     v2 = has_feature(snapshot.protocol, "v2Checkpoint")
     rows_estimate = snapshot.num_files + snapshot.tombstones.num_rows + 2 + len(snapshot.all_txns)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -166,7 +166,8 @@ def _serialise_partition_values(
         try:
             text = serialize_partition_value(value, f.type)
         except (TypeError, ValueError) as exc:
-            raise PartitionValueError(f"partition value {value!r} for {name!r} cannot be serialised: {exc}") from exc
+            raise PartitionValueError(
+                f"partition value {value!r} for {name!r} cannot be serialised: {exc}") from exc
         # Delta Spark stores an empty string partition value as null (same directory, same meaning).
         out[f.physical_name] = None if text == "" else text
     return out
@@ -194,14 +195,16 @@ def write_data_file(
 ) -> Add:
     """Write one Parquet file for rows that all share ``partition_values``; return its ``add``.
 
-    ``partition_values`` maps logical partition column names to Python values. Partition columns present in ``data`` are dropped from the file.
+    ``partition_values`` maps logical partition column names to Python values. Partition
+    columns present in ``data`` are dropped from the file.
     """
     serialised = _serialise_partition_values(metadata, partition_values)
     conformed = conform_to_schema(data, metadata, keep_partition_columns=False)
     fields = data_fields(metadata)
     physical = _to_physical(conformed, fields)
     props = TableProperties(metadata.configuration)
-    stats = stats_json(physical, num_indexed_cols=props.num_indexed_cols, stats_columns=_physical_stats_columns(metadata, props))
+    stats = stats_json(physical, num_indexed_cols=props.num_indexed_cols,
+                       stats_columns=_physical_stats_columns(metadata, props))
     if directory is None:
         schema = table_schema(metadata)
         cols = [schema[c].physical_name for c in metadata.partition_columns]
@@ -278,16 +281,26 @@ def write_table_data(
     metadata: Metadata,
     target_file_size: int | None = None,
     data_change: bool = True,
+    on_file: Callable[[Add], None] | None = None,
 ) -> list[Add]:
-    """Write ``data`` (logical names) as one or more files per partition; return the adds."""
+    """Write ``data`` (logical names) as one or more files per partition; return the adds.
+
+    ``on_file`` sees each file as soon as it exists, so a caller can clean up after a failure
+    half-way (``Transaction.track_written_file``).
+    """
     conformed = conform_to_schema(data, metadata)
     adds: list[Add] = []
     if target_file_size is None:
         target_file_size = TableProperties(metadata.configuration).target_file_size
+    if conformed.num_rows == 0:
+        return adds  # no rows, no files: an empty commit still records the operation
     for values, rows in partition_groups(conformed, list(metadata.partition_columns)):
         for chunk in _split_rows(rows, target_file_size):
-            adds.append(write_data_file(storage, chunk, metadata=metadata, partition_values=values,
-                                        data_change=data_change))
+            add = write_data_file(storage, chunk, metadata=metadata, partition_values=values,
+                                  data_change=data_change)
+            if on_file is not None:
+                on_file(add)
+            adds.append(add)
     return adds
 
 

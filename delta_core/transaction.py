@@ -402,7 +402,8 @@ class Transaction:
             last_ict = self._snapshot.timestamp
         started = time.monotonic()
         attempt = 0
-        ambiguous = False
+        ambiguous = False  # an attempt may have landed without us knowing
+        ambiguous_version = -1
         ambiguous_retries = 0
         while True:
             attempt += 1
@@ -420,6 +421,7 @@ class Transaction:
                 # The put may or may not have landed: never clean up after this, and retry
                 # the same version so that our own txnId tells us if it did.
                 ambiguous = True
+                ambiguous_version = version
                 ambiguous_retries += 1
                 log.warning("table=%s version=%d attempt=%d ambiguous commit failure: %s",
                             uri, version, attempt, exc)
@@ -451,6 +453,10 @@ class Transaction:
                 if winner.txn_id == txn_id:
                     log.info("table=%s version=%d attempt=%d found its own earlier commit", uri, v, attempt)
                     return self._finish(v, attempt, checkpoint=checkpoint)
+                if v == ambiguous_version:
+                    # Someone else holds the version our unclear attempt targeted, so that
+                    # attempt did not land: the outcome is certain again.
+                    ambiguous = False
                 try:
                     check_conflicts(self._read, winner, check_write=self._check_write_protocol)
                 except CommitConflictError as exc:
@@ -499,7 +505,9 @@ class Transaction:
         from delta_core.checkpoint_write import write_checkpoint
 
         try:
-            write_checkpoint(self.table, version=version)
+            # Usually only our own commit is new: refreshing the read snapshot reads just that.
+            fresh = self._snapshot.update() if self._snapshot is not None else None
+            write_checkpoint(self.table, version=version, snapshot=fresh)
         except (DeltaError, OSError) as exc:
             # The commit stands; a missing checkpoint only costs readers time.
             log.warning("table=%s version=%d checkpoint after commit failed: %s", self.table.uri, version, exc)

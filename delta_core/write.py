@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from dataclasses import replace
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -34,6 +34,10 @@ from delta_core.table_properties import (
     APPEND_ONLY, COLUMN_MAPPING_MODE, ENABLE_DELETION_VECTORS, TableProperties,
 )
 from delta_core.transaction import IMPLEMENTED_WRITER_FEATURES, CommitResult, Transaction
+
+if TYPE_CHECKING:
+    from delta_core.snapshot import Snapshot
+    from delta_core.storage.base import Storage
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
 _CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
@@ -122,7 +126,7 @@ def create_table(
     storage_options: Mapping[str, Any] | None = None,
     name: str | None = None,
     description: str | None = None,
-    storage: Any = None,
+    storage: "Storage | None" = None,
 ) -> DeltaTable:
     """Create an empty table at ``uri`` (version 0: protocol + metaData)."""
     configuration = {k: str(v) for k, v in (properties or {}).items()}
@@ -196,7 +200,7 @@ def append(
     app_id: str | None = None,
     app_version: int | None = None,
     target_file_size: int | None = None,
-    read_snapshot: Any = None,
+    read_snapshot: "Snapshot | None" = None,
 ) -> CommitResult:
     """Append rows as new files. With ``app_id``/``app_version`` the write is idempotent:
     if the table already records that appId at ``app_version`` or later, nothing is written."""
@@ -214,8 +218,8 @@ def append(
     conform_to_schema(table_data, snap.metadata)  # refuse bad data before writing any file
     with txn:
         adds = write_table_data(table.storage, table_data, metadata=snap.metadata,
-                                target_file_size=target_file_size)
-        txn.add_written_files(adds)
+                                target_file_size=target_file_size, on_file=txn.track_written_file)
+        txn.add_actions(adds)
         if app_id is not None:
             txn.set_app_transaction(app_id, int(app_version))  # type: ignore[arg-type]
         txn.set_operation_metrics(_write_metrics(adds, table_data.num_rows))
@@ -245,9 +249,9 @@ def overwrite(
     removes = [a.to_remove(now) for a in snap.add_actions()]
     with txn:
         adds = write_table_data(table.storage, table_data, metadata=snap.metadata,
-                                target_file_size=target_file_size)
+                                target_file_size=target_file_size, on_file=txn.track_written_file)
         txn.add_actions(removes)
-        txn.add_written_files(adds)
+        txn.add_actions(adds)
         if app_id is not None and app_version is not None:
             txn.set_app_transaction(app_id, int(app_version))
         metrics = _write_metrics(adds, table_data.num_rows)
@@ -256,7 +260,9 @@ def overwrite(
         return txn.commit()
 
 
-def delete_files(table: DeltaTable, paths: Iterable[str], *, read_snapshot: Any = None) -> CommitResult:
+def delete_files(
+    table: DeltaTable, paths: Iterable[str], *, read_snapshot: "Snapshot | None" = None
+) -> CommitResult:
     """Logically delete whole files (``remove`` with ``dataChange=true``) by their log path."""
     txn = Transaction(table, read_snapshot=read_snapshot, operation="DELETE",
                       operation_parameters={"predicate": "[]"})
@@ -309,7 +315,7 @@ def commit_rewrite(
     added: Sequence[Add],
     operation: str = "OPTIMIZE",
     operation_parameters: Mapping[str, Any] | None = None,
-    read_snapshot: Any = None,
+    read_snapshot: "Snapshot | None" = None,
     metrics: Mapping[str, Any] | None = None,
 ) -> CommitResult:
     """Commit a ``dataChange=false`` rewrite: ``removed`` files replaced by ``added`` ones.

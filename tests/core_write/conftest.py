@@ -4,14 +4,44 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+import functools
 import json
 import os
+import threading
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from delta_core.partition_values import url_decode_path
+
+
+def _make_moto_conditional_put_atomic() -> None:
+    """Give moto's S3 the atomicity real S3 has for ``PUT`` with ``If-None-Match: *``.
+
+    moto 5.2 checks "does the key exist?" and then stores, with no lock between the two, so
+    under concurrent requests two conditional PUTs of one key can both get 200 (seen in the
+    8-writer test: two writers both "won" version 79). Real S3 evaluates the condition
+    atomically. Serialising moto's ``put_object`` handler in this process (where the
+    ``s3_server`` fixture runs the server threads) restores that guarantee; our code is unchanged.
+    """
+    from moto.s3 import responses
+
+    original = responses.S3Response.put_object
+    if getattr(original, "_serialised", False):
+        return
+    lock = threading.Lock()
+
+    @functools.wraps(original)
+    def put_object(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    put_object._serialised = True  # type: ignore[attr-defined]
+    responses.S3Response.put_object = put_object
+
+
+_make_moto_conditional_put_atomic()
 
 
 def listing(root: str) -> list[tuple[str, int]]:
@@ -45,8 +75,6 @@ def _strip_none(d: Any) -> Any:
     if isinstance(d, dict):
         out = {k: _strip_none(v) for k, v in d.items() if v is not None}
         return {k: v for k, v in out.items() if v != {}}
-    if isinstance(d, float):
-        return d
     return d
 
 
@@ -72,17 +100,11 @@ def our_files(table, version: int) -> dict[str, dict]:
     out = {}
     for add in snap.add_actions():
         stats = json.loads(add.stats) if add.stats else {}
-
-        def dec(x: Any) -> Any:
-            if isinstance(x, dict):
-                return {k: dec(v) for k, v in x.items()}
-            return x
-
         out[url_decode_path(add.path)] = {
             "numRecords": stats.get("numRecords"),
-            "nullCount": _strip_none(dec(stats.get("nullCount", {}))),
-            "minValues": _strip_none(dec(stats.get("minValues", {}))),
-            "maxValues": _strip_none(dec(stats.get("maxValues", {}))),
+            "nullCount": _strip_none(stats.get("nullCount", {})),
+            "minValues": _strip_none(stats.get("minValues", {})),
+            "maxValues": _strip_none(stats.get("maxValues", {})),
         }
     return out
 
@@ -91,7 +113,7 @@ def deltars_rows(uri: str, version: int, storage_options: dict | None = None, *,
     import deltalake
 
     dl = deltalake.DeltaTable(uri, version=version, storage_options=storage_options)
-    t = pa.table(dl.to_pyarrow_table()) if not isinstance(dl.to_pyarrow_table(), pa.Table) else dl.to_pyarrow_table()
+    t = pa.table(dl.to_pyarrow_table())
     return sorted(t.to_pylist(), key=lambda r: (r[sort_by] is None, r[sort_by]))
 
 

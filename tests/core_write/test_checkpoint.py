@@ -197,3 +197,26 @@ def test_checkpoint_with_column_mapping(table_dir, tmp_path, mode):
     copy = str(tmp_path / "copy")
     _strip_commits(table_dir, copy, 1)
     assert DeltaTable(copy).snapshot().num_records == 3
+
+
+def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
+    import deltalake
+
+    from delta_core.actions import Protocol
+    from delta_core.transaction import Transaction
+
+    t = create_table(table_dir, pa.schema([("id", pa.int64())]))
+    append(t, pa.table({"id": [1]}))
+    txn = Transaction(t, operation="UPGRADE PROTOCOL")
+    txn.add_action(Protocol(3, 7, ("v2Checkpoint",), ("appendOnly", "invariants", "v2Checkpoint")))
+    txn.commit()
+    append(t, pa.table({"id": [2]}))
+    res = write_checkpoint(t, part_size=1)  # multi-part is V1-only: one file instead
+    assert res.parts == 1
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet"))
+    assert [r for r in cp.column("checkpointMetadata").to_pylist() if r] == [{"version": 3, "tags": None}]
+    for v in range(3):
+        os.unlink(os.path.join(table_dir, "_delta_log", f"{v:020d}.json"))
+    assert DeltaTable(table_dir).snapshot().num_records == 2
+    dl = deltalake.DeltaTable(table_dir)  # delta-rs replays it (its pyarrow reader refuses the feature)
+    assert dl.version() == 3 and pa.table(dl.get_add_actions(flatten=False)).num_rows == 2

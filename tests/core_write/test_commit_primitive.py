@@ -23,25 +23,33 @@ from tests.core_write import workers
 SPAWN = multiprocessing.get_context("spawn")
 
 
-def _put(uri: str, options: dict | None, key: str, payload: bytes, barrier) -> bool:
+KEYS = 30
+
+
+def _put(uri: str, options: dict | None, writer: int, barrier) -> list[int]:
+    """Try to create commits 0..KEYS-1; return the versions this writer created."""
     store = open_storage(uri, options)
     barrier.wait(timeout=60)
-    try:
-        store.put_if_absent(key, payload)
-        return True
-    except FileAlreadyExistsError:
-        return False
+    won = []
+    for v in range(KEYS):
+        try:
+            store.put_if_absent(commit_key(v), f"writer-{writer}\n".encode() * 1000)
+            won.append(v)
+        except FileAlreadyExistsError:
+            pass
+    return won
 
 
 def _race(uri: str, options: dict | None, n: int = 6) -> None:
-    key = commit_key(3)
     with SPAWN.Manager() as m, ProcessPoolExecutor(n, mp_context=SPAWN) as pool:
         barrier = m.Barrier(n)
-        futures = [pool.submit(_put, uri, options, key, f"writer-{i}\n".encode() * 1000, barrier)
-                   for i in range(n)]
-        wins = [i for i, f in enumerate(futures) if f.result(timeout=120)]
-    assert len(wins) == 1
-    assert open_storage(uri, options).read(key) == f"writer-{wins[0]}\n".encode() * 1000  # whole, not torn
+        futures = [pool.submit(_put, uri, options, i, barrier) for i in range(n)]
+        wins = {i: f.result(timeout=120) for i, f in enumerate(futures)}
+    store = open_storage(uri, options)
+    for v in range(KEYS):
+        winners = [i for i, won in wins.items() if v in won]
+        assert len(winners) == 1, f"version {v} created by {winners}"
+        assert store.read(commit_key(v)) == f"writer-{winners[0]}\n".encode() * 1000  # whole, not torn
 
 
 def test_local_put_if_absent_across_processes(tmp_path):

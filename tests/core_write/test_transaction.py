@@ -13,7 +13,7 @@ import pytest
 from delta_core.actions import Add, Protocol, encode_actions
 from delta_core.data_writer import write_data_file
 from delta_core.errors import (
-    AppendOnlyViolationError, CommitRetriesExhaustedError, ConcurrentDeleteDeleteError,
+    AppendOnlyViolationError, CommitRetriesExhaustedError, ConcurrentAppendError, ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError, ConcurrentTransactionError, InvalidTransactionError,
     MetadataChangedError, PartitionValueError, SchemaMismatchError, UnsupportedWriterFeatureError,
 )
@@ -261,3 +261,65 @@ def test_in_commit_timestamps_increase_strictly(table_dir):
     assert icts == sorted(icts) and len(set(icts)) == len(icts)
     assert t.snapshot().timestamp == icts[-1]
     assert deltalake.DeltaTable(table_dir).version() == 4
+
+
+def test_empty_append_and_file_splitting(table_dir):
+    t = create_table(table_dir, SCHEMA)
+    r = append(t, data([]))
+    assert r.version == 1 and t.snapshot().num_files == 0
+    big = data(list(range(5000)))
+    append(t, big, target_file_size=big.nbytes // 4)
+    snap = t.snapshot()
+    assert snap.num_files >= 4 and snap.num_records == 5000
+
+
+class _DiskFullStorage(FsspecStorage):
+    """Local storage that fails writing the second data file of a write."""
+
+    outputs = 0
+
+    def open_output(self, key: str):
+        self.outputs += 1
+        if self.outputs == 2:
+            raise OSError(28, "No space left on device")
+        return super().open_output(key)
+
+
+def test_failure_half_way_through_writing_leaves_nothing(table_dir):
+    create_table(table_dir, SCHEMA, partition_columns=["p"])
+    before = listing(table_dir)
+    t = DeltaTable(table_dir, storage=_DiskFullStorage(table_dir))
+    two_partitions = pa.concat_tables([data([1], "a"), data([2], "b")])
+    with pytest.raises(OSError):
+        append(t, two_partitions)
+    t.storage.remove_empty_dirs()
+    assert listing(table_dir) == before
+
+
+class _LostWriteStorage(FsspecStorage):
+    """The first commit write fails without landing (a timeout before the request was sent)."""
+
+    failed = False
+
+    def put_if_absent(self, key: str, data: bytes) -> None:
+        if key.endswith(".json") and not self.failed:
+            self.failed = True
+            raise OSError("timed out")
+        super().put_if_absent(key, data)
+
+
+def test_unclear_attempt_resolved_by_another_winner(table_dir):
+    t0 = create_table(table_dir, SCHEMA, partition_columns=["p"])
+    snap = t0.snapshot()
+    append(t0, data([1]))  # takes version 1 first
+    t = DeltaTable(table_dir, storage=_LostWriteStorage(table_dir))
+    victim = Transaction(t, read_snapshot=snap, operation="WRITE")
+    victim.read_whole_table()
+    add = write_data_file(t.storage, data([2]), metadata=snap.metadata, partition_values={"p": "a"})
+    victim.add_written_files([add])
+    # the retry of version 1 finds another writer's commit there: our attempt surely did not
+    # land, so the append conflict that follows may clean up our file
+    with pytest.raises(ConcurrentAppendError) as e:
+        victim.commit(sleep=lambda s: None)
+    assert not getattr(e.value, "commit_may_have_landed", False)
+    assert not t.storage.exists(add.path)
