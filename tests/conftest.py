@@ -7,10 +7,13 @@ server on 127.0.0.1 (moto's server mode), real tables in temporary directories.
 
 from __future__ import annotations
 
+import functools
 import os
 import pathlib
 import socket
+import threading
 import uuid
+from typing import Any
 
 import pytest
 
@@ -47,10 +50,37 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+def _make_moto_conditional_put_atomic() -> None:
+    """Give moto's S3 the atomicity real S3 has for ``PUT`` with ``If-None-Match: *``.
+
+    moto 5.2 checks "does the key exist?" and then stores, with no lock between the two, so
+    under concurrent requests two conditional PUTs of one key can both get 200 (seen in the
+    8-writer test: two writers both "won" version 79). Real S3 evaluates the condition
+    atomically. Serialising moto's ``put_object`` handler in this process (where the server
+    threads run) restores that guarantee; our code is unchanged.
+    """
+    from moto.s3 import responses
+
+    original = responses.S3Response.put_object
+    if getattr(original, "_serialised", False):
+        return
+    lock = threading.Lock()
+
+    @functools.wraps(original)
+    def put_object(self: Any) -> Any:
+        with lock:
+            return original(self)
+
+    put_object._serialised = True  # type: ignore[attr-defined]
+    responses.S3Response.put_object = put_object
+
+
 @pytest.fixture(scope="session")
 def s3_server():
-    """A moto S3 server on 127.0.0.1; yields its endpoint URL."""
+    """A moto S3 server on 127.0.0.1 (conditional PUT made atomic); yields its endpoint URL."""
     from moto.server import ThreadedMotoServer
+
+    _make_moto_conditional_put_atomic()
 
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")

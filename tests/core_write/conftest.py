@@ -4,44 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import functools
 import json
 import os
-import threading
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from delta_core.partition_values import url_decode_path
-
-
-def _make_moto_conditional_put_atomic() -> None:
-    """Give moto's S3 the atomicity real S3 has for ``PUT`` with ``If-None-Match: *``.
-
-    moto 5.2 checks "does the key exist?" and then stores, with no lock between the two, so
-    under concurrent requests two conditional PUTs of one key can both get 200 (seen in the
-    8-writer test: two writers both "won" version 79). Real S3 evaluates the condition
-    atomically. Serialising moto's ``put_object`` handler in this process (where the
-    ``s3_server`` fixture runs the server threads) restores that guarantee; our code is unchanged.
-    """
-    from moto.s3 import responses
-
-    original = responses.S3Response.put_object
-    if getattr(original, "_serialised", False):
-        return
-    lock = threading.Lock()
-
-    @functools.wraps(original)
-    def put_object(self: Any) -> Any:
-        with lock:
-            return original(self)
-
-    put_object._serialised = True  # type: ignore[attr-defined]
-    responses.S3Response.put_object = put_object
-
-
-_make_moto_conditional_put_atomic()
 
 
 def listing(root: str) -> list[tuple[str, int]]:
