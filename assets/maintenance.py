@@ -11,7 +11,7 @@ policy from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) 
 
 
 import time
-from typing import Callable
+from typing import Any, Callable
 
 from dagster import (
     AssetExecutionContext,
@@ -33,8 +33,8 @@ from assets.metadata import (
     summary_markdown,
 )
 from assets.metrics_view import describe, metrics_for_json
-from assets.skipping import probe_values, skipped_file_ratio
 from assets.table import table_asset_key
+from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
 from resources.config import TableConfig
 
@@ -100,6 +100,15 @@ def _delta(context: AssetExecutionContext, table: TableConfig) -> DeltaTableReso
     return getattr(context.resources, table_resource_key(table.name))
 
 
+def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
+              run: Callable[[Any], Any]) -> MaterializeResult:
+    """Run an operation on the table; report its metrics and the file statistics before and after."""
+    dt = _delta(context, table).open()
+    before = FileStats.of(dt.snapshot())
+    metrics = run(dt)
+    return _result(table.name, title, metrics, before, FileStats.of(dt.snapshot()))
+
+
 def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.compaction
 
@@ -109,13 +118,9 @@ def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
         from delta_core.maintenance.compaction import compact
 
-        dt = _delta(context, table).open()
-        before = FileStats.of(dt.snapshot())
-        metrics = compact(dt, context.resources.spark.spark_session,
-                          where=_pick(config.where, policy.where),
-                          target_size=_pick(config.target_size, policy.target_size))
-        after = FileStats.of(dt.snapshot())
-        return _result(table.name, "Compaction", metrics, before, after)
+        return _measured(context, table, "Compaction", lambda dt: compact(
+            dt, context.resources.spark.spark_session, where=_pick(config.where, policy.where),
+            target_size=_pick(config.target_size, policy.target_size)))
 
     return _asset
 
@@ -161,12 +166,9 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
         from delta_core.maintenance.vacuum import vacuum
 
-        dt = _delta(context, table).open()
-        before = FileStats.of(dt.snapshot())
-        metrics = vacuum(dt, retention_hours=_pick(config.retention_hours, policy.retention_hours),
-                         dry_run=_pick(config.dry_run, policy.dry_run), force=config.force)
-        after = FileStats.of(dt.snapshot())
-        return _result(table.name, "Vacuum", metrics, before, after)
+        return _measured(context, table, "Vacuum", lambda dt: vacuum(
+            dt, retention_hours=_pick(config.retention_hours, policy.retention_hours),
+            dry_run=_pick(config.dry_run, policy.dry_run), force=config.force))
 
     return _asset
 

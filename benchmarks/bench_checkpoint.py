@@ -5,13 +5,17 @@ holding ``--files`` add actions in total, each with partition values and JSON st
 hard-linked into two identical tables. Each engine runs in its own spawned process that
 opens the table and writes the checkpoint of the latest version (``write_checkpoint`` vs
 delta-rs ``DeltaTable.create_checkpoint()``), so the time includes reading the log and the
-peak RSS (``resource.getrusage``) is that engine's alone. Our checkpoint is then read back by
+peak RSS (``resource.getrusage``) is that engine's alone; the CPU seconds (user + system, all
+threads) of that work are shown too. On a machine shared with other work, wall times taken
+minutes apart differ by 2x: ``--repeat N`` runs the engines alternately N times, each on a
+fresh copy, and reports each engine's median run. Our checkpoint is then read back by
 delta-rs to check it has every file.
 
 A second run measures the steady state: the table already has a checkpoint (written by
 delta-rs) and ``--tail`` small commits follow it, which is what an automatic checkpoint reads.
 
     python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--part-size N] [--tail 10]
+                                          [--repeat 1]
 """
 
 from __future__ import annotations
@@ -76,9 +80,12 @@ def generate_log(root: str, files: int, commits: int) -> None:
 
 
 def link_copy(src: str, dst: str) -> None:
+    """Hard-link the log files (never rewritten) into a new table; ``_last_checkpoint`` is
+    copied, since a writer may rewrite it in place, which would change every link."""
     os.makedirs(os.path.join(dst, "_delta_log"))
     for name in os.listdir(os.path.join(src, "_delta_log")):
-        os.link(os.path.join(src, "_delta_log", name), os.path.join(dst, "_delta_log", name))
+        copy = shutil.copyfile if name == "_last_checkpoint" else os.link
+        copy(os.path.join(src, "_delta_log", name), os.path.join(dst, "_delta_log", name))
 
 
 def _peak_rss_mb() -> float:
@@ -87,19 +94,26 @@ def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
+def _cpu_seconds() -> float:
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
     started = time.perf_counter()
     from delta_core.checkpoint_write import write_checkpoint
     from delta_core.table import DeltaTable
 
-    imported = time.perf_counter()
+    imported, cpu = time.perf_counter(), _cpu_seconds()
     table = DeltaTable(path)
     snapshot = table.snapshot()
     loaded = time.perf_counter()
     result = write_checkpoint(table, part_size=part_size, snapshot=snapshot)
     done = time.perf_counter()
     return {"seconds": done - imported, "load_seconds": loaded - imported, "write_seconds": done - loaded,
-            "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
+            "cpu_seconds": _cpu_seconds() - cpu, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
             "parts": result.parts, "bytes": result.size_in_bytes, "adds": result.num_add_files}
 
 
@@ -107,15 +121,16 @@ def run_deltars(path: str) -> dict[str, Any]:
     started = time.perf_counter()
     import deltalake
 
-    imported = time.perf_counter()
+    imported, cpu = time.perf_counter(), _cpu_seconds()
     table = deltalake.DeltaTable(path)
     table.create_checkpoint()
     done = time.perf_counter()
+    cpu = _cpu_seconds() - cpu
     prefix = f"{table.version():020d}.checkpoint."
     size = sum(os.path.getsize(os.path.join(path, "_delta_log", n))
                for n in os.listdir(os.path.join(path, "_delta_log")) if n.startswith(prefix))
-    return {"seconds": done - imported, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
-            "parts": 1, "bytes": size, "adds": None}
+    return {"seconds": done - imported, "cpu_seconds": cpu, "import_seconds": imported - started,
+            "rss_mb": _peak_rss_mb(), "parts": 1, "bytes": size, "adds": None}
 
 
 def count_files_deltars(path: str) -> int:
@@ -128,10 +143,11 @@ def count_files_deltars(path: str) -> int:
 
 def _print(runs: list[tuple[str, dict[str, Any]]]) -> None:
     ref = dict(runs)["delta-rs"]
-    print(f"{'engine':<22}{'seconds':>9}{'peak RSS MB':>13}{'parts':>7}{'MB':>8}{'time ratio':>12}{'RSS ratio':>11}")
+    print(f"{'engine':<22}{'seconds':>9}{'CPU s':>8}{'peak RSS MB':>13}{'parts':>7}{'MB':>8}"
+          f"{'time ratio':>12}{'RSS ratio':>11}")
     for name, r in runs:
-        print(f"{name:<22}{r['seconds']:>9.2f}{r['rss_mb']:>13.0f}{r['parts']:>7}{r['bytes'] / 1e6:>8.1f}"
-              f"{r['seconds'] / ref['seconds']:>11.2f}x{r['rss_mb'] / ref['rss_mb']:>10.2f}x")
+        print(f"{name:<22}{r['seconds']:>9.2f}{r['cpu_seconds']:>8.2f}{r['rss_mb']:>13.0f}{r['parts']:>7}"
+              f"{r['bytes'] / 1e6:>8.1f}{r['seconds'] / ref['seconds']:>11.2f}x{r['rss_mb'] / ref['rss_mb']:>10.2f}x")
     for name, r in runs:
         if "load_seconds" in r:
             print(f"  {name}: reading the log into a snapshot {r['load_seconds']:.2f} s, "
@@ -144,6 +160,32 @@ def _in_process(fn: Any, *args: Any) -> Any:
         return pool.apply(fn, args)
 
 
+def _median_run(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run with the median wall time (its own RSS and CPU figures), plus every time seen."""
+    ordered = sorted(results, key=lambda r: r["seconds"])
+    out = dict(ordered[(len(ordered) - 1) // 2])
+    out["all_seconds"] = [round(r["seconds"], 2) for r in results]
+    return out
+
+
+def _alternate(work: str, source: str, label: str, repeat: int,
+               engines: list[tuple[str, Any, tuple[Any, ...]]]) -> list[tuple[str, dict[str, Any]]]:
+    """Run each engine ``repeat`` times, alternating, each run on its own copy of ``source``."""
+    results: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in engines}
+    for i in range(repeat):
+        for name, fn, extra in engines:
+            copy = os.path.join(work, f"{label}_{name}_{i}".replace(" ", "_").replace("/", "_"))
+            link_copy(source, copy)
+            results[name].append(_in_process(fn, copy, *extra))
+    return [(name, _median_run(rs)) for name, rs in results.items()]
+
+
+def _print_all_seconds(runs: list[tuple[str, dict[str, Any]]]) -> None:
+    if any(len(r["all_seconds"]) > 1 for _, r in runs):
+        print("  every run (seconds, in order): "
+              + "; ".join(f"{name} {r['all_seconds']}" for name, r in runs))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1_000_000)
@@ -152,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help="also time a multi-part checkpoint with this many actions per part")
     parser.add_argument("--tail", type=int, default=10,
                         help="commits after the previous checkpoint in the steady-state run")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="run the engines alternately this many times; report each one's median run")
     parser.add_argument("--keep", action="store_true", help="keep the generated tables")
     args, _unknown = parser.parse_known_args(argv)
 
@@ -160,27 +204,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         base = os.path.join(work, "base")
         t0 = time.perf_counter()
         generate_log(base, args.files, args.commits)
-        link_copy(base, os.path.join(work, "ours"))
-        link_copy(base, os.path.join(work, "deltars"))
         print(f"{args.files:,} add actions in {args.commits} commits "
               f"(log generated in {time.perf_counter() - t0:.1f} s)", flush=True)
 
-        runs = [("ours", _in_process(run_ours, os.path.join(work, "ours"), None))]
-        runs.append(("delta-rs", _in_process(run_deltars, os.path.join(work, "deltars"))))
+        engines: list[tuple[str, Any, tuple[Any, ...]]] = [("ours", run_ours, (None,)), ("delta-rs", run_deltars, ())]
         if args.part_size:
-            link_copy(base, os.path.join(work, "ours_mp"))
-            runs.append((f"ours ({args.part_size}/part)",
-                         _in_process(run_ours, os.path.join(work, "ours_mp"), args.part_size)))
+            engines.append((f"ours ({args.part_size}/part)", run_ours, (args.part_size,)))
+        runs = _alternate(work, base, "full", args.repeat, engines)
 
         # Our checkpoint must be complete: delta-rs reading it sees every file.
-        ours_dir = os.path.join(work, "ours", "_delta_log")
+        ours_dir = os.path.join(work, "full_ours_0", "_delta_log")
         for v in range(args.commits + 1):
             os.unlink(os.path.join(ours_dir, f"{v:020d}.json"))
-        seen = _in_process(count_files_deltars, os.path.join(work, "ours"))
+        seen = _in_process(count_files_deltars, os.path.join(work, "full_ours_0"))
         assert seen == args.files, f"delta-rs sees {seen} files in our checkpoint, expected {args.files}"
 
         print(f"\n1. checkpoint of a log of {args.files:,} adds in JSON commits (no checkpoint yet)")
         _print(runs)
+        _print_all_seconds(runs)
 
         # 2. Steady state: the previous checkpoint (written by delta-rs, the reference) plus
         # --tail small commits, which is what an automatic checkpoint every N commits reads.
@@ -189,13 +230,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         _in_process(run_deltars, steady)
         for k in range(args.tail):
             write_commit(steady, args.commits + 1 + k, args.files + k * 100, 100)
-        link_copy(steady, os.path.join(work, "steady_ours"))
-        link_copy(steady, os.path.join(work, "steady_deltars"))
-        runs2 = [("ours", _in_process(run_ours, os.path.join(work, "steady_ours"), None)),
-                 ("delta-rs", _in_process(run_deltars, os.path.join(work, "steady_deltars")))]
+        runs2 = _alternate(work, steady, "steady", args.repeat, engines[:2])
         print(f"\n2. checkpoint after {args.tail} more commits, starting from the previous checkpoint "
               f"({args.files + 100 * args.tail:,} files)")
         _print(runs2)
+        _print_all_seconds(runs2)
         print("(seconds exclude interpreter/library import; peak RSS includes it; "
               "delta-rs read our checkpoint back: all files present)")
     finally:

@@ -4,10 +4,10 @@ Four columns of uniformly random values — two 32-bit IPv4 addresses and two 16
 written in random order into ``--files`` files (100 by default). Each table is clustered on all
 four columns into about the same number of files: our Z-order, our Hilbert curve, and delta-rs
 ``optimize.z_order`` on an identical copy. For each column, ``--probes`` point queries
-``col = v`` (v drawn from the data) count the files whose min/max stats exclude v; the share of
-files skipped per column and on average is printed (the paper reports 43%+ per column and 54% on
-average for Z-order). Stats of every table are read with delta_core, so the measure is the same
-for all.
+``col = v`` (v drawn from the data) count the files whose min/max stats exclude v
+(``delta_core.maintenance.skipping``); the share of files skipped per column and on average is
+printed (the paper reports 43%+ per column and 54% on average for Z-order). Stats of every
+table are read with delta_core, so the measure is the same for all.
 
     python -m benchmarks.bench_zorder [--rows N] [--files N] [--probes N] [--spark-master URL]
 """
@@ -37,19 +37,15 @@ def make_data(rows: int, seed: int = 7) -> pa.Table:
 
 
 def skipping(uri: str, data: pa.Table, probes: int, seed: int = 11) -> tuple[int, dict[str, float]]:
-    """(number of files, share of files skipped per column for point queries)."""
+    """(number of files, share of files skipped per column for point queries on data values)."""
+    from delta_core.maintenance.skipping import skipped_shares
     from delta_core.table import DeltaTable
 
-    stats = DeltaTable(uri).snapshot().file_stats()
+    snapshot = DeltaTable(uri).snapshot()
     rng = np.random.default_rng(seed)
-    out = {}
-    for col in COLUMNS:
-        lo = np.array(stats.column(f"min.{col}").to_pylist(), dtype=np.float64)
-        hi = np.array(stats.column(f"max.{col}").to_pylist(), dtype=np.float64)
-        values = data.column(col).to_numpy()[rng.integers(0, data.num_rows, probes)].astype(np.float64)
-        skipped = (values[:, None] < lo[None, :]) | (values[:, None] > hi[None, :])
-        out[col] = float(skipped.mean())
-    return stats.num_rows, out
+    values = {col: data.column(col).take(pa.array(rng.integers(0, data.num_rows, probes))) for col in COLUMNS}
+    shares = skipped_shares(snapshot, values)
+    return snapshot.num_files, {col: sum(s) / len(s) for col, s in shares.items()}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

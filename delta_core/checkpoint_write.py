@@ -40,7 +40,7 @@ from delta_core.last_checkpoint import LastCheckpoint, encode_last_checkpoint, r
 from delta_core.log_path import LAST_CHECKPOINT, checkpoint_key, multipart_checkpoint_key
 from delta_core.partition_values import typed_partition_values
 from delta_core.schema import StructType
-from delta_core.stats_collect import parse_stats_column, stats_parsed_type
+from delta_core.stats import parse_stats_struct
 from delta_core.table_features import column_mapping_mode, has_feature
 
 if TYPE_CHECKING:
@@ -155,15 +155,9 @@ def _parsed_columns(snapshot: "Snapshot", files: pa.Table) -> list[tuple[str, pa
         arrays = [typed.column(c).combine_chunks() for c in parts]
         names = [schema[c].physical_name if physical else c for c in parts]
         out.append(("partitionValues_parsed", pa.StructArray.from_arrays(arrays, names=names)))
-    data_schema = StructType(tuple(f for f in schema.fields if f.name not in set(parts)))
-    target = stats_parsed_type(data_schema, physical=physical)
-    parsed = parse_stats_column(_col(files, "stats", pa.string()), target)
-    if parsed is not None:
-        out.append(("stats_parsed", parsed))
-    else:
-        # Some writer's stats do not fit the table types; the JSON copy stays authoritative.
-        log.warning("table version %d: stats do not parse into stats_parsed; keeping JSON stats only",
-                    snapshot.version)
+    stats = parse_stats_struct(_col(files, "stats", pa.string()), schema, partition_columns=parts,
+                               physical=physical)
+    out.append(("stats_parsed", stats))
     return out
 
 

@@ -3,7 +3,7 @@
 and delta-rs's conflict checker).
 
 Pure functions over actions: ``TransactionReadInfo`` says what the losing transaction read and
-wrote, ``WinningCommitSummary`` says what one winning commit did, and ``check_conflicts``
+wrote, ``CommitSummary`` (``delta_core.commit_summary``) says what one winning commit did, and ``check_conflicts``
 raises the typed error of the first rule that fails, in this order:
 
 1. protocol changed (the winner changed the protocol and we change it too, or we can no
@@ -23,11 +23,10 @@ No IO, no clocks: unit-testable on hand-built actions.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
-from delta_core.actions import (
-    Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn,
-)
+from delta_core.actions import Action, Add, DomainMetadata, Metadata, Protocol, Remove
+from delta_core.commit_summary import CommitSummary
 from delta_core.errors import (
     CommitConflictError,
     ConcurrentAppendError,
@@ -46,58 +45,6 @@ ISOLATION_LEVELS = (SERIALIZABLE, WRITE_SERIALIZABLE, SNAPSHOT_ISOLATION)
 
 PartitionPredicate = Callable[[Mapping[str, str | None]], bool]
 """Takes an ``add``'s serialised ``partitionValues``; True when the file is in what was read."""
-
-
-@dataclass(frozen=True, slots=True)
-class WinningCommitSummary:
-    """What one commit that landed before ours did."""
-
-    version: int
-    protocol: Protocol | None = None
-    metadata: Metadata | None = None
-    added_files: tuple[Add, ...] = ()
-    removed_files: tuple[Remove, ...] = ()
-    app_txns: tuple[Txn, ...] = ()
-    domains: tuple[DomainMetadata, ...] = ()
-    commit_info: Mapping[str, object] | None = None
-
-    @classmethod
-    def from_actions(cls, version: int, actions: Iterable[Action]) -> "WinningCommitSummary":
-        protocol = metadata = None
-        adds: list[Add] = []
-        removes: list[Remove] = []
-        txns: list[Txn] = []
-        domains: list[DomainMetadata] = []
-        info: Mapping[str, object] | None = None
-        for a in actions:
-            if isinstance(a, Add):
-                adds.append(a)
-            elif isinstance(a, Remove):
-                removes.append(a)
-            elif isinstance(a, Txn):
-                txns.append(a)
-            elif isinstance(a, Metadata):
-                metadata = a
-            elif isinstance(a, Protocol):
-                protocol = a
-            elif isinstance(a, DomainMetadata):
-                domains.append(a)
-            elif isinstance(a, CommitInfo):
-                info = a.values
-        return cls(version, protocol, metadata, tuple(adds), tuple(removes), tuple(txns),
-                   tuple(domains), info)
-
-    @property
-    def is_blind_append(self) -> bool:
-        """The winner says it only appended without reading (``commitInfo.isBlindAppend``)."""
-        return bool(self.commit_info and self.commit_info.get("isBlindAppend") is True)
-
-    @property
-    def txn_id(self) -> str | None:
-        if not self.commit_info:
-            return None
-        value = self.commit_info.get("txnId")
-        return value if isinstance(value, str) else None
 
 
 @dataclass(slots=True)
@@ -144,7 +91,7 @@ class TransactionReadInfo:
         return any(pred(add.partition_values) for pred in self.read_predicates)
 
 
-def _msg(kind: str, winner: WinningCommitSummary, detail: str) -> str:
+def _msg(kind: str, winner: CommitSummary, detail: str) -> str:
     op = winner.commit_info.get("operation") if winner.commit_info else None
     by = f" (operation {op})" if op else ""
     return f"{kind}: commit {winner.version}{by} {detail}; re-read the table and retry the operation"
@@ -152,7 +99,7 @@ def _msg(kind: str, winner: WinningCommitSummary, detail: str) -> str:
 
 def check_protocol(
     txn: TransactionReadInfo,
-    winner: WinningCommitSummary,
+    winner: CommitSummary,
     *,
     check_write: Callable[[Protocol], None] | None = None,
 ) -> None:
@@ -171,14 +118,14 @@ def check_protocol(
             ) from exc
 
 
-def check_metadata(txn: TransactionReadInfo, winner: WinningCommitSummary) -> None:
+def check_metadata(txn: TransactionReadInfo, winner: CommitSummary) -> None:
     if winner.metadata is not None:
         raise MetadataChangedError(
             _msg("metadata changed", winner, "changed the table metadata (schema, partitioning or "
                  "properties)"), version=winner.version)
 
 
-def check_app_transactions(txn: TransactionReadInfo, winner: WinningCommitSummary) -> None:
+def check_app_transactions(txn: TransactionReadInfo, winner: CommitSummary) -> None:
     clash = sorted({t.app_id for t in winner.app_txns} & txn.read_app_ids)
     if clash:
         raise ConcurrentTransactionError(
@@ -186,7 +133,7 @@ def check_app_transactions(txn: TransactionReadInfo, winner: WinningCommitSummar
                  "transaction also writes"), version=winner.version)
 
 
-def check_added_files(txn: TransactionReadInfo, winner: WinningCommitSummary) -> None:
+def check_added_files(txn: TransactionReadInfo, winner: CommitSummary) -> None:
     level = txn.effective_isolation_level
     if level == SNAPSHOT_ISOLATION or not winner.added_files:
         return
@@ -199,7 +146,7 @@ def check_added_files(txn: TransactionReadInfo, winner: WinningCommitSummary) ->
                      "read"), version=winner.version, path=add.path)
 
 
-def check_deleted_read_files(txn: TransactionReadInfo, winner: WinningCommitSummary) -> None:
+def check_deleted_read_files(txn: TransactionReadInfo, winner: CommitSummary) -> None:
     for rm in winner.removed_files:
         if rm.path in txn.read_paths:
             raise ConcurrentDeleteReadError(
@@ -212,7 +159,7 @@ def check_deleted_read_files(txn: TransactionReadInfo, winner: WinningCommitSumm
                  "read the whole table"), version=winner.version, path=rm.path)
 
 
-def check_deleted_deleted_files(txn: TransactionReadInfo, winner: WinningCommitSummary) -> None:
+def check_deleted_deleted_files(txn: TransactionReadInfo, winner: CommitSummary) -> None:
     mine = txn.removed_paths
     if not mine:
         return
@@ -223,7 +170,7 @@ def check_deleted_deleted_files(txn: TransactionReadInfo, winner: WinningCommitS
                 version=winner.version, path=rm.path)
 
 
-def check_domains(txn: TransactionReadInfo, winner: WinningCommitSummary) -> None:
+def check_domains(txn: TransactionReadInfo, winner: CommitSummary) -> None:
     mine = {a.domain for a in txn.actions if isinstance(a, DomainMetadata)}
     clash = sorted(mine & {d.domain for d in winner.domains})
     if clash:
@@ -234,7 +181,7 @@ def check_domains(txn: TransactionReadInfo, winner: WinningCommitSummary) -> Non
 
 def check_conflicts(
     txn: TransactionReadInfo,
-    winner: WinningCommitSummary,
+    winner: CommitSummary,
     *,
     check_write: Callable[[Protocol], None] | None = None,
 ) -> None:

@@ -8,8 +8,11 @@ Serialization", "Column Mapping").
   serialised per the protocol, and files land in Hive-style directories (``a=1/b=x/``).
 - Under column mapping the files carry physical column names (and Parquet field ids in ``id``
   mode), ``partitionValues`` and stats are keyed by physical names.
-- Every file gets full stats (``stats_collect``).
-- Files go through the table's ``Storage`` (same code path for local disk and object stores).
+- Every file gets full stats (``stats_collect``), collected row group by row group.
+- Files are streamed: ``DataFileWriter`` (and ``write_data_file_batches``) takes rows chunk by
+  chunk and encodes each full row group straight into the table's ``Storage`` output stream
+  (same code path for local disk and object stores), so memory stays at about one row group
+  (``ROW_GROUP_BYTES``) however large the file. ``write_data_file`` is the one-table case.
   An ``add.path`` is the URI-encoded key relative to the table root.
 """
 
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Callable, Mapping, Sequence
+from typing import IO, Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -27,7 +30,7 @@ from delta_core.actions import Add, Metadata
 from delta_core.errors import PartitionValueError, SchemaMismatchError
 from delta_core.partition_values import partition_path, serialize_partition_value, url_encode_path
 from delta_core.schema import StructField, StructType, schema_to_arrow, to_physical_path
-from delta_core.stats_collect import split_column_name, stats_json
+from delta_core.stats_collect import StatsCollector, split_column_name
 from delta_core.storage.base import Storage
 from delta_core.table_properties import TableProperties
 
@@ -96,7 +99,14 @@ def conform_to_schema(data: pa.Table, metadata: Metadata, *, keep_partition_colu
     columns and incompatible types are refused.
     """
     schema = table_schema(metadata)
-    logical = schema_to_arrow(schema)
+    return _conform(data, schema, schema_to_arrow(schema), tuple(metadata.partition_columns),
+                    keep_partition_columns=keep_partition_columns)
+
+
+def _conform(
+    data: pa.Table, schema: StructType, logical: pa.Schema, partition_columns: Sequence[str], *,
+    keep_partition_columns: bool,
+) -> pa.Table:
     known = {f.name for f in schema.fields}
     lower = {n.lower(): n for n in known}
     extra = [c for c in data.column_names if c not in known]
@@ -108,7 +118,7 @@ def conform_to_schema(data: pa.Table, metadata: Metadata, *, keep_partition_colu
         )
     if len(set(data.column_names)) != len(data.column_names):
         raise SchemaMismatchError(f"data has duplicate column names: {data.column_names}")
-    parts = set(metadata.partition_columns)
+    parts = set(partition_columns)
     arrays: list[pa.ChunkedArray] = []
     fields: list[pa.Field] = []
     for target in logical:
@@ -130,9 +140,8 @@ def conform_to_schema(data: pa.Table, metadata: Metadata, *, keep_partition_colu
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _to_physical(data: pa.Table, fields: Sequence[StructField]) -> pa.Table:
+def _to_physical(data: pa.Table, physical: pa.Schema) -> pa.Table:
     """Rename (nested) columns to physical names; buffers are reused, not copied."""
-    physical = schema_to_arrow(StructType(tuple(fields)), physical=True)
     if physical.names == data.column_names and all(
         p.type == c.type for p, c in zip(physical, data.columns)
     ):
@@ -173,14 +182,281 @@ def _serialise_partition_values(
     return out
 
 
-def write_parquet(storage: Storage, key: str, data: pa.Table) -> int:
-    """Write ``data`` as one Parquet file at ``key``; returns its size in bytes."""
+# --- streaming Parquet output ---------------------------------------------------------------
+
+# Snappy and page statistics, as delta-rs and Delta Spark write; dictionary encoding where it
+# can work (``dictionary_columns``).
+PARQUET_COMPRESSION = "snappy"
+# A row group holds at most this many rows (pyarrow's and parquet-rs's default) and at most about
+# this many bytes of Arrow data: the writer buffers one row group, never a whole file.
+ROW_GROUP_ROWS = 1024 * 1024
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+# Values encoded per step (pyarrow's default is 1024): fewer, larger steps cost less per value;
+# pages still close near the 1 MiB data page size.
+WRITE_BATCH_SIZE = 8192
+# Bytes handed to the storage's output stream per write: few calls into Python file objects.
+OUTPUT_BUFFER_BYTES = 1024 * 1024
+# Parquet writers give up on a column chunk's dictionary once it passes this size (pyarrow's
+# ``dictionary_pagesize_limit`` default) and write the rest plain.
+DICTIONARY_PAGE_LIMIT = 1024 * 1024
+_DICTIONARY_SAMPLE = 4096
+
+
+def _plain_width(t: pa.DataType, column: pa.ChunkedArray) -> float | None:
+    """Bytes per value in a PLAIN-encoded dictionary page, or None for types left alone."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t):
+        valid = len(column) - column.null_count
+        total = pc.sum(pc.binary_length(column)).as_py() or 0
+        return 4 + total / valid if valid else None
+    if pa.types.is_boolean(t) or pa.types.is_nested(t) or pa.types.is_dictionary(t):
+        return None
+    try:
+        return max(1, t.bit_width // 8)
+    except ValueError:
+        return None
+
+
+def dictionary_columns(group: pa.Table) -> bool | list[str]:
+    """What to pass as ``use_dictionary`` for a file whose first row group is ``group``.
+
+    Dictionary encoding stays on (the Parquet default), except for top-level columns whose
+    dictionary would overflow ``DICTIONARY_PAGE_LIMIT`` early in the row group anyway: there the
+    writer builds a dictionary only to drop it and write plain (random ids, hashes, floats), which
+    costs about as much as the encoding itself. Test: if the dictionary of the first ``2L`` rows
+    fitted (``L`` = values that fit the limit), those rows would hold at most ``L`` distinct values,
+    and ``m`` rows sampled from them would repeat at least ``m**2 / 2L`` times on average; a
+    seeded random sample repeating under a quarter of that means the dictionary does not fit.
+    Skewed or clustered data repeats more, so errors lean to keeping the dictionary.
+    """
+    import numpy as np
+
+    plain: set[str] = set()
+    rng = np.random.default_rng(0)
+    for field, column in zip(group.schema, group.columns):
+        head = column.slice(0, 4 * _DICTIONARY_SAMPLE)
+        width = _plain_width(field.type, head)
+        if width is None:
+            continue
+        fits = DICTIONARY_PAGE_LIMIT / width  # L
+        rows = int(min(group.num_rows, 2 * fits))
+        if rows <= fits or rows < 4 * _DICTIONARY_SAMPLE:
+            continue  # the dictionary cannot overflow here, or too few rows to tell
+        sample = column.take(pa.array(np.sort(rng.choice(rows, _DICTIONARY_SAMPLE, replace=False))))
+        valid = len(sample) - sample.null_count
+        repeats = valid - pc.count_distinct(sample, mode="only_valid").as_py()
+        if valid == _DICTIONARY_SAMPLE and repeats < valid * valid / (8 * fits):
+            plain.add(field.name)
+    if not plain:
+        return True
+    return [path for path in _parquet_leaf_paths(group.schema) if path.split(".", 1)[0] not in plain]
+
+
+def _parquet_leaf_paths(schema: pa.Schema) -> list[str]:
+    """Dotted Parquet paths of the leaf columns ``schema`` is written as (``a``, ``s.x``,
+    ``l.list.element``): the names ``use_dictionary`` takes."""
     sink = pa.BufferOutputStream()
-    pq.write_table(data, sink, compression="snappy", write_statistics=True)
-    buf = sink.getvalue()
-    with storage.open_output(key) as fh:
-        fh.write(buf)
-    return buf.size
+    pq.write_table(schema.empty_table(), sink)
+    meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return [meta.schema.column(i).path for i in range(meta.num_columns)]
+
+
+class ParquetStream:
+    """One Parquet file at ``key`` written from a stream of tables (all with ``schema``).
+
+    Incoming rows are buffered until a row group is full (``row_group_rows`` rows or
+    ``row_group_bytes`` bytes of Arrow data), then encoded straight into
+    ``storage.open_output(key)`` through a write buffer; ``on_row_group`` sees each row group
+    just before it is written. The output is opened with the first row group, so a stream that
+    fails early leaves nothing behind; one that fails later is deleted by ``abort``.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        key: str,
+        schema: pa.Schema,
+        *,
+        row_group_rows: int | None = None,
+        row_group_bytes: int | None = None,
+        on_row_group: Callable[[pa.Table], None] | None = None,
+    ) -> None:
+        self.storage = storage
+        self.key = key
+        self.schema = schema
+        self.row_group_rows = max(1, ROW_GROUP_ROWS if row_group_rows is None else row_group_rows)
+        self.row_group_bytes = max(1, ROW_GROUP_BYTES if row_group_bytes is None else row_group_bytes)
+        self.on_row_group = on_row_group
+        self.num_rows = 0
+        self.num_row_groups = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
+        self._file: IO[bytes] | None = None
+        self._sink: pa.NativeFile | None = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, data: pa.Table) -> None:
+        if data.num_rows == 0:
+            return
+        self._pending.append(data)
+        self._pending_rows += data.num_rows
+        self._pending_bytes += data.nbytes
+        while self._pending_rows >= self.row_group_rows or self._pending_bytes >= self.row_group_bytes:
+            self._flush_row_group()
+
+    def _flush_row_group(self) -> None:
+        buffered = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        rows = self._pending_rows
+        # As many rows as fit both limits (by the average row width of what is buffered).
+        take = min(rows, self.row_group_rows,
+                   max(1, self.row_group_bytes * rows // max(1, self._pending_bytes)))
+        group = buffered.slice(0, take) if take < rows else buffered
+        rest = buffered.slice(take) if take < rows else None
+        self._write_group(group)
+        self._pending = [rest] if rest is not None else []
+        self._pending_rows = rows - take
+        self._pending_bytes = rest.nbytes if rest is not None else 0
+
+    def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
+        if self._writer is None:
+            use_dictionary = dictionary_columns(first) if first is not None else True
+            self._file = self.storage.open_output(self.key)
+            self._sink = pa.output_stream(self._file, buffer_size=OUTPUT_BUFFER_BYTES)
+            self._writer = pq.ParquetWriter(self._sink, self.schema, compression=PARQUET_COMPRESSION,
+                                            use_dictionary=use_dictionary, write_statistics=True,
+                                            write_batch_size=WRITE_BATCH_SIZE)
+        return self._writer
+
+    def _write_group(self, group: pa.Table) -> None:
+        if self.on_row_group is not None:
+            self.on_row_group(group)
+        self._open(group).write_table(group, row_group_size=group.num_rows)
+        self.num_rows += group.num_rows
+        self.num_row_groups += 1
+
+    def close(self) -> int:
+        """Write what is buffered and the footer; returns the file's size in bytes."""
+        if self._pending_rows:
+            self._flush_row_group()
+        writer = self._open(None)  # a stream without rows still makes a valid (empty) file
+        writer.close()
+        assert self._sink is not None and self._file is not None
+        size = self._sink.tell()
+        self._sink.close()
+        self._file.close()  # commits the object on stores that upload on close
+        return size
+
+    def abort(self) -> None:
+        """Drop the partial file (best effort: the caller is already handling a failure)."""
+        self._pending = []
+        if self._file is None:
+            return
+        try:
+            if self._sink is not None:
+                self._sink.close()
+            self._file.close()
+        except OSError:
+            pass
+        try:
+            self.storage.delete(self.key)
+        except OSError:
+            pass
+
+
+class DataFileWriter:
+    """One new data file of the table, written chunk by chunk; ``close`` returns its ``add``.
+
+    Every chunk (a ``Table`` or ``RecordBatch`` with logical names) is conformed to the table
+    schema, renamed to physical names and streamed into Parquet (``ParquetStream``) while its
+    stats are collected per row group (``StatsCollector``): memory stays at about one row group
+    whatever the file's size. ``partition_values`` maps logical partition column names to Python
+    values; partition columns present in a chunk are dropped from the file.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        *,
+        metadata: Metadata,
+        partition_values: Mapping[str, Any],
+        directory: str | None = None,
+        data_change: bool = True,
+        tags: Mapping[str, str] | None = None,
+        row_group_rows: int | None = None,
+        row_group_bytes: int | None = None,
+    ) -> None:
+        self._serialised = _serialise_partition_values(metadata, partition_values)
+        self._schema = table_schema(metadata)
+        self._logical = schema_to_arrow(self._schema)
+        self._partition_columns = tuple(metadata.partition_columns)
+        parts = set(self._partition_columns)
+        self._physical = schema_to_arrow(
+            StructType(tuple(f for f in self._schema.fields if f.name not in parts)), physical=True)
+        props = TableProperties(metadata.configuration)
+        self._stats = StatsCollector(self._physical, num_indexed_cols=props.num_indexed_cols,
+                                     stats_columns=_physical_stats_columns(self._schema, props))
+        if directory is None:
+            cols = [self._schema[c].physical_name for c in self._partition_columns]
+            directory = partition_path(cols, self._serialised) if cols else ""
+        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        self.key = f"{directory.strip('/')}/{name}" if directory and directory.strip("/") else name
+        self._data_change = data_change
+        self._tags = dict(tags) if tags else None
+        self._stream = ParquetStream(storage, self.key, self._physical, row_group_rows=row_group_rows,
+                                     row_group_bytes=row_group_bytes, on_row_group=self._stats.update)
+
+    @property
+    def num_row_groups(self) -> int:
+        return self._stream.num_row_groups
+
+    def write(self, data: pa.Table | pa.RecordBatch) -> None:
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        conformed = _conform(data, self._schema, self._logical, self._partition_columns,
+                             keep_partition_columns=False)
+        self._stream.write(_to_physical(conformed, self._physical))
+
+    def close(self) -> Add:
+        size = self._stream.close()
+        return Add(
+            path=url_encode_path(self.key),
+            partition_values=self._serialised,
+            size=size,
+            modification_time=int(time.time() * 1000),
+            data_change=self._data_change,
+            stats=self._stats.json(),
+            tags=self._tags,
+        )
+
+    def abort(self) -> None:
+        self._stream.abort()
+
+
+def write_data_file_batches(
+    storage: Storage,
+    batches: Iterable[pa.Table | pa.RecordBatch],
+    *,
+    metadata: Metadata,
+    partition_values: Mapping[str, Any],
+    directory: str | None = None,
+    data_change: bool = True,
+    tags: Mapping[str, str] | None = None,
+    row_group_rows: int | None = None,
+    row_group_bytes: int | None = None,
+) -> Add:
+    """Write one Parquet file from ``batches`` (rows that all share ``partition_values``, logical
+    names), consumed one at a time; return its ``add``. A failure part-way removes the file."""
+    writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
+                            data_change=data_change, tags=tags, row_group_rows=row_group_rows,
+                            row_group_bytes=row_group_bytes)
+    try:
+        for batch in batches:
+            writer.write(batch)
+        return writer.close()
+    except BaseException:
+        writer.abort()
+        raise
 
 
 def write_data_file(
@@ -198,36 +474,25 @@ def write_data_file(
     ``partition_values`` maps logical partition column names to Python values. Partition
     columns present in ``data`` are dropped from the file.
     """
-    serialised = _serialise_partition_values(metadata, partition_values)
-    conformed = conform_to_schema(data, metadata, keep_partition_columns=False)
-    fields = data_fields(metadata)
-    physical = _to_physical(conformed, fields)
-    props = TableProperties(metadata.configuration)
-    stats = stats_json(physical, num_indexed_cols=props.num_indexed_cols,
-                       stats_columns=_physical_stats_columns(metadata, props))
-    if directory is None:
-        schema = table_schema(metadata)
-        cols = [schema[c].physical_name for c in metadata.partition_columns]
-        directory = partition_path(cols, serialised) if cols else ""
-    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-    key = f"{directory.strip('/')}/{name}" if directory and directory.strip("/") else name
-    size = write_parquet(storage, key, physical)
-    return Add(
-        path=url_encode_path(key),
-        partition_values=serialised,
-        size=size,
-        modification_time=int(time.time() * 1000),
-        data_change=data_change,
-        stats=stats,
-        tags=dict(tags) if tags else None,
-    )
+    return write_data_file_batches(storage, [data], metadata=metadata, partition_values=partition_values,
+                                   directory=directory, data_change=data_change, tags=tags)
 
 
-def _physical_stats_columns(metadata: Metadata, props: TableProperties) -> list[str] | None:
+def write_parquet(storage: Storage, key: str, data: pa.Table) -> int:
+    """Write ``data`` as one Parquet file at ``key``; returns its size in bytes."""
+    stream = ParquetStream(storage, key, data.schema)
+    try:
+        stream.write(data)
+        return stream.close()
+    except BaseException:
+        stream.abort()
+        raise
+
+
+def _physical_stats_columns(schema: StructType, props: TableProperties) -> list[str] | None:
     cols = props.stats_columns
     if cols is None:
         return None
-    schema = table_schema(metadata)
     out: list[str] = []
     for c in cols:
         try:
@@ -305,6 +570,6 @@ def write_table_data(
 
 
 __all__ = [
-    "conform_to_schema", "data_fields", "partition_groups", "table_schema", "write_data_file",
-    "write_parquet", "write_table_data",
+    "DataFileWriter", "ParquetStream", "conform_to_schema", "data_fields", "partition_groups", "table_schema",
+    "write_data_file", "write_data_file_batches", "write_parquet", "write_table_data",
 ]

@@ -7,6 +7,11 @@ rows), builds them from parsed JSON objects (commits, JSON checkpoints) and from
 Parquet columns (whose physical types vary between writers), computes the reconciliation key
 ``(path, deletionVector.uniqueId)`` and ``numRecords`` vectorised, and turns rows back into
 ``Add``/``Remove`` records for callers that want objects.
+
+Bodies come either as Python objects (``table_from_json``, the exact reference) or as the
+struct column Arrow's JSON reader produced for a whole commit (``table_from_json_struct``,
+the fast path of ``commit_read``). That reader has no map type, so ``partitionValues`` and
+``tags`` are read as structs of string children and turned into maps by ``map_from_struct``.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.actions import ADD_JSON_FIELDS, REMOVE_JSON_FIELDS, Add, DeletionVectorDescriptor, Remove
+from delta_core.arrow_values import empty_table, int_array, int_scalar, repeat_string
 from delta_core.errors import CorruptLogError
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
@@ -66,12 +72,16 @@ REMOVE_FIELDS: dict[str, str] = {k: v for k, v in REMOVE_JSON_FIELDS.items() if 
 _KEY_SEP = "\x00"
 
 
+# JSON field names of the string maps among the columns above.
+MAP_JSON_FIELDS = ("partitionValues", "tags")
+
+
 def empty_files() -> pa.Table:
-    return FILES_SCHEMA.empty_table()
+    return empty_table(FILES_SCHEMA)
 
 
 def empty_tombstones() -> pa.Table:
-    return TOMBSTONES_SCHEMA.empty_table()
+    return empty_table(TOMBSTONES_SCHEMA)
 
 
 # --- building from JSON objects ----------------------------------------------------------
@@ -89,7 +99,7 @@ def table_from_json(bodies: Sequence[Mapping[str, Any]], *, tombstones: bool, so
     schema = TOMBSTONES_SCHEMA if tombstones else FILES_SCHEMA
     fields = REMOVE_FIELDS if tombstones else ADD_FIELDS
     if not bodies:
-        return schema.empty_table()
+        return empty_table(schema)
     arrays: list[pa.Array] = []
     for f in schema:
         if f.name == "num_records":
@@ -109,6 +119,102 @@ def table_from_json(bodies: Sequence[Mapping[str, Any]], *, tombstones: bool, so
             FILES_SCHEMA.get_field_index("num_records"), "num_records", num_records_from_stats(table["stats"])
         )
     return table
+
+
+# --- building from Arrow's JSON reader ----------------------------------------------------
+
+
+def json_body_type(*, tombstones: bool, map_keys: Mapping[str, Sequence[str]]) -> pa.StructType:
+    """The explicit type to give Arrow's JSON reader for an ``add`` (or ``remove``) body: our
+    column types under the log's field names, each string map as a struct of string fields
+    named ``map_keys[field]`` (keys not listed there are inferred by the reader)."""
+    schema = TOMBSTONES_SCHEMA if tombstones else FILES_SCHEMA
+    names = REMOVE_FIELDS if tombstones else ADD_FIELDS
+    fields = []
+    for f in schema:
+        if f.name == "num_records":
+            continue
+        js = names[f.name]
+        if js in MAP_JSON_FIELDS:
+            fields.append(pa.field(js, pa.struct([(k, pa.string()) for k in map_keys.get(js, ())])))
+        else:
+            fields.append(pa.field(js, f.type))
+    return pa.struct(fields)
+
+
+def map_from_struct(
+    values: pa.StructArray, present: Sequence[pa.Array], *, positions: Sequence[pa.Array] | None = None,
+) -> pa.MapArray:
+    """``map<string,string>`` from a struct of string (or all-null) children: row ``i`` holds
+    ``(field name, child[i])`` for every field ``j`` with ``present[j][i]`` true (a JSON key
+    whose value is null is present; a missing key is not), in field order, or ordered by
+    ``positions[j][i]`` when given. A null struct is a null map."""
+    n = len(values)
+    names = [f.name for f in values.type]
+    valid = values.is_valid()
+    keep = [pc.and_(p, valid) for p in present]
+    if not names:
+        offsets = pc.fill_null(pa.nulls(n + 1, pa.int32()), int_scalar(0, pa.int32()))
+        return pa.MapArray.from_arrays(offsets, pa.nulls(0, pa.string()), pa.nulls(0, pa.string()),
+                                       type=STRING_MAP, mask=pc.invert(valid))
+    children = [pc.cast(values.field(j), pa.string()) for j in range(len(names))]
+    counts = pc.cast(keep[0], pa.int32())
+    for k in keep[1:]:
+        counts = pc.add(counts, pc.cast(k, pa.int32()))
+    offsets = pa.concat_arrays([int_array([0], pa.int32()), pc.cumulative_sum(counts)])
+    if len(names) == 1:
+        keys, items, flags = repeat_string(names[0], n), children[0], keep[0]
+    else:
+        # Entries in row-major order: entry e = i*k + j comes from row i of field j, which sits
+        # at j*n + i in the field-major concatenation.
+        k = len(names)
+        pos = int_array(range(n * k))
+        row = pc.divide(pos, int_scalar(k))
+        field = pc.subtract(pos, pc.multiply(row, int_scalar(k)))
+        src = pc.add(pc.multiply(field, int_scalar(n)), row)
+        keys = pa.concat_arrays([repeat_string(name, n) for name in names]).take(src)
+        items = pa.concat_arrays(children).take(src)
+        flags = pa.concat_arrays(keep).take(src)
+        if positions is not None:
+            rank = pa.concat_arrays([pc.cast(p, pa.int64()) for p in positions]).take(src)
+            perm = pc.sort_indices(pa.table({"row": row, "rank": rank}),
+                                   sort_keys=[("row", "ascending"), ("rank", "ascending")])
+            keys, items, flags = keys.take(perm), items.take(perm), flags.take(perm)
+    return pa.MapArray.from_arrays(offsets, keys.filter(flags), items.filter(flags), type=STRING_MAP,
+                                   mask=pc.invert(valid))
+
+
+def _dv_from_struct(dv: pa.StructArray) -> pa.StructArray:
+    """Our DV struct from the reader's (which may carry unknown children, e.g. ``maxRowIndex``)."""
+    return pa.StructArray.from_arrays([dv.field(f.name) for f in DV_TYPE], fields=list(DV_TYPE),
+                                      mask=pc.invert(dv.is_valid()))
+
+
+def table_from_json_struct(
+    body: pa.StructArray, maps: Mapping[str, pa.MapArray], *, tombstones: bool,
+) -> pa.RecordBatch:
+    """Our rows from non-null ``add`` (or ``remove``) bodies read by Arrow's JSON reader with
+    ``json_body_type``; ``maps`` holds the string-map columns by JSON field name, already
+    converted (``map_from_struct``). Gives what ``table_from_json`` gives for the same bodies."""
+    schema = TOMBSTONES_SCHEMA if tombstones else FILES_SCHEMA
+    names = REMOVE_FIELDS if tombstones else ADD_FIELDS
+    arrays: list[pa.Array] = []
+    for f in schema:
+        if f.name == "num_records":
+            arrays.append(num_records_from_stats(arrays[schema.get_field_index("stats")]).combine_chunks())
+            continue
+        js = names[f.name]
+        if js in maps:
+            arrays.append(maps[js])
+            continue
+        col = body.field(js)
+        if f.name == "data_change":
+            # Required by the protocol; old writers omitted it on removes, meaning true.
+            col = pc.or_kleene(col, pc.is_null(col))
+        elif f.name == "deletion_vector":
+            col = _dv_from_struct(col)
+        arrays.append(col)
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
 # --- normalising checkpoint Parquet columns ----------------------------------------------

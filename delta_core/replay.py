@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.actions import DomainMetadata, Metadata, Protocol, Txn
+from delta_core.arrow_values import bool_array, empty_table, int_scalar
 from delta_core.commit_read import CommitBatch
 from delta_core.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
 
@@ -43,64 +44,92 @@ class ReplayState:
 
     @classmethod
     def empty(cls) -> "ReplayState":
-        return cls(None, None, FILES_SCHEMA.empty_table(), TOMBSTONES_SCHEMA.empty_table())
+        return cls(None, None, empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA))
 
 
-def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array:
-    """Row indices of the newest (highest ``order``) row for each distinct key."""
+def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
+    """Row indices (ascending) of the newest (highest ``order``) row for each distinct key, or
+    ``None`` when every key occurs once, so every row wins. Keys are counted with a hash table;
+    only the rows of repeated keys are sorted (most commits touch each file once)."""
     n = len(keys)
-    if n == 0:
-        return pa.array([], pa.int64())
-    t = pa.table({"k": keys, "o": order, "i": pa.array(range(n), pa.int64())})
+    if n == 0 or pc.count_distinct(keys).as_py() == n:
+        return None
+    counts = pc.value_counts(keys)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), int_scalar(1)))
+    if not len(repeated):
+        return None
+    in_repeated = pc.is_in(keys, value_set=repeated)
+    rows = pc.cast(pc.indices_nonzero(in_repeated), pa.int64())
+    t = pa.table({"k": keys.take(rows), "o": order.take(rows), "i": rows})
     t = t.sort_by([("k", "ascending"), ("o", "descending")])
-    k = t["k"].combine_chunks()
+    k = _combined(t["k"])
+    m = len(k)
     # Sorted by key then newest first: a row starts a new key group iff its key differs
     # from the previous row's, and that first row is the newest of its group.
-    first = pc.not_equal(k.slice(1), k.slice(0, n - 1))
-    mask = pa.concat_arrays([pa.array([True]), first])
-    return t["i"].combine_chunks().filter(mask)
+    first = pc.not_equal(k.slice(1), k.slice(0, m - 1))
+    mask = pa.concat_arrays([bool_array([True]), first])
+    winners = pa.concat_arrays([
+        pc.cast(pc.indices_nonzero(pc.invert(in_repeated)), pa.int64()),
+        _combined(t["i"]).filter(mask),
+    ])
+    return winners.take(pc.sort_indices(winners))
+
+
+def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if not isinstance(x, pa.ChunkedArray):
+        return x
+    # combine_chunks() of no chunks goes through pa.array(), which imports pandas
+    return x.combine_chunks() if x.num_chunks else pa.nulls(0, x.type)
 
 
 def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
-    def arr(x):
-        return x.combine_chunks() if isinstance(x, pa.ChunkedArray) else x
-    return pa.concat_arrays([arr(a), arr(b)])
+    return pa.concat_arrays([_combined(a), _combined(b)])
 
 
 def reconcile_files(
     base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch,
 ) -> tuple[pa.Table, pa.Table]:
-    """Apply the commits' file actions to the base live files and tombstones."""
+    """Apply the commits' file actions to the base live files and tombstones. New rows follow
+    the base rows, in the log order of their winning actions."""
     if not batch.has_file_actions:
         return base_files, base_tombstones
     adds, removes = batch.adds, batch.removes
-    keys = _concat(file_keys(adds), file_keys(removes))
-    order = _concat(batch.add_order, batch.remove_order)
-    n_add = adds.num_rows
+    if removes.num_rows:
+        keys: pa.Array | pa.ChunkedArray = _concat(file_keys(adds), file_keys(removes))
+        order = _concat(batch.add_order, batch.remove_order)
+    else:  # the common append-only batch: no copy of the keys
+        keys, order = file_keys(adds), batch.add_order
     winners = _newest_per_key(keys, order)
-    is_add = pc.less(winners, n_add)
-    add_rows = winners.filter(is_add)
-    remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
-
-    new_adds = adds.take(add_rows)
-    if new_adds.num_rows > 1:
+    if winners is None:  # each key has one action: all of them win, nothing to copy
+        new_adds, new_removes, touched, add_order = adds, removes, keys, batch.add_order
+    else:
+        n_add = int_scalar(adds.num_rows)
+        is_add = pc.less(winners, n_add)
+        add_rows = winners.filter(is_add)
+        remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
+        new_adds, new_removes = adds.take(add_rows), removes.take(remove_rows)
+        touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
+    dvs = new_adds["deletion_vector"]
+    if new_adds.num_rows > 1 and dvs.null_count < len(dvs):
         # A path may be added with two DV ids only if the older one is also removed; either
         # way the add set is unique by path and the newest pair wins.
-        newest = _newest_per_key(new_adds["path"], batch.add_order.take(add_rows))
-        if len(newest) != new_adds.num_rows:
-            new_adds = adds.take(add_rows.take(newest))
-    new_removes = removes.take(remove_rows)
+        newest = _newest_per_key(new_adds["path"], add_order)
+        if newest is not None:
+            new_adds = new_adds.take(newest)
 
-    touched = keys.take(winners)
-    keep_files = pc.invert(pc.is_in(file_keys(base_files), value_set=touched))
-    if new_adds.num_rows:
-        keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_files["path"], value_set=new_adds["path"].combine_chunks())))
-    keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones), value_set=touched))
-    # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
-    if not pc.all(keep_files).as_py():
-        base_files = base_files.filter(keep_files)
-    if not pc.all(keep_tombstones).as_py():
-        base_tombstones = base_tombstones.filter(keep_tombstones)
+    if base_files.num_rows or base_tombstones.num_rows:
+        touched = _combined(touched)
+    if base_files.num_rows:
+        keep_files = pc.invert(pc.is_in(file_keys(base_files), value_set=touched))
+        if new_adds.num_rows:
+            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_files["path"], value_set=_combined(new_adds["path"]))))
+        # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
+        if not pc.all(keep_files).as_py():
+            base_files = base_files.filter(keep_files)
+    if base_tombstones.num_rows:
+        keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones), value_set=touched))
+        if not pc.all(keep_tombstones).as_py():
+            base_tombstones = base_tombstones.filter(keep_tombstones)
     files = pa.concat_tables([base_files, new_adds])
     tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
@@ -148,8 +177,8 @@ def base_state(
 def expire_tombstones_before(tombstones: pa.Table, ms: int) -> pa.Table:
     """Tombstones deleted after ``ms`` (epoch millis); a missing ``deletionTimestamp`` counts as 0,
     so it expires (PROTOCOL.md "Add File and Remove File": a tombstone lives until expired)."""
-    ts = pc.fill_null(tombstones["deletion_timestamp"], 0)
-    return tombstones.filter(pc.greater(ts, ms))
+    ts = pc.fill_null(tombstones["deletion_timestamp"], int_scalar(0))
+    return tombstones.filter(pc.greater(ts, int_scalar(ms)))
 
 
 def live_txns(

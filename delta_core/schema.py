@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field, replace
-from typing import Any, Iterator, Mapping, Sequence, Union
+from typing import Any, Callable, Iterator, Mapping, Sequence, Union
 
 import pyarrow as pa
 
@@ -303,18 +303,24 @@ def _parse_field(obj: Any, where: str) -> StructField:
                        _bool(obj, "nullable", True, f"{where}.{name}"), dict(metadata))
 
 
-def _rename_type(t: DataType) -> DataType:
+def map_fields(t: DataType, fn: Callable[[StructField], StructField]) -> DataType:
+    """``t`` with ``fn`` applied to every struct field at any depth (through structs, arrays and
+    maps), to a field before the fields nested in its type."""
     if isinstance(t, StructType):
-        return _rename_struct(t)
+        out = []
+        for f in t.fields:
+            g = fn(f)
+            out.append(replace(g, type=map_fields(g.type, fn)))
+        return StructType(tuple(out))
     if isinstance(t, ArrayType):
-        return replace(t, element_type=_rename_type(t.element_type))
+        return replace(t, element_type=map_fields(t.element_type, fn))
     if isinstance(t, MapType):
-        return replace(t, key_type=_rename_type(t.key_type), value_type=_rename_type(t.value_type))
+        return replace(t, key_type=map_fields(t.key_type, fn), value_type=map_fields(t.value_type, fn))
     return t
 
 
 def _rename_struct(s: StructType) -> StructType:
-    return StructType(tuple(replace(f, name=f.physical_name, type=_rename_type(f.type)) for f in s.fields))
+    return map_fields(s, lambda f: replace(f, name=f.physical_name))  # type: ignore[return-value]
 
 
 # --- logical <-> physical names ------------------------------------------------------------

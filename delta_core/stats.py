@@ -22,7 +22,7 @@ import decimal
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -120,15 +120,26 @@ def _nest(paths: Iterable[tuple[tuple[str, ...], pa.DataType]]) -> pa.StructType
     return build(tree)
 
 
-def _json_schema(cols: list[StatsColumn]) -> pa.Schema:
-    bounds = _nest((c.physical, _json_type(c)) for c in cols if c.has_bounds)
+def _stats_fields(cols: list[StatsColumn], bound_type: Callable[[StatsColumn], pa.DataType], *,
+                  struct_bounds: bool = False) -> list[pa.Field]:
+    """``numRecords``, ``minValues``/``maxValues`` and ``nullCount`` nested by physical names.
+
+    ``struct_bounds``: only the bounds Delta Spark keeps in a checkpoint's ``stats_parsed``
+    (none for booleans).
+    """
+    bounds = _nest((c.physical, bound_type(c)) for c in cols
+                   if c.has_bounds and not (struct_bounds and c.type.name == "boolean"))  # type: ignore[union-attr]
     counts = _nest((c.physical, pa.int64()) for c in cols)
     fields = [pa.field("numRecords", pa.int64())]
     if bounds.num_fields:
         fields += [pa.field("minValues", bounds), pa.field("maxValues", bounds)]
     if counts.num_fields:
         fields.append(pa.field("nullCount", counts))
-    return pa.schema(fields)
+    return fields
+
+
+def _json_schema(cols: list[StatsColumn]) -> pa.Schema:
+    return pa.schema(_stats_fields(cols, _json_type))
 
 
 def _dig(table: pa.Table, top: str, path: tuple[str, ...]) -> pa.Array | None:
@@ -314,6 +325,47 @@ def parse_stats(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema
         parts.append(_empty_result(cols, 0))
     names = list(parts[0])
     return pa.table({k: pa.chunked_array([p[k] for p in parts], type=parts[0][k].type) for k in names})
+
+
+# --- JSON -> stats_parsed (checkpoint struct) ---------------------------------------------
+
+
+def stats_parsed_type(schema: StructType, *, partition_columns: Sequence[str] = (),
+                      physical: bool = False) -> pa.StructType:
+    """Arrow type of a checkpoint's ``add.stats_parsed`` (PROTOCOL.md "Checkpoint Schema"):
+    keys nested as in the JSON (physical names when ``physical``), values typed per schema."""
+    cols = stats_columns(schema, partition_columns=partition_columns, physical=physical)
+    return pa.struct(_stats_fields(cols, lambda c: c.arrow_type, struct_bounds=True))
+
+
+def parse_stats_struct(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema: StructType, *,
+                       partition_columns: Sequence[str] = (), physical: bool = False) -> pa.StructArray:
+    """``add.stats`` JSON strings as ``stats_parsed`` structs (type ``stats_parsed_type``).
+
+    Parsed by ``parse_stats`` (so as leniently); one non-null row per input row, and a nested
+    struct whose members are all null (absent or unreadable) is null itself.
+    """
+    flat = parse_stats(stats, schema, partition_columns=partition_columns, physical=physical)
+    cols = stats_columns(schema, partition_columns=partition_columns, physical=physical)
+    target = stats_parsed_type(schema, partition_columns=partition_columns, physical=physical)
+    by_path = {c.physical: c.name for c in cols}
+
+    def build(typ: pa.StructType, prefix: str, path: tuple[str, ...]) -> pa.Array:
+        children = []
+        for f in typ:
+            if pa.types.is_struct(f.type):
+                children.append(build(f.type, prefix, (*path, f.name)))
+            else:
+                children.append(flat.column(prefix + by_path[(*path, f.name)]).combine_chunks())
+        all_null = pc.is_null(children[0])
+        for child in children[1:]:
+            all_null = pc.and_(all_null, pc.is_null(child))
+        return pa.StructArray.from_arrays(children, fields=list(typ), mask=all_null)
+
+    tops = {"minValues": MIN_PREFIX, "maxValues": MAX_PREFIX, "nullCount": NULL_COUNT_PREFIX}
+    arrays = [flat.column(NUM_RECORDS).combine_chunks() if f.name == "numRecords"
+              else build(f.type, tops[f.name], ()) for f in target]
+    return pa.StructArray.from_arrays(arrays, fields=list(target))
 
 
 # --- stats_parsed -> JSON ---------------------------------------------------------------

@@ -15,7 +15,9 @@ JSON string Delta Spark writes:
   columns named by ``delta.dataSkippingStatsColumns``, get stats.
 
 The input table carries *physical* column names (column mapping), so stats keys are physical
-names as the protocol requires. Pure: no IO.
+names as the protocol requires. ``StatsCollector`` gathers the same stats chunk by chunk while a
+file is streamed out (``collect_stats`` is one chunk of it), so a writer never needs the whole
+file in memory. Pure: no IO.
 """
 
 from __future__ import annotations
@@ -24,13 +26,10 @@ import datetime as dt
 import decimal
 import json
 import math
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-if TYPE_CHECKING:
-    from delta_core.schema import StructType
 
 STRING_PREFIX_LENGTH = 32
 _ASCII_MAX = "\x7f"
@@ -197,33 +196,50 @@ def _eligible_for_min_max(t: pa.DataType) -> bool:
     )
 
 
-def _column_stats(
-    col: pa.ChunkedArray, prefix_length: int
-) -> tuple[Any, Any, int]:
-    """(min, max, null_count) of one leaf column; min/max are ``None`` when not recorded."""
-    nulls = col.null_count
-    t = col.type
-    if pa.types.is_dictionary(t):
-        col = col.cast(t.value_type)
-        t = t.value_type
-    if not _eligible_for_min_max(t) or nulls == len(col):
-        return None, None, nulls
-    if pa.types.is_floating(t):
-        finite = pc.is_finite(col)
-        # A NaN or infinity makes the JSON bound unwritable; recording none is always safe.
-        if pc.any(pc.invert(pc.fill_null(finite, True))).as_py():
-            return None, None, nulls
-    mm = pc.min_max(col)
-    lo, hi = mm["min"], mm["max"]
-    if not lo.is_valid:
-        return None, None, nulls
-    if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return (
-            truncate_min_string(lo.as_py(), prefix_length),
-            truncate_max_string(hi.as_py(), prefix_length),
-            nulls,
-        )
-    return _encode_scalar(lo), _encode_scalar(hi), nulls
+class _Leaf:
+    """Running stats of one leaf column: null count, and min/max as Arrow scalars (untruncated)."""
+
+    __slots__ = ("min_max", "nulls", "lo", "hi", "unbounded")
+
+    def __init__(self, min_max: bool) -> None:
+        self.min_max = min_max  # type eligible for min/max
+        self.nulls = 0
+        self.lo: pa.Scalar | None = None
+        self.hi: pa.Scalar | None = None
+        self.unbounded = False  # saw NaN or an infinity: no JSON bound can be written
+
+    def update(self, col: pa.ChunkedArray) -> None:
+        nulls = col.null_count
+        self.nulls += nulls
+        if not self.min_max or self.unbounded or nulls == len(col):
+            return
+        if pa.types.is_dictionary(col.type):
+            col = col.cast(col.type.value_type)
+        if pa.types.is_floating(col.type):
+            finite = pc.is_finite(col)
+            # A NaN or infinity makes the JSON bound unwritable; recording none is always safe.
+            if pc.any(pc.invert(pc.fill_null(finite, True))).as_py():
+                self.unbounded = True
+                self.lo = self.hi = None
+                return
+        mm = pc.min_max(col)
+        lo, hi = mm["min"], mm["max"]
+        if not lo.is_valid:
+            return
+        # Keep the earlier value on ties: the result is what one min_max over all rows gives.
+        if self.lo is None or pc.less(lo, self.lo).as_py():
+            self.lo = lo
+        if self.hi is None or pc.greater(hi, self.hi).as_py():
+            self.hi = hi
+
+    def bounds(self, prefix_length: int) -> tuple[Any, Any]:
+        """(min, max) as JSON values, or (None, None) when not recorded."""
+        lo, hi = self.lo, self.hi
+        if lo is None or hi is None:
+            return None, None
+        if pa.types.is_string(lo.type) or pa.types.is_large_string(lo.type):
+            return truncate_min_string(lo.as_py(), prefix_length), truncate_max_string(hi.as_py(), prefix_length)
+        return _encode_scalar(lo), _encode_scalar(hi)
 
 
 def _flatten_struct(col: pa.ChunkedArray) -> list[pa.ChunkedArray]:
@@ -236,6 +252,105 @@ def _flatten_struct(col: pa.ChunkedArray) -> list[pa.ChunkedArray]:
     return [pa.chunked_array([c[i] for c in per_chunk], type=col.type.field(i).type) for i in range(n)]
 
 
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+class StatsCollector:
+    """Stats of one data file, collected chunk by chunk as its rows are written.
+
+    ``update`` takes each chunk of rows (a ``Table`` or ``RecordBatch`` with ``schema``,
+    physical column names) once; ``result`` is exactly what ``collect_stats`` returns for all
+    chunks concatenated: null counts add up, min/max are the least/greatest of the chunks'
+    untruncated bounds, and strings are truncated (and timestamps floored) only at the end.
+    """
+
+    def __init__(
+        self,
+        schema: pa.Schema,
+        *,
+        num_indexed_cols: int = 32,
+        stats_columns: Sequence[str] | None = None,
+        string_prefix_length: int = STRING_PREFIX_LENGTH,
+    ) -> None:
+        self.schema = schema
+        self.num_records = 0
+        self._prefix_length = string_prefix_length
+        wanted = indexed_leaves(schema, num_indexed_cols=num_indexed_cols, stats_columns=stats_columns)
+        self._leaves = {p: _Leaf(_eligible_for_min_max(_value_type(t))) for p, t in _leaf_types(schema)
+                        if p in wanted}
+
+    def update(self, data: pa.Table | pa.RecordBatch) -> None:
+        if isinstance(data, pa.RecordBatch):
+            data = pa.Table.from_batches([data])
+        self.num_records += data.num_rows
+        if not self._leaves:
+            return
+
+        def walk(names: Sequence[str], cols: Sequence[pa.ChunkedArray], path: tuple[str, ...]) -> None:
+            for name, col in zip(names, cols):
+                p = path + (name,)
+                if pa.types.is_struct(col.type):
+                    if any(leaf[: len(p)] == p for leaf in self._leaves):
+                        walk([f.name for f in col.type], _flatten_struct(col), p)
+                elif p in self._leaves:
+                    self._leaves[p].update(col)
+
+        walk(data.column_names, data.columns, ())
+
+    def result(self) -> dict[str, Any]:
+        """The stats object (``numRecords``, ``minValues``, ``maxValues``, ``nullCount``)."""
+        mins: dict[str, Any] = {}
+        maxs: dict[str, Any] = {}
+        nulls: dict[str, Any] = {}
+
+        def walk(fields: Sequence[pa.Field], path: tuple[str, ...],
+                 mn: dict[str, Any], mx: dict[str, Any], nc: dict[str, Any]) -> None:
+            for f in fields:
+                p = path + (f.name,)
+                if pa.types.is_struct(f.type):
+                    sub_mn: dict[str, Any] = {}
+                    sub_mx: dict[str, Any] = {}
+                    sub_nc: dict[str, Any] = {}
+                    walk(list(f.type), p, sub_mn, sub_mx, sub_nc)
+                    if sub_mn:
+                        mn[f.name] = sub_mn
+                    if sub_mx:
+                        mx[f.name] = sub_mx
+                    if sub_nc:
+                        nc[f.name] = sub_nc
+                    continue
+                leaf = self._leaves.get(p)
+                if leaf is None:
+                    continue
+                nc[f.name] = leaf.nulls
+                lo, hi = leaf.bounds(self._prefix_length)
+                if lo is not None and hi is not None:
+                    mn[f.name] = lo
+                    mx[f.name] = hi
+
+        walk(list(self.schema), (), mins, maxs, nulls)
+        return {"numRecords": self.num_records, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+
+    def json(self) -> str:
+        """``result()`` encoded as the ``add.stats`` JSON string."""
+        return encode_stats_json(self.result())
+
+
+def _leaf_types(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType]]:
+    out: list[tuple[tuple[str, ...], pa.DataType]] = []
+
+    def walk(fields: Sequence[pa.Field], path: tuple[str, ...]) -> None:
+        for f in fields:
+            if pa.types.is_struct(f.type):
+                walk(list(f.type), path + (f.name,))
+            else:
+                out.append((path + (f.name,), f.type))
+
+    walk(list(schema), ())
+    return out
+
+
 def collect_stats(
     data: pa.Table,
     *,
@@ -244,111 +359,12 @@ def collect_stats(
     string_prefix_length: int = STRING_PREFIX_LENGTH,
 ) -> dict[str, Any]:
     """The stats object of one data file holding ``data`` (physical column names)."""
-    wanted = indexed_leaves(data.schema, num_indexed_cols=num_indexed_cols, stats_columns=stats_columns)
-    mins: dict[str, Any] = {}
-    maxs: dict[str, Any] = {}
-    nulls: dict[str, Any] = {}
-
-    def walk(names: list[str], cols: list[pa.ChunkedArray], path: tuple[str, ...],
-             mn: dict[str, Any], mx: dict[str, Any], nc: dict[str, Any]) -> None:
-        for name, col in zip(names, cols):
-            p = path + (name,)
-            if pa.types.is_struct(col.type):
-                sub_mn: dict[str, Any] = {}
-                sub_mx: dict[str, Any] = {}
-                sub_nc: dict[str, Any] = {}
-                walk([f.name for f in col.type], _flatten_struct(col), p, sub_mn, sub_mx, sub_nc)
-                if sub_mn:
-                    mn[name] = sub_mn
-                if sub_mx:
-                    mx[name] = sub_mx
-                if sub_nc:
-                    nc[name] = sub_nc
-                continue
-            if p not in wanted:
-                continue
-            lo, hi, n = _column_stats(col, string_prefix_length)
-            nc[name] = n
-            if lo is not None and hi is not None:
-                mn[name] = lo
-                mx[name] = hi
-
-    walk(data.column_names, list(data.columns), (), mins, maxs, nulls)
-    return {"numRecords": data.num_rows, "minValues": mins, "maxValues": maxs, "nullCount": nulls}
+    collector = StatsCollector(data.schema, num_indexed_cols=num_indexed_cols, stats_columns=stats_columns,
+                               string_prefix_length=string_prefix_length)
+    collector.update(data)
+    return collector.result()
 
 
 def stats_json(data: pa.Table, **options: Any) -> str:
     """``collect_stats`` encoded as the ``add.stats`` JSON string."""
     return encode_stats_json(collect_stats(data, **options))
-
-
-# --- stats as a struct (checkpoint ``stats_parsed``) ------------------------------------------
-
-
-def _stats_leaf_types(schema: "StructType", *, physical: bool, for_min_max: bool) -> list[pa.Field]:
-    from delta_core.schema import StructType, type_to_arrow
-
-    out: list[pa.Field] = []
-    for f in schema.fields:
-        name = f.physical_name if physical else f.name
-        if isinstance(f.type, StructType):
-            sub = _stats_leaf_types(f.type, physical=physical, for_min_max=for_min_max)
-            if sub:
-                out.append(pa.field(name, pa.struct(sub)))
-            continue
-        t = type_to_arrow(f.type, physical=physical)
-        if for_min_max:
-            if _eligible_for_min_max(t):
-                out.append(pa.field(name, t))
-        else:
-            out.append(pa.field(name, pa.int64()))
-    return out
-
-
-def stats_parsed_type(data_schema: "StructType", *, physical: bool = False) -> pa.StructType:
-    """Arrow type of ``add.stats_parsed`` for the table's data columns (PROTOCOL.md "Checkpoint Schema")."""
-    fields = [pa.field("numRecords", pa.int64())]
-    mins = _stats_leaf_types(data_schema, physical=physical, for_min_max=True)
-    if mins:
-        fields += [pa.field("minValues", pa.struct(mins)), pa.field("maxValues", pa.struct(mins))]
-    nulls = _stats_leaf_types(data_schema, physical=physical, for_min_max=False)
-    if nulls:
-        fields.append(pa.field("nullCount", pa.struct(nulls)))
-    return pa.struct(fields)
-
-
-def _json_read_type(t: pa.DataType) -> pa.DataType:
-    # The JSON reader cannot turn strings into dates/timestamps; read those as strings and cast.
-    if pa.types.is_struct(t):
-        return pa.struct([pa.field(f.name, _json_read_type(f.type)) for f in t])
-    if pa.types.is_date(t) or pa.types.is_timestamp(t):
-        return pa.string()
-    return t
-
-
-def parse_stats_column(stats: pa.Array, target: pa.StructType) -> pa.StructArray | None:
-    """Parse a column of JSON stats strings into ``target`` in bulk; ``None`` if they do not fit."""
-    import pyarrow.json as pj
-
-    n = len(stats)
-    if n == 0:
-        return pa.array([], target)
-    filled = pc.fill_null(stats, "{}")
-    offsets = pa.array([0, n], pa.int32())
-    joined = pc.binary_join(pa.ListArray.from_arrays(offsets, filled), "\n")[0].as_buffer()
-    read_type = _json_read_type(target)
-    try:
-        parsed = pj.read_json(
-            pa.BufferReader(joined),
-            read_options=pj.ReadOptions(block_size=max(1 << 20, min(joined.size + 1, 1 << 28))),
-            parse_options=pj.ParseOptions(explicit_schema=pa.schema(list(read_type)),
-                                          unexpected_field_behavior="ignore",
-                                          newlines_in_values=False),
-        )
-        if parsed.num_rows != n:
-            return None
-        arrays = [parsed.column(f.name).combine_chunks() for f in read_type]
-        struct = pa.StructArray.from_arrays(arrays, fields=list(read_type))
-        return struct.cast(target)
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return None

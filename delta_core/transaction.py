@@ -35,9 +35,9 @@ from delta_core.actions import (
     encode_actions, parse_actions,
 )
 from delta_core.commit_info import build_commit_info
+from delta_core.commit_summary import CommitSummary
 from delta_core.conflict import (
-    ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, WinningCommitSummary,
-    check_conflicts,
+    ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, check_conflicts,
 )
 from delta_core.errors import (
     AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
@@ -368,10 +368,10 @@ class Transaction:
                 latest = lp.version
         return latest
 
-    def _winner(self, version: int) -> WinningCommitSummary:
+    def _winner(self, version: int) -> CommitSummary:
         key = commit_key(version)
         data = self.storage.read(key)
-        return WinningCommitSummary.from_actions(version, parse_actions(data, path=key, version=version))
+        return CommitSummary.from_actions(version, parse_actions(data, path=key, version=version))
 
     def _check_write_protocol(self, protocol: Protocol) -> None:
         _, metadata = self._effective()

@@ -24,7 +24,7 @@ from delta_core.errors import (
 )
 from delta_core.log_path import LOG_DIR
 from delta_core.schema import (
-    FIELD_ID_KEY, PHYSICAL_NAME_KEY, ArrayType, MapType, PrimitiveType, StructField, StructType,
+    FIELD_ID_KEY, PHYSICAL_NAME_KEY, ArrayType, MapType, PrimitiveType, StructField, StructType, map_fields,
     schema_from_arrow,
 )
 from delta_core.storage import open_storage
@@ -73,24 +73,12 @@ def _assign_column_mapping(struct: StructType) -> tuple[StructType, int]:
     """Give every (nested) field an id and a fresh physical name (PROTOCOL.md "Column Mapping")."""
     next_id = 0
 
-    def walk_type(t: Any) -> Any:
-        if isinstance(t, StructType):
-            return StructType(tuple(walk_field(f) for f in t.fields))
-        if isinstance(t, ArrayType):
-            return replace(t, element_type=walk_type(t.element_type))
-        if isinstance(t, MapType):
-            return replace(t, key_type=walk_type(t.key_type), value_type=walk_type(t.value_type))
-        return t
-
-    def walk_field(f: StructField) -> StructField:
+    def assign(f: StructField) -> StructField:
         nonlocal next_id
         next_id += 1
-        md = dict(f.metadata)
-        md[FIELD_ID_KEY] = next_id
-        md[PHYSICAL_NAME_KEY] = f"col-{uuid.uuid4()}"
-        return replace(f, type=walk_type(f.type), metadata=md)
+        return replace(f, metadata={**f.metadata, FIELD_ID_KEY: next_id, PHYSICAL_NAME_KEY: f"col-{uuid.uuid4()}"})
 
-    return walk_type(struct), next_id
+    return map_fields(struct, assign), next_id  # type: ignore[return-value]
 
 
 def initial_protocol(struct: StructType, configuration: Mapping[str, str]) -> Protocol:
@@ -317,13 +305,15 @@ def commit_rewrite(
     operation_parameters: Mapping[str, Any] | None = None,
     read_snapshot: "Snapshot | None" = None,
     metrics: Mapping[str, Any] | None = None,
+    discard_on_failure: bool = True,
 ) -> CommitResult:
     """Commit a ``dataChange=false`` rewrite: ``removed`` files replaced by ``added`` ones.
 
     The removed files are declared read, so a concurrent delete of any of them is a
     ``ConcurrentDeleteReadError``; concurrent appends do not conflict (SnapshotIsolation).
     ``added`` files must already be written (e.g. ``write_data_file(..., data_change=False)``);
-    they are deleted again if the commit surely fails.
+    they are deleted again if the commit surely fails, unless ``discard_on_failure=False``
+    (a caller that retries on a newer snapshot keeps them and cleans up itself).
     """
     txn = Transaction(table, read_snapshot=read_snapshot, operation=operation,
                       operation_parameters=operation_parameters)
@@ -331,7 +321,11 @@ def commit_rewrite(
     txn.mark_files_read(a.path for a in removed)
     with txn:
         txn.add_actions(a.to_remove(now, data_change=False) for a in removed)
-        txn.add_written_files(replace(a, data_change=False) for a in added)
+        outputs = [replace(a, data_change=False) for a in added]
+        if discard_on_failure:
+            txn.add_written_files(outputs)
+        else:
+            txn.add_actions(outputs)
         txn.set_operation_metrics(dict(metrics or {
             "numRemovedFiles": len(removed), "numAddedFiles": len(added),
             "numRemovedBytes": sum(a.size for a in removed), "numAddedBytes": sum(a.size for a in added),

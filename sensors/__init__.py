@@ -34,7 +34,8 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from assets.maintenance import TABLE_TAG
 from assets.table import table_asset_key, table_observation_metadata
-from delta_core.actions import Action, Add, CommitInfo, Remove
+from delta_core.actions import Action
+from delta_core.commit_summary import CommitSummary
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from jobs import TableJobs
 from resources import table_resource_key
@@ -62,18 +63,11 @@ class CommitBatch:
 
     @classmethod
     def of(cls, commits: Sequence[tuple[int, Sequence[Action]]]) -> "CommitBatch":
-        file_commits = data_commits = 0
-        operations: list[str] = []
-        for _, actions in commits:
-            files = [a for a in actions if isinstance(a, (Add, Remove))]
-            file_commits += bool(files)
-            data_commits += any(a.data_change for a in files)
-            info = next((a for a in actions if isinstance(a, CommitInfo)), None)
-            operations.append(str(info.get("operation", "UNKNOWN")) if info else "UNKNOWN")
+        summaries = [CommitSummary.from_actions(v, actions) for v, actions in commits]
         return cls(first_version=commits[0][0], last_version=commits[-1][0], commits=len(commits),
-                   file_commits=file_commits, data_change_commits=data_commits,
-                   operations=tuple(operations))
-
+                   file_commits=sum(s.has_file_actions for s in summaries),
+                   data_change_commits=sum(s.changes_data for s in summaries),
+                   operations=tuple(s.operation or "UNKNOWN" for s in summaries))
 
     @classmethod
     def unknown(cls, first_version: int, last_version: int) -> "CommitBatch":

@@ -59,7 +59,7 @@ class CompactionMetrics(MetricsRecord):
 def _compact_bin(payload: dict[str, Any]) -> list[str]:
     """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON."""
     add = rewrite_files(payload["storage"], payload["paths"], metadata=payload["metadata"],
-                        partition_values=payload["partition_values"])
+                        partition_values=payload["partition_values"], sizes=payload["sizes"])
     return [add_to_json(add)]
 
 
@@ -101,7 +101,7 @@ def compact(
         _refuse_dv_bins(current, batch, table.uri)
         payloads = [
             {"storage": table.storage, "metadata": current.metadata, "paths": b.paths,
-             "partition_values": b.partition_dict}
+             "sizes": [f.size for f in b.files], "partition_values": b.partition_dict}
             for b in sorted(batch, key=lambda b: -b.total_size)
         ]
         results = run_tasks(spark, _compact_bin, payloads,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,8 +43,8 @@ class FileRef:
 
 
 @dataclass(frozen=True, slots=True)
-class Bin:
-    """Files of one partition to be rewritten together into one file."""
+class FileGroup:
+    """Files of one partition (``partition_values`` as serialised in the log) rewritten together."""
 
     partition_values: tuple[tuple[str, str | None], ...]
     files: tuple[FileRef, ...]
@@ -60,6 +60,11 @@ class Bin:
     @property
     def paths(self) -> list[str]:
         return [f.path for f in self.files]
+
+
+@dataclass(frozen=True, slots=True)
+class Bin(FileGroup):
+    """Files of one partition to be rewritten together into one file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,11 +106,15 @@ class CompactionPlan:
         }
 
 
-def batch_bins(bins: Sequence[Bin], max_bytes: int) -> list[tuple[Bin, ...]]:
+G = TypeVar("G", bound=FileGroup)
+
+
+def batch_bins(bins: Sequence[G], max_bytes: int) -> list[tuple[G, ...]]:
+    """Consecutive groups of at most ``max_bytes`` input (at least one group each)."""
     if max_bytes <= 0:
         raise ConfigError(f"batch size must be positive, got {max_bytes}")
-    out: list[tuple[Bin, ...]] = []
-    current: list[Bin] = []
+    out: list[tuple[G, ...]] = []
+    current: list[G] = []
     size = 0
     for b in bins:
         if current and size + b.total_size > max_bytes:

@@ -2,35 +2,46 @@
 
 The executors of compaction and Z-order call these functions; nothing here imports Spark.
 
-- ``read_data_file`` opens one file of the table (a path as found in the log), and returns its
-  rows with the table's *logical* column names and types: under column mapping the file holds
-  physical names (nested too), which are mapped back here so that ``write_data_file`` can map
-  them forward again; columns added to the schema after the file was written come back as
-  nulls; widened types and other timestamp units are cast to the table's type. Partition
-  columns are not stored in files and are not returned.
-- ``rewrite_files`` reads a bin of files of one partition and writes them as one new file with
-  ``dataChange=false``, carrying the partition values exactly as the log had them.
+- ``DataFileReader`` (and ``read_data_file``) opens files of the table (paths as found in the
+  log) and returns their rows with the table's *logical* column names and types: under column
+  mapping the files hold physical names (nested too), which are mapped back here so that the
+  writer can map them forward again; columns added to the schema after a file was written come
+  back as nulls; widened types and other timestamp units are cast to the table's type.
+  Partition columns are not stored in files and are not returned. A file up to
+  ``WHOLE_FILE_BYTES`` is fetched in one request and decoded from memory (small files are
+  latency-bound, and one read beats the footer-then-columns round trips); a larger one is read
+  row group by row group.
+- ``rewrite_files`` streams a bin of files of one partition into one new file with
+  ``dataChange=false``, carrying the partition values exactly as the log had them: a few threads
+  fetch and decode the next files (at most ``READ_AHEAD_BYTES`` ahead) while the writer encodes
+  full row groups, so neither the inputs nor the output are ever held whole in memory.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Mapping, Sequence
+from collections import deque
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any, Generator, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_core.actions import Add, Metadata
-from delta_core.data_writer import data_fields, table_schema, write_data_file
+from delta_core.data_writer import data_fields, table_schema, write_data_file, write_data_file_batches
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.partition_values import deserialize_partition_value
 from delta_core.schema import StructType, schema_to_arrow
 from delta_core.storage.base import Storage
 
-
+# Reader threads per bin. Object-store reads are latency-bound, so many requests in flight pay;
+# local (and in-memory) reads are CPU-bound decoding, which runs beside the writer on a thread or
+# two, and every extra thread costs allocator arenas for nothing.
 READ_THREADS = 8
+LOCAL_READ_THREADS = 2
+READ_AHEAD_BYTES = 16 * 1024 * 1024  # input bytes fetched ahead of the writer
+WHOLE_FILE_BYTES = 32 * 1024 * 1024  # files up to this size are fetched in one request
 
 
 def logical_data_schema(metadata: Metadata) -> pa.Schema:
@@ -38,47 +49,131 @@ def logical_data_schema(metadata: Metadata) -> pa.Schema:
     return schema_to_arrow(StructType(tuple(data_fields(metadata))))
 
 
-def _physical_and_logical(metadata: Metadata) -> tuple[pa.Schema, pa.Schema]:
-    fields = StructType(tuple(data_fields(metadata)))
-    return schema_to_arrow(fields, physical=True), schema_to_arrow(fields)
+class DataFileReader:
+    """Reads data files of a table with the given ``metadata`` as logical rows (only the
+    top-level ``columns`` given, logical names, when set). Schemas are derived once."""
+
+    def __init__(self, storage: Storage, metadata: Metadata, *, columns: Sequence[str] | None = None) -> None:
+        self.storage = storage
+        fields = StructType(tuple(data_fields(metadata)))
+        physical, logical = schema_to_arrow(fields, physical=True), schema_to_arrow(fields)
+        if columns is not None:
+            keep = [i for i, f in enumerate(logical) if f.name in set(columns)]
+            physical = pa.schema([physical.field(i) for i in keep])
+            logical = pa.schema([logical.field(i) for i in keep])
+        self.physical = physical
+        self.logical = logical
+        self.schema = pa.schema([f.with_nullable(True) for f in logical])
+
+    def read(self, path: str, *, size: int | None = None) -> pa.Table:
+        """All rows of the file at ``path`` (as in the log)."""
+        chunks = list(self.chunks(path, size=size))
+        return chunks[0] if len(chunks) == 1 else pa.concat_tables(chunks) if chunks else self.schema.empty_table()
+
+    def chunks(self, path: str, *, size: int | None = None) -> Iterator[pa.Table]:
+        """The rows of the file at ``path``: the whole file at once when it is small, else one
+        row group at a time. ``size`` (bytes, as in the log) saves a metadata request."""
+        key = log_path_to_key(path, self.storage.root)
+        if size is None:
+            size = self.storage.head(key).size
+        if size <= WHOLE_FILE_BYTES:
+            pf = pq.ParquetFile(pa.BufferReader(self._fetch(key, size)))
+            wanted = self._wanted(pf)
+            yield self._to_logical(pf.read(columns=wanted, use_threads=False), wanted, key)
+            return
+        with self.storage.open_input(key) as fh:
+            pf = pq.ParquetFile(fh, pre_buffer=True)
+            wanted = self._wanted(pf)
+            if pf.num_row_groups == 0:
+                yield self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key)
+            for i in range(pf.num_row_groups):
+                yield self._to_logical(pf.read_row_group(i, columns=wanted, use_threads=False), wanted, key)
+
+    def read_ahead(self, paths: Sequence[str], sizes: Sequence[int | None] | None = None) -> Iterator[pa.Table]:
+        """The rows of ``paths`` in order, chunk by chunk; up to ``READ_AHEAD_BYTES`` of the
+        next small files are fetched and decoded on a few threads meanwhile."""
+        sizes = list(sizes) if sizes is not None else [None] * len(paths)
+        local = self.storage.root.startswith(("file:", "memory:"))
+        threads = LOCAL_READ_THREADS if local else READ_THREADS
+        pool = ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths))))
+        queue: deque[tuple[str, int | None, Future[pa.Table] | None]] = deque()
+        ahead = 0  # bytes of the small files submitted and not yet handed on
+        try:
+            for path, size in zip(paths, sizes):
+                if size is None or size > WHOLE_FILE_BYTES:
+                    queue.append((path, size, None))  # read in turn, row group by row group
+                    continue
+                while queue and ahead + size > READ_AHEAD_BYTES:
+                    ahead -= yield from self._take(queue.popleft())
+                queue.append((path, size, pool.submit(self.read, path, size=size)))
+                ahead += size
+            while queue:
+                yield from self._take(queue.popleft())
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _take(self, entry: tuple[str, int | None, Future[pa.Table] | None]) -> Generator[pa.Table, None, int]:
+        """Yield one queued file's rows; returns the read-ahead bytes it released."""
+        path, size, future = entry
+        if future is None:
+            yield from self.chunks(path, size=size)
+            return 0
+        yield future.result()
+        return size or 0
+
+    def _fetch(self, key: str, size: int) -> pa.Buffer:
+        """The whole file in one Arrow buffer (Arrow's allocator, not the Python heap: many
+        threads churning through small files would otherwise fragment and grow it)."""
+        buf = pa.allocate_buffer(size)
+        view = memoryview(buf)
+        done = 0
+        with self.storage.open_input(key) as fh:
+            while done < size:
+                n = fh.readinto(view[done:])
+                if not n:
+                    break
+                done += n
+            extra = fh.read(1) if done == size else b""
+        view.release()
+        if extra:  # larger than the log says: do not trust the size, read all of it
+            return pa.py_buffer(self.storage.read(key))
+        return buf if done == size else buf.slice(0, done)
+
+    def _wanted(self, pf: pq.ParquetFile) -> list[str]:
+        present = set(pf.schema_arrow.names)
+        return [f.name for f in self.physical if f.name in present]
+
+    def _to_logical(self, raw: pa.Table, wanted: Sequence[str], key: str) -> pa.Table:
+        present = set(wanted)
+        arrays = []
+        for phys, logi in zip(self.physical, self.logical):
+            if phys.name in present:
+                col = raw.column(phys.name)
+                if pa.types.is_dictionary(col.type):
+                    col = col.cast(col.type.value_type)
+                if col.type != phys.type:
+                    try:
+                        col = col.cast(phys.type)
+                    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
+                        raise MaintenanceError(
+                            f"column {logi.name!r} of {self.storage.uri(key)} is {col.type}, which cannot be "
+                            f"read as the table's {phys.type}: {exc}", path=self.storage.root,
+                        ) from exc
+                if phys.type != logi.type:  # nested physical names -> logical: same layout
+                    col = pa.chunked_array([c.view(logi.type) for c in col.chunks], type=logi.type)
+            else:
+                col = pa.chunked_array([pa.nulls(raw.num_rows, logi.type)], type=logi.type)
+            arrays.append(col)
+        return pa.Table.from_arrays(arrays, schema=self.schema)
 
 
 def read_data_file(
     storage: Storage, path: str, metadata: Metadata, *, columns: Sequence[str] | None = None,
+    size: int | None = None,
 ) -> pa.Table:
     """The rows of the data file at ``path`` (as in the log), logical names, no partition columns;
     only the top-level ``columns`` given (logical names) when set."""
-    key = log_path_to_key(path, storage.root)
-    physical, logical = _physical_and_logical(metadata)
-    if columns is not None:
-        keep = [i for i, f in enumerate(logical) if f.name in set(columns)]
-        physical = pa.schema([physical.field(i) for i in keep])
-        logical = pa.schema([logical.field(i) for i in keep])
-    with storage.open_input(key) as fh:
-        pf = pq.ParquetFile(fh)
-        present = set(pf.schema_arrow.names)
-        wanted = [f.name for f in physical if f.name in present]
-        raw = pf.read(columns=wanted)
-    arrays = []
-    for phys, logi in zip(physical, logical):
-        if phys.name in present:
-            col = raw.column(phys.name)
-            if pa.types.is_dictionary(col.type):
-                col = col.cast(col.type.value_type)
-            if col.type != phys.type:
-                try:
-                    col = col.cast(phys.type)
-                except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise MaintenanceError(
-                        f"column {logi.name!r} of {storage.uri(key)} is {col.type}, which cannot be "
-                        f"read as the table's {phys.type}: {exc}", path=storage.root,
-                    ) from exc
-            if phys.type != logi.type:  # nested physical names -> logical: same layout
-                col = pa.chunked_array([c.view(logi.type) for c in col.chunks], type=logi.type)
-        else:
-            col = pa.chunked_array([pa.nulls(raw.num_rows, logi.type)], type=logi.type)
-        arrays.append(col)
-    return pa.Table.from_arrays(arrays, schema=pa.schema([f.with_nullable(True) for f in logical]))
+    return DataFileReader(storage, metadata, columns=columns).read(path, size=size)
 
 
 def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, str | None]) -> dict[str, Any]:
@@ -114,13 +209,13 @@ def rewrite_files(
     *,
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
+    sizes: Sequence[int | None] | None = None,
 ) -> Add:
-    """Read ``paths`` (files of one partition) and write them as one file; returns its ``add``.
-
-    Files are read on a few threads: small-file reads are latency-bound (object stores above
-    all) and pyarrow decodes without holding the GIL. Row order follows ``paths``.
-    """
-    with ThreadPoolExecutor(max_workers=max(1, min(READ_THREADS, len(paths)))) as pool:
-        tables = list(pool.map(lambda p: read_data_file(storage, p, metadata), paths))
-    data = pa.concat_tables(tables) if tables else logical_data_schema(metadata).empty_table()
-    return write_rewritten(storage, data, metadata=metadata, partition_values=partition_values)
+    """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
+    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``."""
+    reader = DataFileReader(storage, metadata)
+    add = write_data_file_batches(
+        storage, reader.read_ahead(paths, sizes), metadata=metadata,
+        partition_values=logical_partition_values(metadata, partition_values), data_change=False,
+    )
+    return dataclasses.replace(add, partition_values=dict(partition_values))

@@ -1,6 +1,7 @@
 """Committing a rewrite batch (compaction, Z-order): remove the inputs, add the outputs.
 
-One batch = one OPTIMIZE commit with ``dataChange=false`` on every action. The transaction
+The maintenance policy over ``delta_core.write.commit_rewrite``, which makes one batch one
+OPTIMIZE commit with ``dataChange=false`` on every action. That commit
 marks every input file as read, so a concurrent commit that removed one of them raises
 ``ConcurrentDeleteReadError`` (the batch is abandoned cleanly: its new files are deleted and
 nothing is committed), while a concurrent blind append never conflicts (a commit that changes
@@ -15,25 +16,25 @@ leaves them, as orphans are harmless and vacuum removes them).
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.actions import Add, DeletionVectorDescriptor, Remove
+from delta_core.actions import Add
 from delta_core.errors import (
     CommitConflictError,
-    DeltaError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
+    DeltaError,
     MetadataChangedError,
     ProtocolChangedError,
     StorageError,
 )
+from delta_core.file_actions import file_keys, iter_adds
 from delta_core.partition_values import url_decode_path
-from delta_core.transaction import Transaction
+from delta_core.write import commit_rewrite as commit_rewrite_once
 
 log = logging.getLogger(__name__)
 
@@ -57,57 +58,12 @@ def live_subset(snapshot: Any, paths: Sequence[str]) -> pa.Table:
     return files.filter(mask)
 
 
-def all_live(snapshot: Any, paths: Sequence[str], dv_ids: Mapping[str, str | None] | None = None) -> bool:
-    """Every input is still live (and, when given, with the same deletion vector)."""
+def all_live(snapshot: Any, paths: Sequence[str], keys: Collection[str] | None = None) -> bool:
+    """Every input is still live (and, given the inputs' ``file_keys``, with the same deletion vector)."""
     live = live_subset(snapshot, paths)
     if live.num_rows != len(set(paths)):
         return False
-    if dv_ids is None or "deletion_vector" not in live.column_names:
-        return True
-    for row in live.select(["path", "deletion_vector"]).to_pylist():
-        if _dv_id(row["deletion_vector"]) != dv_ids.get(row["path"]):
-            return False
-    return True
-
-
-def _dv_id(d: Mapping[str, Any] | None) -> str | None:
-    return _dv(d).unique_id if d else None
-
-
-def _dv(d: Mapping[str, Any] | None) -> DeletionVectorDescriptor | None:
-    if not d:
-        return None
-    return DeletionVectorDescriptor(
-        storage_type=d["storageType"], path_or_inline_dv=d["pathOrInlineDv"],
-        size_in_bytes=int(d["sizeInBytes"]), cardinality=int(d["cardinality"]),
-        offset=None if d.get("offset") is None else int(d["offset"]),
-    )
-
-
-def removes_for(snapshot: Any, paths: Sequence[str], *, deletion_timestamp: int) -> list[Remove]:
-    """``remove`` actions (``dataChange=false``, extended metadata) for live ``paths``."""
-    rows = live_subset(snapshot, paths).to_pylist()
-    out = []
-    for r in rows:
-        out.append(Remove(
-            path=r["path"],
-            deletion_timestamp=deletion_timestamp,
-            data_change=False,
-            extended_file_metadata=True,
-            partition_values=_as_dict(r.get("partition_values")),
-            size=r.get("size"),
-            stats=r.get("stats"),
-            tags=_as_dict(r.get("tags")) or None,
-            deletion_vector=_dv(r.get("deletion_vector")),
-            base_row_id=r.get("base_row_id"),
-            default_row_commit_version=r.get("default_row_commit_version"),
-        ))
-    return out
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    # Arrow maps come back from to_pylist() as lists of (key, value) pairs.
-    return {} if value is None else dict(value)
+    return keys is None or set(file_keys(live).to_pylist()) == set(keys)
 
 
 def commit_rewrite(
@@ -120,25 +76,20 @@ def commit_rewrite(
     operation_metrics: Mapping[str, Any],
     max_conflict_retries: int = MAX_CONFLICT_RETRIES,
 ) -> BatchOutcome:
-    """Commit one rewrite batch; see the module docstring for the conflict rules."""
-    dv_ids = {r["path"]: _dv_id(r.get("deletion_vector"))
-              for r in live_subset(snapshot, input_paths).select(
-                  [c for c in ("path", "deletion_vector") if c in snapshot.files.column_names]).to_pylist()}
+    """Commit one rewrite batch (``write.commit_rewrite``) under the module docstring's rules."""
+    keys = set(file_keys(live_subset(snapshot, input_paths)).to_pylist())
     attempts = 0
     current = snapshot
     while True:
         attempts += 1
-        if not all_live(current, input_paths, dv_ids):
+        if not all_live(current, input_paths, keys):
             _discard(table, adds)
             return BatchOutcome(None, "aborted", "an input file is no longer live", attempts)
-        txn = Transaction(table, read_snapshot=current, operation=OPTIMIZE,
-                          operation_parameters=operation_parameters)
-        txn.mark_files_read(input_paths)
-        txn.add_actions(removes_for(current, input_paths, deletion_timestamp=int(time.time() * 1000)))
-        txn.add_actions(adds)
-        txn.set_operation_metrics(operation_metrics)
         try:
-            result = txn.commit()
+            result = commit_rewrite_once(
+                table, removed=list(iter_adds(live_subset(current, input_paths))), added=adds,
+                operation=OPTIMIZE, operation_parameters=operation_parameters, read_snapshot=current,
+                metrics=operation_metrics, discard_on_failure=False)
         except _ABORTING as exc:
             _discard(table, adds)
             log.info("table=%s attempt=%d rewrite batch abandoned: %s", table.uri, attempts, exc.kind)

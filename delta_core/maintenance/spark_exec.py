@@ -1,12 +1,13 @@
-"""Running maintenance work on Spark: tasks as rows, executed with ``mapInArrow``.
+"""Running maintenance work on Spark: one Python call per payload, spread over tasks.
 
-Compaction needs no shuffle: the driver turns each bin into one row (a pickled payload holding
-the picklable ``Storage``, the table ``Metadata`` and the file paths), parallelises the rows
-round-robin over a few tasks per core (largest first, so the long bins start early and spread
-evenly), and a ``mapInArrow``
-function calls a plain Python function on each payload inside the executor. Results (``add``
-actions as JSON) come back through ``toArrow()``. The same helper serves any "one task per
-row" job (Z-order's file reads, parallel deletes).
+Compaction needs no shuffle: the driver turns each bin into a payload (the picklable
+``Storage``, the table ``Metadata`` and the file paths) and ``run_tasks`` runs a plain Python
+function on each payload inside the executors, through the RDD API: one Python stage, no
+DataFrame conversions, no Arrow round trip for a handful of small results (``add`` actions as
+JSON), which keeps the fixed cost of a job low. Payloads are spread round-robin over a few
+tasks per core (callers pass them largest first, so the long bins start early and the waves
+stay even). ``payload_frame`` is the DataFrame flavour (``mapInArrow``) for work whose rows must
+go on through Spark (Z-order's file reads feed a shuffle).
 
 pyspark is imported lazily; nothing in delta_core needs it at import time.
 """
@@ -29,22 +30,15 @@ if TYPE_CHECKING:  # pragma: no cover
 log = logging.getLogger(__name__)
 
 TASK_SCHEMA = "task_id long, payload binary"
-RESULT_SCHEMA = "task_id long, result string"
 MAX_SLICES = 10_000
 TASKS_PER_CORE = 4  # per-task overhead is ~0.1 s: a few waves balance load without paying it per file
 
 
-def _task_runner(fn: Callable[[Any], list[str]]) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for batch in batches:
-            ids = batch.column("task_id").to_pylist()
-            payloads = batch.column("payload").to_pylist()
-            for task_id, payload in zip(ids, payloads):
-                results = fn(pickle.loads(payload))
-                yield pa.RecordBatch.from_pydict(
-                    {"task_id": [task_id] * len(results), "result": results},
-                    schema=pa.schema([("task_id", pa.int64()), ("result", pa.string())]),
-                )
+def _task_runner(fn: Callable[[Any], list[str]]) -> Callable[[Iterator[tuple[int, Any]]], Iterator[tuple[int, str]]]:
+    def run(rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, str]]:
+        for task_id, payload in rows:
+            for result in fn(payload):
+                yield task_id, result
 
     return run
 
@@ -54,12 +48,17 @@ def default_slices(spark: "SparkSession", n: int) -> int:
     return max(1, min(n, MAX_SLICES, spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
 
 
+def _round_robin(n: int, k: int) -> list[int]:
+    """Indexes ``0..n-1`` ordered so that ``parallelize(..., k)``'s contiguous slices deal them out
+    round-robin: slice ``j`` gets ``j, j+k, j+2k, ...``."""
+    return [i for start in range(k) for i in range(start, n, k)]
+
+
 def tasks_frame(spark: "SparkSession", payloads: Sequence[Any], *, slices: int | None = None) -> "DataFrame":
     """A DataFrame with one row per payload, spread over ``slices`` partitions round-robin (so
     payloads sorted largest first spread the big ones over all tasks)."""
     k = default_slices(spark, len(payloads)) if slices is None else max(1, min(slices, len(payloads)))
-    order = [i for start in range(k) for i in range(start, len(payloads), k)]
-    rows = [(i, pickle.dumps(payloads[i])) for i in order]
+    rows = [(i, pickle.dumps(payloads[i])) for i in _round_robin(len(payloads), k)]
     return spark.sparkContext.parallelize(rows, numSlices=k).toDF(TASK_SCHEMA)
 
 
@@ -112,12 +111,23 @@ def run_tasks(
     ``fn`` must be a module-level function (importable on executors). A failed task fails the
     job; the error is re-raised as ``MaintenanceError`` carrying the Spark message.
     """
+    from pyspark.errors import PySparkException
+    from py4j.protocol import Py4JError
+
     if not payloads:
         return []
-    frame = tasks_frame(spark, payloads, slices=slices).mapInArrow(_task_runner(fn), RESULT_SCHEMA)
-    table = collect_arrow(frame, description=description)
+    sc = spark.sparkContext
+    k = default_slices(spark, len(payloads)) if slices is None else max(1, min(slices, len(payloads)))
+    rows = [(i, payloads[i]) for i in _round_robin(len(payloads), k)]
+    sc.setJobDescription(description)
+    try:
+        results = sc.parallelize(rows, numSlices=k).mapPartitions(_task_runner(fn)).collect()
+    except (PySparkException, Py4JError) as exc:
+        raise MaintenanceError(f"{description} failed on Spark: {_first_line(exc)}") from exc
+    finally:
+        sc.setJobDescription(None)
     out: list[list[str]] = [[] for _ in payloads]
-    for task_id, result in zip(table.column("task_id").to_pylist(), table.column("result").to_pylist()):
+    for task_id, result in results:
         out[task_id].append(result)
     return out
 

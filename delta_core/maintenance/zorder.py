@@ -135,7 +135,8 @@ def _spark_schema(arrow_schema: pa.Schema) -> Any:
 
 def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
     """Spark task: evenly spaced rows of the clustering columns of one file, with its partition."""
-    data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"])
+    data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"],
+                          size=payload["size"])
     data = data.select(payload["columns"])
     k = min(data.num_rows, max(1, math.ceil(data.num_rows * payload["fraction"])))
     if data.num_rows:
@@ -147,7 +148,7 @@ def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
 
 def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
     def read(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        data = read_data_file(payload["storage"], payload["path"], payload["metadata"])
+        data = read_data_file(payload["storage"], payload["path"], payload["metadata"], size=payload["size"])
         keys = layout.keys(data)
         data = data.append_column(FILE_COL, pa.array(layout.file_ids(payload["part"], keys), pa.int32()))
         data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
@@ -198,7 +199,7 @@ def _run_batch(
     total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
     file_payloads = [
-        {"storage": table.storage, "metadata": metadata, "path": f.path, "part": i,
+        {"storage": table.storage, "metadata": metadata, "path": f.path, "size": f.size, "part": i,
          "columns": list(plan.columns), "fraction": fraction}
         for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]

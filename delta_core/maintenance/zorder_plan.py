@@ -21,7 +21,9 @@ import pyarrow as pa
 from delta_core.errors import ConfigError
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
+    FileGroup,
     FileRef,
+    batch_bins,
     check_no_deletion_vectors,
     partition_key_columns,
     resolve_sizes,
@@ -37,17 +39,8 @@ _ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "
 
 
 @dataclass(frozen=True, slots=True)
-class PartitionFiles:
-    partition_values: tuple[tuple[str, str | None], ...]
-    files: tuple[FileRef, ...]
-
-    @property
-    def total_size(self) -> int:
-        return sum(f.size for f in self.files)
-
-    @property
-    def paths(self) -> list[str]:
-        return [f.path for f in self.files]
+class PartitionFiles(FileGroup):
+    """All selected files of one partition, clustered together into one or more files."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,18 +72,8 @@ class ZOrderPlan:
         return max(len(parts), math.ceil(total / self.target_size)) if parts else 0
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[PartitionFiles, ...]]:
-        out: list[tuple[PartitionFiles, ...]] = []
-        current: list[PartitionFiles] = []
-        size = 0
-        for p in self.partitions:
-            if current and size + p.total_size > max_bytes:
-                out.append(tuple(current))
-                current, size = [], 0
-            current.append(p)
-            size += p.total_size
-        if current:
-            out.append(tuple(current))
-        return out
+        """Consecutive groups of partitions of at most ``max_bytes`` input (at least one each)."""
+        return batch_bins(self.partitions, max_bytes)
 
     def operation_parameters(self) -> dict[str, Any]:
         return {

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from delta_core.actions import Add, CommitInfo, Metadata, Protocol, Remove, Txn
+from delta_core.commit_summary import CommitSummary
 from delta_core.conflict import (
-    SERIALIZABLE, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, TransactionReadInfo, WinningCommitSummary,
-    check_conflicts,
+    SERIALIZABLE, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, TransactionReadInfo, check_conflicts,
 )
 from delta_core.errors import (
     ConcurrentAppendError, ConcurrentDeleteDeleteError, ConcurrentDeleteReadError,
@@ -23,9 +23,9 @@ def rm(path: str, *, data_change: bool = True) -> Remove:
     return Remove(path, 0, data_change)
 
 
-def winner(*actions, blind: bool = False) -> WinningCommitSummary:
+def winner(*actions, blind: bool = False) -> CommitSummary:
     info = CommitInfo({"operation": "WRITE", "isBlindAppend": blind})
-    return WinningCommitSummary.from_actions(5, [info, *actions])
+    return CommitSummary.from_actions(5, [info, *actions])
 
 
 def txn(actions=(), **kw) -> TransactionReadInfo:

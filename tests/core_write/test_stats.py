@@ -9,11 +9,9 @@ import json
 import pyarrow as pa
 import pytest
 
-from delta_core.stats_collect import (
-    collect_stats, parse_stats_column, stats_json, stats_parsed_type, truncate_max_string,
-    truncate_min_string,
-)
 from delta_core.schema import schema_from_arrow
+from delta_core.stats import parse_stats_struct, stats_parsed_type
+from delta_core.stats_collect import collect_stats, stats_json, truncate_max_string, truncate_min_string
 
 MAX = "\U0010ffff"
 
@@ -107,9 +105,10 @@ def test_stats_parse_back_into_struct():
     data = pa.table({"a": [1, 2], "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)] * 2,
                      "d": [dt.date(2024, 1, 1), None], "dec": [decimal.Decimal("1.25"), None],
                      "st": [{"x": "u"}, {"x": "v"}]}, schema=schema)
-    target = stats_parsed_type(schema_from_arrow(schema))
     col = pa.array([stats_json(data), None], pa.string())
-    parsed = parse_stats_column(col, target).to_pylist()
+    parsed = parse_stats_struct(col, schema_from_arrow(schema))
+    assert parsed.type == stats_parsed_type(schema_from_arrow(schema))
+    parsed = parsed.to_pylist()
     assert parsed[1] == {"numRecords": None, "minValues": None, "maxValues": None, "nullCount": None}
     assert parsed[0]["numRecords"] == 2
     assert parsed[0]["minValues"]["ts"] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)

@@ -1,0 +1,52 @@
+"""Arrow arrays and scalars from Python values without pyarrow's pandas probe.
+
+``pa.array``, ``pa.scalar`` and compute calls given a Python literal check whether the value
+is a pandas object, which imports pandas (0.3-0.9 s per process) whenever it is installed.
+The log read path (snapshot loading, replay) builds its few constants and index arrays here,
+through the buffer protocol, so a process that only reads a table never pays that import.
+"""
+
+from __future__ import annotations
+
+from array import array
+from typing import Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+_CODES = {pa.int32(): "i", pa.int64(): "q", pa.uint8(): "B", pa.uint64(): "Q"}
+
+
+def int_array(values: Iterable[int], typ: pa.DataType = pa.int64()) -> pa.Array:
+    """A non-null integer array (``typ`` one of int32, int64, uint8, uint64)."""
+    buf = array(_CODES[typ], values)
+    return pa.Array.from_buffers(typ, len(buf), [None, pa.py_buffer(buf)])
+
+
+def int_scalar(value: int, typ: pa.DataType = pa.int64()) -> pa.Scalar:
+    return int_array([value], typ)[0]
+
+
+def bool_array(values: Iterable[bool]) -> pa.Array:
+    """A non-null boolean array."""
+    flags = list(values)
+    bits = bytearray((len(flags) + 7) // 8)
+    for i, v in enumerate(flags):
+        if v:
+            bits[i >> 3] |= 1 << (i & 7)
+    return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(bytes(bits))])
+
+
+def string_scalar(value: str) -> pa.Scalar:
+    data = value.encode("utf-8")
+    return pa.StringArray.from_buffers(1, pa.py_buffer(array("i", [0, len(data)])), pa.py_buffer(data))[0]
+
+
+def repeat_string(value: str, n: int) -> pa.Array:
+    """``value`` ``n`` times (a string array)."""
+    return pc.fill_null(pa.nulls(n, pa.string()), string_scalar(value))
+
+
+def empty_table(schema: pa.Schema) -> pa.Table:
+    """A table with no rows (``Schema.empty_table`` goes through the pandas probe)."""
+    return pa.Table.from_batches([], schema=schema)

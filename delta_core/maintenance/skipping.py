@@ -1,0 +1,75 @@
+"""How well min/max statistics let point queries skip files (the z-order effect, measured).
+
+PROTOCOL.md "Per-file Statistics": a file must be read for ``col = v`` unless its
+``[minValues, maxValues]`` excludes ``v``; a file without statistics is always read. Probe
+values are spread evenly between the column's smallest minimum and largest maximum (numeric
+columns) or over its distinct file minimums (others). Pure and columnar: only the snapshot's
+``file_stats()`` is read.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.stats import MAX_PREFIX, MIN_PREFIX
+
+if TYPE_CHECKING:
+    from delta_core.snapshot import Snapshot
+
+DEFAULT_PROBES = 32
+
+
+def probe_values(snapshot: "Snapshot", columns: Sequence[str], *,
+                 probes: int = DEFAULT_PROBES) -> dict[str, pa.Array]:
+    """Up to ``probes`` evenly spread values per column (columns without stats are left out)."""
+    stats = snapshot.file_stats()
+    out: dict[str, pa.Array] = {}
+    for col in columns:
+        name = MIN_PREFIX + col
+        if name not in stats.column_names:
+            continue
+        lo = stats.column(name)
+        hi_name = MAX_PREFIX + col
+        if (pa.types.is_integer(lo.type) or pa.types.is_floating(lo.type)) and hi_name in stats.column_names:
+            first, last = pc.min(lo).as_py(), pc.max(stats.column(hi_name)).as_py()
+            if first is None or last is None:
+                continue
+            step = (last - first) / probes
+            values = [first + step * (i + 0.5) for i in range(probes)]
+            out[col] = pa.array(values, pa.float64()).cast(lo.type, safe=False)
+            continue
+        distinct = pc.unique(lo.drop_null()).sort() if stats.num_rows else pa.array([])
+        if len(distinct) == 0:
+            continue
+        step = max(1, len(distinct) // probes)
+        out[col] = distinct.take(pa.array(range(0, len(distinct), step)))
+    return out
+
+
+def skipped_shares(snapshot: "Snapshot", probes: Mapping[str, pa.Array]) -> dict[str, list[float]]:
+    """Per column with min/max stats, the share of live files that ``col = v`` skips, per probe ``v``."""
+    stats = snapshot.file_stats()
+    n = stats.num_rows
+    out: dict[str, list[float]] = {}
+    for col, values in probes.items():
+        lo_name, hi_name = MIN_PREFIX + col, MAX_PREFIX + col
+        if n == 0 or lo_name not in stats.column_names or hi_name not in stats.column_names:
+            continue
+        lo, hi = stats.column(lo_name), stats.column(hi_name)
+        shares = out[col] = []
+        for value in values:
+            v = value.cast(lo.type) if value.type != lo.type else value
+            must_read = pc.fill_null(pc.and_(pc.less_equal(lo, v), pc.greater_equal(hi, v)), True)
+            read = pc.sum(pc.cast(must_read, pa.int64())).as_py() or 0
+            shares.append(1.0 - read / n)
+    return out
+
+
+def skipped_file_ratio(snapshot: "Snapshot", probes: Mapping[str, pa.Array]) -> float | None:
+    """Mean share of live files a point query on a probe value skips (over probes and columns,
+    rounded to 4 places); None without stats."""
+    shares = [s for per_column in skipped_shares(snapshot, probes).values() for s in per_column]
+    return round(sum(shares) / len(shares), 4) if shares else None
