@@ -22,13 +22,13 @@ from __future__ import annotations
 import dataclasses
 from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Generator, Iterator, Mapping, Sequence
+from typing import Any, Generator, Iterable, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_core.actions import Add, Metadata
-from delta_core.data_writer import data_fields, table_schema, write_data_file, write_data_file_batches
+from delta_core.data_writer import data_fields, table_schema, write_data_file_batches
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.partition_values import deserialize_partition_value
@@ -68,7 +68,9 @@ class DataFileReader:
     def read(self, path: str, *, size: int | None = None) -> pa.Table:
         """All rows of the file at ``path`` (as in the log)."""
         chunks = list(self.chunks(path, size=size))
-        return chunks[0] if len(chunks) == 1 else pa.concat_tables(chunks) if chunks else self.schema.empty_table()
+        if len(chunks) == 1:
+            return chunks[0]
+        return pa.concat_tables(chunks) if chunks else self.schema.empty_table()
 
     def chunks(self, path: str, *, size: int | None = None) -> Iterator[pa.Table]:
         """The rows of the file at ``path``: the whole file at once when it is small, else one
@@ -77,7 +79,7 @@ class DataFileReader:
         if size is None:
             size = self.storage.head(key).size
         if size <= WHOLE_FILE_BYTES:
-            pf = pq.ParquetFile(pa.BufferReader(self._fetch(key, size)))
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))))
             wanted = self._wanted(pf)
             yield self._to_logical(pf.read(columns=wanted, use_threads=False), wanted, key)
             return
@@ -120,24 +122,6 @@ class DataFileReader:
             return 0
         yield future.result()
         return size or 0
-
-    def _fetch(self, key: str, size: int) -> pa.Buffer:
-        """The whole file in one Arrow buffer (Arrow's allocator, not the Python heap: many
-        threads churning through small files would otherwise fragment and grow it)."""
-        buf = pa.allocate_buffer(size)
-        view = memoryview(buf)
-        done = 0
-        with self.storage.open_input(key) as fh:
-            while done < size:
-                n = fh.readinto(view[done:])
-                if not n:
-                    break
-                done += n
-            extra = fh.read(1) if done == size else b""
-        view.release()
-        if extra:  # larger than the log says: do not trust the size, read all of it
-            return pa.py_buffer(self.storage.read(key))
-        return buf if done == size else buf.slice(0, done)
 
     def _wanted(self, pf: pq.ParquetFile) -> list[str]:
         present = set(pf.schema_arrow.names)
@@ -189,15 +173,17 @@ def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, 
 
 def write_rewritten(
     storage: Storage,
-    data: pa.Table,
+    data: pa.Table | Iterable[pa.Table | pa.RecordBatch],
     *,
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
 ) -> Add:
-    """Write rows of one partition as a new file with ``dataChange=false``; the ``add`` keeps the
-    exact ``partitionValues`` strings of the files it replaces."""
-    add = write_data_file(
-        storage, data, metadata=metadata,
+    """Write rows of one partition (a table, or chunks streamed in order) as a new file with
+    ``dataChange=false``; the ``add`` keeps the exact ``partitionValues`` strings of the files it
+    replaces."""
+    chunks = [data] if isinstance(data, pa.Table) else data
+    add = write_data_file_batches(
+        storage, chunks, metadata=metadata,
         partition_values=logical_partition_values(metadata, partition_values), data_change=False,
     )
     return dataclasses.replace(add, partition_values=dict(partition_values))
@@ -214,8 +200,5 @@ def rewrite_files(
     """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
     new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``."""
     reader = DataFileReader(storage, metadata)
-    add = write_data_file_batches(
-        storage, reader.read_ahead(paths, sizes), metadata=metadata,
-        partition_values=logical_partition_values(metadata, partition_values), data_change=False,
-    )
-    return dataclasses.replace(add, partition_values=dict(partition_values))
+    return write_rewritten(storage, reader.read_ahead(paths, sizes), metadata=metadata,
+                           partition_values=partition_values)

@@ -12,13 +12,14 @@ Per batch of partitions (``plan_zorder`` decides them):
    Spark:
 3. *Shuffle* — ``repartition(n_files, __file)`` then ``sortWithinPartitions(__file, __zkey)``;
    the target file of every row is already known, so no range-partitioner sampling pass runs.
-4. *Write* — each Spark partition writes one file per ``__file`` run, full stats.
+4. *Write* — each Spark partition streams one file per ``__file`` run, full stats.
 5. *Commit* — ``OPTIMIZE`` with ``zOrderBy`` in ``operationParameters``, ``dataChange=false``,
    under the same conflict rules as compaction (``rewrite_commit``).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import math
 from dataclasses import dataclass
@@ -162,30 +163,21 @@ def _file_writer(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
-    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        pending: list[pa.RecordBatch] = []
-        current: int | None = None
-
-        def flush() -> Iterator[pa.RecordBatch]:
-            nonlocal pending
-            if pending and current is not None:
-                data = pa.Table.from_batches(pending).drop_columns([FILE_COL, KEY_COL])
-                add = write_rewritten(storage, data, metadata=metadata, partition_values=partition_of_file[current])
-                yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
-            pending = []
-
+    def runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:
         for batch in batches:
             ids = batch.column(FILE_COL).to_numpy(zero_copy_only=False)
             # Rows arrive sorted by (__file, __zkey): split the batch where the file changes.
             bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
             for lo, hi in zip(bounds, bounds[1:]):
-                if hi == lo:
-                    continue
-                if int(ids[lo]) != current:
-                    yield from flush()
-                    current = int(ids[lo])
-                pending.append(batch.slice(lo, hi - lo))
-        yield from flush()
+                if hi > lo:
+                    yield int(ids[lo]), batch.slice(lo, hi - lo).drop_columns([FILE_COL, KEY_COL])
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Each output file is streamed as its rows arrive: a task holds a row group, not a file.
+        for file_id, run in itertools.groupby(runs(batches), key=lambda r: r[0]):
+            add = write_rewritten(storage, (rows for _, rows in run), metadata=metadata,
+                                  partition_values=partition_of_file[file_id])
+            yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
 
     return write
 

@@ -11,12 +11,12 @@ def rewrite_in_fresh_process(uri: str, budget: int) -> dict[str, Any]:
     read-ahead limited to ``budget`` bytes; returns the ``add`` and the pool's peak bytes."""
     import pyarrow as pa
 
-    from delta_core import data_writer
+    from delta_core import parquet_stream
     from delta_core.maintenance import data_io
     from delta_core.maintenance.spark_exec import add_to_json
     from delta_core.table import DeltaTable
 
-    data_writer.ROW_GROUP_BYTES = budget
+    parquet_stream.ROW_GROUP_BYTES = budget
     data_io.READ_AHEAD_BYTES = budget
     table = DeltaTable(uri)
     snapshot = table.snapshot()

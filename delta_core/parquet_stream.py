@@ -1,0 +1,207 @@
+"""Streaming Parquet output: one file written row group by row group into a ``Storage``.
+
+``ParquetStream`` buffers incoming Arrow tables until a row group is full, encodes it straight
+into the storage's output stream (local disk or object store alike) and lets the caller see
+each row group (``data_writer`` collects stats there), so memory stays at about one row group
+whatever the file's size. The writer options are chosen here, once, for every data file:
+snappy (as delta-rs and Delta Spark), page statistics, row groups of at most ``ROW_GROUP_ROWS``
+rows / ``ROW_GROUP_BYTES`` bytes, and dictionary encoding except where ``dictionary_columns``
+finds it would be dropped anyway (PROTOCOL.md "Data Files" leaves all of this to the writer).
+"""
+
+from __future__ import annotations
+
+from typing import IO, Callable
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from delta_core.storage.base import Storage
+
+# Snappy and page statistics, as delta-rs and Delta Spark write; dictionary encoding where it
+# can work (``dictionary_columns``).
+PARQUET_COMPRESSION = "snappy"
+# A row group holds at most this many rows (pyarrow's and parquet-rs's default) and at most about
+# this many bytes of Arrow data: the writer buffers one row group, never a whole file.
+ROW_GROUP_ROWS = 1024 * 1024
+ROW_GROUP_BYTES = 64 * 1024 * 1024
+# Values encoded per step (pyarrow's default is 1024): fewer, larger steps cost less per value;
+# pages still close near the 1 MiB data page size.
+WRITE_BATCH_SIZE = 8192
+# Bytes handed to the storage's output stream per write: few calls into Python file objects.
+OUTPUT_BUFFER_BYTES = 1024 * 1024
+# Parquet writers give up on a column chunk's dictionary once it passes this size (pyarrow's
+# ``dictionary_pagesize_limit`` default) and write the rest plain.
+DICTIONARY_PAGE_LIMIT = 1024 * 1024
+_DICTIONARY_SAMPLE = 4096
+
+
+def _plain_width(t: pa.DataType, column: pa.ChunkedArray) -> float | None:
+    """Bytes per value in a PLAIN-encoded dictionary page, or None for types left alone."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
+            or pa.types.is_large_binary(t):
+        valid = len(column) - column.null_count
+        total = pc.sum(pc.binary_length(column)).as_py() or 0
+        return 4 + total / valid if valid else None
+    if pa.types.is_boolean(t) or pa.types.is_nested(t) or pa.types.is_dictionary(t):
+        return None
+    try:
+        return max(1, t.bit_width // 8)
+    except (ValueError, AttributeError):
+        return None
+
+
+def dictionary_columns(group: pa.Table) -> bool | list[str]:
+    """What to pass as ``use_dictionary`` for a file whose first row group is ``group``.
+
+    Dictionary encoding stays on (the Parquet default), except for top-level columns whose
+    dictionary would overflow ``DICTIONARY_PAGE_LIMIT`` early in the row group anyway: there the
+    writer builds a dictionary only to drop it and write plain (random ids, hashes, floats), which
+    costs about as much as the encoding itself. Test: if the dictionary of the first ``2L`` rows
+    fitted (``L`` = values that fit the limit), those rows would hold at most ``L`` distinct values,
+    and ``m`` rows sampled from them would repeat at least ``m**2 / 2L`` times on average; a
+    seeded random sample repeating under a quarter of that means the dictionary does not fit.
+    Skewed or clustered data repeats more, so errors lean to keeping the dictionary.
+    """
+    import numpy as np
+
+    if group.num_rows < 4 * _DICTIONARY_SAMPLE:
+        return True  # too few rows to tell, and a dictionary this small costs little
+    plain: set[str] = set()
+    rng = np.random.default_rng(0)
+    for field, column in zip(group.schema, group.columns):
+        head = column.slice(0, 4 * _DICTIONARY_SAMPLE)
+        width = _plain_width(field.type, head)
+        if width is None:
+            continue
+        fits = DICTIONARY_PAGE_LIMIT / width  # L
+        rows = int(min(group.num_rows, 2 * fits))
+        if rows <= fits or rows < 4 * _DICTIONARY_SAMPLE:
+            continue  # the dictionary cannot overflow here, or too few rows to tell
+        sample = column.take(pa.array(np.sort(rng.choice(rows, _DICTIONARY_SAMPLE, replace=False))))
+        valid = len(sample) - sample.null_count
+        repeats = valid - pc.count_distinct(sample, mode="only_valid").as_py()
+        if valid >= _DICTIONARY_SAMPLE // 2 and repeats < valid * valid / (8 * fits):
+            plain.add(field.name)
+    if not plain:
+        return True
+    return [path for path in _parquet_leaf_paths(group.schema) if path.split(".", 1)[0] not in plain]
+
+
+def _parquet_leaf_paths(schema: pa.Schema) -> list[str]:
+    """Dotted Parquet paths of the leaf columns ``schema`` is written as (``a``, ``s.x``,
+    ``l.list.element``): the names ``use_dictionary`` takes."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(schema.empty_table(), sink)
+    meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
+    return [meta.schema.column(i).path for i in range(meta.num_columns)]
+
+
+class ParquetStream:
+    """One Parquet file at ``key`` written from a stream of tables (all with ``schema``).
+
+    Incoming rows are buffered until a row group is full (``row_group_rows`` rows or
+    ``row_group_bytes`` bytes of Arrow data), then encoded straight into
+    ``storage.open_output(key)`` through a write buffer; ``on_row_group`` sees each row group
+    just before it is written. The output is opened with the first row group, so a stream that
+    fails early leaves nothing behind; one that fails later is deleted by ``abort``.
+    """
+
+    def __init__(
+        self,
+        storage: Storage,
+        key: str,
+        schema: pa.Schema,
+        *,
+        row_group_rows: int | None = None,
+        row_group_bytes: int | None = None,
+        on_row_group: Callable[[pa.Table], None] | None = None,
+    ) -> None:
+        self.storage = storage
+        self.key = key
+        self.schema = schema
+        self.row_group_rows = max(1, ROW_GROUP_ROWS if row_group_rows is None else row_group_rows)
+        self.row_group_bytes = max(1, ROW_GROUP_BYTES if row_group_bytes is None else row_group_bytes)
+        self.on_row_group = on_row_group
+        self.num_rows = 0
+        self.num_row_groups = 0
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._pending_bytes = 0
+        self._file: IO[bytes] | None = None
+        self._sink: pa.NativeFile | None = None
+        self._writer: pq.ParquetWriter | None = None
+
+    def write(self, data: pa.Table) -> None:
+        if data.num_rows == 0:
+            return
+        self._pending.append(data)
+        self._pending_rows += data.num_rows
+        self._pending_bytes += data.nbytes
+        while self._pending_rows >= self.row_group_rows or self._pending_bytes >= self.row_group_bytes:
+            self._flush_row_group()
+
+    def _flush_row_group(self) -> None:
+        buffered = pa.concat_tables(self._pending) if len(self._pending) > 1 else self._pending[0]
+        rows = self._pending_rows
+        # As many rows as fit both limits (by the average row width of what is buffered).
+        take = min(rows, self.row_group_rows,
+                   max(1, self.row_group_bytes * rows // max(1, self._pending_bytes)))
+        group = buffered.slice(0, take) if take < rows else buffered
+        rest = buffered.slice(take) if take < rows else None
+        self._write_group(group)
+        self._pending = [rest] if rest is not None else []
+        self._pending_rows = rows - take
+        self._pending_bytes = rest.nbytes if rest is not None else 0
+
+    def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
+        if self._writer is None:
+            use_dictionary = dictionary_columns(first) if first is not None else True
+            self._file = self.storage.open_output(self.key)
+            self._sink = pa.output_stream(self._file, buffer_size=OUTPUT_BUFFER_BYTES)
+            self._writer = pq.ParquetWriter(self._sink, self.schema, compression=PARQUET_COMPRESSION,
+                                            use_dictionary=use_dictionary, write_statistics=True,
+                                            write_batch_size=WRITE_BATCH_SIZE)
+        return self._writer
+
+    def _write_group(self, group: pa.Table) -> None:
+        if self.on_row_group is not None:
+            self.on_row_group(group)
+        self._open(group).write_table(group, row_group_size=group.num_rows)
+        self.num_rows += group.num_rows
+        self.num_row_groups += 1
+
+    def close(self) -> int:
+        """Write what is buffered and the footer; returns the file's size in bytes."""
+        if self._pending_rows:
+            self._flush_row_group()
+        writer = self._open(None)  # a stream without rows still makes a valid (empty) file
+        writer.close()
+        assert self._sink is not None and self._file is not None
+        size = self._sink.tell()
+        self._sink.close()
+        self._file.close()  # commits the object on stores that upload on close
+        return size
+
+    def abort(self) -> None:
+        """Drop the partial file (best effort: the caller is already handling a failure)."""
+        self._pending = []
+        if self._file is None:
+            return
+        try:
+            if self._sink is not None:
+                self._sink.close()
+            self._file.close()
+        except OSError:
+            pass
+        try:
+            self.storage.delete(self.key)
+        except OSError:
+            pass
+
+
+__all__ = [
+    "DICTIONARY_PAGE_LIMIT", "OUTPUT_BUFFER_BYTES", "PARQUET_COMPRESSION", "ROW_GROUP_BYTES", "ROW_GROUP_ROWS",
+    "WRITE_BATCH_SIZE", "ParquetStream", "dictionary_columns",
+]
