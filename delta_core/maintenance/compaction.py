@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 from delta_core.errors import UnsupportedTableForOperationError
 from delta_core.maintenance.compaction_plan import (
@@ -25,7 +25,7 @@ from delta_core.maintenance.compaction_plan import (
 )
 from delta_core.maintenance.data_io import rewrite_files
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import all_live, commit_rewrite, file_size_metrics, live_subset
+from delta_core.maintenance.rewrite_commit import live_subset, run_rewrite_batches
 from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
 from delta_core.table_features import check_write_supported
 
@@ -85,56 +85,27 @@ def compact(
     batches = plan.batches(batch_size_bytes)
     if batches:
         spark = resolve_spark(spark)
-    versions: list[int] = []
-    removed_files = added_files = removed_bytes = added_bytes = aborted = 0
-    current = snapshot
-    for index, batch in enumerate(batches, 1):
-        if index > 1:
-            current = table.snapshot()
-            live = tuple(b for b in batch if all_live(current, b.paths))
-            if len(live) < len(batch):
-                log.info("table=%s batch %d: %d bin(s) dropped, their inputs changed", table.uri, index,
-                         len(batch) - len(live))
-            batch = live
-            if not batch:
-                continue
+
+    def rewrite(current: Any, batch: Sequence[Bin], label: str) -> list[Any]:
         _refuse_dv_bins(current, batch, table.uri)
         payloads = [
             {"storage": table.storage, "metadata": current.metadata, "paths": b.paths,
              "sizes": [f.size for f in b.files], "partition_values": b.partition_dict}
             for b in sorted(batch, key=lambda b: -b.total_size)
         ]
-        results = run_tasks(spark, _compact_bin, payloads,
-                            description=f"compaction batch {index}/{len(batches)} of {table.uri}")
-        adds = [add_from_json(r) for rs in results for r in rs]
-        inputs = [p for b in batch for p in b.paths]
-        in_bytes = sum(b.total_size for b in batch)
-        out_bytes = sum(a.size for a in adds)
-        metrics = {
-            "numRemovedFiles": len(inputs), "numAddedFiles": len(adds),
-            "numRemovedBytes": in_bytes, "numAddedBytes": out_bytes,
-            **file_size_metrics(adds),
-            "numBatches": 1, "totalConsideredFiles": plan.files_considered,
-            "totalFilesSkipped": plan.files_considered - plan.num_input_files,
-            "numDeletionVectorsRemoved": 0, "preserveInsertionOrder": True,
-        }
-        outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
-                                 operation_parameters=plan.operation_parameters(), operation_metrics=metrics)
-        if outcome.version is None:
-            aborted += 1
-            log.warning("table=%s compaction batch %d/%d not committed: %s", table.uri, index, len(batches),
-                        outcome.reason)
-            continue
-        versions.append(outcome.version)
-        removed_files += len(inputs)
-        added_files += len(adds)
-        removed_bytes += in_bytes
-        added_bytes += out_bytes
-        log.info("table=%s version=%d compaction batch %d/%d committed: %d -> %d files",
-                 table.uri, outcome.version, index, len(batches), len(inputs), len(adds))
+        results = run_tasks(spark, _compact_bin, payloads, description=label)
+        return [add_from_json(r) for rs in results for r in rs]
+
+    tally = run_rewrite_batches(
+        table, snapshot, batches, rewrite=rewrite, label="compaction",
+        operation_parameters=plan.operation_parameters(),
+        extra_metrics={"totalConsideredFiles": plan.files_considered,
+                       "totalFilesSkipped": plan.files_considered - plan.num_input_files,
+                       "preserveInsertionOrder": True},
+    )
     return CompactionMetrics(
-        version=versions[-1] if versions else None,
-        versions=tuple(versions),
+        version=tally.versions[-1] if tally.versions else None,
+        versions=tally.versions,
         read_version=snapshot.version,
         target_size=plan.target_size,
         min_file_size=plan.min_file_size,
@@ -144,12 +115,12 @@ def compact(
         partitions_compacted=plan.partitions_compacted,
         num_bins=len(plan.bins),
         num_batches=len(batches),
-        batches_committed=len(versions),
-        batches_aborted=aborted,
-        num_removed_files=removed_files,
-        num_added_files=added_files,
-        removed_bytes=removed_bytes,
-        added_bytes=added_bytes,
+        batches_committed=len(tally.versions),
+        batches_aborted=tally.batches_aborted,
+        num_removed_files=tally.num_removed_files,
+        num_added_files=tally.num_added_files,
+        removed_bytes=tally.removed_bytes,
+        added_bytes=tally.added_bytes,
         duration_seconds=watch.seconds(),
     )
 

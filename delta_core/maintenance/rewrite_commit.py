@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -106,6 +106,75 @@ def commit_rewrite(
                 _discard(table, adds)
             raise
         return BatchOutcome(result.version, "committed", None, attempts)
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteTally:
+    """What a sequence of rewrite batches committed."""
+
+    versions: tuple[int, ...]
+    batches_aborted: int
+    num_removed_files: int
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
+
+
+def run_rewrite_batches(
+    table: Any,
+    snapshot: Any,
+    batches: Sequence[Sequence[Any]],
+    *,
+    rewrite: Callable[[Any, Sequence[Any], str], Sequence[Add]],
+    operation_parameters: Mapping[str, Any],
+    extra_metrics: Mapping[str, Any],
+    label: str,
+) -> RewriteTally:
+    """Rewrite and commit ``batches`` of file groups (anything with ``paths`` and ``total_size``).
+
+    Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
+    groups whose inputs are all still live, so progress committed by earlier batches survives a
+    later failure and no batch rewrites a file someone else removed. ``rewrite(snapshot, groups,
+    batch_label)`` writes the new files and returns their ``add`` actions; each batch is then
+    committed by ``commit_rewrite`` with Delta's OPTIMIZE metrics plus ``extra_metrics``.
+    """
+    versions: list[int] = []
+    removed_files = added_files = removed_bytes = added_bytes = aborted = 0
+    current = snapshot
+    for index, batch in enumerate(batches, 1):
+        batch_label = f"{label} batch {index}/{len(batches)} of {table.uri}"
+        if index > 1:
+            current = table.snapshot()
+            live = tuple(g for g in batch if all_live(current, g.paths))
+            if len(live) < len(batch):
+                log.info("table=%s %s: %d group(s) dropped, their inputs changed", table.uri, batch_label,
+                         len(batch) - len(live))
+            batch = live
+            if not batch:
+                continue
+        adds = list(rewrite(current, batch, batch_label))
+        inputs = [path for g in batch for path in g.paths]
+        in_bytes = sum(g.total_size for g in batch)
+        out_bytes = sum(a.size for a in adds)
+        metrics = {
+            "numRemovedFiles": len(inputs), "numAddedFiles": len(adds),
+            "numRemovedBytes": in_bytes, "numAddedBytes": out_bytes, **file_size_metrics(adds),
+            "numBatches": 1, "numDeletionVectorsRemoved": 0, **extra_metrics,
+        }
+        outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
+                                 operation_parameters=operation_parameters, operation_metrics=metrics)
+        if outcome.version is None:
+            aborted += 1
+            log.warning("table=%s %s not committed: %s", table.uri, batch_label, outcome.reason)
+            continue
+        versions.append(outcome.version)
+        removed_files += len(inputs)
+        added_files += len(adds)
+        removed_bytes += in_bytes
+        added_bytes += out_bytes
+        log.info("table=%s version=%d %s committed: %d -> %d files", table.uri, outcome.version, batch_label,
+                 len(inputs), len(adds))
+    return RewriteTally(tuple(versions), aborted, removed_files, added_files, removed_bytes, added_bytes)
 
 
 def _discard(table: Any, adds: Sequence[Add]) -> None:

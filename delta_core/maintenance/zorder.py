@@ -33,7 +33,7 @@ from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
 from delta_core.maintenance.data_io import logical_data_schema, read_data_file, write_rewritten
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import all_live, commit_rewrite, file_size_metrics
+from delta_core.maintenance.rewrite_commit import run_rewrite_batches
 from delta_core.maintenance.spark_exec import (
     add_from_json,
     add_to_json,
@@ -243,44 +243,21 @@ def zorder(
     log.info("table=%s version=%d %s on %s: %d files in %d partitions, %d batch(es)", table.uri,
              snapshot.version, curve, ",".join(plan.columns), plan.num_input_files, len(plan.partitions),
              len(batches))
-    versions: list[int] = []
-    removed_files = added_files = removed_bytes = added_bytes = aborted = 0
-    current = snapshot
-    for index, batch in enumerate(batches, 1):
-        if index > 1:
-            current = table.snapshot()
-            batch = tuple(p for p in batch if all_live(current, p.paths))
-            if not batch:
-                continue
-        label = f"{curve} batch {index}/{len(batches)} of {table.uri}"
-        adds = _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label)
-        inputs = [path for p in batch for path in p.paths]
-        in_bytes = sum(p.total_size for p in batch)
-        out_bytes = sum(a.size for a in adds)
-        metrics = {
-            "numRemovedFiles": len(inputs), "numAddedFiles": len(adds),
-            "numRemovedBytes": in_bytes, "numAddedBytes": out_bytes, **file_size_metrics(adds),
-            "numBatches": 1, "totalConsideredFiles": plan.files_considered, "totalFilesSkipped": 0,
-            "numDeletionVectorsRemoved": 0, "preserveInsertionOrder": False,
-        }
-        outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
-                                 operation_parameters=plan.operation_parameters(), operation_metrics=metrics)
-        if outcome.version is None:
-            aborted += 1
-            log.warning("table=%s %s not committed: %s", table.uri, label, outcome.reason)
-            continue
-        versions.append(outcome.version)
-        removed_files += len(inputs)
-        added_files += len(adds)
-        removed_bytes += in_bytes
-        added_bytes += out_bytes
-        log.info("table=%s version=%d %s committed: %d -> %d files", table.uri, outcome.version, label,
-                 len(inputs), len(adds))
+
+    def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str) -> list[Any]:
+        return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label)
+
+    tally = run_rewrite_batches(
+        table, snapshot, batches, rewrite=rewrite, label=curve,
+        operation_parameters=plan.operation_parameters(),
+        extra_metrics={"totalConsideredFiles": plan.files_considered, "totalFilesSkipped": 0,
+                       "preserveInsertionOrder": False},
+    )
     return ZOrderMetrics(
-        version=versions[-1] if versions else None, versions=tuple(versions), read_version=snapshot.version,
+        version=tally.versions[-1] if tally.versions else None, versions=tally.versions, read_version=snapshot.version,
         columns=plan.columns, curve=plan.curve, target_size=plan.target_size, predicate=plan.predicate,
         partitions_optimized=len(plan.partitions), files_considered=plan.files_considered,
-        num_batches=len(batches), batches_committed=len(versions), batches_aborted=aborted,
-        num_removed_files=removed_files, num_added_files=added_files, removed_bytes=removed_bytes,
-        added_bytes=added_bytes, duration_seconds=watch.seconds(),
+        num_batches=len(batches), batches_committed=len(tally.versions), batches_aborted=tally.batches_aborted,
+        num_removed_files=tally.num_removed_files, num_added_files=tally.num_added_files, removed_bytes=tally.removed_bytes,
+        added_bytes=tally.added_bytes, duration_seconds=watch.seconds(),
     )
