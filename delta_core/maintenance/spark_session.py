@@ -9,7 +9,6 @@ itself never needs it.
 from __future__ import annotations
 
 import os
-import pathlib
 import sys
 from typing import TYPE_CHECKING, Mapping
 
@@ -31,18 +30,6 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 
 
-# The directory holding the ``delta_core`` package: Python workers must import the very same
-# code the driver runs (the functions shipped to ``mapInArrow`` are pickled by reference).
-SOURCE_ROOT = str(pathlib.Path(__file__).resolve().parents[2])
-
-
-def _export_source_root() -> None:
-    """Put ``SOURCE_ROOT`` first on the workers' ``PYTHONPATH`` (they inherit the environment)."""
-    current = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if SOURCE_ROOT not in current:
-        os.environ["PYTHONPATH"] = os.pathsep.join([SOURCE_ROOT, *current])
-
-
 def build_spark_session(
     *,
     master: str | None = None,
@@ -57,7 +44,6 @@ def build_spark_session(
     from pyspark.sql import SparkSession
 
     master = master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
-    _export_source_root()
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if "JAVA_HOME" not in os.environ and os.path.isdir(JAVA_17_HOME):
@@ -67,7 +53,6 @@ def build_spark_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update(LOCAL_DEFAULTS)
-    settings.setdefault("spark.executorEnv.PYTHONPATH", os.environ["PYTHONPATH"])
     settings.update(conf or {})
     for key, value in settings.items():
         builder = builder.config(key, value)
