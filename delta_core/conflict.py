@@ -17,7 +17,8 @@ raises the typed error of the first rule that fails, in this order:
 5. a file this transaction read was removed                -> ``ConcurrentDeleteReadError``
 6. a file this transaction removes was removed             -> ``ConcurrentDeleteDeleteError``
 
-No IO, no clocks: unit-testable on hand-built actions.
+No IO (but resolving a local root's symlinks to compare paths), no clocks: unit-testable on
+hand-built actions.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Callable, Mapping, Sequence
 
 from delta_core.actions import Action, Add, DomainMetadata, Metadata, Protocol, Remove
 from delta_core.commit_summary import CommitSummary
+from delta_core.path_identity import TableRoot
 from delta_core.errors import (
     CommitConflictError,
     ConcurrentAppendError,
@@ -58,6 +60,14 @@ class TransactionReadInfo:
     read_paths: set[str] = field(default_factory=set)
     read_app_ids: set[str] = field(default_factory=set)
     actions: Sequence[Action] = ()
+    # Paths are compared in their canonical form under this root (``delta_core.path_identity``):
+    # a file read as ``f.parquet`` and removed as ``file:/t/f.parquet`` is one file.
+    table_root: str | None = None
+
+    def path_identity(self) -> Callable[[str], str]:
+        if self.table_root is None:
+            return lambda p: p
+        return TableRoot.of(self.table_root).canonical
 
     @property
     def changes_metadata(self) -> bool:
@@ -147,8 +157,10 @@ def check_added_files(txn: TransactionReadInfo, winner: CommitSummary) -> None:
 
 
 def check_deleted_read_files(txn: TransactionReadInfo, winner: CommitSummary) -> None:
+    same = txn.path_identity()
+    read = {same(p) for p in txn.read_paths} if winner.removed_files else set()
     for rm in winner.removed_files:
-        if rm.path in txn.read_paths:
+        if same(rm.path) in read:
             raise ConcurrentDeleteReadError(
                 _msg("concurrent delete-read", winner, f"removed {rm.path!r}, which this "
                      "transaction read"), version=winner.version, path=rm.path)
@@ -160,11 +172,12 @@ def check_deleted_read_files(txn: TransactionReadInfo, winner: CommitSummary) ->
 
 
 def check_deleted_deleted_files(txn: TransactionReadInfo, winner: CommitSummary) -> None:
-    mine = txn.removed_paths
+    same = txn.path_identity()
+    mine = {same(p) for p in txn.removed_paths}
     if not mine:
         return
     for rm in winner.removed_files:
-        if rm.path in mine:
+        if same(rm.path) in mine:
             raise ConcurrentDeleteDeleteError(
                 _msg("concurrent delete-delete", winner, f"also removed {rm.path!r}"),
                 version=winner.version, path=rm.path)

@@ -95,6 +95,14 @@ class PathEscapesTableError(DeltaError):
     kind = "path_escapes_table"
 
 
+class UnplaceablePathError(DeltaError):
+    """A path the log still needs cannot be placed inside or outside the table root with
+    certainty (another scheme or bucket that may alias the root's store, a ``..`` segment);
+    ``path`` is that path. Operations that delete refuse and delete nothing."""
+
+    kind = "unplaceable_path"
+
+
 # --- writing -----------------------------------------------------------------------------
 
 

@@ -294,9 +294,12 @@ def dv_unique_ids(dv: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(pc.is_null(offset), base, with_offset)
 
 
-def file_keys(table: pa.Table) -> pa.ChunkedArray:
-    """The logical-file key of each row: ``path`` alone without DV, else ``path NUL dvId``."""
-    path = table["path"]
+def file_keys(
+    table: pa.Table, *, paths: pa.ChunkedArray | pa.Array | None = None,
+) -> pa.ChunkedArray | pa.Array:
+    """The logical-file key of each row: ``path`` alone without DV, else ``path NUL dvId``.
+    ``paths`` replaces the ``path`` column (replay passes its canonical forms)."""
+    path = table["path"] if paths is None else paths
     dv = table["deletion_vector"]
     if dv.null_count == len(dv):
         return path

@@ -7,8 +7,10 @@ it, this computes the snapshot's state:
 - the latest ``txn`` per ``appId`` wins (no expiry here: ``live_txns`` applies
   ``delta.setTransactionRetentionDuration`` when a caller wants it);
 - the latest ``domainMetadata`` per ``domain`` wins; ``removed=true`` ones are dropped;
-- a logical file is keyed by ``(path, deletionVector.uniqueId)``; the newest action per key
-  wins; ``add`` winners form the live files, unique by ``path`` (newest wins); ``remove``
+- a logical file is keyed by ``(path, deletionVector.uniqueId)``, ``path`` in its canonical
+  form (``delta_core.path_identity``: ``/t/f``, ``file:/t/f`` and ``f`` under root ``/t`` are one
+  file, as in Delta Spark); the newest action per key wins; the output keeps each ``path`` as
+  the log wrote it; ``add`` winners form the live files, unique by ``path`` (newest wins); ``remove``
   winners are tombstones, kept until a checkpoint writer expires them
   (``expire_tombstones_before``).
 
@@ -29,6 +31,7 @@ from delta_core.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.arrow_values import bool_array, empty_table, int_scalar
 from delta_core.commit_read import CommitBatch
 from delta_core.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
+from delta_core.path_identity import TableRoot, canonical_paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,21 +90,29 @@ def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.
 
 
 def reconcile_files(
-    base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch,
+    base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None = None,
 ) -> tuple[pa.Table, pa.Table]:
     """Apply the commits' file actions to the base live files and tombstones. New rows follow
-    the base rows, in the log order of their winning actions."""
+    the base rows, in the log order of their winning actions. With ``table_root``, paths are
+    matched in their canonical form (without it, as written)."""
     if not batch.has_file_actions:
         return base_files, base_tombstones
+
+    def paths(t: pa.Table) -> pa.ChunkedArray | pa.Array:
+        return t["path"] if table_root is None else canonical_paths(t["path"], table_root)
+
     adds, removes = batch.adds, batch.removes
+    add_paths = paths(adds)
     if removes.num_rows:
-        keys: pa.Array | pa.ChunkedArray = _concat(file_keys(adds), file_keys(removes))
+        keys: pa.Array | pa.ChunkedArray = _concat(file_keys(adds, paths=add_paths),
+                                                   file_keys(removes, paths=paths(removes)))
         order = _concat(batch.add_order, batch.remove_order)
     else:  # the common append-only batch: no copy of the keys
-        keys, order = file_keys(adds), batch.add_order
+        keys, order = file_keys(adds, paths=add_paths), batch.add_order
     winners = _newest_per_key(keys, order)
     if winners is None:  # each key has one action: all of them win, nothing to copy
         new_adds, new_removes, touched, add_order = adds, removes, keys, batch.add_order
+        new_add_paths = add_paths
     else:
         n_add = int_scalar(adds.num_rows)
         is_add = pc.less(winners, n_add)
@@ -109,25 +120,28 @@ def reconcile_files(
         remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
         new_adds, new_removes = adds.take(add_rows), removes.take(remove_rows)
         touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
+        new_add_paths = add_paths.take(add_rows)
     dvs = new_adds["deletion_vector"]
     if new_adds.num_rows > 1 and dvs.null_count < len(dvs):
         # A path may be added with two DV ids only if the older one is also removed; either
         # way the add set is unique by path and the newest pair wins.
-        newest = _newest_per_key(new_adds["path"], add_order)
+        newest = _newest_per_key(new_add_paths, add_order)
         if newest is not None:
-            new_adds = new_adds.take(newest)
+            new_adds, new_add_paths = new_adds.take(newest), new_add_paths.take(newest)
 
     if base_files.num_rows or base_tombstones.num_rows:
         touched = _combined(touched)
     if base_files.num_rows:
-        keep_files = pc.invert(pc.is_in(file_keys(base_files), value_set=touched))
+        base_paths = paths(base_files)
+        keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
         if new_adds.num_rows:
-            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_files["path"], value_set=_combined(new_adds["path"]))))
+            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=_combined(new_add_paths))))
         # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
         if not pc.all(keep_files).as_py():
             base_files = base_files.filter(keep_files)
     if base_tombstones.num_rows:
-        keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones), value_set=touched))
+        keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
+                                             value_set=touched))
         if not pc.all(keep_tombstones).as_py():
             base_tombstones = base_tombstones.filter(keep_tombstones)
     files = pa.concat_tables([base_files, new_adds])
@@ -135,8 +149,9 @@ def reconcile_files(
     return files, tombstones
 
 
-def reconcile(base: ReplayState, batch: CommitBatch) -> ReplayState:
-    """The state after applying ``batch`` (commits in ascending order) on top of ``base``."""
+def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None) -> ReplayState:
+    """The state after applying ``batch`` (commits in ascending order) on top of ``base``; file
+    paths are matched in their canonical form under ``table_root`` when given."""
     protocol, metadata = base.protocol, base.metadata
     txns = dict(base.txns)
     domains = dict(base.domain_metadata)
@@ -149,7 +164,8 @@ def reconcile(base: ReplayState, batch: CommitBatch) -> ReplayState:
             txns[t.app_id] = t
         for d in c.domain_metadata:
             domains[d.domain] = d
-    files, tombstones = reconcile_files(base.files, base.tombstones, batch)
+    root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
+    files, tombstones = reconcile_files(base.files, base.tombstones, batch, table_root=root)
     return ReplayState(
         protocol=protocol, metadata=metadata, files=files, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},

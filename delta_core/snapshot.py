@@ -276,7 +276,7 @@ def _apply(storage: Storage, segment: LogSegment, base: ReplayState, parsed: lis
         protocol = c.protocol or protocol
         metadata = c.metadata or metadata
     _gate(storage, segment, protocol, metadata)
-    return reconcile(base, build_batch(parsed, source=storage.root))
+    return reconcile(base, build_batch(parsed, source=storage.root), table_root=storage.root)
 
 
 def load_snapshot(

@@ -113,6 +113,7 @@ class Transaction:
         self._read = TransactionReadInfo(
             read_version=self._snapshot.version if self._snapshot is not None else -1,
             isolation_level=isolation_level,
+            table_root=table.storage.root,
         )
         self._metrics: dict[str, Any] = {}
         self._written: list[str] = []

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterable, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooShortError
+from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooShortError, UnplaceablePathError
 from delta_core.log_path import LOG_DIR
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.vacuum_plan import (
@@ -39,6 +39,7 @@ from delta_core.maintenance.vacuum_plan import (
     log_path_to_key,
     plan_vacuum,
 )
+from delta_core.path_identity import TableRoot, Where
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.table_features import check_write_supported
 from delta_core.transaction import Transaction
@@ -85,7 +86,7 @@ def _now_ms(now: dt.datetime | int | Clock | None) -> int:
     return int(now)
 
 
-def _keys(paths: Iterable[str | None], root: str, ignored: list[str]) -> list[str]:
+def _keys(paths: Iterable[str | None], root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
     out = []
     for p in paths:
         if not p:
@@ -93,28 +94,35 @@ def _keys(paths: Iterable[str | None], root: str, ignored: list[str]) -> list[st
         try:
             out.append(log_path_to_key(p, root))
         except PathEscapesTableError:
-            ignored.append(p)
+            # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours
+            # under another spelling of the root.
+            (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
     return out
 
 
-def _dv_keys(dv: pa.ChunkedArray, root: str, ignored: list[str]) -> list[str]:
+def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
     valid = dv.filter(pc.is_valid(dv))
     if len(valid) == 0:
         return []
     kinds = pc.struct_field(valid, "storageType").to_pylist()
     refs = pc.struct_field(valid, "pathOrInlineDv").to_pylist()
-    return _keys((dv_relative_path(k, r) for k, r in zip(kinds, refs)), root, ignored)
+    return _keys((dv_relative_path(k, r) for k, r in zip(kinds, refs)), root, ignored, uncertain)
 
 
-def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]) -> set[str]:
-    """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``."""
+def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str], *,
+                    uncertain: list[str] | None = None) -> set[str]:
+    """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``.
+    Paths certainly outside the root go to ``ignored``; paths that cannot be placed with
+    certainty (``path_identity.Where.UNCERTAIN``) go to ``uncertain`` (the caller refuses)."""
     files = snapshot.files
     tomb = snapshot.tombstones
     recent = tomb.filter(pc.fill_null(pc.greater(tomb.column("deletion_timestamp"), cutoff_ms), False))
-    refs = set(_keys(files.column("path").to_pylist(), root, ignored))
-    refs.update(_dv_keys(files.column("deletion_vector"), root, ignored))
-    refs.update(_keys(recent.column("path").to_pylist(), root, ignored))
-    refs.update(_dv_keys(recent.column("deletion_vector"), root, ignored))
+    table_root = TableRoot.of(root)
+    unsure = uncertain if uncertain is not None else []
+    refs = set(_keys(files.column("path").to_pylist(), table_root, ignored, unsure))
+    refs.update(_dv_keys(files.column("deletion_vector"), table_root, ignored, unsure))
+    refs.update(_keys(recent.column("path").to_pylist(), table_root, ignored, unsure))
+    refs.update(_dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure))
     return refs
 
 
@@ -226,7 +234,16 @@ def vacuum(
     cutoff = now_ms - int(retention.total_seconds() * 1000)
     storage = table.storage
     ignored: list[str] = []
-    referenced = referenced_keys(snapshot, cutoff, storage.root, ignored)
+    uncertain: list[str] = []
+    referenced = referenced_keys(snapshot, cutoff, storage.root, ignored, uncertain=uncertain)
+    if uncertain:
+        # Delta Spark fails the same way: a file we cannot place might be one we would delete.
+        raise UnplaceablePathError(
+            f"vacuum of {table.uri} refused, nothing deleted: {len(uncertain)} live or in-retention "
+            f"path(s) in the log cannot be placed inside or outside the table root with certainty, "
+            f"e.g. {uncertain[0]!r} (another scheme or bucket that may alias this store, or a '..' "
+            "segment). Open the table by the root those paths use, or rewrite the files so that the "
+            "log names them relative to the root", path=uncertain[0], version=snapshot.version)
     for p in ignored[:10]:
         log.warning("table=%s vacuum ignores %r from the log: it is outside the table root", table.uri, p)
     listed = list_table_files(storage, snapshot.partition_columns, threads=threads)

@@ -14,7 +14,8 @@ Delta's rule (PROTOCOL.md "Overview", Delta Spark's VacuumCommand): a file may b
    a concurrent writer's not-yet-committed output).
 
 Paths come from the log URI-encoded and possibly absolute; ``log_path_to_key`` turns them into
-storage keys and rejects (the caller warns) anything outside the table root. ``dv_relative_path``
+storage keys (through ``delta_core.path_identity``, so every spelling of the root matches) and
+rejects (the caller warns) anything outside the table root. ``dv_relative_path``
 derives the file a deletion vector descriptor points at (PROTOCOL.md "Deletion Vector
 Descriptor Schema"). No IO here: the caller lists, plans, then deletes.
 """
@@ -25,12 +26,11 @@ import datetime as dt
 import uuid
 from dataclasses import dataclass
 from typing import Iterable, Sequence
-from urllib.parse import unquote
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import PathEscapesTableError
+from delta_core.path_identity import TableRoot, Where, needs_canonicalising
 from delta_core.storage.base import normalize_key
 
 _MAYBE_HIDDEN = r"(^|/)[_.]"
@@ -85,21 +85,19 @@ def hidden_mask(keys: pa.Array | pa.ChunkedArray, partition_columns: Sequence[st
     return pa.array(out, pa.bool_())
 
 
-def log_path_to_key(path: str, table_root: str) -> str:
-    """The storage key of a path found in the log (decoded once; absolute URIs under the root
-    become relative). Raises ``PathEscapesTableError`` for anything outside the root."""
-    decoded = unquote(path)
-    if "://" in decoded or decoded.startswith("/"):
-        root = table_root.rstrip("/") + "/"
-        candidates = [root]
-        if root.startswith("file://"):
-            candidates.append(root[len("file://"):])
-            candidates.append("file:" + root[len("file://"):])
-        for prefix in candidates:
-            if decoded.startswith(prefix):
-                return normalize_key(decoded[len(prefix):], root=table_root)
-        raise PathEscapesTableError(f"{path!r} is outside the table root {table_root}", path=table_root)
-    return normalize_key(decoded, root=table_root)
+def log_path_to_key(path: str, table_root: str | TableRoot) -> str:
+    """The storage key of a path found in the log (decoded once; absolute URIs naming a file
+    under the root, in any spelling ``path_identity`` knows, become relative). Raises
+    ``PathEscapesTableError`` for anything not certainly inside the root."""
+    name = table_root if isinstance(table_root, str) else table_root.location.uri
+    if not needs_canonicalising(path):  # a plain relative path is its own key
+        return normalize_key(path, root=name)
+    root = table_root if isinstance(table_root, TableRoot) else TableRoot.of(table_root)
+    placed = root.place(path)
+    if placed.key is None:
+        where = "outside" if placed.where is Where.OUTSIDE else "not certainly inside"
+        raise PathEscapesTableError(f"{path!r} is {where} the table root {name}", path=name)
+    return normalize_key(placed.key, root=name)
 
 
 def z85_decode(text: str) -> bytes:

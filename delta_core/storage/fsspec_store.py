@@ -26,6 +26,7 @@ from delta_core.errors import (
     FileAlreadyExistsError,
     StorageError,
 )
+from delta_core.path_identity import local_os_path
 from delta_core.storage.base import FileInfo, normalize_key
 
 _MEMORY_LOCK = threading.Lock()
@@ -63,8 +64,9 @@ class FsspecStorage:
     ):
         self._options = dict(storage_options or {})
         self._allow_unsafe = allow_unsafe_commits
-        if "://" not in root:
-            root = os.path.abspath(os.path.expanduser(root))
+        local = local_os_path(root)
+        if local is not None:  # a plain path, or file:/x, file:///x: the local table /x
+            root = local
         fs, path = url_to_fs(root, **self._options)
         self._fs: fsspec.AbstractFileSystem | None = fs
         self._scheme = _protocol_of(fs)

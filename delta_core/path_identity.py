@@ -1,0 +1,209 @@
+"""Path identity: the one canonical form of the paths a Delta log names.
+
+PROTOCOL.md "Add File and Remove File": ``path`` is "a relative path to a data file from the
+root of the table or an absolute path to a file that should be added to the table. The path is
+a URI as specified by RFC 2396 URI Generic Syntax, which needs to be decoded to get the data
+file path". "Action Reconciliation" keys a logical file by that path (and its deletion vector
+id), so two spellings of one file must compare equal, as they do in Delta Spark (which
+qualifies every path against the table's filesystem before comparing):
+
+- a relative path is percent-decoded once and ``.`` segments dropped;
+- an absolute path or URI that lies inside the table root becomes the same relative key: the
+  root and the path are compared after normalising ``file:/x``, ``file:///x``,
+  ``file://localhost/x`` and a bare ``/x`` to one local form, treating ``s3``/``s3a``/``s3n``
+  (and ``gs``/``gcs``, ``abfs``/``abfss``) as one scheme, and, for local paths, resolving
+  symlinks (a table opened through a symlinked directory, or a log written through one);
+- anything else keeps a canonical absolute URI (``scheme://authority/decoded-path``).
+
+``TableRoot.place`` also says how sure the answer is: a path is *inside* (with its storage
+key), *outside* (certainly not a file of this table), or *uncertain* (another scheme or bucket
+that might be an alias of the root's store, or a path with ``..``). Vacuum must treat the
+uncertain ones as possibly live. ``canonical_paths`` does the same over an Arrow column, with a
+fast path: relative paths without ``%``, ``:`` or dot segments are already canonical.
+
+Pure, except that local paths outside the root's spelling are resolved with ``os.path.realpath``.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+# Schemes that name the same store (Hadoop's connectors for one object store).
+SCHEME_ALIASES = {"s3a": "s3", "s3n": "s3", "gcs": "gs", "abfss": "abfs", "local": "file"}
+
+# RFC 3986 scheme; at least two characters so that a Windows drive letter is not a scheme.
+_SCHEME = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):")
+# Rows that may need work: absolute, percent-encoded, scheme-bearing, or with dot segments.
+_NEEDS_WORK = r"^/|[%:]|(^|/)\.\.?(/|$)|//"
+_NEEDS_WORK_RE = re.compile(_NEEDS_WORK)
+
+
+class Where(enum.Enum):
+    INSIDE = "inside"
+    OUTSIDE = "outside"
+    UNCERTAIN = "uncertain"
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """An absolute location: canonical scheme, authority (bucket, host; ``""`` for local), and
+    a decoded absolute path."""
+
+    scheme: str
+    authority: str
+    path: str
+
+    @property
+    def uri(self) -> str:
+        return f"{self.scheme}://{self.authority}{self.path}"
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a logged path lies relative to a table root. ``identity`` is the canonical form:
+    the storage key when inside, else the canonical absolute URI (or normalised relative path)."""
+
+    where: Where
+    identity: str
+
+    @property
+    def key(self) -> str | None:
+        return self.identity if self.where is Where.INSIDE else None
+
+
+def needs_canonicalising(path: str) -> bool:
+    """False for a plain relative path, which is already its own canonical form."""
+    return _NEEDS_WORK_RE.search(path) is not None
+
+
+def scheme_of(text: str) -> str | None:
+    """The canonical scheme of a URI (aliases folded, lower case), ``None`` for a plain path."""
+    m = _SCHEME.match(text)
+    return SCHEME_ALIASES.get(m.group(1).lower(), m.group(1).lower()) if m else None
+
+
+def parse_location(text: str) -> Location | None:
+    """The canonical location of an absolute path or URI (still percent-encoded, as logged);
+    ``None`` for a relative path."""
+    scheme = scheme_of(text)
+    if scheme is None:
+        return Location("file", "", unquote(text)) if text.startswith("/") else None
+    rest = text[text.index(":") + 1:]
+    authority = ""
+    if rest.startswith("//"):
+        authority, slash, tail = rest[2:].partition("/")
+        rest = slash + tail
+    path = unquote(rest)
+    if scheme == "file" and authority == "localhost":
+        authority = ""
+    if scheme == "memory" and authority:
+        # fsspec's memory store has no authority: memory://t/x and memory:///t/x are one file.
+        path, authority = f"/{authority}{path}", ""
+    if len(path) > 1:
+        path = path.rstrip("/")
+    return Location(scheme, authority, path)
+
+
+def local_os_path(root: str) -> str | None:
+    """The OS path of a local table root given as a plain path or a ``file:`` URI (``file:/x``,
+    ``file:///x``, ``file://localhost/x``); ``None`` for any other URI."""
+    scheme = scheme_of(root)
+    if scheme is None:
+        return os.path.abspath(os.path.expanduser(root))
+    loc = parse_location(root)
+    if scheme != "file" or loc is None or loc.authority:
+        return None
+    return os.path.abspath(loc.path)
+
+
+def _normalise_relative(decoded: str) -> str | None:
+    """A relative path with ``.`` segments and doubled slashes dropped; ``None`` when it climbs
+    out of (or names) the root itself."""
+    norm = posixpath.normpath(decoded)
+    if norm in (".", "..") or norm.startswith("../") or norm.startswith("/"):
+        return None
+    return norm
+
+
+@dataclass(frozen=True, slots=True)
+class TableRoot:
+    """A table root in canonical form (local roots with symlinks resolved)."""
+
+    location: Location
+    _real_dirs: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def of(cls, root: str) -> "TableRoot":
+        loc = parse_location(root if scheme_of(root) else os.path.abspath(root))
+        assert loc is not None  # a URI, or an absolute path: always a location
+        if loc.scheme == "file" and not loc.authority:
+            loc = Location("file", "", os.path.realpath(loc.path))
+        return cls(loc)
+
+    def _under(self, path: str) -> str | None:
+        prefix = self.location.path.rstrip("/") + "/"
+        return path[len(prefix):] if path.startswith(prefix) and len(path) > len(prefix) else None
+
+    def _realpath(self, path: str) -> str:
+        # One realpath per directory: a log names many files of few directories.
+        directory, _, name = path.rpartition("/")
+        real = self._real_dirs.get(directory)
+        if real is None:
+            real = self._real_dirs[directory] = os.path.realpath(directory or "/")
+        return f"{real.rstrip('/')}/{name}"
+
+    def place(self, path: str) -> Placement:
+        """Where ``path`` (as logged: URI-encoded, relative or absolute) lies."""
+        loc = parse_location(path)
+        if loc is None:
+            rel = _normalise_relative(unquote(path))
+            if rel is None:
+                return Placement(Where.UNCERTAIN, posixpath.normpath(unquote(path)))
+            return Placement(Where.INSIDE, rel)
+        root = self.location
+        if (loc.scheme, loc.authority) != (root.scheme, root.authority) or not loc.path.startswith("/"):
+            # Another store, or one that may be an alias of ours (an access point, a mount).
+            return Placement(Where.UNCERTAIN, loc.uri)
+        if "/../" in loc.path + "/":
+            return Placement(Where.UNCERTAIN, loc.uri)
+        rest = self._under(loc.path)
+        if rest is None and loc.scheme == "file" and not loc.authority:
+            rest = self._under(self._realpath(loc.path))
+        if rest is None:
+            return Placement(Where.OUTSIDE, loc.uri)
+        rel = _normalise_relative(rest)
+        return Placement(Where.INSIDE, rel) if rel is not None else Placement(Where.UNCERTAIN, loc.uri)
+
+    def canonical(self, path: str) -> str:
+        """The identity of ``path``: equal for every spelling of one file."""
+        return self.place(path).identity
+
+
+def canonical_paths(paths: pa.ChunkedArray | pa.Array, root: TableRoot) -> pa.ChunkedArray | pa.Array:
+    """``TableRoot.canonical`` over an Arrow string column. Only rows that may need work go
+    through Python; a column of plain relative paths is returned as is."""
+    # Imported here: storage opening imports this module and must not pay for pyarrow.
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(paths) == 0:
+        return paths
+    needs = pc.fill_null(pc.match_substring_regex(paths, _NEEDS_WORK), False)
+    if not pc.any(needs).as_py():
+        return paths
+    chunked = isinstance(paths, pa.ChunkedArray)
+    flat = paths.combine_chunks() if chunked else paths
+    mask = needs.combine_chunks() if chunked else needs
+    cache: dict[str, str] = {}
+    fixed = [cache.get(p) or cache.setdefault(p, root.canonical(p)) for p in flat.filter(mask).to_pylist()]
+    out = pc.replace_with_mask(flat, mask, pa.array(fixed, flat.type))
+    return pa.chunked_array([out], flat.type) if chunked else out
