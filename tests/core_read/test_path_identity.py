@@ -1,0 +1,92 @@
+"""One file, many spellings: log replay, checkpoints and table opening use one canonical path
+(PROTOCOL.md "Action Reconciliation"; paths are URIs to be decoded, relative or absolute)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable as RsTable
+
+from delta_core.checkpoint_write import write_checkpoint
+from delta_core.cli import main
+from delta_core.table import DeltaTable
+
+from tests.path_spelling import ROWS, add_commit, deltars_table, remove_json, respell_local
+
+SPELLINGS = {
+    "relative": lambda root, name: name,
+    "absolute": lambda root, name: f"{root}/{name}",
+    "hadoop": lambda root, name: f"file:{root}/{name}",  # Delta Spark's file:/abs form
+    "file_uri": lambda root, name: f"file://{root}/{name}",
+}
+
+
+def spelled_table(tmp_path, add_as: str) -> tuple[str, str]:
+    """A delta-rs table whose add (v0) names its one file as ``add_as``; returns (root, name)."""
+    root = str(tmp_path / "t")
+    name = deltars_table(root)
+    respell_local(root, 0, lambda p: SPELLINGS[add_as](root, p))
+    return root, name
+
+
+@pytest.mark.parametrize("add_as,remove_as", [
+    ("relative", "hadoop"), ("absolute", "hadoop"), ("hadoop", "absolute"),
+    ("absolute", "file_uri"), ("file_uri", "relative"), ("hadoop", "file_uri"),
+])
+def test_remove_in_another_spelling_ends_the_file(tmp_path, add_as, remove_as):
+    root, name = spelled_table(tmp_path, add_as)
+    v0 = DeltaTable(root).snapshot()
+    assert v0.num_files == 1
+    add_commit(root, 1, remove_json(SPELLINGS[remove_as](root, name), deletion_timestamp=int(time.time() * 1000)))
+
+    snap = DeltaTable(root).snapshot()
+    assert snap.num_files == 0
+    assert snap.tombstones.column("path").to_pylist() == [SPELLINGS[remove_as](root, name)]  # kept as logged
+    assert v0.update().num_files == 0  # incremental replay on top of the v0 state agrees
+
+
+def test_describe_counts_the_removed_file_gone(tmp_path, capsys):
+    root, name = spelled_table(tmp_path, "absolute")
+    add_commit(root, 1, remove_json(f"file:{root}/{name}", deletion_timestamp=int(time.time() * 1000)))
+    assert main(["describe", root, "--json"]) in (0, None)
+    record = json.loads(capsys.readouterr().out)
+    assert record["num_files"] == 0 and record["files"] == []
+
+
+def test_checkpoint_does_not_bring_back_a_removed_file(tmp_path):
+    root, name = spelled_table(tmp_path, "absolute")
+    add_commit(root, 1, remove_json(f"file://{root}/{name}", deletion_timestamp=int(time.time() * 1000)))
+    result = write_checkpoint(DeltaTable(root))
+    assert result.version == 1 and result.num_add_files == 0
+
+    checkpoint = pq.read_table(os.path.join(root, "_delta_log", f"{1:020d}.checkpoint.parquet"))
+    assert checkpoint.column("add").drop_null().to_pylist() == []
+    # Every reader of the checkpoint agrees: ours, and delta-rs (which starts from it).
+    assert DeltaTable(root).snapshot().num_files == 0
+    assert RsTable(root).to_pyarrow_table().num_rows == 0
+
+
+def test_remove_after_a_checkpoint_matches_the_checkpointed_add(tmp_path):
+    root, name = spelled_table(tmp_path, "hadoop")
+    write_checkpoint(DeltaTable(root))  # the add, spelled file:/abs, is now the replay base
+    add_commit(root, 1, remove_json(name, deletion_timestamp=int(time.time() * 1000)))
+    assert DeltaTable(root).snapshot().num_files == 0
+
+
+@pytest.mark.parametrize("prefix", ["file:", "file://"])
+def test_table_opened_by_file_uri_is_the_local_table(tmp_path, monkeypatch, prefix):
+    root = str(tmp_path / "t")
+    deltars_table(root)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # today file:/abs is joined to the working directory
+
+    table = DeltaTable(prefix + root)
+    assert table.storage.root == "file://" + root
+    snap = table.snapshot()
+    assert snap.num_files == 1 and snap.num_records == ROWS.num_rows
+    assert sorted(os.listdir(elsewhere)) == []
