@@ -119,7 +119,7 @@ def test_paths_outside_the_root_in_the_log_are_ignored(tmp_path, caplog):
     v = table.latest_version()
     table.storage.put_if_absent(commit_key(v + 1), encode_actions([
         Add("file://" + str(outside), {"region": "eu"}, 8, 0, True),
-        Add(str(outside), {"region": "eu"}, 8, 0, True),
+        Add(str(tmp_path / "elsewhere.parquet"), {"region": "eu"}, 8, 0, True),
     ]))
     metrics = vacuum(table, now=time.time() * 1000 + 30 * 86_400_000)
     assert metrics.ignored_log_paths == 2 and outside.read_bytes() == b"precious"
