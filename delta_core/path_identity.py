@@ -188,22 +188,76 @@ class TableRoot:
         return self.place(path).identity
 
 
-def canonical_paths(paths: pa.ChunkedArray | pa.Array, root: TableRoot) -> pa.ChunkedArray | pa.Array:
-    """``TableRoot.canonical`` over an Arrow string column. Only rows that may need work go
-    through Python; a column of plain relative paths is returned as is."""
-    # Imported here: storage opening imports this module and must not pay for pyarrow.
+def _surely_plain(paths: pa.ChunkedArray | pa.Array) -> bool:
+    """True when no row can need work, decided on the raw string bytes (a few vectorised scans,
+    several times cheaper than a per-row regex over millions of paths): no ``%`` or ``:``, no
+    ``//`` or ``/.``, and no row starting with ``/`` or ``.``."""
+    import numpy as np
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(paths) == 0:
-        return paths
-    needs = pc.fill_null(pc.match_substring_regex(paths, _NEEDS_WORK), False)
-    if not pc.any(needs).as_py():
+    chunks = paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]
+    for chunk in chunks:
+        data = chunk.buffers()[2] if chunk.type in (pa.string(), pa.large_string()) else None
+        if data is None:
+            if len(chunk) and chunk.null_count < len(chunk):
+                return False  # another layout: let the exact check decide
+            continue
+        b = np.frombuffer(data, np.uint8)
+        if (b == ord("%")).any() or (b == ord(":")).any():
+            return False
+        after_slash = b[1:][b[:-1] == ord("/")]
+        if (after_slash == ord("/")).any() or (after_slash == ord(".")).any():
+            return False
+    return not (pc.any(pc.starts_with(paths, "/")).as_py() or pc.any(pc.starts_with(paths, ".")).as_py())
+
+
+def canonical_paths(paths: pa.ChunkedArray | pa.Array, root: TableRoot) -> pa.ChunkedArray | pa.Array:
+    """``TableRoot.canonical`` over an Arrow string column. A column of plain relative paths is
+    returned as is; otherwise only the rows that may need work are canonicalised, directory by
+    distinct directory (a log names many files in few directories)."""
+    # Arrow is imported where used: opening storage imports this module and must stay light.
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if len(paths) == 0 or _surely_plain(paths):
         return paths
     chunked = isinstance(paths, pa.ChunkedArray)
     flat = paths.combine_chunks() if chunked else paths
-    mask = needs.combine_chunks() if chunked else needs
-    cache: dict[str, str] = {}
-    fixed = [cache.get(p) or cache.setdefault(p, root.canonical(p)) for p in flat.filter(mask).to_pylist()]
-    out = pc.replace_with_mask(flat, mask, pa.array(fixed, flat.type))
+    mask = pc.fill_null(pc.match_substring_regex(flat, _NEEDS_WORK), False)
+    if not pc.any(mask).as_py():
+        return paths
+    out = pc.replace_with_mask(flat, mask, _canonical_rows(flat.filter(mask), root))
     return pa.chunked_array([out], flat.type) if chunked else out
+
+
+def _canonical_rows(rows: pa.Array, root: TableRoot) -> pa.Array:
+    """Canonical forms of ``rows``: the identity of ``dir/name`` is that of ``dir/x`` with
+    ``x`` replaced by the decoded ``name``, so each distinct directory is placed once. Rows with
+    no directory, a dot or empty name, or a directory that is only a scheme go one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # Split at the last "/" (a regex extract is ~10x slower): [dir, name], or [name] alone.
+    lists = pc.split_pattern(rows, "/", max_splits=1, reverse=True)
+    offsets = lists.offsets
+    parts = lists.values
+    names = parts.take(pc.subtract(offsets[1:], 1))
+    has_dir = pc.equal(pc.list_value_length(lists), 2)
+    dirs = pc.if_else(has_dir, pc.binary_join_element_wise(parts.take(offsets[:-1]), "/", ""), "")
+    distinct = pc.unique(dirs)
+    placed = [root.canonical(d + "x") for d in distinct.to_pylist()]
+    known = pa.array([i[:-1] if i == "x" or i.endswith("/x") else None for i in placed], pa.string())
+    prefix = known.take(pc.index_in(dirs, value_set=distinct))
+    one_by_one = pc.or_(pc.or_(pc.match_substring_regex(dirs, r"^([A-Za-z][A-Za-z0-9+.-]+:)?/*$"),
+                               pc.is_in(names, value_set=pa.array(["", ".", ".."]))),
+                        pc.is_null(prefix))
+    encoded = pc.match_substring(names, "%")
+    if pc.any(encoded).as_py():
+        decoded = [unquote(n) for n in names.filter(encoded).to_pylist()]
+        names = pc.replace_with_mask(names, encoded, pa.array(decoded, pa.string()))
+    joined = pc.binary_join_element_wise(prefix, names, "")
+    if pc.any(one_by_one).as_py():
+        singles = [root.canonical(p) for p in rows.filter(one_by_one).to_pylist()]
+        joined = pc.replace_with_mask(joined, one_by_one, pa.array(singles, pa.string()))
+    return joined.cast(rows.type)
