@@ -184,8 +184,9 @@ class TableRoot:
         return Placement(Where.INSIDE, rel) if rel is not None else Placement(Where.UNCERTAIN, loc.uri)
 
     def canonical(self, path: str) -> str:
-        """The identity of ``path``: equal for every spelling of one file."""
-        return self.place(path).identity
+        """The identity of ``path``: equal for every spelling of one file. A plain relative
+        path is its own identity (the same fast path as ``canonical_paths``)."""
+        return self.place(path).identity if needs_canonicalising(path) else path
 
 
 def _surely_plain(paths: pa.ChunkedArray | pa.Array) -> bool:

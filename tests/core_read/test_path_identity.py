@@ -7,12 +7,14 @@ import json
 import os
 import time
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
 
 from delta_core.checkpoint_write import write_checkpoint
 from delta_core.cli import main
+from delta_core.path_identity import TableRoot, canonical_paths
 from delta_core.table import DeltaTable
 
 from tests.path_spelling import ROWS, add_commit, deltars_table, remove_json, respell_local
@@ -90,3 +92,22 @@ def test_table_opened_by_file_uri_is_the_local_table(tmp_path, monkeypatch, pref
     snap = table.snapshot()
     assert snap.num_files == 1 and snap.num_records == ROWS.num_rows
     assert sorted(os.listdir(elsewhere)) == []
+
+
+def test_column_canonicalisation_agrees_with_one_path_at_a_time(tmp_path):
+    real, link = tmp_path / "real", tmp_path / "link"
+    (real / "t" / "a").mkdir(parents=True)
+    os.symlink(real, link)
+    r, lnk = str(real / "t"), str(link / "t")
+    root = TableRoot.of(r)
+    paths = [
+        "a/b.parquet", "a%20b/c%3Ad.parquet", "x%25y.parquet", f"{r}/f", f"file:{r}/a/f",
+        f"file://{lnk}/a/f%2520", f"file://localhost{r}/f", "s3://b/t/x", "s3a://b/t/y", "../x",
+        "./a//b", "a/./b", f"{r}/../u/x", f"file:{r}", "/", "s3://b", "s3:foo", "a/.", "a/..",
+        f"{tmp_path}/other/f", "a:b/c", "a%2Fb/c", "a/",
+    ]
+    column = pa.chunked_array([pa.array(paths[:7]), pa.array(paths[7:])])
+    assert canonical_paths(column, root).to_pylist() == [root.canonical(p) for p in paths]
+    assert root.canonical(f"file://{lnk}/a/f%2520") == "a/f%20"  # decoded once, not twice
+    plain = pa.chunked_array([pa.array(["a/b.parquet", "c=1/d.parquet"])])
+    assert canonical_paths(plain, root) is plain  # the fast path: nothing to do, nothing copied
