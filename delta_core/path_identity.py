@@ -48,6 +48,8 @@ _NEEDS_WORK_RE = re.compile(_NEEDS_WORK)
 
 
 class Where(enum.Enum):
+    """Where a logged path lies relative to a table root; UNCERTAIN counts as possibly inside."""
+
     INSIDE = "inside"
     OUTSIDE = "outside"
     UNCERTAIN = "uncertain"
