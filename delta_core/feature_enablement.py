@@ -122,7 +122,10 @@ def required_features(changed: Mapping[str, str], *, path: str | None = None,
             continue
         rule = FEATURE_PROPERTIES.get(key)
         if rule is not None:
-            needed.update(rule.features(key, str(value)))
+            try:
+                needed.update(rule.features(key, str(value)))
+            except ConfigError as exc:
+                raise ConfigError(str(exc), path=path, version=version) from None
             continue
         if key in _MANAGED_PROPERTIES:
             raise ConfigError(
