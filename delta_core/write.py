@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from delta_core.actions import Add, Metadata, Protocol
-from delta_core.data_writer import conform_to_schema, write_table_data
 from delta_core.constraints import check_constraints_added, check_new_rows_allowed
+from delta_core.data_writer import conform_to_schema, write_table_data
 from delta_core.errors import (
     AppendOnlyViolationError, InvalidTransactionError, PartitionValueError, SchemaMismatchError,
 )
