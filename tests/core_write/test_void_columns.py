@@ -16,6 +16,7 @@ import pytest
 from delta_core.errors import SchemaMismatchError
 from delta_core.maintenance.compaction import compact
 from delta_core.maintenance.data_io import read_data_file
+from delta_core.maintenance.zorder import zorder
 from delta_core.partition_values import url_decode_path
 from delta_core.table import DeltaTable
 from delta_core.write import append, overwrite
@@ -82,7 +83,7 @@ def test_compact_omits_void_columns(void_table, spark):
 
 
 def _no_spark():
-    raise AssertionError("a refused compaction must not start Spark")
+    raise AssertionError("a refused rewrite must not start Spark")
 
 
 @pytest.mark.parametrize("schema, why", [
@@ -109,6 +110,8 @@ def test_unwritable_void_schemas_refused_before_writing(table_dir, schema, why):
     with pytest.raises(SchemaMismatchError, match=why) as e:
         compact(table, _no_spark)
     assert e.value.path == table.uri and e.value.version == 0
+    with pytest.raises(SchemaMismatchError, match=why):
+        zorder(table, _no_spark, ["id"])
     assert listing(table_dir) == before
 
 
