@@ -33,6 +33,7 @@ from delta_core.schema import StructField, StructType, schema_to_arrow, to_physi
 from delta_core.stats_collect import StatsCollector, split_column_name
 from delta_core.storage.base import Storage
 from delta_core.table_properties import TableProperties
+from delta_core.void_columns import check_void_writable, drop_void, without_void
 
 # Arrow type families that may be cast into one another without changing meaning.
 _FAMILIES = (
@@ -208,9 +209,11 @@ class DataFileWriter:
         self._schema = table_schema(metadata)
         self._logical = schema_to_arrow(self._schema)
         self._partition_columns = tuple(metadata.partition_columns)
+        check_void_writable(self._schema, partition_columns=self._partition_columns)
         parts = set(self._partition_columns)
-        self._physical = schema_to_arrow(
-            StructType(tuple(f for f in self._schema.fields if f.name not in parts)), physical=True)
+        self._stored = StructType(tuple(f for f in self._schema.fields if f.name not in parts))
+        # void columns are never materialised in data files (nor in their stats)
+        self._physical = schema_to_arrow(without_void(self._stored), physical=True)
         props = TableProperties(metadata.configuration)
         self._stats = StatsCollector(self._physical, num_indexed_cols=props.num_indexed_cols,
                                      stats_columns=_physical_stats_columns(self._schema, props))
@@ -233,7 +236,7 @@ class DataFileWriter:
             data = pa.Table.from_batches([data])
         conformed = _conform(data, self._schema, self._logical, self._partition_columns,
                              keep_partition_columns=False)
-        self._stream.write(_to_physical(conformed, self._physical))
+        self._stream.write(_to_physical(drop_void(conformed, self._stored), self._physical))
 
     def close(self) -> Add:
         size = self._stream.close()

@@ -39,11 +39,13 @@ from delta_core.commit_summary import CommitSummary
 from delta_core.conflict import (
     ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, check_conflicts,
 )
+from delta_core.constraints import check_new_rows_allowed
 from delta_core.errors import (
     AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
     FileAlreadyExistsError, InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError,
     StorageError,
 )
+from delta_core.feature_enablement import stamp_ict_enablement
 from delta_core.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
 from delta_core.partition_values import url_decode_path
 from delta_core.schema import StructType
@@ -257,8 +259,13 @@ class Transaction:
         protocol, metadata = self._effective()
         file_actions = [a for a in self._actions if isinstance(a, (Add, Remove))]
         rewrite_only = bool(file_actions) and not any(a.data_change for a in file_actions)
-        check_write_supported(protocol, metadata, rewrite_only=rewrite_only,
+        # Row constraints bind only commits that add rows: metadata-only commits (e.g. the one
+        # adding a CHECK constraint) and rewrites pass the gate.
+        adds_rows = any(isinstance(a, Add) and a.data_change for a in file_actions)
+        check_write_supported(protocol, metadata, rewrite_only=not adds_rows,
                               extra_supported=IMPLEMENTED_WRITER_FEATURES, path=uri, version=target)
+        if adds_rows:
+            check_new_rows_allowed(metadata.configuration, path=uri, version=target)
         if self._snapshot is not None and n_proto:
             old = self._snapshot.protocol
             if (protocol.min_reader_version, protocol.min_writer_version) < (
@@ -359,6 +366,10 @@ class Transaction:
         # commitInfo first (required with in-commit timestamps), then protocol and metadata.
         order = {Protocol: 0, Metadata: 1}
         body = sorted(self._actions, key=lambda a: order.get(type(a), 2))
+        if ict is not None and self._snapshot is not None:
+            # Turning ICT on for a table with history records where it starts; the version and
+            # timestamp are this attempt's, so they are stamped here, on every retry.
+            body = stamp_ict_enablement(body, self._snapshot.metadata.configuration, version=version, ict=ict)
         return encode_actions([info, *body])
 
     def _latest_version_from(self, version: int) -> int:

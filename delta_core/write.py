@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from delta_core.actions import Add, Metadata, Protocol
+from delta_core.constraints import check_constraints_added, check_new_rows_allowed
 from delta_core.data_writer import conform_to_schema, write_table_data
 from delta_core.errors import (
     AppendOnlyViolationError, InvalidTransactionError, PartitionValueError, SchemaMismatchError,
 )
+from delta_core.feature_enablement import protocol_for, required_features, upgrade_protocol
 from delta_core.log_path import LOG_DIR
 from delta_core.schema import (
     FIELD_ID_KEY, PHYSICAL_NAME_KEY, ArrayType, MapType, PrimitiveType, StructField, StructType, map_fields,
@@ -30,9 +32,7 @@ from delta_core.schema import (
 from delta_core.storage import open_storage
 from delta_core.table import DeltaTable
 from delta_core.table_features import check_write_supported
-from delta_core.table_properties import (
-    APPEND_ONLY, COLUMN_MAPPING_MODE, ENABLE_DELETION_VECTORS, TableProperties,
-)
+from delta_core.table_properties import APPEND_ONLY, COLUMN_MAPPING_MODE, TableProperties
 from delta_core.transaction import IMPLEMENTED_WRITER_FEATURES, CommitResult, Transaction
 
 if TYPE_CHECKING:
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
     from delta_core.storage.base import Storage
 
 MAX_COLUMN_ID_KEY = "delta.columnMapping.maxColumnId"
-_CHANGE_DATA_FEED = "delta.enableChangeDataFeed"
 
 
 def _as_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.Table:
@@ -81,28 +80,15 @@ def _assign_column_mapping(struct: StructType) -> tuple[StructType, int]:
     return map_fields(struct, assign), next_id  # type: ignore[return-value]
 
 
-def initial_protocol(struct: StructType, configuration: Mapping[str, str]) -> Protocol:
-    """The smallest protocol that supports the schema and properties of a new table."""
-    props = TableProperties(configuration)
-    cm = props.column_mapping_mode != "none"
-    ntz = _uses_ntz(struct)
-    dv = (configuration.get(ENABLE_DELETION_VECTORS) or "").lower() == "true"
-    cdf = (configuration.get(_CHANGE_DATA_FEED) or "").lower() == "true"
-    ict = props.in_commit_timestamps
-    if not (ntz or dv or ict):
-        # Legacy versions suffice (PROTOCOL.md "Writer Version Requirements").
-        if cm:
-            return Protocol(2, 5)
-        return Protocol(1, 4 if cdf else 2)
-    readers = {name for name, on in (("timestampNtz", ntz), ("deletionVectors", dv), ("columnMapping", cm)) if on}
-    writers = {"appendOnly", "invariants"} | readers
-    if cdf:
-        writers.add("changeDataFeed")
-    if ict:
-        writers.add("inCommitTimestamp")
-    if not readers:
-        return Protocol(1, 7, None, tuple(sorted(writers)))
-    return Protocol(3, 7, tuple(sorted(readers)), tuple(sorted(writers)))
+def initial_protocol(struct: StructType, configuration: Mapping[str, str], *, path: str | None = None) -> Protocol:
+    """The smallest protocol that supports the schema and properties of a new table: Delta's
+    default (1, 2) upgraded for the schema's features and those the properties turn on."""
+    features = set(required_features(configuration, path=path, version=0))
+    if TableProperties(configuration).column_mapping_mode != "none":
+        features.add("columnMapping")
+    if _uses_ntz(struct):
+        features.add("timestampNtz")
+    return upgrade_protocol(Protocol(1, 2), features)
 
 
 def create_table(
@@ -138,7 +124,7 @@ def create_table(
     if props.column_mapping_mode != "none":
         struct, max_id = _assign_column_mapping(struct)
         configuration[MAX_COLUMN_ID_KEY] = str(max_id)
-    protocol = initial_protocol(struct, configuration)
+    protocol = initial_protocol(struct, configuration, path=uri)
     metadata = Metadata(
         id=str(uuid.uuid4()),
         schema_string=struct.to_json(),
@@ -170,6 +156,7 @@ def _check_writable(txn: Transaction, *, removes_data: bool) -> None:
     snap = txn.snapshot
     check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
                           path=txn.table.uri, version=snap.version)
+    check_new_rows_allowed(snap.metadata.configuration, path=txn.table.uri, version=snap.version)
     if removes_data and snap.properties.append_only:
         raise AppendOnlyViolationError(
             f"{txn.table.uri} has {APPEND_ONLY}=true: data cannot be removed or overwritten; "
@@ -277,8 +264,9 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
     txn = Transaction(table, operation="SET TBLPROPERTIES",
                       operation_parameters={"properties": dict(properties)})
     snap = txn.snapshot
-    check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
-                          path=table.uri, version=snap.version)
+    # A metadata-only commit adds no rows, so row constraints cannot stop it (rewrite_only).
+    check_write_supported(snap.protocol, snap.metadata, rewrite_only=True,
+                          extra_supported=IMPLEMENTED_WRITER_FEATURES, path=table.uri, version=snap.version)
     configuration = dict(snap.metadata.configuration)
     configuration.update({k: str(v) for k, v in properties.items()})
     if COLUMN_MAPPING_MODE in properties and TableProperties(configuration).column_mapping_mode != \
@@ -290,9 +278,13 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
                  "set_transaction_retention", "target_file_size",
                  "checkpoint_write_stats_as_struct", "checkpoint_write_stats_as_json"):
         getattr(props, attr)
+    protocol = protocol_for(snap.protocol, snap.metadata.configuration, configuration,
+                            path=table.uri, version=snap.version)
+    check_constraints_added(snap.metadata.configuration, configuration, live_files=snap.num_files,
+                            path=table.uri, version=snap.version)
     txn.add_action(replace(snap.metadata, configuration=configuration))
-    if props.append_only and snap.protocol.min_writer_version < 2:
-        txn.add_action(replace(snap.protocol, min_writer_version=2))
+    if protocol != snap.protocol:
+        txn.add_action(protocol)
     return txn.commit()
 
 

@@ -28,6 +28,7 @@ from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import live_subset, run_rewrite_batches
 from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
 from delta_core.table_features import check_write_supported
+from delta_core.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ def compact(
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
                           version=snapshot.version)
+    check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
+                        version=snapshot.version)
     plan = plan_compaction(snapshot, target_size=target_size, min_file_size=min_file_size, where=where)
     log.info("table=%s version=%d compaction plan: %d bins over %d files (%d bytes) in %d partitions",
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,

@@ -45,6 +45,7 @@ from delta_core.maintenance.spark_exec import (
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
 from delta_core.storage.base import Storage
 from delta_core.table_features import check_write_supported
+from delta_core.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
 
@@ -236,6 +237,8 @@ def zorder(
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
                           version=snapshot.version)
+    check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
+                        version=snapshot.version)
     plan = plan_zorder(snapshot, columns, curve=curve, where=where, target_size=target_size)
     batches = plan.batches(batch_size_bytes)
     if batches:
