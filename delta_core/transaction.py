@@ -39,6 +39,7 @@ from delta_core.commit_summary import CommitSummary
 from delta_core.conflict import (
     ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, check_conflicts,
 )
+from delta_core.data_writer import table_schema
 from delta_core.errors import (
     AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
     FileAlreadyExistsError, InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError,
@@ -46,7 +47,6 @@ from delta_core.errors import (
 )
 from delta_core.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
 from delta_core.partition_values import url_decode_path
-from delta_core.schema import StructType
 from delta_core.storage.base import Storage
 from delta_core.table_features import check_write_supported
 from delta_core.table_properties import TableProperties
@@ -281,7 +281,7 @@ class Transaction:
 
     def _validate_files(self, metadata: Metadata, target: int) -> None:
         uri = self.table.uri
-        schema = StructType.from_json(metadata.schema_string)
+        schema = table_schema(metadata)  # mode none: leftover physical names do not count
         expected = {schema[c].physical_name for c in metadata.partition_columns}
         seen_add: set[tuple[str, str | None]] = set()
         seen_rm: set[tuple[str, str | None]] = set()
