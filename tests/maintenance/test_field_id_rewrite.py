@@ -214,3 +214,30 @@ def test_mode_none_ignores_leftover_mapping_metadata(tmp_path):
     assert all(f.metadata is None for f in written.schema)
     assert written.to_pylist() == data.to_pylist()
     assert set(json.loads(add.stats)["nullCount"]) == {"id", "name", "info", "tags", "props", "added"}
+
+
+def test_mode_none_append_writes_logical_names_delta_rs_reads(tmp_path):
+    import deltalake
+
+    from delta_core.write import append
+
+    schema = {"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": cm(1, "col-id")},
+        {"name": "region", "type": "string", "nullable": True, "metadata": cm(2, "col-region")}]}
+    root = tmp_path / "t"
+    (root / "_delta_log").mkdir(parents=True)
+    meta = Metadata(id="11111111-2222-3333-4444-555555555556", schema_string=json.dumps(schema),
+                    partition_columns=("region",), configuration={"delta.columnMapping.mode": "none"},
+                    created_time=1_700_000_000_000)
+    (root / "_delta_log" / "00000000000000000000.json").write_bytes(encode_actions([Protocol(1, 2), meta]))
+    table = DeltaTable(str(root))
+    data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "region": ["eu", "us", "eu"]})
+    append(table, data)
+    adds = list(table.snapshot().add_actions())
+    assert {k for a in adds for k in a.partition_values} == {"region"}
+    assert all(a.path.startswith("region=") for a in adds)
+    for a in adds:
+        assert pq.read_schema(table.storage.local_path(url_decode_path(a.path))).names == ["id"]
+        assert set(json.loads(a.stats)["minValues"]) == {"id"}
+    got = deltalake.DeltaTable(str(root)).to_pyarrow_table().sort_by("id")
+    assert got.select(["id", "region"]).to_pylist() == data.to_pylist()
