@@ -200,7 +200,7 @@ class MissingFieldIdsError(MaintenanceError):
     kind = "missing_field_ids"
 
 
-class RewriteVerificationError(MaintenanceError):
+class RewriteVerificationError(InvalidTransactionError):
     """A ``dataChange=false`` rewrite's outputs do not hold what its inputs held (rows, null
     counts or value range of a column); nothing was committed. ``column`` and ``file`` name it."""
 

@@ -207,9 +207,11 @@ def rewrite_files(
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
     sizes: Sequence[int | None] | None = None,
+    reader: DataFileReader | None = None,
 ) -> Add:
     """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
-    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``."""
-    reader = DataFileReader(storage, metadata)
+    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``.
+    ``reader`` (for this table's ``metadata``) replaces the default one, e.g. to summarise inputs."""
+    reader = reader if reader is not None else DataFileReader(storage, metadata)
     return write_rewritten(storage, reader.read_ahead(paths, sizes), metadata=metadata,
                            partition_values=partition_values)
