@@ -18,7 +18,6 @@ import pytest
 from delta_core.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.data_writer import write_data_file
 from delta_core.errors import RewriteVerificationError
-from delta_core.maintenance.compaction import compact
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.maintenance.input_summary import SummarisingReader
 from delta_core.maintenance.rewrite_commit import commit_rewrite
@@ -26,7 +25,7 @@ from delta_core.partition_values import url_decode_path
 from delta_core.table import DeltaTable
 
 from tests.core_write.conftest import listing
-from tests.maintenance.conftest import deltars_rows, make_table, multiset
+from tests.maintenance.conftest import make_table
 
 
 def inputs_of(table: DeltaTable) -> tuple[object, list[str], pa.Table]:
@@ -125,14 +124,3 @@ def test_truncated_bounds_of_other_writers_raise_no_false_alarm(tmp_path):
     bad = data.set_column(0, "s", pc.replace_substring(data.column("s"), "a" * 39 + "b", "a" * 5))
     err = refuse(table, snap, paths, bad, root=str(root))
     assert err.column == "s" and "minimum" in str(err)
-
-
-@pytest.mark.spark
-def test_compaction_of_inputs_without_stats_commits_with_summaries(spark, table_uri):
-    table = make_table(table_uri, appends=3, rows=10)
-    _strip_stats(table_uri)
-    table = DeltaTable(table_uri)
-    before = multiset(deltars_rows(table_uri))
-    metrics = compact(table, spark)
-    assert metrics.batches_committed == 1 and metrics.num_added_files == 2
-    assert multiset(deltars_rows(table_uri)) == before
