@@ -23,7 +23,8 @@ unchanged data: an output's string bound that our writer truncated (a 32-charact
 max also gets a tie-break U+007F or U+10FFFF) is compared with the inputs' bound on their
 common prefix only, the tie-break dropped, since another writer may truncate differently or
 not at all; an untruncated one is the exact value and is compared as is. Timestamps are
-compared at millisecond precision (stats are floored to milliseconds).
+compared at millisecond precision (stats are floored to milliseconds), floats within float32
+precision (a widened float column's stats may spell float32 values).
 
 A mismatch raises ``RewriteVerificationError`` naming the column and the file. Pure: no IO.
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -45,6 +47,7 @@ from delta_core.stats_collect import STRING_PREFIX_LENGTH, split_column_name
 from delta_core.table_properties import TableProperties
 
 _TIE_BREAKS = ("\x7f", "\U0010ffff")
+FLOAT32_EPSILON = 2.0 ** -23
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +210,12 @@ def _check_bounds(column: str, ins: _Side, in_rows: list[int | None], in_nulls: 
                        f"{max(highs) if highs else None!r}", column=column, files=[label])
 
 
+def _close(a: float, b: float) -> bool:
+    # A float column widened to double keeps its float32 values, whose stats another writer
+    # printed as the shortest float32 spelling (3.4 for 3.4000000953674316).
+    return math.isclose(a, b, rel_tol=FLOAT32_EPSILON)
+
+
 def _ms(v: dt.datetime) -> dt.datetime:
     return v.replace(microsecond=v.microsecond // 1000 * 1000)
 
@@ -230,6 +239,8 @@ def _below(out_min: Any, in_min: Any) -> bool:
         return out_min[:n] < in_min[:n]
     if isinstance(out_min, dt.datetime) and isinstance(in_min, dt.datetime):
         return _ms(out_min) < _ms(in_min)
+    if isinstance(out_min, float) and isinstance(in_min, float):
+        return out_min < in_min and not _close(out_min, in_min)
     return bool(out_min < in_min)
 
 
@@ -244,4 +255,6 @@ def _above(out_max: Any, in_max: Any) -> bool:
         return out_max[:n] > in_max[:n]
     if isinstance(out_max, dt.datetime) and isinstance(in_max, dt.datetime):
         return _ms(out_max) > _ms(in_max)
+    if isinstance(out_max, float) and isinstance(in_max, float):
+        return out_max > in_max and not _close(out_max, in_max)
     return bool(out_max > in_max)
