@@ -12,7 +12,7 @@ statistics (PROTOCOL.md "Per-file Statistics"):
 
 The inputs' side comes from their stats where those are complete (``numRecords`` and a
 ``nullCount`` for every column the table indexes, no deletion vector); for any other input, from
-an ``InputSummary``: the stats of the rows the rewrite task read (``input_needs_summary`` says
+an ``InputSummary``: the stats of the rows the rewrite task read (``inputs_needing_summary`` says
 which inputs need one). The outputs' side comes from their stats, which our writer always keeps
 for the indexed columns (the first ``delta.dataSkippingNumIndexedCols`` leaves, or
 ``delta.dataSkippingStatsColumns``); a column without stats on either side cannot be compared
@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Mapping, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.actions import Add, Metadata
 from delta_core.data_writer import table_schema
@@ -84,17 +85,17 @@ def indexed_columns(metadata: Metadata) -> list[str]:
     return [c.name for c in (leaves if n < 0 else leaves[:n])]
 
 
-def input_needs_summary(add: Add, metadata: Metadata) -> bool:
-    """Whether ``add``'s own stats cannot stand for its rows in the proof: no stats, no
-    ``numRecords``, a ``nullCount`` missing for an indexed column, or a deletion vector (its
+def inputs_needing_summary(adds: Sequence[Add], metadata: Metadata) -> set[str]:
+    """Paths of the ``adds`` whose own stats cannot stand for their rows in the proof: no stats,
+    no ``numRecords``, a ``nullCount`` missing for an indexed column, or a deletion vector (its
     stats count deleted rows too)."""
-    if add.deletion_vector is not None or not add.stats:
-        return True
-    parsed = _parse([add.stats], metadata, physical=True)
-    if parsed.column(NUM_RECORDS)[0].as_py() is None:
-        return True
-    return any(parsed.column(NULL_COUNT_PREFIX + c)[0].as_py() is None for c in indexed_columns(metadata)
-               if NULL_COUNT_PREFIX + c in parsed.column_names)
+    parsed = _parse([a.stats for a in adds], metadata, physical=True)
+    unknown = parsed.column(NUM_RECORDS).is_null()
+    for c in indexed_columns(metadata):
+        if NULL_COUNT_PREFIX + c in parsed.column_names:
+            unknown = pc.or_(unknown, parsed.column(NULL_COUNT_PREFIX + c).is_null())
+    flags = unknown.to_pylist()
+    return {a.path for a, flag in zip(adds, flags) if flag or a.deletion_vector is not None}
 
 
 def verify_rewrite(
@@ -107,15 +108,19 @@ def verify_rewrite(
     version: int | None = None,
 ) -> None:
     """Raise ``RewriteVerificationError`` unless ``added`` hold what ``removed`` held (module doc)."""
-    by_path = {s.path: s for s in summaries}
-    groups: dict[tuple[tuple[str, str | None], ...], tuple[list[Add], list[Add]]] = {}
-    for a in removed:
-        groups.setdefault(_partition_key(a), ([], []))[0].append(a)
-    for a in added:
-        groups.setdefault(_partition_key(a), ([], []))[1].append(a)
-    for key, (ins, outs) in groups.items():
-        _verify_partition(ins, outs, metadata=metadata, summaries=by_path, table=table, version=version,
-                          where=", ".join(f"{k}={v}" for k, v in key))
+    columns = indexed_columns(metadata)
+    # Stats are parsed once for the whole batch (columnar), then compared partition by partition.
+    ins, in_adds, in_rows = _inputs(removed, metadata, {s.path: s for s in summaries})
+    outs = _Side([a.path for a in added], _parse([a.stats for a in added], metadata, physical=True))
+    groups: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int]]] = {}
+    for i, a in enumerate(in_adds):
+        groups.setdefault(_partition_key(a), ([], []))[0].append(i)
+    for i, a in enumerate(added):
+        groups.setdefault(_partition_key(a), ([], []))[1].append(i)
+    for key, (in_idx, out_idx) in groups.items():
+        where = ", ".join(f"{k}={v}" for k, v in key)
+        _verify_partition(ins.subset(in_idx), [in_rows[i] for i in in_idx], outs.subset(out_idx), columns=columns,
+                          table=table, version=version, where=where)
 
 
 def _partition_key(a: Add) -> tuple[tuple[str, str | None], ...]:
@@ -129,35 +134,40 @@ def _parse(texts: Sequence[str | None], metadata: Metadata, *, physical: bool) -
 
 @dataclass(frozen=True, slots=True)
 class _Side:
-    """One side of the comparison: per file (label, stats row)."""
+    """One side of the comparison: file labels and their parsed stats, row for row."""
 
     labels: list[str]
     table: pa.Table
+
+    def subset(self, rows: list[int]) -> "_Side":
+        return _Side([self.labels[i] for i in rows], self.table.take(pa.array(rows, pa.int64())))
 
     def values(self, column: str) -> list[Any] | None:
         return self.table.column(column).to_pylist() if column in self.table.column_names else None
 
 
-def _inputs(ins: Sequence[Add], metadata: Metadata, summaries: Mapping[str, InputSummary]) -> tuple[_Side, list[int | None]]:
-    """Stats rows of the inputs (own stats, or the summary of what was read) and their live rows."""
-    own = [a for a in ins if a.path not in summaries]
-    read = [summaries[a.path] for a in ins if a.path in summaries]
-    parts = []
-    if own:
-        parts.append(_parse([a.stats for a in own], metadata, physical=True))
+def _inputs(
+    removed: Sequence[Add], metadata: Metadata, summaries: Mapping[str, InputSummary],
+) -> tuple[_Side, list[Add], list[int | None]]:
+    """Stats rows of the inputs (own stats, or the summary of what was read), the inputs in that
+    order, and their live rows."""
+    own = [a for a in removed if a.path not in summaries]
+    read = [a for a in removed if a.path in summaries]
+    parts = [_parse([a.stats for a in own], metadata, physical=True)]
     if read:
-        parts.append(_parse([s.stats for s in read], metadata, physical=False))
-    table = pa.concat_tables(parts) if len(parts) > 1 else parts[0]
+        parts.append(_parse([summaries[a.path].stats for a in read], metadata, physical=False))
+    table = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
+    counts = table.column(NUM_RECORDS).to_pylist()
     rows: list[int | None] = []
-    for a, n in zip(own, table.column(NUM_RECORDS).to_pylist()):
+    for a, n in zip(own, counts):
         rows.append(None if n is None else n - (a.deletion_vector.cardinality if a.deletion_vector else 0))
-    rows += table.column(NUM_RECORDS).to_pylist()[len(own):]
-    return _Side([a.path for a in own] + [s.path for s in read], table), rows
+    rows += counts[len(own):]  # summaries count the rows read, deletion vectors applied
+    return _Side([a.path for a in own + read], table), own + read, rows
 
 
 def _verify_partition(
-    ins: Sequence[Add], outs: Sequence[Add], *, metadata: Metadata, summaries: Mapping[str, InputSummary],
-    table: str | None, version: int | None, where: str,
+    ins: _Side, in_rows: list[int | None], outs: _Side, *, columns: Sequence[str], table: str | None,
+    version: int | None, where: str,
 ) -> None:
     def fail(message: str, *, column: str | None, files: Sequence[str]) -> RewriteVerificationError:
         scope = f" (partition {where})" if where else ""
@@ -167,24 +177,21 @@ def _verify_partition(
             "with the table, and do not re-run the rewrite on these files until it is understood",
             column=column, file=", ".join(files), path=table, version=version)
 
-    if not ins:
-        raise fail(f"{len(outs)} new file(s) replace no input", column=None, files=[a.path for a in outs])
-    in_side, in_rows = _inputs(ins, metadata, summaries)
-    out_side = _Side([a.path for a in outs], _parse([a.stats for a in outs], metadata, physical=True))
-    out_rows = out_side.values(NUM_RECORDS) or []
-    out_names = [a.path for a in outs]
+    if not ins.labels:
+        raise fail(f"{len(outs.labels)} new file(s) replace no input", column=None, files=outs.labels)
+    out_rows = outs.values(NUM_RECORDS) or []
     if None not in in_rows and None not in out_rows and sum(in_rows) != sum(out_rows):  # type: ignore[arg-type]
         raise fail(f"the inputs hold {sum(in_rows)} live rows but the new files {sum(out_rows)}",  # type: ignore[arg-type]
-                   column=None, files=out_names)
-    for column in indexed_columns(metadata):
-        out_nulls = out_side.values(NULL_COUNT_PREFIX + column)
-        in_nulls = in_side.values(NULL_COUNT_PREFIX + column)
+                   column=None, files=outs.labels)
+    for column in columns:
+        out_nulls = outs.values(NULL_COUNT_PREFIX + column)
+        in_nulls = ins.values(NULL_COUNT_PREFIX + column)
         if out_nulls is None or in_nulls is None or None in out_nulls:
             continue  # no stats for this column (e.g. beyond dataSkippingNumIndexedCols)
         if None not in in_nulls and sum(in_nulls) != sum(out_nulls):
             raise fail(f"column {column!r} has {sum(in_nulls)} nulls in the inputs but {sum(out_nulls)} in "
-                       f"the new file(s)", column=column, files=out_names)
-        _check_bounds(column, in_side, in_rows, in_nulls, out_side, fail)
+                       f"the new file(s)", column=column, files=outs.labels)
+        _check_bounds(column, ins, in_rows, in_nulls, outs, fail)
 
 
 def _check_bounds(column: str, ins: _Side, in_rows: list[int | None], in_nulls: list[int | None], outs: _Side,

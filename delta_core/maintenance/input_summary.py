@@ -17,7 +17,7 @@ from delta_core.actions import Metadata
 from delta_core.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.maintenance.rewrite_commit import live_subset
-from delta_core.rewrite_proof import InputSummary, input_needs_summary
+from delta_core.rewrite_proof import InputSummary, inputs_needing_summary
 from delta_core.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 
@@ -48,8 +48,7 @@ class SummarisingReader(DataFileReader):
 
 def paths_to_summarise(snapshot: Any, paths: Iterable[str]) -> set[str]:
     """The inputs among ``paths`` (live in ``snapshot``) whose stats cannot stand in the proof."""
-    live = live_subset(snapshot, list(paths))
-    return {a.path for a in iter_adds(live) if input_needs_summary(a, snapshot.metadata)}
+    return inputs_needing_summary(list(iter_adds(live_subset(snapshot, list(paths)))), snapshot.metadata)
 
 
 def split_results(lines: Iterable[str]) -> tuple[list[str], list[InputSummary]]:
