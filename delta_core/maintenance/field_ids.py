@@ -45,11 +45,27 @@ def _has_any_id(fields: Sequence[pa.Field]) -> bool:
     return False
 
 
+def _fields_without_id(fields: Sequence[pa.Field], prefix: str = "") -> list[str]:
+    """Struct fields, at any depth, that carry no id (array elements and map entries may lack
+    one: they have one place only)."""
+    out: list[str] = []
+    for f in fields:
+        name = f"{prefix}{f.name}"
+        if field_id(f) is None:
+            out.append(name)
+        t = f.type
+        while pa.types.is_list(t) or pa.types.is_map(t):
+            t = t.value_type if pa.types.is_list(t) else t.item_type
+        if pa.types.is_struct(t):
+            out += _fields_without_id(list(t), f"{name}.")
+    return out
+
+
 class FieldIdResolver:
     """Matches files' columns to ``target`` (the table's physical Arrow schema) by field id."""
 
     def __init__(self, target: pa.Schema, *, table: str) -> None:
-        missing = [f.name for f in target if field_id(f) is None]
+        missing = _fields_without_id(list(target))
         if missing:
             raise MaintenanceError(
                 f"the table is in column mapping mode 'id' but its schema gives no "

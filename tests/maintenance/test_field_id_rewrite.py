@@ -248,3 +248,14 @@ def test_mode_none_append_writes_logical_names_delta_rs_reads(tmp_path):
         assert set(json.loads(a.stats)["minValues"]) == {"id"}
     got = deltalake.DeltaTable(str(root)).to_pyarrow_table().sort_by("id")
     assert got.select(["id", "region"]).to_pylist() == data.to_pylist()
+
+
+def test_id_mode_schema_without_nested_id_is_refused(tmp_path):
+    # Without an id, info.b could only ever read as NULL: the schema is incomplete, not the file.
+    schema = json.loads(json.dumps(SCHEMA))
+    del schema["fields"][2]["type"]["fields"][1]["metadata"]["delta.columnMapping.id"]
+    table = write_log(tmp_path / "t", [("old-1.parquet", old_file(rows(0, 3)))], schema=schema)
+    before = listing(str(tmp_path / "t"))
+    with pytest.raises(MaintenanceError, match=r"no delta.columnMapping.id for \['col-info.col-b'\]"):
+        rewrite_files(table.storage, ["old-1.parquet"], metadata=table.snapshot().metadata, partition_values={})
+    assert listing(str(tmp_path / "t")) == before
