@@ -10,10 +10,11 @@ statistics (PROTOCOL.md "Per-file Statistics"):
 - null counts, summed, equal;
 - every output's ``minValues``/``maxValues`` inside the inputs' envelope.
 
-The inputs' side comes from their stats where those are complete (``numRecords`` and a
-``nullCount`` for every column the table indexes, no deletion vector); for any other input, from
-an ``InputSummary``: the stats of the rows the rewrite task read (``inputs_needing_summary`` says
-which inputs need one). The outputs' side comes from their stats, which our writer always keeps
+The inputs' side comes from their own stats; where those are incomplete (no ``numRecords``, a
+``nullCount`` missing for a column the table indexes, or counts that include rows a deletion
+vector removed), an ``InputSummary`` fills the gaps: the stats of the rows the rewrite task read
+(``inputs_needing_summary`` says which inputs need one). Own stats win where both exist, so a
+task that misreads a file cannot vouch for itself. The outputs' side comes from their stats, which our writer always keeps
 for the indexed columns (the first ``delta.dataSkippingNumIndexedCols`` leaves, or
 ``delta.dataSkippingStatsColumns``); a column without stats on either side cannot be compared
 and is skipped, as is a bound that a side does not know.
@@ -149,20 +150,32 @@ class _Side:
 def _inputs(
     removed: Sequence[Add], metadata: Metadata, summaries: Mapping[str, InputSummary],
 ) -> tuple[_Side, list[Add], list[int | None]]:
-    """Stats rows of the inputs (own stats, or the summary of what was read), the inputs in that
-    order, and their live rows."""
-    own = [a for a in removed if a.path not in summaries]
-    read = [a for a in removed if a.path in summaries]
-    parts = [_parse([a.stats for a in own], metadata, physical=True)]
-    if read:
-        parts.append(_parse([summaries[a.path].stats for a in read], metadata, physical=False))
-    table = pa.concat_tables(parts, promote_options="permissive") if len(parts) > 1 else parts[0]
-    counts = table.column(NUM_RECORDS).to_pylist()
+    """Stats rows of the inputs, the inputs in that order, and their live rows.
+
+    Each input's own stats count where they exist; its summary (what the task read) fills the
+    gaps. Counts of a file with a deletion vector include its deleted rows, so they come from
+    its summary only (its live rows, without one, from ``numRecords`` minus the cardinality)."""
+    own = _parse([a.stats for a in removed], metadata, physical=True)
+    dv = pa.array([a.deletion_vector is not None for a in removed], pa.bool_())
+    read_at = {a.path: i for i, a in enumerate(a for a in removed if a.path in summaries)}
+    read = _parse([summaries[a.path].stats for a in removed if a.path in summaries], metadata, physical=False)
+    # One summary row per input (null where it has none), to merge column by column.
+    read = read.take(pa.array([read_at.get(a.path) for a in removed], pa.int64()))
+    columns = {}
+    for name in own.column_names:
+        mine, theirs = own.column(name), read.column(name)
+        if name.startswith(NULL_COUNT_PREFIX):
+            mine = pc.if_else(dv, pa.nulls(len(mine), mine.type), mine)
+        columns[name] = pc.coalesce(mine, theirs)
+    counts = own.column(NUM_RECORDS).to_pylist()
+    read_counts = read.column(NUM_RECORDS).to_pylist()
     rows: list[int | None] = []
-    for a, n in zip(own, counts):
-        rows.append(None if n is None else n - (a.deletion_vector.cardinality if a.deletion_vector else 0))
-    rows += counts[len(own):]  # summaries count the rows read, deletion vectors applied
-    return _Side([a.path for a in own + read], table), own + read, rows
+    for a, n, r in zip(removed, counts, read_counts):
+        if r is not None:
+            rows.append(r)  # rows read, deletion vectors applied
+        else:
+            rows.append(None if n is None else n - (a.deletion_vector.cardinality if a.deletion_vector else 0))
+    return _Side([a.path for a in removed], pa.table(columns)), list(removed), rows
 
 
 def _verify_partition(

@@ -22,6 +22,8 @@ from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.maintenance.input_summary import SummarisingReader
 from delta_core.maintenance.rewrite_commit import commit_rewrite
 from delta_core.partition_values import url_decode_path
+from delta_core.rewrite_proof import InputSummary
+from delta_core.stats_collect import stats_json
 from delta_core.table import DeltaTable
 
 from tests.core_write.conftest import listing
@@ -124,3 +126,18 @@ def test_truncated_bounds_of_other_writers_raise_no_false_alarm(tmp_path):
     bad = data.set_column(0, "s", pc.replace_substring(data.column("s"), "a" * 39 + "b", "a" * 5))
     err = refuse(table, snap, paths, bad, root=str(root))
     assert err.column == "s" and "minimum" in str(err)
+
+
+def test_own_stats_outweigh_a_summary_of_misread_rows(table_uri):
+    # A task that misread its inputs (the column-mapping bug) also summarises them wrongly; the
+    # inputs' own stats, where they exist, must still decide.
+    table = make_table(table_uri, appends=2, rows=10, partition_columns=())
+    snap, paths, data = inputs_of(table)
+
+    def misread(rows: pa.Table) -> pa.Table:
+        return rows.set_column(rows.schema.get_field_index("name"), "name", pa.nulls(rows.num_rows, pa.string()))
+
+    summaries = [InputSummary(p, stats_json(misread(read_data_file(table.storage, p, snap.metadata)),
+                                            num_indexed_cols=-1)) for p in paths]
+    err = refuse(table, snap, paths, misread(data), root=table_uri, summaries=summaries)
+    assert err.column == "name"
