@@ -36,7 +36,7 @@ import datetime as dt
 import json
 import math
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -111,10 +111,10 @@ def verify_rewrite(
     """Raise ``RewriteVerificationError`` unless ``added`` hold what ``removed`` held (module doc)."""
     columns = indexed_columns(metadata)
     # Stats are parsed once for the whole batch (columnar), then compared partition by partition.
-    ins, in_adds, in_rows = _inputs(removed, metadata, {s.path: s for s in summaries})
+    ins, in_rows = _inputs(removed, metadata, {s.path: s for s in summaries})
     outs = _Side([a.path for a in added], _parse([a.stats for a in added], metadata, physical=True))
     groups: dict[tuple[tuple[str, str | None], ...], tuple[list[int], list[int]]] = {}
-    for i, a in enumerate(in_adds):
+    for i, a in enumerate(removed):
         groups.setdefault(_partition_key(a), ([], []))[0].append(i)
     for i, a in enumerate(added):
         groups.setdefault(_partition_key(a), ([], []))[1].append(i)
@@ -149,8 +149,8 @@ class _Side:
 
 def _inputs(
     removed: Sequence[Add], metadata: Metadata, summaries: Mapping[str, InputSummary],
-) -> tuple[_Side, list[Add], list[int | None]]:
-    """Stats rows of the inputs, the inputs in that order, and their live rows.
+) -> tuple[_Side, list[int | None]]:
+    """Stats rows of the inputs, in order, and their live rows.
 
     Each input's own stats count where they exist; its summary (what the task read) fills the
     gaps. Counts of a file with a deletion vector include its deleted rows, so they come from
@@ -175,7 +175,7 @@ def _inputs(
             rows.append(r)  # rows read, deletion vectors applied
         else:
             rows.append(None if n is None else n - (a.deletion_vector.cardinality if a.deletion_vector else 0))
-    return _Side([a.path for a in removed], pa.table(columns)), list(removed), rows
+    return _Side([a.path for a in removed], pa.table(columns)), rows
 
 
 def _verify_partition(
@@ -208,7 +208,7 @@ def _verify_partition(
 
 
 def _check_bounds(column: str, ins: _Side, in_rows: list[int | None], in_nulls: list[int | None], outs: _Side,
-                  fail: Any) -> None:
+                  fail: Callable[..., RewriteVerificationError]) -> None:
     in_min, in_max = ins.values(MIN_PREFIX + column), ins.values(MAX_PREFIX + column)
     out_min, out_max = outs.values(MIN_PREFIX + column), outs.values(MAX_PREFIX + column)
     if in_min is None or in_max is None or out_min is None or out_max is None:
