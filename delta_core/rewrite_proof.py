@@ -14,10 +14,11 @@ The inputs' side comes from their own stats; where those are incomplete (no ``nu
 ``nullCount`` missing for a column the table indexes, or counts that include rows a deletion
 vector removed), an ``InputSummary`` fills the gaps: the stats of the rows the rewrite task read
 (``inputs_needing_summary`` says which inputs need one). Own stats win where both exist, so a
-task that misreads a file cannot vouch for itself. The outputs' side comes from their stats, which our writer always keeps
-for the indexed columns (the first ``delta.dataSkippingNumIndexedCols`` leaves, or
-``delta.dataSkippingStatsColumns``); a column without stats on either side cannot be compared
-and is skipped, as is a bound that a side does not know.
+task that misreads a file cannot vouch for itself. The outputs' side comes from their stats,
+which our writer always keeps for the indexed columns (the first
+``delta.dataSkippingNumIndexedCols`` leaves, or ``delta.dataSkippingStatsColumns``); a column
+without stats on either side cannot be compared and is skipped, as is a bound that a side does
+not know.
 
 Stats bounds are not exact, so they are compared in a way that cannot raise a false alarm on
 unchanged data: an output's string bound that our writer truncated (a 32-character prefix; a

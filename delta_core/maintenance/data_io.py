@@ -7,7 +7,8 @@ The executors of compaction and Z-order call these functions; nothing here impor
   mapping the files hold physical names (nested too), which are mapped back here so that the
   writer can map them forward again (in mode ``id`` columns are found by Parquet field id at
   every depth, ``field_ids``; a file without field ids is refused); columns added to the schema
-  after a file was written come back as nulls; widened types and other timestamp units are cast to the table's type.
+  after a file was written come back as nulls; widened types and other timestamp units are cast
+  to the table's type.
   Partition columns are not stored in files and are not returned. A file up to
   ``WHOLE_FILE_BYTES`` is fetched in one request and decoded from memory (small files are
   latency-bound, and one read beats the footer-then-columns round trips); a larger one is read

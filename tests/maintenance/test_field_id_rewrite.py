@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import collections
 import json
-import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -17,7 +16,6 @@ import pytest
 
 from delta_core.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.errors import MaintenanceError, MissingFieldIdsError
-from delta_core.log_path import commit_key
 from delta_core.maintenance.compaction import compact
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.maintenance.zorder import zorder
@@ -64,7 +62,8 @@ OLD = pa.schema([
 
 
 def rows(start: int, n: int) -> list[dict]:
-    return [{"id": i, "name": None if i % 4 == 0 else f"n{i}", "info": None if i % 5 == 0 else {"a": i * 10, "b": f"b{i}"},
+    return [{"id": i, "name": None if i % 4 == 0 else f"n{i}",
+             "info": None if i % 5 == 0 else {"a": i * 10, "b": f"b{i}"},
              "tags": [f"t{i}", None] if i % 3 else None, "props": [("p", i)] if i % 2 else [],
              "added": i * 100} for i in range(start, start + n)]
 
@@ -209,7 +208,8 @@ def test_mode_none_ignores_leftover_mapping_metadata(tmp_path):
     # Delta Spark leaves physicalName/id behind when mapping is dropped: the files use logical names.
     data = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "name": ["x", None, "z"],
                      "info": [{"a": 1, "b": "q"}, None, {"a": 3, "b": None}],
-                     "tags": [["t"], None, []], "props": pa.array([[("k", 1)], [], None], pa.map_(pa.string(), pa.int64())),
+                     "tags": [["t"], None, []],
+                     "props": pa.array([[("k", 1)], [], None], pa.map_(pa.string(), pa.int64())),
                      "added": pa.array([7, 8, None], pa.int64())})
     table = write_log(tmp_path / "t", [("plain.parquet", data)], mode="none")
     snap = table.snapshot()

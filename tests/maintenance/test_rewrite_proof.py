@@ -36,7 +36,8 @@ def inputs_of(table: DeltaTable) -> tuple[object, list[str], pa.Table]:
     return snap, paths, pa.concat_tables([read_data_file(table.storage, p, snap.metadata) for p in paths])
 
 
-def refuse(table: DeltaTable, snap: object, paths: list[str], bad: pa.Table, *, root: str, summaries=()) -> RewriteVerificationError:
+def refuse(table: DeltaTable, snap: object, paths: list[str], bad: pa.Table, *, root: str,
+           summaries: tuple[InputSummary, ...] | list[InputSummary] = ()) -> RewriteVerificationError:
     """Write ``bad`` as the rewrite's output and commit it: it must be refused, deleted, uncommitted."""
     before = listing(root)
     add = write_data_file(table.storage, bad, metadata=snap.metadata, partition_values={}, data_change=False)
