@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,10 +23,11 @@ from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.maintenance.input_summary import SummarisingReader
 from delta_core.maintenance.rewrite_commit import commit_rewrite
 from delta_core.partition_values import url_decode_path
-from delta_core.rewrite_proof import InputSummary
+from delta_core.rewrite_proof import InputSummary, verify_rewrite
 from delta_core.stats_collect import stats_json
 from delta_core.table import DeltaTable
 
+from tests.conftest import CONFORMANCE_DIR
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import make_table
 
@@ -142,3 +144,24 @@ def test_own_stats_outweigh_a_summary_of_misread_rows(table_uri):
                                             num_indexed_cols=-1)) for p in paths]
     err = refuse(table, snap, paths, misread(data), root=table_uri, summaries=summaries)
     assert err.column == "name"
+
+
+def test_widened_float_bounds_raise_no_false_alarm(tmp_path):
+    # Delta Spark's stats spell a float32 3.4 as 3.4; widened to double it reads 3.4000000953674316.
+    root = tmp_path / "t"
+    shutil.copytree(CONFORMANCE_DIR / "golden-type-widening", root)
+    table = DeltaTable(str(root))
+    snap = table.snapshot()
+    removed = list(snap.add_actions())
+    out = rewrite_files(table.storage, snap.file_paths, metadata=snap.metadata, partition_values={})
+    assert json.loads(out.stats)["maxValues"]["float_double"] == 3.4000000953674316
+    verify_rewrite(removed, [out], metadata=snap.metadata)
+    # A value really above the inputs' range (beyond float32 precision) is caught.
+    data = read_data_file(table.storage, out.path, snap.metadata)
+    wide = [v * 1.001 for v in data.column("float_double").to_pylist()]
+    bad = write_data_file(table.storage, data.set_column(data.schema.get_field_index("float_double"), "float_double",
+                                                         pa.array(wide, pa.float64())),
+                          metadata=snap.metadata, partition_values={}, data_change=False)
+    with pytest.raises(RewriteVerificationError) as err:
+        verify_rewrite(removed, [bad], metadata=snap.metadata)
+    assert err.value.column == "float_double" and err.value.file == bad.path
