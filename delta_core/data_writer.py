@@ -7,7 +7,8 @@ Serialization", "Column Mapping").
 - Partition columns are not stored in the files; their values go to ``partitionValues``
   serialised per the protocol, and files land in Hive-style directories (``a=1/b=x/``).
 - Under column mapping the files carry physical column names (and Parquet field ids in ``id``
-  mode), ``partitionValues`` and stats are keyed by physical names.
+  mode), ``partitionValues`` and stats are keyed by physical names; in mode ``none`` leftover
+  mapping metadata in the schema is ignored.
 - Every file gets full stats (``stats_collect``), collected row group by row group.
 - Files are streamed: ``DataFileWriter`` (and ``write_data_file_batches``) takes rows chunk by
   chunk and encodes each full row group straight into the table's ``Storage`` output stream
@@ -29,7 +30,7 @@ from delta_core.actions import Add, Metadata
 from delta_core.errors import PartitionValueError, SchemaMismatchError
 from delta_core.parquet_stream import ParquetStream
 from delta_core.partition_values import partition_path, serialize_partition_value, url_encode_path
-from delta_core.schema import StructField, StructType, schema_to_arrow, to_physical_path
+from delta_core.schema import StructField, StructType, schema_to_arrow, to_physical_path, without_column_mapping
 from delta_core.stats_collect import StatsCollector, split_column_name
 from delta_core.storage.base import Storage
 from delta_core.table_properties import TableProperties
@@ -62,7 +63,13 @@ def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
 
 
 def table_schema(metadata: Metadata) -> StructType:
-    return StructType.from_json(metadata.schema_string)
+    """The table schema as data files, ``partitionValues`` and stats name it: in column mapping
+    mode ``none`` any leftover physical names and ids (Delta Spark leaves them behind after
+    mapping is dropped) are ignored, so files and keys use logical names."""
+    schema = StructType.from_json(metadata.schema_string)
+    if TableProperties(metadata.configuration).column_mapping_mode == "none":
+        return without_column_mapping(schema)
+    return schema
 
 
 def data_fields(metadata: Metadata) -> list[StructField]:

@@ -199,3 +199,23 @@ class UnsupportedTableForOperationError(MaintenanceError):
     """The table has a feature this operation cannot honour (e.g. manifests with DVs)."""
 
     kind = "unsupported_for_operation"
+
+
+class MissingFieldIdsError(MaintenanceError):
+    """A data file of a column mapping ``id``-mode table carries no Parquet field ids, so a
+    rewrite cannot tell which table column each of its columns is."""
+
+    kind = "missing_field_ids"
+
+
+class RewriteVerificationError(InvalidTransactionError):
+    """A ``dataChange=false`` rewrite's outputs do not hold what its inputs held (rows, null
+    counts or value range of a column); nothing was committed. ``column`` and ``file`` name it."""
+
+    kind = "rewrite_verification"
+
+    def __init__(self, message: str, *, column: str | None = None, file: str | None = None,
+                 path: str | None = None, version: int | None = None):
+        super().__init__(message, path=path, version=version)
+        self.column = column
+        self.file = file

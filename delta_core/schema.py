@@ -25,6 +25,10 @@ from delta_core.errors import CorruptLogError, SchemaMismatchError
 
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 FIELD_ID_KEY = "delta.columnMapping.id"
+# Ids of array elements and map keys/values, on the nearest struct field above them, keyed by
+# the physical path from that field ("col-a.element", "col-m.key", "col-m.value").
+NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
+MAPPING_KEYS = (PHYSICAL_NAME_KEY, FIELD_ID_KEY, NESTED_IDS_KEY)
 PARQUET_FIELD_ID = b"PARQUET:field_id"
 
 # Canonical Delta names; a few aliases seen in the wild are accepted on read only.
@@ -400,8 +404,41 @@ def field_to_arrow(f: StructField, *, physical: bool = False) -> pa.Field:
         # Parquet field ids let id-mode readers resolve columns (PROTOCOL.md "Column Mapping").
         metadata = {PARQUET_FIELD_ID: str(f.field_id).encode()}
     name = f.physical_name if physical else f.name
-    return pa.field(name, type_to_arrow(f.type, physical=physical), nullable=f.nullable,
-                    metadata=metadata)
+    typ = type_to_arrow(f.type, physical=physical)
+    nested = f.metadata.get(NESTED_IDS_KEY)
+    if physical and isinstance(nested, Mapping) and nested:
+        typ = _with_nested_ids(typ, name, nested)
+    return pa.field(name, typ, nullable=f.nullable, metadata=metadata)
+
+
+def _with_nested_ids(t: pa.DataType, path: str, ids: Mapping[str, Any]) -> pa.DataType:
+    """``t`` with the ``delta.columnMapping.nested.ids`` of its array elements and map keys and
+    values as Parquet field ids; structs below carry their own ids in their fields' metadata."""
+
+    def child(f: pa.Field, suffix: str) -> pa.Field:
+        sub = f"{path}.{suffix}"
+        f = f.with_type(_with_nested_ids(f.type, sub, ids))
+        fid = ids.get(sub)
+        if isinstance(fid, int) and not isinstance(fid, bool):
+            f = f.with_metadata({**(f.metadata or {}), PARQUET_FIELD_ID: str(fid).encode()})
+        return f
+
+    if pa.types.is_list(t):
+        return pa.list_(child(t.value_field, "element"))
+    if pa.types.is_map(t):
+        return pa.map_(child(t.key_field, "key"), child(t.item_field, "value"))
+    return t
+
+
+def without_column_mapping(struct: StructType) -> StructType:
+    """``struct`` without column mapping metadata at any depth: in mode ``none`` a reader and a
+    writer use logical names, whatever physical names or ids another writer left behind."""
+    def strip(f: StructField) -> StructField:
+        if not any(k in f.metadata for k in MAPPING_KEYS):
+            return f
+        return replace(f, metadata={k: v for k, v in f.metadata.items() if k not in MAPPING_KEYS})
+
+    return map_fields(struct, strip)  # type: ignore[return-value]
 
 
 def schema_to_arrow(struct: StructType, *, physical: bool = False) -> pa.Schema:

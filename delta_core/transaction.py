@@ -40,6 +40,7 @@ from delta_core.conflict import (
     ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, check_conflicts,
 )
 from delta_core.constraints import check_new_rows_allowed
+from delta_core.data_writer import table_schema
 from delta_core.errors import (
     AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
     FileAlreadyExistsError, InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError,
@@ -48,7 +49,6 @@ from delta_core.errors import (
 from delta_core.feature_enablement import stamp_ict_enablement
 from delta_core.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
 from delta_core.partition_values import url_decode_path
-from delta_core.schema import StructType
 from delta_core.storage.base import Storage
 from delta_core.table_features import check_write_supported
 from delta_core.table_properties import TableProperties
@@ -289,7 +289,7 @@ class Transaction:
 
     def _validate_files(self, metadata: Metadata, target: int) -> None:
         uri = self.table.uri
-        schema = StructType.from_json(metadata.schema_string)
+        schema = table_schema(metadata)  # mode none: leftover physical names do not count
         expected = {schema[c].physical_name for c in metadata.partition_columns}
         seen_add: set[tuple[str, str | None]] = set()
         seen_rm: set[tuple[str, str | None]] = set()

@@ -25,6 +25,7 @@ from delta_core.errors import (
 )
 from delta_core.feature_enablement import protocol_for, required_features, upgrade_protocol
 from delta_core.log_path import LOG_DIR
+from delta_core.rewrite_proof import InputSummary, verify_rewrite
 from delta_core.schema import (
     FIELD_ID_KEY, PHYSICAL_NAME_KEY, ArrayType, MapType, PrimitiveType, StructField, StructType, map_fields,
     schema_from_arrow,
@@ -298,6 +299,7 @@ def commit_rewrite(
     read_snapshot: "Snapshot | None" = None,
     metrics: Mapping[str, Any] | None = None,
     discard_on_failure: bool = True,
+    input_summaries: Sequence[InputSummary] = (),
 ) -> CommitResult:
     """Commit a ``dataChange=false`` rewrite: ``removed`` files replaced by ``added`` ones.
 
@@ -306,18 +308,24 @@ def commit_rewrite(
     ``added`` files must already be written (e.g. ``write_data_file(..., data_change=False)``);
     they are deleted again if the commit surely fails, unless ``discard_on_failure=False``
     (a caller that retries on a newer snapshot keeps them and cleans up itself).
+
+    Before anything is committed, ``rewrite_proof.verify_rewrite`` proves the outputs hold what
+    the inputs held (rows, null counts, value ranges per column; ``input_summaries`` stand for
+    inputs whose own stats cannot), else ``RewriteVerificationError``.
     """
     txn = Transaction(table, read_snapshot=read_snapshot, operation=operation,
                       operation_parameters=operation_parameters)
     now = int(time.time() * 1000)
     txn.mark_files_read(a.path for a in removed)
     with txn:
+        if discard_on_failure:
+            for a in added:
+                txn.track_written_file(a)  # a failed proof deletes them too
+        verify_rewrite(removed, added, metadata=txn.snapshot.metadata, summaries=input_summaries,
+                       table=table.uri, version=txn.snapshot.version)
         txn.add_actions(a.to_remove(now, data_change=False) for a in removed)
         outputs = [replace(a, data_change=False) for a in added]
-        if discard_on_failure:
-            txn.add_written_files(outputs)
-        else:
-            txn.add_actions(outputs)
+        txn.add_actions(outputs)
         txn.set_operation_metrics(dict(metrics or {
             "numRemovedFiles": len(removed), "numAddedFiles": len(added),
             "numRemovedBytes": sum(a.size for a in removed), "numAddedBytes": sum(a.size for a in added),

@@ -25,7 +25,8 @@ from delta_core.maintenance.compaction_plan import (
 )
 from delta_core.maintenance.data_io import rewrite_files
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import live_subset, run_rewrite_batches
+from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
+from delta_core.maintenance.rewrite_commit import RewriteOutput, live_subset, run_rewrite_batches
 from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
 from delta_core.table_features import check_write_supported
 from delta_core.void_columns import check_void_writable
@@ -58,10 +59,12 @@ class CompactionMetrics(MetricsRecord):
 
 
 def _compact_bin(payload: dict[str, Any]) -> list[str]:
-    """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON."""
+    """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON, then the
+    summaries of the inputs in ``summarise`` (``InputSummary`` JSON)."""
+    reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=payload["summarise"])
     add = rewrite_files(payload["storage"], payload["paths"], metadata=payload["metadata"],
-                        partition_values=payload["partition_values"], sizes=payload["sizes"])
-    return [add_to_json(add)]
+                        partition_values=payload["partition_values"], sizes=payload["sizes"], reader=reader)
+    return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
 
 
 def compact(
@@ -89,15 +92,18 @@ def compact(
     if batches:
         spark = resolve_spark(spark)
 
-    def rewrite(current: Any, batch: Sequence[Bin], label: str) -> list[Any]:
+    def rewrite(current: Any, batch: Sequence[Bin], label: str) -> RewriteOutput:
         _refuse_dv_bins(current, batch, table.uri)
+        summarise = paths_to_summarise(current, [p for b in batch for p in b.paths])
         payloads = [
             {"storage": table.storage, "metadata": current.metadata, "paths": b.paths,
-             "sizes": [f.size for f in b.files], "partition_values": b.partition_dict}
+             "sizes": [f.size for f in b.files], "partition_values": b.partition_dict,
+             "summarise": [p for p in b.paths if p in summarise]}
             for b in sorted(batch, key=lambda b: -b.total_size)
         ]
         results = run_tasks(spark, _compact_bin, payloads, description=label)
-        return [add_from_json(r) for rs in results for r in rs]
+        adds, summaries = split_results(r for rs in results for r in rs)
+        return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",

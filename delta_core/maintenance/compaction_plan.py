@@ -25,6 +25,7 @@ from typing import Any, Iterator, Sequence, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.data_writer import table_schema
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.table_properties import DEFAULT_TARGET_FILE_SIZE
@@ -272,7 +273,8 @@ def plan_compaction(
     typed = snapshot.partition_values_typed() if predicate is not None else None
     mask = selection_mask(files, typed, predicate)
     # partitionValues are keyed by physical names under column mapping.
-    key_names = [snapshot.schema.get(c).physical_name if snapshot.schema.get(c) else c for c in partition_columns]
+    schema = table_schema(snapshot.metadata)  # mode none: leftover physical names do not count
+    key_names = [schema.get(c).physical_name if schema.get(c) else c for c in partition_columns]
     bins, considered, partitions = pack_files(
         files, partition_columns=key_names, target_size=target, min_file_size=minimum,
         selected=mask, table_uri=getattr(snapshot.storage, "root", None),

@@ -5,8 +5,10 @@ The executors of compaction and Z-order call these functions; nothing here impor
 - ``DataFileReader`` (and ``read_data_file``) opens files of the table (paths as found in the
   log) and returns their rows with the table's *logical* column names and types: under column
   mapping the files hold physical names (nested too), which are mapped back here so that the
-  writer can map them forward again; columns added to the schema after a file was written come
-  back as nulls; widened types and other timestamp units are cast to the table's type.
+  writer can map them forward again (in mode ``id`` columns are found by Parquet field id at
+  every depth, ``field_ids``; a file without field ids is refused); columns added to the schema
+  after a file was written come back as nulls; widened types and other timestamp units are cast
+  to the table's type.
   Partition columns are not stored in files and are not returned. A file up to
   ``WHOLE_FILE_BYTES`` is fetched in one request and decoded from memory (small files are
   latency-bound, and one read beats the footer-then-columns round trips); a larger one is read
@@ -30,10 +32,12 @@ import pyarrow.parquet as pq
 from delta_core.actions import Add, Metadata
 from delta_core.data_writer import data_fields, table_schema, write_data_file_batches
 from delta_core.errors import MaintenanceError
+from delta_core.maintenance.field_ids import FieldIdResolver
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.partition_values import deserialize_partition_value
 from delta_core.schema import StructType, schema_to_arrow
 from delta_core.storage.base import Storage
+from delta_core.table_properties import TableProperties
 
 # Reader threads per bin. Object-store reads are latency-bound, so many requests in flight pay;
 # local (and in-memory) reads are CPU-bound decoding, which runs beside the writer on a thread or
@@ -64,6 +68,9 @@ class DataFileReader:
         self.physical = physical
         self.logical = logical
         self.schema = pa.schema([f.with_nullable(True) for f in logical])
+        # In id mode a file's columns are found by Parquet field id, not by name.
+        id_mode = TableProperties(metadata.configuration).column_mapping_mode == "id"
+        self._ids = FieldIdResolver(physical, table=storage.root) if id_mode else None
 
     def read(self, path: str, *, size: int | None = None) -> pa.Table:
         """All rows of the file at ``path`` (as in the log)."""
@@ -80,12 +87,12 @@ class DataFileReader:
             size = self.storage.head(key).size
         if size <= WHOLE_FILE_BYTES:
             pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))))
-            wanted = self._wanted(pf)
+            wanted = self._wanted(pf, key)
             yield self._to_logical(pf.read(columns=wanted, use_threads=False), wanted, key)
             return
         with self.storage.open_input(key) as fh:
             pf = pq.ParquetFile(fh, pre_buffer=True)
-            wanted = self._wanted(pf)
+            wanted = self._wanted(pf, key)
             if pf.num_row_groups == 0:
                 yield self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key)
             for i in range(pf.num_row_groups):
@@ -123,11 +130,16 @@ class DataFileReader:
         yield future.result()
         return size or 0
 
-    def _wanted(self, pf: pq.ParquetFile) -> list[str]:
+    def _wanted(self, pf: pq.ParquetFile, key: str) -> list[str]:
+        if self._ids is not None:
+            return self._ids.file_columns(pf.schema_arrow, file=self.storage.uri(key))
         present = set(pf.schema_arrow.names)
         return [f.name for f in self.physical if f.name in present]
 
     def _to_logical(self, raw: pa.Table, wanted: Sequence[str], key: str) -> pa.Table:
+        if self._ids is not None:  # file names -> the table's physical names, by field id
+            raw = self._ids.align(raw, file=self.storage.uri(key))
+            wanted = raw.column_names
         present = set(wanted)
         arrays = []
         for phys, logi in zip(self.physical, self.logical):
@@ -196,9 +208,11 @@ def rewrite_files(
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
     sizes: Sequence[int | None] | None = None,
+    reader: DataFileReader | None = None,
 ) -> Add:
     """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
-    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``."""
-    reader = DataFileReader(storage, metadata)
+    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``.
+    ``reader`` (for this table's ``metadata``) replaces the default one, e.g. to summarise inputs."""
+    reader = reader if reader is not None else DataFileReader(storage, metadata)
     return write_rewritten(storage, reader.read_ahead(paths, sizes), metadata=metadata,
                            partition_values=partition_values)

@@ -9,6 +9,11 @@ no data is checked at SnapshotIsolation). For other conflicts the table is re-re
 commit retried on the new snapshot only while every input file (same path, same deletion
 vector) is still live, a bounded number of times.
 
+Before each attempt the rewrite is proven to keep the data (``delta_core.rewrite_proof``: rows,
+null counts and value ranges per column, from the inputs' stats or the ``InputSummary`` a task
+returned for inputs without usable stats); a failed proof deletes the outputs, commits nothing and
+raises ``RewriteVerificationError``.
+
 Output files are deleted only when the batch surely did not land (an ambiguous storage error
 leaves them, as orphans are harmless and vacuum removes them).
 """
@@ -34,6 +39,7 @@ from delta_core.errors import (
 )
 from delta_core.file_actions import file_keys, iter_adds
 from delta_core.partition_values import url_decode_path
+from delta_core.rewrite_proof import InputSummary
 from delta_core.write import commit_rewrite as commit_rewrite_once
 
 log = logging.getLogger(__name__)
@@ -49,6 +55,15 @@ class BatchOutcome:
     status: str  # "committed" | "aborted"
     reason: str | None = None
     attempts: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteOutput:
+    """What a batch's rewrite tasks produced: the new files, and summaries of the rows they read
+    from inputs whose own stats cannot stand in the proof."""
+
+    adds: tuple[Add, ...]
+    input_summaries: tuple[InputSummary, ...] = ()
 
 
 def live_subset(snapshot: Any, paths: Sequence[str]) -> pa.Table:
@@ -75,6 +90,7 @@ def commit_rewrite(
     operation_parameters: Mapping[str, Any],
     operation_metrics: Mapping[str, Any],
     max_conflict_retries: int = MAX_CONFLICT_RETRIES,
+    input_summaries: Sequence[InputSummary] = (),
 ) -> BatchOutcome:
     """Commit one rewrite batch (``write.commit_rewrite``) under the module docstring's rules."""
     keys = set(file_keys(live_subset(snapshot, input_paths)).to_pylist())
@@ -89,7 +105,7 @@ def commit_rewrite(
             result = commit_rewrite_once(
                 table, removed=list(iter_adds(live_subset(current, input_paths))), added=adds,
                 operation=OPTIMIZE, operation_parameters=operation_parameters, read_snapshot=current,
-                metrics=operation_metrics, discard_on_failure=False)
+                metrics=operation_metrics, discard_on_failure=False, input_summaries=input_summaries)
         except _ABORTING as exc:
             _discard(table, adds)
             log.info("table=%s attempt=%d rewrite batch abandoned: %s", table.uri, attempts, exc.kind)
@@ -125,7 +141,7 @@ def run_rewrite_batches(
     snapshot: Any,
     batches: Sequence[Sequence[Any]],
     *,
-    rewrite: Callable[[Any, Sequence[Any], str], Sequence[Add]],
+    rewrite: Callable[[Any, Sequence[Any], str], RewriteOutput],
     operation_parameters: Mapping[str, Any],
     extra_metrics: Mapping[str, Any],
     label: str,
@@ -135,8 +151,9 @@ def run_rewrite_batches(
     Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
     groups whose inputs are all still live, so progress committed by earlier batches survives a
     later failure and no batch rewrites a file someone else removed. ``rewrite(snapshot, groups,
-    batch_label)`` writes the new files and returns their ``add`` actions; each batch is then
-    committed by ``commit_rewrite`` with Delta's OPTIMIZE metrics plus ``extra_metrics``.
+    batch_label)`` writes the new files and returns their ``add`` actions (``RewriteOutput``); each
+    batch is then proven and committed by ``commit_rewrite`` with Delta's OPTIMIZE metrics plus
+    ``extra_metrics``.
     """
     versions: list[int] = []
     removed_files = added_files = removed_bytes = added_bytes = aborted = 0
@@ -152,7 +169,8 @@ def run_rewrite_batches(
             batch = live
             if not batch:
                 continue
-        adds = list(rewrite(current, batch, batch_label))
+        output = rewrite(current, batch, batch_label)
+        adds = list(output.adds)
         inputs = [path for g in batch for path in g.paths]
         in_bytes = sum(g.total_size for g in batch)
         out_bytes = sum(a.size for a in adds)
@@ -162,7 +180,8 @@ def run_rewrite_batches(
             "numBatches": 1, "numDeletionVectorsRemoved": 0, **extra_metrics,
         }
         outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
-                                 operation_parameters=operation_parameters, operation_metrics=metrics)
+                                 operation_parameters=operation_parameters, operation_metrics=metrics,
+                                 input_summaries=output.input_summaries)
         if outcome.version is None:
             aborted += 1
             log.warning("table=%s %s not committed: %s", table.uri, batch_label, outcome.reason)

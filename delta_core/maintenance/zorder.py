@@ -6,7 +6,8 @@ Per batch of partitions (``plan_zorder`` decides them):
    projection) and returns evenly spaced rows (about ``sample_rows`` overall). On the driver,
    ``layout_from_sample`` cuts each column at ``2**bits`` quantiles (range ids), computes the
    sample's curve keys, and cuts each partition's keys into as many equal-count stretches as it
-   gets output files (input bytes / target size): one output file per stretch.
+   gets output files (input bytes / target size): one output file per stretch. A file whose
+   stats cannot stand in the rewrite's proof is read whole here and summarised (``InputSummary``).
 2. *Key* — one task per file reads the whole file (pyarrow over storage) and appends ``__zkey``
    (the curve key of the row's range ids) and ``__file`` (its output file). Rows now go through
    Spark:
@@ -14,7 +15,7 @@ Per batch of partitions (``plan_zorder`` decides them):
    the target file of every row is already known, so no range-partitioner sampling pass runs.
 4. *Write* — each Spark partition streams one file per ``__file`` run, full stats.
 5. *Commit* — ``OPTIMIZE`` with ``zOrderBy`` in ``operationParameters``, ``dataChange=false``,
-   under the same conflict rules as compaction (``rewrite_commit``).
+   under the same conflict rules and proof of kept data as compaction (``rewrite_commit``).
 """
 
 from __future__ import annotations
@@ -27,13 +28,15 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.actions import Metadata
 from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
 from delta_core.maintenance.data_io import logical_data_schema, read_data_file, write_rewritten
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import run_rewrite_batches
+from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
+from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
 from delta_core.maintenance.spark_exec import (
     add_from_json,
     add_to_json,
@@ -43,6 +46,7 @@ from delta_core.maintenance.spark_exec import (
     resolve_spark,
 )
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
+from delta_core.rewrite_proof import InputSummary
 from delta_core.storage.base import Storage
 from delta_core.table_features import check_write_supported
 from delta_core.void_columns import check_void_writable
@@ -54,6 +58,7 @@ __all__ = ["ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
 PART_COL = "__part"
 FILE_COL = "__file"
 KEY_COL = "__zkey"
+SUMMARY_COL = "__summary"
 DEFAULT_SAMPLE_ROWS = 200_000
 
 
@@ -136,16 +141,30 @@ def _spark_schema(arrow_schema: pa.Schema) -> Any:
 
 
 def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-    """Spark task: evenly spaced rows of the clustering columns of one file, with its partition."""
-    data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"],
-                          size=payload["size"])
+    """Spark task: evenly spaced rows of the clustering columns of one file, with its partition.
+
+    A file to ``summarise`` (its stats cannot stand in the rewrite's proof) is read whole and one
+    more row carries its ``InputSummary`` in ``__summary``."""
+    summary = None
+    if payload["summarise"]:
+        reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=[payload["path"]])
+        data = reader.read(payload["path"], size=payload["size"])
+        summary = reader.summaries()[0].to_json()
+    else:
+        data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"],
+                              size=payload["size"])
     data = data.select(payload["columns"])
     k = min(data.num_rows, max(1, math.ceil(data.num_rows * payload["fraction"])))
     if data.num_rows:
         idx = np.unique(np.linspace(0, data.num_rows - 1, k).astype(np.int64))
         data = data.take(pa.array(idx))
     data = data.append_column(PART_COL, pa.array(np.full(data.num_rows, payload["part"], np.int32)))
+    data = data.append_column(SUMMARY_COL, pa.nulls(data.num_rows, pa.string()))
     yield from data.to_batches()
+    if summary is not None:
+        row = {f.name: pa.nulls(1, f.type) for f in data.schema}
+        row[SUMMARY_COL] = pa.array([summary], pa.string())
+        yield pa.RecordBatch.from_pydict(row, schema=data.schema)
 
 
 def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
@@ -186,20 +205,24 @@ def _file_writer(
 def _run_batch(
     spark: Any, table: Any, snapshot: Any, plan: ZOrderPlan, batch: Sequence[PartitionFiles], *, sample_rows: int,
     label: str,
-) -> list[Any]:
+) -> RewriteOutput:
     metadata = snapshot.metadata
     data_schema = logical_data_schema(metadata)
     total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
+    summarise = paths_to_summarise(snapshot, [f.path for p in batch for f in p.files])
     file_payloads = [
         {"storage": table.storage, "metadata": metadata, "path": f.path, "size": f.size, "part": i,
-         "columns": list(plan.columns), "fraction": fraction}
+         "columns": list(plan.columns), "fraction": fraction, "summarise": f.path in summarise}
         for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
-                              + [pa.field(PART_COL, pa.int32())])
-    sample = collect_arrow(payload_frame(spark, file_payloads, _sample_file, _spark_schema(sample_schema)),
-                           description=f"{label}: sample")
+                              + [pa.field(PART_COL, pa.int32()), pa.field(SUMMARY_COL, pa.string())])
+    sampled = collect_arrow(payload_frame(spark, file_payloads, _sample_file, _spark_schema(sample_schema)),
+                            description=f"{label}: sample")
+    is_summary = pc.is_valid(sampled.column(SUMMARY_COL))
+    summaries = [InputSummary.from_json(t) for t in sampled.filter(is_summary).column(SUMMARY_COL).to_pylist()]
+    sample = sampled.filter(pc.invert(is_summary)).drop_columns([SUMMARY_COL])
     files_per_partition = [plan.output_files([p]) for p in batch]
     layout = layout_from_sample(sample, columns=plan.columns, curve=plan.curve, bits=plan.bits_per_column,
                                 files_per_partition=files_per_partition)
@@ -215,7 +238,8 @@ def _run_batch(
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
     shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL, KEY_COL)
     result = collect_arrow(shuffled.mapInArrow(writer, "result string"), description=f"{label}: cluster and write")
-    return [add_from_json(r) for r in result.column("result").to_pylist()]
+    adds = tuple(add_from_json(r) for r in result.column("result").to_pylist())
+    return RewriteOutput(adds, tuple(s for s in summaries if s is not None))
 
 
 def zorder(
@@ -247,7 +271,7 @@ def zorder(
              snapshot.version, curve, ",".join(plan.columns), plan.num_input_files, len(plan.partitions),
              len(batches))
 
-    def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str) -> list[Any]:
+    def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str) -> RewriteOutput:
         return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label)
 
     tally = run_rewrite_batches(

@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
+from delta_core.data_writer import table_schema
 from delta_core.errors import ConfigError
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
@@ -175,7 +176,7 @@ def plan_zorder(
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
     selected = files.filter(mask)
     check_no_deletion_vectors(selected, operation="Z-order", table_uri=getattr(snapshot.storage, "root", None))
-    key_names = [snapshot.schema.get(c).physical_name for c in partition_columns]
+    key_names = [table_schema(snapshot.metadata)[c].physical_name for c in partition_columns]
     return ZOrderPlan(
         read_version=snapshot.version,
         columns=cols,
