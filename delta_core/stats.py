@@ -314,8 +314,9 @@ def parse_stats(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema
                 partition_columns: Sequence[str] = (), physical: bool = False) -> pa.Table:
     """Typed statistics for a column of ``add.stats`` JSON strings, one row per input row.
 
-    Columns: ``num_records`` (int64), ``tight_bounds`` (bool, null when not logged), then per stats column ``min.<col>`` and ``max.<col>``
-    (the column's type; absent for binary/array/map/variant) and ``null_count.<col>`` (int64),
+    Columns: ``num_records`` (int64), ``tight_bounds`` (bool, null when not logged), then per
+    stats column ``min.<col>`` and ``max.<col>`` (the column's type; absent for
+    binary/array/map/variant) and ``null_count.<col>`` (int64),
     ``<col>`` being the logical dotted path. ``physical`` says keys are physical names.
     """
     if not isinstance(stats, (pa.Array, pa.ChunkedArray)):

@@ -17,8 +17,10 @@ definitions load. Its runs still check the same things before any work.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
+from typing import Callable
 
 from delta_core.actions import Metadata
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
@@ -36,33 +38,35 @@ def check_tables(config: MaintenanceConfig) -> None:
     """Check every table's policy against its schema; ``TableConfigError`` on the first misfit."""
     for table in config.tables:
         metadata = _read_metadata(table)
-        if metadata is None:
-            continue
-        schema = StructType.from_json(metadata.schema_string)
-        partition_columns = list(metadata.partition_columns)
+        if metadata is not None:
+            _check_table(table, metadata, source=config.source)
+
+
+def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) -> None:
+    partition_columns = list(metadata.partition_columns)
+    checks: list[tuple[str, Callable[[], object]]] = [
+        (field, functools.partial(parse_predicate, where, partition_columns))
+        for field, where in (("compaction.where", table.compaction.where), ("zorder.where", table.zorder.where))
+        if where is not None
+    ]
+    if table.zorder.columns:
         props = TableProperties(metadata.configuration)
-
-        def fail(field: str, exc: ConfigError, table: TableConfig = table) -> TableConfigError:
-            return TableConfigError(str(exc), path=config.source, table=table.name, field=field)
-
-        for field, where in (("compaction.where", table.compaction.where), ("zorder.where", table.zorder.where)):
-            if where is not None:
-                try:
-                    parse_predicate(where, partition_columns)
-                except ConfigError as exc:
-                    raise fail(field, exc) from None
-        if table.zorder.columns:
-            try:
-                validate_columns(schema, table.zorder.columns, partition_columns=partition_columns,
-                                 num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns)
-            except ConfigError as exc:
-                raise fail("zorder.columns", exc) from None
+        checks.append(("zorder.columns", functools.partial(
+            validate_columns, StructType.from_json(metadata.schema_string), table.zorder.columns,
+            partition_columns=partition_columns, num_indexed_cols=props.num_indexed_cols,
+            stats_columns=props.stats_columns)))
+    for field, check in checks:
+        try:
+            check()
+        except ConfigError as exc:
+            raise TableConfigError(str(exc), path=source, table=table.name, field=field) from None
 
 
 def _read_metadata(table: TableConfig) -> Metadata | None:
     """The table's current metadata, or ``None`` (logged) when it cannot be read now."""
     if isinstance(table.uri, EnvRef):
-        log.info("table %r: uri comes from $%s at run time; schema checks skipped", table.name, table.uri.name)
+        log.info("table %r: uri comes from $%s at run time; schema checks skipped",
+                 table.name, table.uri.name)
         return None
     options = []
     for key, value in table.storage_options:
@@ -73,7 +77,8 @@ def _read_metadata(table: TableConfig) -> Metadata | None:
                 return None
             value = os.environ[value.name]
         options.append((key, value))
-    resource = DeltaTableResource.from_table_config(dataclasses.replace(table, storage_options=tuple(options)))
+    resolved = dataclasses.replace(table, storage_options=tuple(options))
+    resource = DeltaTableResource.from_table_config(resolved)
     try:
         return resource.open().protocol_and_metadata()[1]
     except NotADeltaTableError:
