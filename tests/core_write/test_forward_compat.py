@@ -24,6 +24,7 @@ from delta_core.checkpoint_write import write_checkpoint
 from delta_core.cli import main
 from delta_core.data_writer import write_data_file
 from delta_core.errors import CorruptLogError
+from delta_core.maintenance.compaction import compact
 from delta_core.table import DeltaTable
 from delta_core.write import commit_rewrite, set_properties
 from tests.conftest import CONFORMANCE_DIR
@@ -181,3 +182,18 @@ def test_rewrite_removes_keep_what_the_remove_action_may_carry(future_table):
         assert "futureAddField" not in r
     assert _deltars_ids(future_table) == [1, 2, 3]
     assert DeltaTable(future_table).snapshot().metadata.extra == {"futureMetaField": {"level": 3}}
+
+
+@pytest.mark.spark
+def test_compaction_runs_on_a_future_writers_log(future_table, spark):
+    table = DeltaTable(future_table)
+    metrics = compact(table, spark)
+    assert metrics.num_removed_files == 2 and metrics.num_added_files == 1  # partition "a"
+    written = [json.loads(x) for x in pathlib.Path(future_table, "_delta_log", f"{metrics.version:020d}.json")
+               .read_text().splitlines()]
+    removes = [o["remove"] for o in written if "remove" in o]
+    assert len(removes) == 2 and all(r["tags"] == {"origin": "future"} for r in removes)
+    assert all("futureAddField" not in r and r["dataChange"] is False for r in removes)
+    snap = table.snapshot()
+    assert snap.metadata.extra == {"futureMetaField": {"level": 3}} and snap.num_files == 2
+    assert _deltars_ids(future_table) == [1, 2, 3]
