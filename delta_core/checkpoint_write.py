@@ -171,8 +171,9 @@ def _with_unknown_fields(typ: pa.StructType, body: dict[str, Any],
                          extra: Mapping[str, Any]) -> tuple[pa.StructType, dict[str, Any]]:
     """``typ``/``body`` plus one field per unknown field of the action, typed as Arrow infers it.
 
-    A value Arrow cannot type (e.g. a list mixing numbers and objects) cannot be a Parquet
-    column: it is left out, with a warning, rather than written in another shape.
+    A value Arrow cannot type (e.g. a list mixing numbers and objects) or Parquet cannot hold
+    (an empty object: a struct without fields) is left out, with a warning, rather than written
+    in another shape.
     """
     fields = list(typ)
     body = dict(body)
@@ -182,11 +183,21 @@ def _with_unknown_fields(typ: pa.StructType, body: dict[str, Any],
         try:
             inferred = pa.array([value]).type
         except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            inferred = None
+        if inferred is None or _has_empty_struct(inferred):
             log.warning("unknown field %r cannot be stored in a Parquet checkpoint; left out", name)
             continue
         fields.append(pa.field(name, inferred))
         body[name] = value
     return pa.struct(fields), body
+
+
+def _has_empty_struct(typ: pa.DataType) -> bool:
+    if pa.types.is_struct(typ):
+        return typ.num_fields == 0 or any(_has_empty_struct(f.type) for f in typ)
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        return _has_empty_struct(typ.value_type)
+    return False
 
 
 def _header_rows(snapshot: "Snapshot", *, now_ms: int, v2: bool) -> dict[str, pa.Array]:

@@ -197,3 +197,19 @@ def test_compaction_runs_on_a_future_writers_log(future_table, spark):
     snap = table.snapshot()
     assert snap.metadata.extra == {"futureMetaField": {"level": 3}} and snap.num_files == 2
     assert _deltars_ids(future_table) == [1, 2, 3]
+
+
+def test_unknown_fields_parquet_cannot_hold_are_left_out_of_checkpoints(future_table, caplog):
+    def edit(obj: dict) -> list[dict]:
+        if "metaData" in obj:
+            obj["metaData"].update(futureEmpty={}, futureDeep={"a": [{}]}, futureMixed=[1, {"x": 1}])
+        return [obj]
+
+    _edit_lines(pathlib.Path(future_table, "_delta_log", f"{0:020d}.json"), edit)
+    assert DeltaTable(future_table).snapshot().metadata.extra["futureEmpty"] == {}
+    with caplog.at_level("WARNING", logger="delta_core.checkpoint_write"):
+        res = write_checkpoint(DeltaTable(future_table))
+    assert sorted(r.args[0] for r in caplog.records) == ["futureDeep", "futureEmpty", "futureMixed"]
+    cp = pq.read_table(os.path.join(future_table, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))
+    meta = [m for m in cp.column("metaData").to_pylist() if m][0]
+    assert meta["futureMetaField"] == {"level": 3} and "futureEmpty" not in meta
