@@ -12,6 +12,7 @@ from assets import build_daily_summary_asset, build_maintenance_assets, build_ta
 from jobs import build_cross_table_jobs, build_table_jobs
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
+from resources.table_checks import check_tables
 from schedules import build_table_schedules
 from sensors import build_sensors
 
@@ -36,7 +37,11 @@ def build_assets(config: MaintenanceConfig) -> list:
 
 
 def build_definitions(config: MaintenanceConfig) -> Definitions:
-    """Assets, jobs, schedules, sensors and resources for every table in ``config``."""
+    """Assets, jobs, schedules, sensors and resources for every table in ``config``.
+
+    The policies are first checked against each readable table's schema (``check_tables``),
+    so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
+    check_tables(config)
     assets: list = []
     jobs: list = build_cross_table_jobs(config)
     schedules: list = []

@@ -4,6 +4,11 @@ Each action type is one frozen dataclass. JSON field names are mapped to Python 
 place (``_FIELDS``). Fields this library does not know are kept in ``extra`` so that an
 action we re-encode (checkpoints, rewrites) loses nothing; readers simply ignore them.
 Unknown action types parse to ``UnknownAction`` and are ignored by replay.
+
+A log line is one JSON object holding one action (PROTOCOL.md "Delta Log Entries"). Keys beside
+it that name no action this library knows (a future writer's addition) are ignored like any
+other unknown content (``line_action``); a line with two known actions, or an empty object,
+is corrupt.
 """
 
 from __future__ import annotations
@@ -218,6 +223,7 @@ _ACTION_KEYS: dict[type, str] = {
     Sidecar: "sidecar",
 }
 _TYPES_BY_KEY = {v: k for k, v in _ACTION_KEYS.items()}
+ACTION_KEYS: frozenset[str] = frozenset(_TYPES_BY_KEY)
 
 _FIELDS: dict[type, dict[str, str]] = {
     Protocol: {
@@ -314,11 +320,28 @@ def _convert_in(cls: type, name: str, value: Any) -> Any:
     return value
 
 
+def line_action(obj: Any) -> tuple[str, Any] | None:
+    """The one action of a log line's decoded object, as ``(key, body)``; ``None`` when the
+    object is not a log line (not an object, empty, or two known actions).
+
+    Unknown keys beside a known action are ignored; a line of unknown keys only is an unknown
+    action (its first key), which replay ignores.
+    """
+    if not isinstance(obj, dict) or not obj:
+        return None
+    known = [k for k in obj if k in _TYPES_BY_KEY]
+    if len(known) > 1:
+        return None
+    key = known[0] if known else next(iter(obj))
+    return key, obj[key]
+
+
 def action_from_json(obj: Mapping[str, Any]) -> Action:
     """Parse one line's object (``{"add": {...}}``) into an action record."""
-    if len(obj) != 1:
-        raise CorruptLogError(f"a log line must hold exactly one action, found keys {sorted(obj)}")
-    (key, body), = obj.items()
+    found = line_action(dict(obj))
+    if found is None:
+        raise CorruptLogError(f"a log line must hold exactly one known action, found keys {sorted(obj)}")
+    key, body = found
     cls = _TYPES_BY_KEY.get(key)
     if cls is None:
         return UnknownAction(key, body)
@@ -418,8 +441,8 @@ def iter_log_lines(
     """Yield ``(line number, action key, body)`` for each line of a JSON log file.
 
     The one place newline-delimited log JSON is split and validated: blank lines are skipped;
-    a line that is not JSON, or not an object with exactly one key, raises ``CorruptLogError``
-    naming the file, line and ``remedy``.
+    a line that is not JSON, or not an object holding one action (``line_action``: unknown
+    keys beside it are ignored), raises ``CorruptLogError`` naming the file, line and ``remedy``.
     """
     where = source or "a log file"
     for lineno, line in enumerate(data.splitlines(), 1):
@@ -432,13 +455,13 @@ def iter_log_lines(
                 f"line {lineno} of {where} is not valid JSON ({exc}); the file is corrupt or "
                 f"truncated: {remedy}", path=source, version=version,
             ) from exc
-        if not isinstance(obj, dict) or len(obj) != 1:
+        found = line_action(obj)
+        if found is None:
             raise CorruptLogError(
-                f"line {lineno} of {where} is not a single action object; the file is corrupt: "
-                f"{remedy}", path=source, version=version,
+                f"line {lineno} of {where} is not a single action object (a JSON object with one "
+                f"action); the file is corrupt: {remedy}", path=source, version=version,
             )
-        (key, body), = obj.items()
-        yield lineno, key, body
+        yield lineno, *found
 
 
 def parse_actions(data: bytes, *, path: str | None = None, version: int | None = None) -> list[Action]:

@@ -18,6 +18,9 @@ vectorised array operations, not a million Python objects.
 - Each part is written atomically (``Storage.write``); ``_last_checkpoint`` is written only
   after every part exists, and never moved backwards. Readers use a multi-part checkpoint only
   when all its parts exist, so a crash half-way leaves a table that still reads.
+- ``protocol`` and ``metaData`` keep fields this library does not know (another writer's
+  additions, ``Protocol.extra``/``Metadata.extra``) as extra struct fields of the inferred type,
+  so a checkpoint loses nothing the commits held; readers ignore fields they do not know.
 - Tables with the ``v2Checkpoint`` feature get a classic-named single file in the V2 spec
   (with its ``checkpointMetadata`` row), since multi-part files are V1-only.
 """
@@ -28,7 +31,7 @@ import logging
 import math
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -164,23 +167,55 @@ def _parsed_columns(snapshot: "Snapshot", files: pa.Table) -> list[tuple[str, pa
 # --- assembling the action rows -------------------------------------------------------------
 
 
+def _with_unknown_fields(typ: pa.StructType, body: dict[str, Any],
+                         extra: Mapping[str, Any]) -> tuple[pa.StructType, dict[str, Any]]:
+    """``typ``/``body`` plus one field per unknown field of the action, typed as Arrow infers it.
+
+    A value Arrow cannot type (e.g. a list mixing numbers and objects) or Parquet cannot hold
+    (an empty object: a struct without fields) is left out, with a warning, rather than written
+    in another shape.
+    """
+    fields = list(typ)
+    body = dict(body)
+    for name, value in extra.items():
+        if typ.get_field_index(name) >= 0 or value is None:
+            continue  # a null field and an absent one read back the same
+        try:
+            inferred = pa.array([value]).type
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError):
+            inferred = None
+        if inferred is None or _has_empty_struct(inferred):
+            log.warning("unknown field %r cannot be stored in a Parquet checkpoint; left out", name)
+            continue
+        fields.append(pa.field(name, inferred))
+        body[name] = value
+    return pa.struct(fields), body
+
+
+def _has_empty_struct(typ: pa.DataType) -> bool:
+    if pa.types.is_struct(typ):
+        return typ.num_fields == 0 or any(_has_empty_struct(f.type) for f in typ)
+    if pa.types.is_list(typ) or pa.types.is_large_list(typ):
+        return _has_empty_struct(typ.value_type)
+    return False
+
+
 def _header_rows(snapshot: "Snapshot", *, now_ms: int, v2: bool) -> dict[str, pa.Array]:
     """protocol, metaData, txn, domainMetadata (and checkpointMetadata) rows, one action each."""
     p, m = snapshot.protocol, snapshot.metadata
-    rows: list[tuple[str, dict[str, Any]]] = [
-        ("protocol", {
-            "minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
-            # Non-null exactly when the protocol uses table features (PROTOCOL.md "Checkpoint Schema").
-            "readerFeatures": list(p.reader_features or ()) if p.min_reader_version >= 3 else None,
-            "writerFeatures": list(p.writer_features or ()) if p.min_writer_version >= 7 else None,
-        }),
-        ("metaData", {
-            "id": m.id, "name": m.name, "description": m.description,
-            "format": {"provider": m.format.provider, "options": list(m.format.options.items())},
-            "schemaString": m.schema_string, "partitionColumns": list(m.partition_columns),
-            "configuration": list(m.configuration.items()), "createdTime": m.created_time,
-        }),
-    ]
+    protocol_type, protocol_body = _with_unknown_fields(PROTOCOL_TYPE, {
+        "minReaderVersion": p.min_reader_version, "minWriterVersion": p.min_writer_version,
+        # Non-null exactly when the protocol uses table features (PROTOCOL.md "Checkpoint Schema").
+        "readerFeatures": list(p.reader_features or ()) if p.min_reader_version >= 3 else None,
+        "writerFeatures": list(p.writer_features or ()) if p.min_writer_version >= 7 else None,
+    }, p.extra)
+    metadata_type, metadata_body = _with_unknown_fields(METADATA_TYPE, {
+        "id": m.id, "name": m.name, "description": m.description,
+        "format": {"provider": m.format.provider, "options": list(m.format.options.items())},
+        "schemaString": m.schema_string, "partitionColumns": list(m.partition_columns),
+        "configuration": list(m.configuration.items()), "createdTime": m.created_time,
+    }, m.extra)
+    rows: list[tuple[str, dict[str, Any]]] = [("protocol", protocol_body), ("metaData", metadata_body)]
     retention = snapshot.properties.set_transaction_retention
     cutoff = None if retention is None else now_ms - int(retention.total_seconds() * 1000)
     txns = snapshot.all_txns
@@ -197,7 +232,7 @@ def _header_rows(snapshot: "Snapshot", *, now_ms: int, v2: bool) -> dict[str, pa
                                              "removed": False}))
     if v2:
         rows.append(("checkpointMetadata", {"version": snapshot.version, "tags": None}))
-    types = {"protocol": PROTOCOL_TYPE, "metaData": METADATA_TYPE, "txn": TXN_TYPE,
+    types = {"protocol": protocol_type, "metaData": metadata_type, "txn": TXN_TYPE,
              "domainMetadata": DOMAIN_TYPE, "checkpointMetadata": CHECKPOINT_METADATA_TYPE}
     return {name: pa.array([body if kind == name else None for kind, body in rows], typ)
             for name, typ in types.items()}
@@ -242,7 +277,7 @@ def build_checkpoint_table(
     remove = _remove_struct(tomb)
     header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
     types: dict[str, pa.DataType] = {
-        "protocol": PROTOCOL_TYPE, "metaData": METADATA_TYPE, "txn": TXN_TYPE,
+        "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
         "add": add.type, "remove": REMOVE_TYPE,
     }
     if header["domainMetadata"].null_count < len(header["domainMetadata"]):

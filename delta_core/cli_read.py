@@ -4,7 +4,11 @@
 table can be checked against an expectation with nothing but the command line: version,
 protocol versions and features (null when the protocol action has no such field), partition
 columns, top-level schema field names, configuration, live files (raw ``add.path``, sorted),
-``num_records`` (null if any live file lacks stats), ``txn`` and ``num_tombstones``.
+``num_records`` (null if any live file lacks stats), ``txn`` and ``num_tombstones``. ``txn`` is
+``{appId: version}`` of the unexpired app transactions, as Delta Spark, delta-kernel-rs and
+delta-rs replay them (PROTOCOL.md "Transaction Identifiers"; expiry by
+``delta.setTransactionRetentionDuration``); ``txn_details`` adds every ``txn`` the log holds with
+its ``lastUpdated`` and whether it has expired.
 """
 
 from __future__ import annotations
@@ -52,10 +56,6 @@ def _features(values: Any) -> list[str] | None:
 def describe_record(snapshot: Any) -> dict[str, Any]:
     """The ``describe --json`` object for a snapshot."""
     protocol, metadata = snapshot.protocol, snapshot.metadata
-    # The log's view of txns (no retention applied), when the snapshot offers it.
-    txns = getattr(snapshot, "all_txns", None)
-    if txns is None:
-        txns = snapshot.txns
     return {
         "version": snapshot.version,
         "min_reader_version": protocol.min_reader_version,
@@ -68,9 +68,18 @@ def describe_record(snapshot: Any) -> dict[str, Any]:
         "num_files": snapshot.num_files,
         "files": sorted(snapshot.file_paths),
         "num_records": snapshot.num_records,
-        "txn": {app_id: txn.version for app_id, txn in sorted(txns.items())},
+        "txn": {app_id: txn.version for app_id, txn in sorted(snapshot.txns.items())},
         "num_tombstones": snapshot.tombstones.num_rows,
+        "txn_details": txn_details(snapshot),
     }
+
+
+def txn_details(snapshot: Any) -> dict[str, dict[str, Any]]:
+    """Every ``txn`` of the log: ``{appId: {version, last_updated (epoch ms or null), expired}}``;
+    ``expired`` by the same rule (and clock) as ``snapshot.txns``."""
+    live = snapshot.txns
+    return {app_id: {"version": t.version, "last_updated": t.last_updated, "expired": app_id not in live}
+            for app_id, t in sorted(snapshot.all_txns.items())}
 
 
 def _type_text(t: DataType) -> str:
@@ -122,9 +131,12 @@ def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
     if record["configuration"]:
         lines.append("Properties:")
         lines.extend(f"  {k} = {v}" for k, v in sorted(record["configuration"].items()))
-    if record["txn"]:
-        lines.append("App transactions:")
-        lines.extend(f"  {app}: {v}" for app, v in record["txn"].items())
+    if record["txn_details"]:
+        retention = record["configuration"].get("delta.setTransactionRetentionDuration")
+        lines.append("App transactions:" + (f" (delta.setTransactionRetentionDuration = {retention})"
+                                            if retention else ""))
+        lines.extend(f"  {app}: version {d['version']}, last updated {_iso(d['last_updated'])}"
+                     + (", expired" if d["expired"] else "") for app, d in record["txn_details"].items())
     return "\n".join(lines)
 
 

@@ -7,8 +7,9 @@ the other lines (commitInfo, protocol, metaData, txn, ...: a handful) are decode
 ``json.loads`` by the caller. The result is checked to be exactly what the per-line decoder
 (``commit_read``) would build:
 
-- the bytes are valid UTF-8 and each file-action line holds exactly one object with exactly
-  one key (rows are matched to lines, so file actions keep their line numbers as ``order``);
+- the bytes are valid UTF-8 and each file-action line holds exactly one object with one known
+  action (rows are matched to lines, so file actions keep their line numbers as ``order``);
+  unknown keys beside it are read and ignored (``actions.line_action``);
 - typed fields have their JSON type (the reader refuses a number where a string is declared,
   and so on), so no value is coerced; unknown fields are inferred and dropped;
 - ``partitionValues``/``tags`` are read as structs (the reader has no map type) whose string
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from delta_core.actions import ACTION_KEYS, line_action
 from delta_core.arrow_values import empty_table, int_array, int_scalar
 from delta_core.file_actions import (
     FILES_SCHEMA, MAP_JSON_FIELDS, TOMBSTONES_SCHEMA, json_body_type, map_from_struct, table_from_json_struct,
@@ -130,11 +132,10 @@ class _Lines:
 
     def action(self, number: int) -> tuple[str, Any]:
         """The single action on line ``number`` (1-based); ``ValueError`` if it holds none."""
-        obj = json.loads(self.text(number - 1))
-        if not isinstance(obj, dict) or len(obj) != 1:
+        found = line_action(json.loads(self.text(number - 1)))
+        if found is None:
             raise ValueError("not a single action object")
-        (key, body), = obj.items()
-        return key, body
+        return found
 
 
 def _valid_utf8(data: bytes) -> bool:
@@ -186,15 +187,11 @@ def _map_types_ok(table: pa.Table, key: str, seeds: dict[str, list[str]]) -> boo
     return ok
 
 
-def _one_key_per_row(table: pa.Table) -> bool:
-    counts = None
-    for col in table.columns:
-        valid = pc.cast(pc.is_valid(col), pa.int32())
-        counts = valid if counts is None else pc.add(counts, valid)
-    if counts is None:
-        return True
-    bounds = pc.min_max(counts).as_py()
-    return bounds["min"] == 1 and bounds["max"] == 1
+def _one_action_per_row(table: pa.Table, key: str) -> bool:
+    """Whether no row holds a second known action beside ``key`` (other keys are unknown ones,
+    which a reader ignores)."""
+    return all(table[name].null_count == table.num_rows
+               for name in table.column_names if name != key and name in ACTION_KEYS)
 
 
 def _present(
@@ -291,7 +288,7 @@ def _file_table(data: pa.Buffer, lines: _Lines, key: str) -> pa.Table | None:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return None
     numbers = lines.numbers[key]
-    if table.num_rows != len(numbers) or table[key].null_count or not _one_key_per_row(table):
+    if table.num_rows != len(numbers) or table[key].null_count or not _one_action_per_row(table, key):
         return None
     tombstones = key == "remove"
     batches = []

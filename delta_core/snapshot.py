@@ -3,7 +3,8 @@ Specification", "Action Reconciliation", "Reader Version Requirements").
 
 Loading runs in the order the conformance rules fix: build the log segment (``not_a_table``,
 ``log_gap``, ``version_not_found``), then the protocol (``missing_protocol``, then the reader
-gate ``unsupported_protocol``), then the metadata (``missing_metadata``); only then are file
+gate ``unsupported_protocol``), then the metadata (``missing_metadata``, then
+``metadata_validation``: an unusable schema is ``corrupt_log``); only then are file
 actions read from the checkpoint and reconciled with the commits. Files are an Arrow table
 (``file_actions.FILES_SCHEMA``); typed records are produced on demand.
 """
@@ -25,6 +26,7 @@ from delta_core.file_actions import iter_adds, iter_removes
 from delta_core.history import read_commit_info
 from delta_core.log_path import LogFileKind, commit_key
 from delta_core.log_segment import LogSegment, build_log_segment, list_log
+from delta_core.metadata_validation import validate_metadata
 from delta_core.partition_values import typed_partition_values
 from delta_core.replay import ReplayState, base_state, live_txns, reconcile
 from delta_core.schema import StructType, schema_to_arrow
@@ -268,6 +270,8 @@ def _gate(storage: Storage, segment: LogSegment, protocol: Protocol | None, meta
             "commit lacks it); the log is corrupt: restore it from a backup",
             path=root, version=segment.version,
         )
+    # One validation for every command: a metadata no reader can use is corrupt everywhere.
+    validate_metadata(metadata, path=root, version=segment.version)
 
 
 def _apply(storage: Storage, segment: LogSegment, base: ReplayState, parsed: list[ParsedCommit]) -> ReplayState:

@@ -31,6 +31,7 @@ import pyarrow.json as pa_json
 from delta_core.schema import DataType, PrimitiveType, StructType, primitive_to_arrow
 
 NUM_RECORDS = "num_records"
+TIGHT_BOUNDS = "tight_bounds"
 MIN_PREFIX = "min."
 MAX_PREFIX = "max."
 NULL_COUNT_PREFIX = "null_count."
@@ -122,7 +123,8 @@ def _nest(paths: Iterable[tuple[tuple[str, ...], pa.DataType]]) -> pa.StructType
 
 def _stats_fields(cols: list[StatsColumn], bound_type: Callable[[StatsColumn], pa.DataType], *,
                   struct_bounds: bool = False) -> list[pa.Field]:
-    """``numRecords``, ``minValues``/``maxValues`` and ``nullCount`` nested by physical names.
+    """``numRecords``, ``tightBounds``, ``minValues``/``maxValues`` and ``nullCount`` nested by
+    physical names.
 
     ``struct_bounds``: only the bounds Delta Spark keeps in a checkpoint's ``stats_parsed``
     (none for booleans).
@@ -130,7 +132,9 @@ def _stats_fields(cols: list[StatsColumn], bound_type: Callable[[StatsColumn], p
     bounds = _nest((c.physical, bound_type(c)) for c in cols
                    if c.has_bounds and not (struct_bounds and c.type.name == "boolean"))  # type: ignore[union-attr]
     counts = _nest((c.physical, pa.int64()) for c in cols)
-    fields = [pa.field("numRecords", pa.int64())]
+    # tightBounds=false says the bounds may be wider than the live rows (deletion vectors):
+    # a checkpoint that drops it would make such bounds read as exact.
+    fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_())]
     if bounds.num_fields:
         fields += [pa.field("minValues", bounds), pa.field("maxValues", bounds)]
     if counts.num_fields:
@@ -224,8 +228,12 @@ def _py_count(v: Any) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
+def _py_flag(v: Any) -> bool | None:
+    return v if isinstance(v, bool) else None
+
+
 def _empty_result(cols: list[StatsColumn], n: int) -> dict[str, pa.Array]:
-    out: dict[str, pa.Array] = {NUM_RECORDS: pa.nulls(n, pa.int64())}
+    out: dict[str, pa.Array] = {NUM_RECORDS: pa.nulls(n, pa.int64()), TIGHT_BOUNDS: pa.nulls(n, pa.bool_())}
     for c in cols:
         if c.has_bounds:
             out[MIN_PREFIX + c.name] = pa.nulls(n, c.arrow_type)
@@ -259,6 +267,7 @@ def _parse_chunk_fast(texts: pa.Array, cols: list[StatsColumn], schema: pa.Schem
     out = _empty_result(cols, n)
     nr = table.column("numRecords").combine_chunks()
     out[NUM_RECORDS] = nr
+    out[TIGHT_BOUNDS] = table.column("tightBounds").combine_chunks()
     for c in cols:
         if c.has_bounds:
             for key, prefix in (("minValues", MIN_PREFIX), ("maxValues", MAX_PREFIX)):
@@ -287,7 +296,10 @@ def _parse_chunk_slow(texts: pa.Array, cols: list[StatsColumn]) -> dict[str, pa.
             obj = obj.get(part)
         return obj
 
-    out: dict[str, pa.Array] = {NUM_RECORDS: pa.array([_py_count(r.get("numRecords")) for r in rows], pa.int64())}
+    out: dict[str, pa.Array] = {
+        NUM_RECORDS: pa.array([_py_count(r.get("numRecords")) for r in rows], pa.int64()),
+        TIGHT_BOUNDS: pa.array([_py_flag(r.get("tightBounds")) for r in rows], pa.bool_()),
+    }
     for c in cols:
         if c.has_bounds:
             for key, prefix in (("minValues", MIN_PREFIX), ("maxValues", MAX_PREFIX)):
@@ -302,8 +314,9 @@ def parse_stats(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema
                 partition_columns: Sequence[str] = (), physical: bool = False) -> pa.Table:
     """Typed statistics for a column of ``add.stats`` JSON strings, one row per input row.
 
-    Columns: ``num_records`` (int64), then per stats column ``min.<col>`` and ``max.<col>``
-    (the column's type; absent for binary/array/map/variant) and ``null_count.<col>`` (int64),
+    Columns: ``num_records`` (int64), ``tight_bounds`` (bool, null when not logged), then per
+    stats column ``min.<col>`` and ``max.<col>`` (the column's type; absent for
+    binary/array/map/variant) and ``null_count.<col>`` (int64),
     ``<col>`` being the logical dotted path. ``physical`` says keys are physical names.
     """
     if not isinstance(stats, (pa.Array, pa.ChunkedArray)):
@@ -363,7 +376,8 @@ def parse_stats_struct(stats: pa.Array | pa.ChunkedArray | Sequence[str | None],
         return pa.StructArray.from_arrays(children, fields=list(typ), mask=all_null)
 
     tops = {"minValues": MIN_PREFIX, "maxValues": MAX_PREFIX, "nullCount": NULL_COUNT_PREFIX}
-    arrays = [flat.column(NUM_RECORDS).combine_chunks() if f.name == "numRecords"
+    flags = {"numRecords": NUM_RECORDS, "tightBounds": TIGHT_BOUNDS}
+    arrays = [flat.column(flags[f.name]).combine_chunks() if f.name in flags
               else build(f.type, tops[f.name], ()) for f in target]
     return pa.StructArray.from_arrays(arrays, fields=list(target))
 

@@ -28,6 +28,9 @@ Layout (every section but ``tables`` optional)::
 
 A section may be ``false`` (disabled) or ``true`` (enabled with defaults). Secrets are only
 ever referenced as ``{env: NAME}`` and become Dagster ``EnvVar``s, read at run time.
+
+``where`` predicates are parsed here (syntax); what needs the table's schema (partition
+columns, Z-order columns) is checked at definitions load by ``resources.table_checks``.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ from typing import Any, Mapping, Union
 import yaml
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.predicate import parse_predicate_syntax
 from delta_core.table_properties import DEFAULT_CHECKPOINT_INTERVAL, parse_interval
 
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"
@@ -256,6 +260,17 @@ def _opt_str(ctx: _Ctx, value: Any, name: str) -> str | None:
     return None if value is None else _str(ctx, value, name)
 
 
+def _predicate(ctx: _Ctx, value: Any, name: str) -> str | None:
+    """A partition predicate, parsed now so a typo fails at load, not in a scheduled run."""
+    text = _opt_str(ctx, value, name)
+    if text is not None:
+        try:
+            parse_predicate_syntax(text)
+        except ConfigError as e:
+            raise ctx.fail(name, str(e)) from None
+    return text
+
+
 def _bool(ctx: _Ctx, value: Any, name: str, default: bool) -> bool:
     if value is None:
         return default
@@ -388,7 +403,7 @@ def _parse_table(ctx: _Ctx, raw: Any, base_dir: pathlib.Path | None) -> TableCon
     compaction = CompactionPolicy(
         enabled=on,
         target_size=_size(ctx, s.get("target_size"), "compaction.target_size"),
-        where=_opt_str(ctx, s.get("where"), "compaction.where"),
+        where=_predicate(ctx, s.get("where"), "compaction.where"),
         cron=_cron(ctx, s.get("cron"), "compaction.cron", DEFAULT_COMPACTION_CRON) or DEFAULT_COMPACTION_CRON,
     )
 
@@ -406,7 +421,7 @@ def _parse_table(ctx: _Ctx, raw: Any, base_dir: pathlib.Path | None) -> TableCon
         raise ctx.fail("zorder.curve", f"must be one of {', '.join(ZORDER_CURVES)}, got {curve!r}")
     zorder = ZOrderPolicy(
         enabled=on, columns=tuple(cols), curve=curve,
-        where=_opt_str(ctx, s.get("where"), "zorder.where"),
+        where=_predicate(ctx, s.get("where"), "zorder.where"),
         target_size=_size(ctx, s.get("target_size"), "zorder.target_size"),
         cron=_cron(ctx, s.get("cron"), "zorder.cron", None),
     )

@@ -313,14 +313,21 @@ def _norm_op(op: str) -> str:
     return {"==": "=", "<>": "!="}.get(op, op)
 
 
+def parse_predicate_syntax(text: str) -> Expr:
+    """Parse ``text`` without binding its columns: what can be checked before the table's
+    partition columns are known (e.g. when tables.yaml is loaded). ``ConfigError`` for a
+    syntax error."""
+    if not text or not text.strip():
+        raise ConfigError("the partition predicate is empty; omit --where to select every partition")
+    return _Parser(text).parse()
+
+
 def parse_predicate(text: str, partition_columns: Sequence[str]) -> Expr:
     """Parse ``text`` and bind its columns to ``partition_columns`` (case-insensitive).
 
     Raises ``ConfigError`` for a syntax error or a column that is not a partition column.
     """
-    if not text or not text.strip():
-        raise ConfigError("the partition predicate is empty; omit --where to select every partition")
-    expr = _Parser(text).parse()
+    expr = parse_predicate_syntax(text)
     by_lower = {c.lower(): c for c in partition_columns}
     unknown = sorted(c for c in referenced_columns(expr) if c.lower() not in by_lower)
     if unknown:

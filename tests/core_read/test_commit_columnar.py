@@ -198,7 +198,9 @@ def test_odd_file_actions_take_the_per_line_path(data: bytes) -> None:
     (_lines(commit_info(), add("a")) + b"{this is not json}\n" + _lines(add("c")), 3),
     (_lines(add("a")) + b'{"add": {"path": "b"}} {"add": {"path": "c"}}\n', 2),            # two objects
     (_lines(add("a")) + b'{"add": {"path": "b"}, "remove": {"path": "c"}}\n', 2),         # two keys
-    (_lines(add("a")) + b'{"add": {"path": "b"}, "x": 1}\n', 2),
+    (_lines(add("a")) + b'{"x": 1, "add": {"path": "b"}, "remove": {"path": "c"}}\n', 2),  # two known
+    (_lines(add("a")) + b'[{"add": {"path": "b"}}]\n', 2),                                  # not an object
+    (_lines(add("a")) + b'{}\n', 2),                                                        # no action
     (_lines(add("a")) + b'{"add": null}\n', 2),
     (_lines(add("a")) + b'{"add": {"path": "\xff"}}\n', 2),                                 # not UTF-8
     (_lines(add("a")) + b'{"protocol": {"minReaderVersion": "x"}}\n', 2),
@@ -210,6 +212,29 @@ def test_corrupt_lines_raise_with_line_numbers(data: bytes, line: int) -> None:
         parse_commit(data, version=2, source="c.json", columnar=True)
     assert str(got.value) == str(want.value) and f"line {line}" in str(got.value)
     assert got.value.version == 2
+
+
+def test_unknown_top_level_keys_beside_an_action_are_ignored_by_both_decoders() -> None:
+    """Issue 9 §3: ``{"add": {...}, "someFutureKey": {...}}`` reads as the add (the future key
+    ignored), in the columnar decoder and the per-line one; so do protocol/metaData/txn lines."""
+    future = {"someFutureKey": {"a": [1, 2]}}
+    lines = [{**commit_info(), **future}, {**protocol(), "x": 1}, {**metadata(), **future},
+             {"txn": {"appId": "app", "version": 3}, **future}]
+    lines += [{**add(f"f{i}.parquet", records=i), **future} for i in range(20)]
+    lines += [{**remove("f0.parquet"), **future}, future]
+    fast, slow = _both(_lines(*lines))
+    assert fast.columnar  # the bulk reader took it, rather than stepping aside
+    _assert_same(fast, slow)
+    batch = build_batch([fast], source="t")
+    assert batch.adds["path"].to_pylist() == [f"f{i}.parquet" for i in range(20)]
+    assert batch.removes["path"].to_pylist() == ["f0.parquet"]
+    assert [t.app_id for t in fast.txns] == ["app"] and fast.protocol is not None and fast.metadata is not None
+    assert fast.metadata.extra == {} and fast.commit_info.get("operation") == "WRITE"
+    # the unknown key first: the per-line decoder reads it (the bulk reader steps aside)
+    odd = _lines(*lines[:4], {"someFutureKey": 1, **add("g.parquet")})
+    fast, slow = _both(odd)
+    _assert_same(fast, slow)
+    assert build_batch([slow], source="t").adds["path"].to_pylist() == ["g.parquet"]
 
 
 def test_large_commits_go_columnar_in_snapshots(log_writer) -> None:

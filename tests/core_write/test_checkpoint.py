@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import time
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -16,6 +17,7 @@ import pytest
 from delta_core.checkpoint_write import write_checkpoint
 from delta_core.last_checkpoint import decode_last_checkpoint
 from delta_core.table import DeltaTable
+from delta_core.transaction import Transaction
 from delta_core.write import append, create_table, delete_files
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
@@ -220,3 +222,33 @@ def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
     assert DeltaTable(table_dir).snapshot().num_records == 2
     dl = deltalake.DeltaTable(table_dir)  # delta-rs replays it (its pyarrow reader refuses the feature)
     assert dl.version() == 3 and pa.table(dl.get_add_actions(flatten=False)).num_rows == 2
+
+
+def test_struct_only_stats_keep_tight_bounds(table_dir, tmp_path):
+    """Issue 21 §7: a stats_parsed-only checkpoint keeps tightBounds=false (wide bounds stay wide)."""
+    t = _build(table_dir, 2, **{"delta.checkpoint.writeStatsAsStruct": "true",
+                                "delta.checkpoint.writeStatsAsJson": "false"})
+    wide = sorted(t.snapshot().add_actions(), key=lambda a: a.path)[0]
+    stats = json.loads(wide.stats)
+    stats["tightBounds"] = False
+    stats["minValues"]["id"] -= 10  # bounds of a file whose rows were partly deleted
+    txn = Transaction(t, operation="UPDATE STATS")
+    txn.add_action(replace(wide, stats=json.dumps(stats), data_change=False))
+    version = txn.commit().version
+    write_checkpoint(t)
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{version:020d}.checkpoint.parquet"))
+    assert cp.schema.field("add").type.field("stats_parsed").type.field("tightBounds").type == pa.bool_()
+    flags = {a["path"]: a["stats_parsed"]["tightBounds"] for a in cp.column("add").to_pylist() if a}
+    assert flags[wide.path] is False and all(v is None for p, v in flags.items() if p != wide.path)
+    copy = str(tmp_path / "copy")
+    _strip_commits(table_dir, copy, version)  # only the checkpoint is left to read
+    snap = DeltaTable(copy).snapshot()
+    read = {a.path: json.loads(a.stats) for a in snap.add_actions()}
+    assert read[wide.path]["tightBounds"] is False
+    assert read[wide.path]["minValues"]["id"] == stats["minValues"]["id"]
+    assert all("tightBounds" not in s for p, s in read.items() if p != wide.path)
+    by_path = dict(zip(snap.file_stats().column("path").to_pylist(),
+                       snap.file_stats().column("tight_bounds").to_pylist()))
+    assert by_path[wide.path] is False
+    assert _ids_deltars(copy) == list(range(4))
+    assert __import__("deltalake").DeltaTable(copy).version() == version

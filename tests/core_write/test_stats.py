@@ -109,7 +109,8 @@ def test_stats_parse_back_into_struct():
     parsed = parse_stats_struct(col, schema_from_arrow(schema))
     assert parsed.type == stats_parsed_type(schema_from_arrow(schema))
     parsed = parsed.to_pylist()
-    assert parsed[1] == {"numRecords": None, "minValues": None, "maxValues": None, "nullCount": None}
+    assert parsed[1] == {"numRecords": None, "tightBounds": None, "minValues": None, "maxValues": None,
+                         "nullCount": None}
     assert parsed[0]["numRecords"] == 2
     assert parsed[0]["minValues"]["ts"] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
     assert parsed[0]["maxValues"]["dec"] == decimal.Decimal("1.25")

@@ -1,0 +1,88 @@
+"""tables.yaml checked against the tables themselves, when the definitions load.
+
+``resources.config`` checks what the file alone can tell (predicate syntax included). What
+needs a table's schema is checked here, with the very functions the runs use, so a typo fails
+``dagster definitions validate`` instead of a scheduled run: a ``where`` predicate may only
+name partition columns (``parse_predicate``), and Z-order columns must be data columns of the
+schema with statistics (``zorder_plan.validate_columns``). Each failure is a
+``TableConfigError`` naming the file, the table and the field.
+
+Only protocol and metadata are read (``DeltaTable.protocol_and_metadata``: no file actions).
+A table that cannot be read now is skipped with a log line, not refused: it may not exist yet
+(its runs report that when they start), its URI or a storage secret may come from an
+environment variable that only the run has, or its store may be out of reach from where the
+definitions load. Its runs still check the same things before any work.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import logging
+import os
+from typing import Callable
+
+from delta_core.actions import Metadata
+from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
+from delta_core.maintenance.predicate import parse_predicate
+from delta_core.maintenance.zorder_plan import validate_columns
+from delta_core.schema import StructType
+from delta_core.table_properties import TableProperties
+from resources.config import EnvRef, MaintenanceConfig, TableConfig, TableConfigError
+from resources.delta_table import DeltaTableResource
+
+log = logging.getLogger(__name__)
+
+
+def check_tables(config: MaintenanceConfig) -> None:
+    """Check every table's policy against its schema; ``TableConfigError`` on the first misfit."""
+    for table in config.tables:
+        metadata = _read_metadata(table)
+        if metadata is not None:
+            _check_table(table, metadata, source=config.source)
+
+
+def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) -> None:
+    partition_columns = list(metadata.partition_columns)
+    checks: list[tuple[str, Callable[[], object]]] = [
+        (field, functools.partial(parse_predicate, where, partition_columns))
+        for field, where in (("compaction.where", table.compaction.where), ("zorder.where", table.zorder.where))
+        if where is not None
+    ]
+    if table.zorder.columns:
+        props = TableProperties(metadata.configuration)
+        checks.append(("zorder.columns", functools.partial(
+            validate_columns, StructType.from_json(metadata.schema_string), table.zorder.columns,
+            partition_columns=partition_columns, num_indexed_cols=props.num_indexed_cols,
+            stats_columns=props.stats_columns)))
+    for field, check in checks:
+        try:
+            check()
+        except ConfigError as exc:
+            raise TableConfigError(str(exc), path=source, table=table.name, field=field) from None
+
+
+def _read_metadata(table: TableConfig) -> Metadata | None:
+    """The table's current metadata, or ``None`` (logged) when it cannot be read now."""
+    if isinstance(table.uri, EnvRef):
+        log.info("table %r: uri comes from $%s at run time; schema checks skipped",
+                 table.name, table.uri.name)
+        return None
+    options = []
+    for key, value in table.storage_options:
+        if isinstance(value, EnvRef):
+            if value.name not in os.environ:
+                log.info("table %r: storage option %s needs $%s, unset here; schema checks skipped",
+                         table.name, key, value.name)
+                return None
+            value = os.environ[value.name]
+        options.append((key, value))
+    resolved = dataclasses.replace(table, storage_options=tuple(options))
+    resource = DeltaTableResource.from_table_config(resolved)
+    try:
+        return resource.open().protocol_and_metadata()[1]
+    except NotADeltaTableError:
+        log.info("table %r: no Delta table at %s yet; schema checks skipped", table.name, table.uri)
+    except (DeltaError, OSError) as exc:
+        log.warning("table %r: cannot read %s now (%s); schema checks skipped", table.name, table.uri, exc)
+    return None
