@@ -175,10 +175,22 @@ class ConfigError(DeltaError):
     kind = "config"
 
 
+class UsageError(ConfigError):
+    """The command line itself is wrong: unknown option, missing or malformed argument."""
+
+    kind = "usage"
+
+
 class MaintenanceError(DeltaError):
     """A maintenance operation cannot run safely on this table."""
 
     kind = "maintenance"
+
+
+class RewriteTaskError(MaintenanceError):
+    """A Spark task failed; the message names the exception the executor raised."""
+
+    kind = "task_failed"
 
 
 class RetentionTooShortError(MaintenanceError):
