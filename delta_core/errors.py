@@ -83,6 +83,12 @@ class AtomicWriteUnsupportedError(StorageError):
     kind = "atomic_write_unsupported"
 
 
+class UnsafeStoreError(AtomicWriteUnsupportedError):
+    """An S3-compatible store accepted a second create-if-absent PUT: it ignores the condition."""
+
+    kind = "unsafe_store"
+
+
 class FileAlreadyExistsError(StorageError):
     """``put_if_absent`` found the file already there (another writer won)."""
 

@@ -4,7 +4,8 @@ Atomic create-if-absent, the commit primitive, is done per scheme:
 
 - local: write a temp file beside the target, then ``os.link`` it to the target name
   (fails with ``EEXIST`` if another writer got there first), then drop the temp name;
-- s3: a conditional PUT (``If-None-Match: *``) through s3fs ``pipe_file(mode="create")``;
+- s3: a conditional PUT (``If-None-Match: *``) through s3fs ``pipe_file(mode="create")``, after
+  ``conditional_put`` has checked, once per process and bucket, that the store honours it;
 - memory: a process-wide lock around check-and-write (the store lives in one process);
 - anything else: refused with ``AtomicWriteUnsupportedError`` unless the store was built with
   ``allow_unsafe_commits=True``.
@@ -27,6 +28,7 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.storage.base import FileInfo, normalize_key
+from delta_core.storage.conditional_put import check_conditional_put
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -285,6 +287,9 @@ class FsspecStorage:
                 os.unlink(tmp)
             return
         if self._scheme in ("s3", "s3a"):
+            if not self._allow_unsafe:
+                check_conditional_put(self._s3_store_id(), name=self.root, delete=self.delete,
+                                      put_if_absent=lambda k, d: self.fs.pipe_file(self._full(k), d, mode="create"))
             try:
                 self.fs.pipe_file(full, data, mode="create")
             except FileExistsError:
@@ -307,6 +312,12 @@ class FsspecStorage:
             raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key))
         self._makedirs_for(full)
         self.fs.pipe_file(full, data)
+
+    def _s3_store_id(self) -> tuple[str, str]:
+        """(endpoint, bucket): what one conditional-PUT probe speaks for."""
+        client_kwargs = self._options.get("client_kwargs") or {}
+        endpoint = self._options.get("endpoint_url") or client_kwargs.get("endpoint_url") or "AWS S3"
+        return str(endpoint), self._root_path.split("/", 1)[0]
 
     def write(self, key: str, data: bytes) -> None:
         full = self._full(key)
