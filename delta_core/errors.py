@@ -77,6 +77,17 @@ class StorageError(DeltaError):
     kind = "storage"
 
 
+class AccessDeniedError(StorageError):
+    """The OS or the object store denied access; ``access`` says which (``read``/``write``)."""
+
+    kind = "permission_denied"
+
+    def __init__(self, message: str, *, path: str | None = None, version: int | None = None,
+                 access: str | None = None):
+        super().__init__(message, path=path, version=version)
+        self.access = access
+
+
 class AtomicWriteUnsupportedError(StorageError):
     """The store has no atomic create-if-absent; committing would risk lost commits."""
 

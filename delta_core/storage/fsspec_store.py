@@ -27,6 +27,7 @@ from delta_core.errors import (
     FileAlreadyExistsError,
     StorageError,
 )
+from delta_core.storage.access import needs_access
 from delta_core.storage.base import FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
 
@@ -135,6 +136,7 @@ class FsspecStorage:
     def _info(self, info: Mapping[str, Any]) -> FileInfo:
         return FileInfo(self._key_of(info["name"]), int(info.get("size") or 0), _mtime_ms(info))
 
+    @needs_access("read")
     def list_from(self, directory: str, start: str = "") -> Iterator[FileInfo]:
         full_dir = self._full(directory)
         if self._scheme == "file":
@@ -190,6 +192,7 @@ class FsspecStorage:
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
             kwargs.pop("StartAfter", None)
 
+    @needs_access("read")
     def list_recursive(self, directory: str = "") -> Iterator[FileInfo]:
         full_dir = self._full(directory)
         if self._scheme == "file":
@@ -210,6 +213,7 @@ class FsspecStorage:
             if info.get("type") != "directory":
                 yield self._info(info)
 
+    @needs_access("read")
     def head(self, key: str) -> FileInfo:
         full = self._full(key)
         if self._scheme == "file":
@@ -226,6 +230,7 @@ class FsspecStorage:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @needs_access("read")
     def read(self, key: str) -> bytes:
         full = self._full(key)
         try:
@@ -235,7 +240,7 @@ class FsspecStorage:
             if self._scheme in ("s3", "s3a"):
                 return self._read_s3(full)
             return self.fs.cat_file(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             raise
         except OSError as exc:
             raise StorageError(f"cannot read {self.uri(key)}: {exc}", path=self.uri(key)) from exc
@@ -255,6 +260,7 @@ class FsspecStorage:
 
         return sync(fs.loop, get)
 
+    @needs_access("read")
     def open_input(self, key: str) -> IO[bytes]:
         full = self._full(key)
         if self._scheme == "file":
@@ -270,6 +276,7 @@ class FsspecStorage:
             # Object stores have no directories; hierarchical ones (dir::, sftp, ...) need them.
             self.fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
 
+    @needs_access("write")
     def put_if_absent(self, key: str, data: bytes) -> None:
         full = self._full(key)
         if self._scheme == "file":
@@ -319,6 +326,7 @@ class FsspecStorage:
         endpoint = self._options.get("endpoint_url") or client_kwargs.get("endpoint_url") or "AWS S3"
         return str(endpoint), self._root_path.split("/", 1)[0]
 
+    @needs_access("write")
     def write(self, key: str, data: bytes) -> None:
         full = self._full(key)
         if self._scheme == "file":
@@ -335,11 +343,13 @@ class FsspecStorage:
         self._makedirs_for(full)
         self.fs.pipe_file(full, data)
 
+    @needs_access("write")
     def open_output(self, key: str) -> IO[bytes]:
         full = self._full(key)
         self._makedirs_for(full)
         return self.fs.open(full, "wb")
 
+    @needs_access("write")
     def delete(self, key: str) -> None:
         full = self._full(key)
         try:
@@ -350,6 +360,7 @@ class FsspecStorage:
         except FileNotFoundError:
             pass
 
+    @needs_access("write")
     def delete_many(self, keys: list[str]) -> None:
         if not keys:
             return
