@@ -26,7 +26,8 @@ def denied(exc: PermissionError, access: Access, *, root: str) -> AccessDeniedEr
     if access == "write" and os.path.isabs(target) and not os.path.lexists(target):
         # Creating a file needs write access to its directory, not to the file.
         target = os.path.dirname(target)
-    who = f" (this process runs as uid {os.getuid()})" if hasattr(os, "getuid") else ""
+    local = os.path.isabs(target) and hasattr(os, "getuid")
+    who = f" (this process runs as uid {os.getuid()})" if local else ""
     return AccessDeniedError(
         f"permission denied: {access} access to {target} is needed{who}; grant it, or run as a "
         "user who has it",

@@ -296,9 +296,9 @@ class FsspecStorage:
         if self._scheme in ("s3", "s3a"):
             if not self._allow_unsafe:
                 check_conditional_put(self._s3_store_id(), name=self.root, delete=self.delete,
-                                      put_if_absent=lambda k, d: self.fs.pipe_file(self._full(k), d, mode="create"))
+                                      put_if_absent=self._s3_create)
             try:
-                self.fs.pipe_file(full, data, mode="create")
+                self._s3_create(key, data)
             except FileExistsError:
                 raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key)) from None
             return
@@ -319,6 +319,10 @@ class FsspecStorage:
             raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key))
         self._makedirs_for(full)
         self.fs.pipe_file(full, data)
+
+    def _s3_create(self, key: str, data: bytes) -> None:
+        """The raw conditional PUT (``If-None-Match: *``); ``FileExistsError`` if ``key`` exists."""
+        self.fs.pipe_file(self._full(key), data, mode="create")
 
     def _s3_store_id(self) -> tuple[str, str]:
         """(endpoint, bucket): what one conditional-PUT probe speaks for."""
