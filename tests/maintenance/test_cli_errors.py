@@ -89,3 +89,17 @@ def test_delta_error_in_an_executor_keeps_its_kind(spark, table_uri):
     assert type(info.value) is MaintenanceError  # the executor's own error class, not a wrapper
     assert str(info.value).startswith("column 'id' of ")
     assert "which cannot be read as the table's int64" in str(info.value)
+
+
+@pytest.mark.spark
+def test_failed_mapinarrow_task_is_typed(spark, capsys, table_uri):
+    # Z-order's tasks run through the DataFrame API (mapInArrow), not the RDD runner.
+    make_table(table_uri, appends=2)
+    _data_files(table_uri)[-1].write_bytes(b"junk")
+    log_before = listing(os.path.join(table_uri, "_delta_log"))
+    assert main(["zorder", table_uri, "--columns", "x", "--json", "--spark-master", "local[2]"]) == 2
+    error = _error(capsys)
+    assert error["kind"] == "task_failed"
+    assert "failed in a Spark task, which raised pyarrow.lib.ArrowInvalid: Parquet file size is 4 bytes" \
+        in error["message"]
+    assert listing(os.path.join(table_uri, "_delta_log")) == log_before
