@@ -6,13 +6,15 @@ the driver so they can import pyarrow and delta_core. pyspark is imported lazily
 itself never needs it.
 
 ``quiet=True`` (the CLI without ``--verbose``) keeps Spark's own logging off the console: the
-driver JVM starts with a log4j2 configuration whose root logger is off, so neither start-up
-WARN lines nor the executor stack traces of a failed task reach stderr; the failure itself
-reaches the user as a typed error (``spark_exec``).
+driver JVM starts with a log4j2 configuration whose only appender discards everything, so
+neither start-up WARN lines nor the executor stack traces of a failed task reach stderr; the
+failure itself reaches the user as a typed error (``spark_exec``).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
 import tempfile
@@ -55,7 +57,13 @@ def _quiet_log4j2_file() -> str:
         with os.fdopen(fd, "w") as fh:
             fh.write(QUIET_LOG4J2)
         _quiet_config_path = path
+        atexit.register(_remove, path)  # the JVM has read it by then and stops with us
     return _quiet_config_path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
 
 
 def build_spark_session(

@@ -9,6 +9,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -62,6 +63,7 @@ def test_failed_spark_task_through_the_cli(table_uri):
     victim.write_bytes(b"not a parquet file")  # the task's parquet read fails in the executor
     log_before = listing(os.path.join(table_uri, "_delta_log"))
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    configs_before = set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*"))
     proc = subprocess.run([sys.executable, "-m", "delta_core", "compact", table_uri, "--json",
                            "--spark-master", "local[1]"], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 2, proc.stderr
@@ -73,6 +75,8 @@ def test_failed_spark_task_through_the_cli(table_uri):
     for noise in ("\tat ", "Traceback", " WARN ", " ERROR ", "Setting default log level", "Exception"):
         assert noise not in proc.stderr, proc.stderr
     assert listing(os.path.join(table_uri, "_delta_log")) == log_before
+    # The quiet log4j2 configuration file is removed when the CLI exits.
+    assert set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*")) <= configs_before
 
 
 @pytest.mark.spark
