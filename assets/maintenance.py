@@ -7,11 +7,16 @@ the table's observable asset, so a job that selects several runs them in that or
 
 Every asset takes a ``Config`` whose fields default to ``None``, meaning "use the table's
 policy from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins.
+
+A ``DeltaError`` (bad config, unsafe store, permission denied, a failed Spark task, ...) is
+logged by the op at error level with its kind and message before it fails the step, so the
+run's log says what went wrong and what to do without opening the stack trace.
 """
 
 
+import functools
 import time
-from typing import Any, Callable
+from typing import Any, Callable, TypeVar
 
 from dagster import (
     AssetExecutionContext,
@@ -34,6 +39,7 @@ from assets.metadata import (
 )
 from assets.metrics_view import describe, metrics_for_json
 from assets.table import table_asset_key
+from delta_core.errors import DeltaError
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
 from resources.config import TableConfig
@@ -96,6 +102,23 @@ def _common(table: TableConfig, operation: str, deps: list[AssetKey], *, spark: 
     )
 
 
+_Body = TypeVar("_Body", bound=Callable[..., MaterializeResult])
+
+
+def _logs_typed_errors(body: _Body) -> _Body:
+    """Log a ``DeltaError`` at error level (kind and message) before it fails the step."""
+
+    @functools.wraps(body)  # keeps the (context, config) signature Dagster reads
+    def run(context: AssetExecutionContext, *args: Any, **kwargs: Any) -> MaterializeResult:
+        try:
+            return body(context, *args, **kwargs)
+        except DeltaError as exc:
+            context.log.error(f"{type(exc).__name__} ({exc.kind}): {exc}")
+            raise
+
+    return run  # type: ignore[return-value]
+
+
 def _delta(context: AssetExecutionContext, table: TableConfig) -> DeltaTableResource:
     return getattr(context.resources, table_resource_key(table.name))
 
@@ -115,6 +138,7 @@ def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     @asset(**_common(table, "compaction", deps, spark=True, description=(
         f"Bin-pack small files of `{table.name}` into files near the target size "
         "(dataChange=false commits).")))
+    @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
         from delta_core.maintenance.compaction import compact
 
@@ -131,6 +155,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     @asset(**_common(table, "zorder", deps, spark=True, description=(
         f"Cluster `{table.name}` on {', '.join(policy.columns)} along a {policy.curve} curve so "
         "min/max statistics skip files.")))
+    @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: ZOrderConfig) -> MaterializeResult:
         from delta_core.maintenance.zorder import zorder
 
@@ -163,6 +188,7 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
     @asset(**_common(table, "vacuum", deps, spark=False, description=(
         f"Delete files under `{table.name}` that no version within the retention references.")))
+    @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
         from delta_core.maintenance.vacuum import vacuum
 
@@ -179,6 +205,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     @asset(**_common(table, "checkpoint", deps, spark=False, description=(
         f"Write a checkpoint of `{table.name}` at its latest version (and optionally clean up "
         "expired log files).")))
+    @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
         from delta_core.checkpoint_write import write_checkpoint
 
@@ -202,6 +229,7 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
     @asset(**_common(table, "manifest", deps, spark=False, description=(
         f"Write `_symlink_format_manifest` for `{table.name}` so Hive/Presto/Athena can read it.")))
+    @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: ManifestConfig) -> MaterializeResult:
         from delta_core.maintenance.manifest import generate_manifests
 

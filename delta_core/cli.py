@@ -4,8 +4,10 @@ subcommands.
 Subcommands live in the modules of ``COMMAND_MODULES``; each exposes ``register(subparsers)``
 and sets ``func`` (``args -> int | None``) on its parser. Every ``DeltaError`` ends the command
 with exit status 2: with ``--json`` as ``{"error": {"kind": ..., "message": ...}}`` on stdout
-(so scripts always get one JSON document), otherwise as one line on stderr. Other exceptions
-are bugs and keep their traceback.
+(so scripts always get one JSON document), otherwise as one line on stderr; ``--verbose`` adds
+the traceback. Argument errors (unknown option, bad or out-of-range value, missing argument)
+are ``UsageError``s and follow the same contract instead of argparse's usage text and exit.
+Other exceptions are bugs and keep their traceback.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import argparse
 import importlib
 import json
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Sequence, TextIO
+import traceback
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Sequence, TextIO
 
-from delta_core.errors import ConfigError, DeltaError
+from delta_core.errors import ConfigError, DeltaError, UsageError
 
 if TYPE_CHECKING:
     from delta_core.table import DeltaTable
@@ -27,8 +30,16 @@ EXIT_OK = 0
 EXIT_ERROR = 2  # also what argparse uses for usage errors
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises ``UsageError`` (subparsers inherit the class), so
+    ``main`` reports it like any other error: one line, or one JSON document with ``--json``."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
+
+
 def add_table_arguments(parser: argparse.ArgumentParser) -> None:
-    """TABLE_URI, repeatable ``--storage-option KEY=VALUE`` and ``--json``."""
+    """TABLE_URI, repeatable ``--storage-option KEY=VALUE``, ``--json`` and ``--verbose``."""
     parser.add_argument("table_uri", metavar="TABLE_URI",
                         help="table root: a local path or an fsspec URI such as s3://bucket/table")
     parser.add_argument(
@@ -37,6 +48,8 @@ def add_table_arguments(parser: argparse.ArgumentParser) -> None:
              "'true'/'false' become booleans",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--verbose", action="store_true",
+                        help="on error also print the traceback; let Spark log as it normally does")
 
 
 def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
@@ -103,7 +116,9 @@ def emit(obj: Any, as_json: bool, *, out: TextIO | None = None) -> None:
         _human(obj, out)
 
 
-def _report_error(exc: DeltaError, as_json: bool) -> None:
+def _report_error(exc: DeltaError, as_json: bool, *, verbose: bool = False) -> None:
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
     message = str(exc)
     if as_json:
         emit({"error": {"kind": exc.kind, "message": message}}, True)
@@ -112,7 +127,7 @@ def _report_error(exc: DeltaError, as_json: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="delta-core", description="Inspect and maintain Delta Lake tables with delta_core.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name in COMMAND_MODULES:
@@ -130,17 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status (0 ok, 2 usage or Delta error)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
-    if func is None:  # a command group invoked without its subcommand
-        parser.print_usage(sys.stderr)
-        return EXIT_ERROR
-    as_json = bool(getattr(args, "json", False))
+    argv = list(sys.argv[1:] if argv is None else argv)
+    # Known before parsing, so that an argument error is reported the way the caller asked.
+    as_json = "--json" in argv
+    verbose = "--verbose" in argv
     try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
+        if func is None:  # a command group invoked without its subcommand
+            raise UsageError(f"{parser.prog} {args.command}: a subcommand is required; "
+                             f"see {parser.prog} {args.command} --help")
         status = func(args)
     except DeltaError as exc:
-        _report_error(exc, as_json)
+        _report_error(exc, as_json, verbose=verbose)
         return EXIT_ERROR
     except BrokenPipeError:
         # e.g. `delta-core history t | head`: the reader left; nothing more to say

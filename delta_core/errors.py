@@ -77,10 +77,27 @@ class StorageError(DeltaError):
     kind = "storage"
 
 
+class AccessDeniedError(StorageError):
+    """The OS or the object store denied access; ``access`` says which (``read``/``write``)."""
+
+    kind = "permission_denied"
+
+    def __init__(self, message: str, *, path: str | None = None, version: int | None = None,
+                 access: str | None = None):
+        super().__init__(message, path=path, version=version)
+        self.access = access
+
+
 class AtomicWriteUnsupportedError(StorageError):
     """The store has no atomic create-if-absent; committing would risk lost commits."""
 
     kind = "atomic_write_unsupported"
+
+
+class UnsafeStoreError(AtomicWriteUnsupportedError):
+    """An S3-compatible store accepted a second create-if-absent PUT: it ignores the condition."""
+
+    kind = "unsafe_store"
 
 
 class FileAlreadyExistsError(StorageError):
@@ -183,10 +200,22 @@ class ConfigError(DeltaError):
     kind = "config"
 
 
+class UsageError(ConfigError):
+    """The command line itself is wrong: unknown option, missing or malformed argument."""
+
+    kind = "usage"
+
+
 class MaintenanceError(DeltaError):
     """A maintenance operation cannot run safely on this table."""
 
     kind = "maintenance"
+
+
+class RewriteTaskError(MaintenanceError):
+    """A Spark task failed; the message names the exception the executor raised."""
+
+    kind = "task_failed"
 
 
 class RetentionTooShortError(MaintenanceError):

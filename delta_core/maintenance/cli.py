@@ -12,17 +12,8 @@ import argparse
 from typing import Any
 
 from delta_core.cli import add_table_arguments, emit, open_table
+from delta_core.cli_arguments import byte_size, retention_hours
 from delta_core.errors import ConfigError
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be greater than zero")
-    return value
 
 
 def _spark_argument(parser: argparse.ArgumentParser) -> None:
@@ -37,9 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _spark_argument(c)
     c.add_argument("--where", default=None, metavar="EXPR",
                    help="partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\"")
-    c.add_argument("--target-size", type=_positive_int, default=None, metavar="BYTES",
+    c.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES",
                    help="target file size (default delta.targetFileSize, else 128 MiB)")
-    c.add_argument("--min-file-size", type=_positive_int, default=None, metavar="BYTES",
+    c.add_argument("--min-file-size", type=byte_size, default=None, metavar="BYTES",
                    help="only files smaller than this are packed (default 3/4 of the target)")
     c.set_defaults(func=cmd_compact)
 
@@ -50,14 +41,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     z.add_argument("--columns", required=True, metavar="A,B", help="comma-separated data columns")
     z.add_argument("--curve", choices=("zorder", "hilbert"), default="zorder")
     z.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
-    z.add_argument("--target-size", type=_positive_int, default=None, metavar="BYTES")
+    z.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES")
     z.set_defaults(func=cmd_zorder)
 
     v = subparsers.add_parser("vacuum", help="delete files no longer referenced",
                               description="Delete unreferenced files older than the retention.")
     add_table_arguments(v)
     _spark_argument(v)
-    v.add_argument("--retention-hours", type=float, default=None, metavar="H",
+    v.add_argument("--retention-hours", type=retention_hours, default=None, metavar="H",
                    help="retention (default delta.deletedFileRetentionDuration, 7 days)")
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     v.add_argument("--force", action="store_true", help="allow a retention shorter than the table's")
@@ -77,7 +68,8 @@ def _spark(args: argparse.Namespace) -> Any:
     """A factory: the operations start Spark only once they know there is work."""
     from delta_core.maintenance.spark_session import build_spark_session
 
-    return lambda: build_spark_session(master=args.spark_master)
+    # Spark's own logging stays off the console unless --verbose: errors arrive typed.
+    return lambda: build_spark_session(master=args.spark_master, quiet=not args.verbose)
 
 
 def _columns(text: str) -> list[str]:

@@ -268,7 +268,8 @@ def plan_compaction(
     if snapshot.properties.raw("delta.targetFileSize") is not None:
         table_target = snapshot.properties.target_file_size
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
-    predicate = parse_predicate(where, partition_columns) if where is not None else None
+    predicate = parse_predicate(where, partition_columns,
+                                schema_columns=snapshot.schema.field_names) if where is not None else None
     files = snapshot.files
     typed = snapshot.partition_values_typed() if predicate is not None else None
     mask = selection_mask(files, typed, predicate)

@@ -19,7 +19,8 @@ pyarrow over the snapshot's typed partition values (``Snapshot.partition_values_
 
 Only partition columns may be referenced (compaction and Z-order select whole files by their
 partition values, so a predicate on data columns could not be honoured exactly): anything else
-is a ``ConfigError`` naming the partition columns. Evaluation follows SQL three-valued logic;
+is a ``ConfigError`` naming the partition columns (or, for a name the table schema does not
+have at all, the schema's columns). Evaluation follows SQL three-valued logic;
 a partition for which the predicate is NULL is not selected. Column names match
 case-insensitively, as in Delta.
 """
@@ -322,14 +323,26 @@ def parse_predicate_syntax(text: str) -> Expr:
     return _Parser(text).parse()
 
 
-def parse_predicate(text: str, partition_columns: Sequence[str]) -> Expr:
+def parse_predicate(text: str, partition_columns: Sequence[str], *,
+                    schema_columns: Sequence[str] | None = None) -> Expr:
     """Parse ``text`` and bind its columns to ``partition_columns`` (case-insensitive).
 
-    Raises ``ConfigError`` for a syntax error or a column that is not a partition column.
+    Raises ``ConfigError`` for a syntax error or a column that is not a partition column; with
+    ``schema_columns`` (the table's top-level columns), a name missing from the schema is
+    reported as such, listing the columns, rather than as "not a partition column".
     """
     expr = parse_predicate_syntax(text)
     by_lower = {c.lower(): c for c in partition_columns}
     unknown = sorted(c for c in referenced_columns(expr) if c.lower() not in by_lower)
+    if schema_columns is not None:
+        in_schema = {c.lower() for c in schema_columns} | set(by_lower)
+        missing = [c for c in unknown if c.lower() not in in_schema]
+        if missing:
+            raise ConfigError(
+                f"predicate {text!r} refers to {', '.join(missing)}, which "
+                f"{'does' if len(missing) == 1 else 'do'} not exist in the table schema; "
+                f"the table's columns are {', '.join(schema_columns)}"
+            )
     if unknown:
         allowed = ", ".join(partition_columns) or "none: the table is not partitioned"
         raise ConfigError(

@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 import pyarrow as pa
 
 from delta_core.actions import Add, action_from_json, action_to_json
-from delta_core.errors import DeltaError, MaintenanceError
+from delta_core.errors import DeltaError
+from delta_core.maintenance.task_errors import task_error
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -84,7 +85,7 @@ def payload_frame(
 
 
 def collect_arrow(frame: "DataFrame", *, description: str) -> pa.Table:
-    """``frame.toArrow()``; a failed Spark job becomes ``MaintenanceError``."""
+    """``frame.toArrow()``; a failed Spark job becomes a typed error (``task_error``)."""
     from pyspark.errors import PySparkException
     from py4j.protocol import Py4JError
 
@@ -93,7 +94,7 @@ def collect_arrow(frame: "DataFrame", *, description: str) -> pa.Table:
     try:
         return frame.toArrow()
     except (PySparkException, Py4JError) as exc:
-        raise MaintenanceError(f"{description} failed on Spark: {_first_line(exc)}") from exc
+        raise task_error(exc, description=description) from exc
     finally:
         spark.sparkContext.setJobDescription(None)
 
@@ -109,7 +110,8 @@ def run_tasks(
     """Run ``fn(payload)`` for every payload on the cluster; returns the string results per payload.
 
     ``fn`` must be a module-level function (importable on executors). A failed task fails the
-    job; the error is re-raised as ``MaintenanceError`` carrying the Spark message.
+    job; the error is re-raised typed (``task_error``): the executor's own ``DeltaError``, or
+    ``RewriteTaskError`` naming the exception the executor raised.
     """
     from pyspark.errors import PySparkException
     from py4j.protocol import Py4JError
@@ -123,23 +125,13 @@ def run_tasks(
     try:
         results = sc.parallelize(rows, numSlices=k).mapPartitions(_task_runner(fn)).collect()
     except (PySparkException, Py4JError) as exc:
-        raise MaintenanceError(f"{description} failed on Spark: {_first_line(exc)}") from exc
+        raise task_error(exc, description=description) from exc
     finally:
         sc.setJobDescription(None)
     out: list[list[str]] = [[] for _ in payloads]
     for task_id, result in results:
         out[task_id].append(result)
     return out
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    # Spark wraps the Python traceback; the useful line is the last "...Error: message".
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    for ln in reversed(lines):
-        if "Error" in ln and ":" in ln:
-            return ln.strip()[:2000]
-    return lines[0][:2000] if lines else type(exc).__name__
 
 
 def _warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

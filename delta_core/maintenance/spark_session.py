@@ -4,12 +4,20 @@ Spark executors read and write data files with pyarrow over delta_core storage, 
 session needs no Hadoop connector jars; its Python workers must run the same interpreter as
 the driver so they can import pyarrow and delta_core. pyspark is imported lazily: delta_core
 itself never needs it.
+
+``quiet=True`` (the CLI without ``--verbose``) keeps Spark's own logging off the console: the
+driver JVM starts with a log4j2 configuration whose only appender discards everything, so
+neither start-up WARN lines nor the executor stack traces of a failed task reach stderr; the
+failure itself reaches the user as a typed error (``spark_exec``).
 """
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import os
 import sys
+import tempfile
 from typing import TYPE_CHECKING, Mapping
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,17 +37,47 @@ LOCAL_DEFAULTS: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
 }
 
+# Everything goes to a Null appender: used only where a person reads stderr and errors arrive
+# typed (the CLI). The root level stays WARN because PySpark counts as a shell and Spark prints
+# "Setting default log level to WARN" whenever the root logger's level differs from that.
+QUIET_LOG4J2 = """\
+rootLogger.level = warn
+rootLogger.appenderRef.null.ref = null
+appender.null.type = Null
+appender.null.name = null
+"""
+_quiet_config_path: str | None = None
+
+
+def _quiet_log4j2_file() -> str:
+    """A private file holding ``QUIET_LOG4J2`` (log4j2 reads its configuration from a file)."""
+    global _quiet_config_path
+    if _quiet_config_path is None or not os.path.exists(_quiet_config_path):
+        fd, path = tempfile.mkstemp(prefix="delta-core-log4j2-", suffix=".properties")
+        with os.fdopen(fd, "w") as fh:
+            fh.write(QUIET_LOG4J2)
+        _quiet_config_path = path
+        atexit.register(_remove, path)  # the JVM has read it by then and stops with us
+    return _quiet_config_path
+
+
+def _remove(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.remove(path)
+
 
 def build_spark_session(
     *,
     master: str | None = None,
     app_name: str = "delta-maintenance",
     conf: Mapping[str, str] | None = None,
+    quiet: bool = False,
 ) -> "SparkSession":
     """Get or create a SparkSession.
 
     ``master`` defaults to ``$SPARK_MASTER`` or ``local[*]``. Local masters get the loopback
-    defaults above; any ``conf`` given wins over them.
+    defaults above; any ``conf`` given wins over them. ``quiet`` turns Spark's driver logging
+    off (from JVM start when this call starts it, else from now on).
     """
     from pyspark.sql import SparkSession
 
@@ -54,8 +92,13 @@ def build_spark_session(
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update(LOCAL_DEFAULTS)
     settings.update(conf or {})
+    if quiet:
+        # Only a JVM option reaches log4j before its first line (start-up WARNs included).
+        option = f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()}"
+        java_options = settings.get("spark.driver.extraJavaOptions")
+        settings["spark.driver.extraJavaOptions"] = f"{java_options} {option}" if java_options else option
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel(os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    session.sparkContext.setLogLevel("OFF" if quiet else os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
     return session

@@ -171,7 +171,8 @@ def plan_zorder(
                             num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns)
     table_target = props.target_file_size if props.raw("delta.targetFileSize") is not None else None
     target, _ = resolve_sizes(target_size, None, table_target=table_target)
-    predicate = parse_predicate(where, partition_columns) if where is not None else None
+    predicate = parse_predicate(where, partition_columns,
+                                schema_columns=snapshot.schema.field_names) if where is not None else None
     files = snapshot.files
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
     selected = files.filter(mask)

@@ -4,7 +4,8 @@ Atomic create-if-absent, the commit primitive, is done per scheme:
 
 - local: write a temp file beside the target, then ``os.link`` it to the target name
   (fails with ``EEXIST`` if another writer got there first), then drop the temp name;
-- s3: a conditional PUT (``If-None-Match: *``) through s3fs ``pipe_file(mode="create")``;
+- s3: a conditional PUT (``If-None-Match: *``) through s3fs ``pipe_file(mode="create")``, after
+  ``conditional_put`` has checked, once per process and bucket, that the store honours it;
 - memory: a process-wide lock around check-and-write (the store lives in one process);
 - anything else: refused with ``AtomicWriteUnsupportedError`` unless the store was built with
   ``allow_unsafe_commits=True``.
@@ -27,7 +28,9 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.path_identity import local_os_path
+from delta_core.storage.access import needs_access
 from delta_core.storage.base import FileInfo, normalize_key
+from delta_core.storage.conditional_put import check_conditional_put
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -135,6 +138,7 @@ class FsspecStorage:
     def _info(self, info: Mapping[str, Any]) -> FileInfo:
         return FileInfo(self._key_of(info["name"]), int(info.get("size") or 0), _mtime_ms(info))
 
+    @needs_access("read")
     def list_from(self, directory: str, start: str = "") -> Iterator[FileInfo]:
         full_dir = self._full(directory)
         if self._scheme == "file":
@@ -190,6 +194,7 @@ class FsspecStorage:
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
             kwargs.pop("StartAfter", None)
 
+    @needs_access("read")
     def list_recursive(self, directory: str = "") -> Iterator[FileInfo]:
         full_dir = self._full(directory)
         if self._scheme == "file":
@@ -210,6 +215,7 @@ class FsspecStorage:
             if info.get("type") != "directory":
                 yield self._info(info)
 
+    @needs_access("read")
     def head(self, key: str) -> FileInfo:
         full = self._full(key)
         if self._scheme == "file":
@@ -226,6 +232,7 @@ class FsspecStorage:
 
     # -- reading ---------------------------------------------------------------------------
 
+    @needs_access("read")
     def read(self, key: str) -> bytes:
         full = self._full(key)
         try:
@@ -235,7 +242,7 @@ class FsspecStorage:
             if self._scheme in ("s3", "s3a"):
                 return self._read_s3(full)
             return self.fs.cat_file(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, PermissionError):
             raise
         except OSError as exc:
             raise StorageError(f"cannot read {self.uri(key)}: {exc}", path=self.uri(key)) from exc
@@ -255,6 +262,7 @@ class FsspecStorage:
 
         return sync(fs.loop, get)
 
+    @needs_access("read")
     def open_input(self, key: str) -> IO[bytes]:
         full = self._full(key)
         if self._scheme == "file":
@@ -270,6 +278,7 @@ class FsspecStorage:
             # Object stores have no directories; hierarchical ones (dir::, sftp, ...) need them.
             self.fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
 
+    @needs_access("write")
     def put_if_absent(self, key: str, data: bytes) -> None:
         full = self._full(key)
         if self._scheme == "file":
@@ -287,8 +296,11 @@ class FsspecStorage:
                 os.unlink(tmp)
             return
         if self._scheme in ("s3", "s3a"):
+            if not self._allow_unsafe:
+                check_conditional_put(self._s3_store_id(), name=self.root, delete=self.delete,
+                                      put_if_absent=self._s3_create)
             try:
-                self.fs.pipe_file(full, data, mode="create")
+                self._s3_create(key, data)
             except FileExistsError:
                 raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key)) from None
             return
@@ -310,6 +322,17 @@ class FsspecStorage:
         self._makedirs_for(full)
         self.fs.pipe_file(full, data)
 
+    def _s3_create(self, key: str, data: bytes) -> None:
+        """The raw conditional PUT (``If-None-Match: *``); ``FileExistsError`` if ``key`` exists."""
+        self.fs.pipe_file(self._full(key), data, mode="create")
+
+    def _s3_store_id(self) -> tuple[str, str]:
+        """(endpoint, bucket): what one conditional-PUT probe speaks for."""
+        client_kwargs = self._options.get("client_kwargs") or {}
+        endpoint = self._options.get("endpoint_url") or client_kwargs.get("endpoint_url") or "AWS S3"
+        return str(endpoint), self._root_path.split("/", 1)[0]
+
+    @needs_access("write")
     def write(self, key: str, data: bytes) -> None:
         full = self._full(key)
         if self._scheme == "file":
@@ -326,11 +349,13 @@ class FsspecStorage:
         self._makedirs_for(full)
         self.fs.pipe_file(full, data)
 
+    @needs_access("write")
     def open_output(self, key: str) -> IO[bytes]:
         full = self._full(key)
         self._makedirs_for(full)
         return self.fs.open(full, "wb")
 
+    @needs_access("write")
     def delete(self, key: str) -> None:
         full = self._full(key)
         try:
@@ -341,6 +366,7 @@ class FsspecStorage:
         except FileNotFoundError:
             pass
 
+    @needs_access("write")
     def delete_many(self, keys: list[str]) -> None:
         if not keys:
             return

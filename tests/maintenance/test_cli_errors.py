@@ -1,0 +1,109 @@
+"""Issue 9 §6 for the maintenance commands: an unknown column is named as missing from the
+schema, and a failed Spark task reaches the user typed, with the executor's Python exception,
+without Spark's log or a Java stack on stderr."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_core.cli import main
+from delta_core.errors import MaintenanceError
+from delta_core.maintenance.compaction import compact
+from tests.core_write.conftest import listing
+from tests.maintenance.conftest import make_table
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+
+
+def _error(capsys) -> dict:
+    return json.loads(capsys.readouterr().out)["error"]
+
+
+def test_unknown_column_in_where_is_missing_from_the_schema(capsys, table_uri):
+    make_table(table_uri, appends=1)
+    before = listing(table_uri)
+    assert main(["compact", table_uri, "--where", "nosuch = 1", "--json"]) == 2
+    error = _error(capsys)
+    assert error["kind"] == "config"
+    assert "nosuch, which does not exist in the table schema" in error["message"]
+    assert "the table's columns are id, x, name, day, ts, region" in error["message"]
+    assert "not a partition column" not in error["message"]
+    # A data column that exists is still refused as not a partition column.
+    assert main(["zorder", table_uri, "--columns", "x", "--where", "id = 1", "--json"]) == 2
+    assert "id, which is not a partition column" in _error(capsys)["message"]
+    assert listing(table_uri) == before
+
+
+def test_unknown_zorder_column_is_missing_from_the_schema(capsys, table_uri):
+    # Already worked before issue 9: pinned.
+    make_table(table_uri, appends=1)
+    assert main(["zorder", table_uri, "--columns", "nosuch", "--json"]) == 2
+    error = _error(capsys)
+    assert error["kind"] == "config"
+    assert "'nosuch' is not in the table schema (id, x, name, day, ts, region)" in error["message"]
+
+
+def _data_files(table_uri: str) -> list[pathlib.Path]:
+    return sorted(pathlib.Path(table_uri).glob("region=*/*.parquet"))
+
+
+@pytest.mark.spark
+def test_failed_spark_task_through_the_cli(table_uri):
+    make_table(table_uri, appends=2)
+    victim = _data_files(table_uri)[0]
+    victim.write_bytes(b"not a parquet file")  # the task's parquet read fails in the executor
+    log_before = listing(os.path.join(table_uri, "_delta_log"))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    configs_before = set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*"))
+    proc = subprocess.run([sys.executable, "-m", "delta_core", "compact", table_uri, "--json",
+                           "--spark-master", "local[1]"], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2, proc.stderr
+    error = json.loads(proc.stdout)["error"]  # exactly one JSON document
+    assert error["kind"] == "task_failed"
+    assert "raised pyarrow.lib.ArrowInvalid: Parquet magic bytes not found" in error["message"]
+    assert "\tat " not in error["message"] and "Traceback" not in error["message"]
+    # Nothing from Spark's log4j (WARN lines, executor stack traces) nor from us on stderr.
+    for noise in ("\tat ", "Traceback", " WARN ", " ERROR ", "Setting default log level", "Exception"):
+        assert noise not in proc.stderr, proc.stderr
+    assert listing(os.path.join(table_uri, "_delta_log")) == log_before
+    # The quiet log4j2 configuration file is removed when the CLI exits.
+    assert set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*")) <= configs_before
+
+
+@pytest.mark.spark
+def test_delta_error_in_an_executor_keeps_its_kind(spark, table_uri):
+    table = make_table(table_uri, appends=2)
+    victim = _data_files(table_uri)[0]
+    rows = pq.read_table(victim)
+    # The same rows with `id` as text that is no number: the task's cast to the table's long fails.
+    broken = rows.set_column(rows.schema.get_field_index("id"), "id",
+                             pa.array([f"row-{i}" for i in range(rows.num_rows)]))
+    pq.write_table(broken, victim)
+    with pytest.raises(MaintenanceError) as info:
+        compact(table, spark)
+    assert type(info.value) is MaintenanceError  # the executor's own error class, not a wrapper
+    assert str(info.value).startswith("column 'id' of ")
+    assert "which cannot be read as the table's int64" in str(info.value)
+
+
+@pytest.mark.spark
+def test_failed_mapinarrow_task_is_typed(spark, capsys, table_uri):
+    # Z-order's tasks run through the DataFrame API (mapInArrow), not the RDD runner.
+    make_table(table_uri, appends=2)
+    _data_files(table_uri)[-1].write_bytes(b"junk")
+    log_before = listing(os.path.join(table_uri, "_delta_log"))
+    assert main(["zorder", table_uri, "--columns", "x", "--json", "--spark-master", "local[2]"]) == 2
+    error = _error(capsys)
+    assert error["kind"] == "task_failed"
+    assert "failed in a Spark task, which raised pyarrow.lib.ArrowInvalid: Parquet file size is 4 bytes" \
+        in error["message"]
+    assert listing(os.path.join(table_uri, "_delta_log")) == log_before
