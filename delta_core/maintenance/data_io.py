@@ -6,7 +6,9 @@ The executors of compaction and Z-order call these functions; nothing here impor
   log) and returns their rows with the table's *logical* column names and types: under column
   mapping the files hold physical names (nested too), which are mapped back here so that the
   writer can map them forward again; columns added to the schema after a file was written come
-  back as nulls; widened types and other timestamp units are cast to the table's type.
+  back as nulls; widened types and other timestamp units are cast to the table's type, and
+  INT96 timestamps are decoded at microseconds, so rewrites write them as the protocol's
+  ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds, ``isAdjustedToUTC`` true).
   Partition columns are not stored in files and are not returned. A file up to
   ``WHOLE_FILE_BYTES`` is fetched in one request and decoded from memory (small files are
   latency-bound, and one read beats the footer-then-columns round trips); a larger one is read
@@ -42,6 +44,10 @@ READ_THREADS = 8
 LOCAL_READ_THREADS = 2
 READ_AHEAD_BYTES = 16 * 1024 * 1024  # input bytes fetched ahead of the writer
 WHOLE_FILE_BYTES = 32 * 1024 * 1024  # files up to this size are fetched in one request
+# INT96 timestamps (Spark's default for years) hold any date from year 1 to 9999; pyarrow decodes
+# them as nanoseconds by default, which overflows outside 1677-2262 (the values wrap silently).
+# Microseconds are the protocol's own precision and cover the whole range.
+INT96_UNIT = "us"
 
 
 def logical_data_schema(metadata: Metadata) -> pa.Schema:
@@ -79,12 +85,13 @@ class DataFileReader:
         if size is None:
             size = self.storage.head(key).size
         if size <= WHOLE_FILE_BYTES:
-            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))))
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))),
+                                coerce_int96_timestamp_unit=INT96_UNIT)
             wanted = self._wanted(pf)
             yield self._to_logical(pf.read(columns=wanted, use_threads=False), wanted, key)
             return
         with self.storage.open_input(key) as fh:
-            pf = pq.ParquetFile(fh, pre_buffer=True)
+            pf = pq.ParquetFile(fh, pre_buffer=True, coerce_int96_timestamp_unit=INT96_UNIT)
             wanted = self._wanted(pf)
             if pf.num_row_groups == 0:
                 yield self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key)
