@@ -16,16 +16,16 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from delta_core.errors import UnsupportedTableForOperationError
+from delta_core.actions import Add
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
     Bin,
     CompactionPlan,
     plan_compaction,
 )
-from delta_core.maintenance.data_io import rewrite_files
+from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import live_subset, run_rewrite_batches
+from delta_core.maintenance.rewrite_commit import run_rewrite_batches
 from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
 from delta_core.table_features import check_write_supported
 
@@ -59,8 +59,22 @@ class CompactionMetrics(MetricsRecord):
 def _compact_bin(payload: dict[str, Any]) -> list[str]:
     """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON."""
     add = rewrite_files(payload["storage"], payload["paths"], metadata=payload["metadata"],
-                        partition_values=payload["partition_values"], sizes=payload["sizes"])
+                        partition_values=payload["partition_values"], sizes=payload["sizes"], key=payload["key"])
     return [add_to_json(add)]
+
+
+def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], label: str,
+                  outputs: list[str]) -> list[Add]:
+    """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
+    (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
+    payloads = []
+    for b in sorted(batch, key=lambda b: -b.total_size):
+        key = rewrite_output_key(snapshot.metadata, b.partition_dict)
+        outputs.append(key)
+        payloads.append({"storage": table.storage, "metadata": snapshot.metadata, "paths": b.paths,
+                         "sizes": [f.size for f in b.files], "partition_values": b.partition_dict, "key": key})
+    results = run_tasks(spark, _compact_bin, payloads, description=label)
+    return [add_from_json(r) for rs in results for r in rs]
 
 
 def compact(
@@ -86,15 +100,8 @@ def compact(
     if batches:
         spark = resolve_spark(spark)
 
-    def rewrite(current: Any, batch: Sequence[Bin], label: str) -> list[Any]:
-        _refuse_dv_bins(current, batch, table.uri)
-        payloads = [
-            {"storage": table.storage, "metadata": current.metadata, "paths": b.paths,
-             "sizes": [f.size for f in b.files], "partition_values": b.partition_dict}
-            for b in sorted(batch, key=lambda b: -b.total_size)
-        ]
-        results = run_tasks(spark, _compact_bin, payloads, description=label)
-        return [add_from_json(r) for rs in results for r in rs]
+    def rewrite(current: Any, batch: Sequence[Bin], label: str, outputs: list[str]) -> list[Add]:
+        return _rewrite_bins(spark, table, current, batch, label, outputs)
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",
@@ -123,13 +130,3 @@ def compact(
         added_bytes=tally.added_bytes,
         duration_seconds=watch.seconds(),
     )
-
-
-def _refuse_dv_bins(snapshot: Any, batch: tuple[Bin, ...], uri: str) -> None:
-    live = live_subset(snapshot, [p for b in batch for p in b.paths])
-    if "deletion_vector" in live.column_names and live.column("deletion_vector").null_count < live.num_rows:
-        raise UnsupportedTableForOperationError(
-            "files selected for compaction gained deletion vectors meanwhile; compaction does not apply "
-            "them. Purge them first (REORG TABLE ... APPLY (PURGE)) and re-run",
-            path=uri, version=snapshot.version,
-        )

@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_core.actions import Add, Metadata
-from delta_core.data_writer import data_fields, table_schema, write_data_file_batches
+from delta_core.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.partition_values import deserialize_partition_value
@@ -178,20 +178,28 @@ def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, 
     return out
 
 
+def rewrite_output_key(metadata: Metadata, partition_values: Mapping[str, str | None]) -> str:
+    """A fresh key for a rewrite's new file in the partition whose ``partitionValues`` (as the log
+    holds them) are given. The driver picks every key before the tasks write, so it can delete
+    whatever a failed batch wrote without listing the table."""
+    return new_data_file_key(metadata, logical_partition_values(metadata, partition_values))
+
+
 def write_rewritten(
     storage: Storage,
     data: pa.Table | Iterable[pa.Table | pa.RecordBatch],
     *,
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
+    key: str | None = None,
 ) -> Add:
     """Write rows of one partition (a table, or chunks streamed in order) as a new file with
-    ``dataChange=false``; the ``add`` keeps the exact ``partitionValues`` strings of the files it
-    replaces."""
+    ``dataChange=false`` (at ``key`` when given, from ``rewrite_output_key``); the ``add`` keeps
+    the exact ``partitionValues`` strings of the files it replaces."""
     chunks = [data] if isinstance(data, pa.Table) else data
     add = write_data_file_batches(
         storage, chunks, metadata=metadata,
-        partition_values=logical_partition_values(metadata, partition_values), data_change=False,
+        partition_values=logical_partition_values(metadata, partition_values), data_change=False, key=key,
     )
     return dataclasses.replace(add, partition_values=dict(partition_values))
 
@@ -203,9 +211,11 @@ def rewrite_files(
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
     sizes: Sequence[int | None] | None = None,
+    key: str | None = None,
 ) -> Add:
     """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
-    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``."""
+    new file with ``dataChange=false`` (at ``key`` when given); returns its ``add``. Row order
+    follows ``paths``."""
     reader = DataFileReader(storage, metadata)
     return write_rewritten(storage, reader.read_ahead(paths, sizes), metadata=metadata,
-                           partition_values=partition_values)
+                           partition_values=partition_values, key=key)
