@@ -26,7 +26,13 @@ from delta_core.maintenance.compaction_plan import (
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import run_rewrite_batches
-from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
+from delta_core.maintenance.spark_exec import (
+    add_from_json,
+    add_to_json,
+    resolve_spark,
+    run_tasks,
+    settled_on_failure,
+)
 from delta_core.table_features import check_write_supported
 
 log = logging.getLogger(__name__)
@@ -101,7 +107,8 @@ def compact(
         spark = resolve_spark(spark)
 
     def rewrite(current: Any, batch: Sequence[Bin], label: str, outputs: list[str]) -> list[Add]:
-        return _rewrite_bins(spark, table, current, batch, label, outputs)
+        with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
+            return _rewrite_bins(spark, table, current, batch, label, outputs)
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",

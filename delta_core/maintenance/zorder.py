@@ -46,6 +46,7 @@ from delta_core.maintenance.spark_exec import (
     default_slices,
     payload_frame,
     resolve_spark,
+    settled_on_failure,
 )
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
 from delta_core.storage.base import Storage
@@ -255,7 +256,9 @@ def zorder(
              len(batches))
 
     def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str, outputs: list[str]) -> list[Any]:
-        return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label, outputs=outputs)
+        with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
+            return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label,
+                              outputs=outputs)
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label=curve,

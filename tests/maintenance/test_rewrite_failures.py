@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import collections
 import os
+import pathlib
 import struct
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -26,6 +28,7 @@ from delta_core.errors import MaintenanceError, MissingDataFileError, Unsupporte
 from delta_core.maintenance.compaction import _rewrite_bins, compact
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.rewrite_commit import run_rewrite_batches
+from delta_core.maintenance.spark_exec import run_tasks, settled_on_failure
 from delta_core.maintenance.zorder import _run_batch, zorder
 from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.partition_values import url_decode_path
@@ -185,3 +188,32 @@ def test_refused_commit_deletes_the_batch_files(spark, table_uri):
     assert table.latest_version() == snap.version + 1  # only the other writer's DELETE
     assert collections.Counter(a.path for a in table.snapshot().add_actions()) == collections.Counter(
         a.path for a in snap.add_actions() if a.path != plan.batches()[0][0].paths[0])
+
+
+def _slow_or_failing_task(payload: dict) -> list[str]:
+    """Spark task: fails (leaving a sign that it did), or writes a file 1.2 s after the other task
+    failed, as a long bin still being written when the job fails: the driver hears of the failure
+    well before (0.1-0.8 s measured here), and Spark kills a Python task's worker only 2 s or
+    more after (spark.python.task.killTimeout)."""
+    failed = pathlib.Path(payload["failed"])
+    if payload["fail"]:
+        failed.write_text("failed")
+        raise OSError("this input cannot be read")
+    deadline = time.monotonic() + 60
+    while not failed.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.2)
+    pathlib.Path(payload["late_file"]).write_text("written after the job had failed")
+    return ["written"]
+
+
+def test_failed_job_returns_only_once_its_other_tasks_stopped(spark, tmp_path):
+    late_file, failed = tmp_path / "late.parquet", str(tmp_path / "failed")
+    payloads = [{"fail": False, "late_file": str(late_file), "failed": failed}, {"fail": True, "failed": failed}]
+    with pytest.raises(MaintenanceError, match="this input cannot be read"):
+        with settled_on_failure(spark):
+            run_tasks(spark, _slow_or_failing_task, payloads)
+    # The slow task's file is there by now, where the caller's clean-up finds it; nothing appears
+    # after the failure was raised.
+    assert late_file.exists()
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
