@@ -20,7 +20,7 @@ from delta_core.table import DeltaTable
 from delta_core.transaction import Transaction
 from delta_core.write import create_table
 
-from tests.maintenance.conftest import deltars_rows, multiset
+from tests.maintenance.conftest import deltars_rows
 
 pytestmark = pytest.mark.spark
 
