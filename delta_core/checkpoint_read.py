@@ -82,7 +82,9 @@ def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes
             "so readers fall back to the commits", path=storage.uri(key), version=version,
         ) from None
     try:
-        return fh, pq.ParquetFile(fh)
+        # INT96 (Spark's default timestamp encoding, found in stats_parsed and
+        # partitionValues_parsed) decoded as nanoseconds wraps outside 1677-2262.
+        return fh, pq.ParquetFile(fh, coerce_int96_timestamp_unit="us")
     except (pa.ArrowInvalid, OSError) as exc:
         fh.close()
         raise CorruptLogError(

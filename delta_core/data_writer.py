@@ -190,6 +190,18 @@ def _serialise_partition_values(
     return out
 
 
+def new_data_file_key(metadata: Metadata, partition_values: Mapping[str, Any], *, directory: str | None = None) -> str:
+    """A fresh key for a new data file: ``directory`` (default: the Hive-style directory of the
+    logical ``partition_values``) and a unique name. Callers that must be able to delete what a
+    distributed write left behind pick keys with this before the write and pass them on."""
+    if directory is None:
+        schema = table_schema(metadata)
+        cols = [schema[c].physical_name for c in metadata.partition_columns]
+        directory = partition_path(cols, _serialise_partition_values(metadata, partition_values)) if cols else ""
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    return f"{directory.strip('/')}/{name}" if directory and directory.strip("/") else name
+
+
 class DataFileWriter:
     """One new data file of the table, written chunk by chunk; ``close`` returns its ``add``.
 
@@ -197,7 +209,8 @@ class DataFileWriter:
     schema, renamed to physical names and streamed into Parquet (``ParquetStream``) while its
     stats are collected per row group (``StatsCollector``): memory stays at about one row group
     whatever the file's size. ``partition_values`` maps logical partition column names to Python
-    values; partition columns present in a chunk are dropped from the file.
+    values; partition columns present in a chunk are dropped from the file. ``key`` (from
+    ``new_data_file_key``) fixes where the file goes; by default a fresh key is chosen.
     """
 
     def __init__(
@@ -211,6 +224,7 @@ class DataFileWriter:
         tags: Mapping[str, str] | None = None,
         row_group_rows: int | None = None,
         row_group_bytes: int | None = None,
+        key: str | None = None,
     ) -> None:
         self._serialised = _serialise_partition_values(metadata, partition_values)
         self._schema = table_schema(metadata)
@@ -224,11 +238,7 @@ class DataFileWriter:
         props = TableProperties(metadata.configuration)
         self._stats = StatsCollector(self._physical, num_indexed_cols=props.num_indexed_cols,
                                      stats_columns=_physical_stats_columns(self._schema, props))
-        if directory is None:
-            cols = [self._schema[c].physical_name for c in self._partition_columns]
-            directory = partition_path(cols, self._serialised) if cols else ""
-        name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
-        self.key = f"{directory.strip('/')}/{name}" if directory and directory.strip("/") else name
+        self.key = key if key is not None else new_data_file_key(metadata, partition_values, directory=directory)
         self._data_change = data_change
         self._tags = dict(tags) if tags else None
         self._stream = ParquetStream(storage, self.key, self._physical, row_group_rows=row_group_rows,
@@ -272,12 +282,13 @@ def write_data_file_batches(
     tags: Mapping[str, str] | None = None,
     row_group_rows: int | None = None,
     row_group_bytes: int | None = None,
+    key: str | None = None,
 ) -> Add:
     """Write one Parquet file from ``batches`` (rows that all share ``partition_values``, logical
     names), consumed one at a time; return its ``add``. A failure part-way removes the file."""
     writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
                             data_change=data_change, tags=tags, row_group_rows=row_group_rows,
-                            row_group_bytes=row_group_bytes)
+                            row_group_bytes=row_group_bytes, key=key)
     try:
         for batch in batches:
             writer.write(batch)

@@ -106,6 +106,12 @@ class FileAlreadyExistsError(StorageError):
     kind = "file_exists"
 
 
+class MissingDataFileError(StorageError):
+    """A data file the log still references is not in storage (deleted outside the protocol)."""
+
+    kind = "missing_data_file"
+
+
 class PathEscapesTableError(DeltaError):
     """A path would resolve outside the table root; nothing is read, written or deleted."""
 

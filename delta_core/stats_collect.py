@@ -107,7 +107,8 @@ def _format_timestamp(micros: int, *, utc: bool) -> str:
     # Delta Spark writes stats timestamps at millisecond precision, truncated toward -inf.
     millis = micros // 1000
     t = _EPOCH + dt.timedelta(milliseconds=millis)
-    text = t.strftime("%Y-%m-%dT%H:%M:%S") + f".{millis % 1000:03d}"
+    # isoformat, not strftime("%Y"): glibc spells year 1 as "1", which no reader parses.
+    text = t.replace(tzinfo=None).isoformat(timespec="milliseconds")
     return text + ("Z" if utc else "")
 
 

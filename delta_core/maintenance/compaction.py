@@ -16,18 +16,24 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Sequence
 
-from delta_core.errors import UnsupportedTableForOperationError
+from delta_core.actions import Add
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
     Bin,
     CompactionPlan,
     plan_compaction,
 )
-from delta_core.maintenance.data_io import rewrite_files
+from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
-from delta_core.maintenance.rewrite_commit import RewriteOutput, live_subset, run_rewrite_batches
-from delta_core.maintenance.spark_exec import add_from_json, add_to_json, resolve_spark, run_tasks
+from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
+from delta_core.maintenance.spark_exec import (
+    add_from_json,
+    add_to_json,
+    resolve_spark,
+    run_tasks,
+    settled_on_failure,
+)
 from delta_core.table_features import check_write_supported
 from delta_core.void_columns import check_void_writable
 
@@ -63,8 +69,26 @@ def _compact_bin(payload: dict[str, Any]) -> list[str]:
     summaries of the inputs in ``summarise`` (``InputSummary`` JSON)."""
     reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=payload["summarise"])
     add = rewrite_files(payload["storage"], payload["paths"], metadata=payload["metadata"],
-                        partition_values=payload["partition_values"], sizes=payload["sizes"], reader=reader)
+                        partition_values=payload["partition_values"], sizes=payload["sizes"], reader=reader,
+                        key=payload["key"])
     return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
+
+
+def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], label: str,
+                  outputs: list[str]) -> RewriteOutput:
+    """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
+    (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
+    summarise = paths_to_summarise(snapshot, [p for b in batch for p in b.paths])
+    payloads = []
+    for b in sorted(batch, key=lambda b: -b.total_size):
+        key = rewrite_output_key(snapshot.metadata, b.partition_dict)
+        outputs.append(key)
+        payloads.append({"storage": table.storage, "metadata": snapshot.metadata, "paths": b.paths,
+                         "sizes": [f.size for f in b.files], "partition_values": b.partition_dict, "key": key,
+                         "summarise": [p for p in b.paths if p in summarise]})
+    results = run_tasks(spark, _compact_bin, payloads, description=label)
+    adds, summaries = split_results(r for rs in results for r in rs)
+    return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
 
 
 def compact(
@@ -92,18 +116,9 @@ def compact(
     if batches:
         spark = resolve_spark(spark)
 
-    def rewrite(current: Any, batch: Sequence[Bin], label: str) -> RewriteOutput:
-        _refuse_dv_bins(current, batch, table.uri)
-        summarise = paths_to_summarise(current, [p for b in batch for p in b.paths])
-        payloads = [
-            {"storage": table.storage, "metadata": current.metadata, "paths": b.paths,
-             "sizes": [f.size for f in b.files], "partition_values": b.partition_dict,
-             "summarise": [p for p in b.paths if p in summarise]}
-            for b in sorted(batch, key=lambda b: -b.total_size)
-        ]
-        results = run_tasks(spark, _compact_bin, payloads, description=label)
-        adds, summaries = split_results(r for rs in results for r in rs)
-        return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
+    def rewrite(current: Any, batch: Sequence[Bin], label: str, outputs: list[str]) -> RewriteOutput:
+        with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
+            return _rewrite_bins(spark, table, current, batch, label, outputs)
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",
@@ -132,13 +147,3 @@ def compact(
         added_bytes=tally.added_bytes,
         duration_seconds=watch.seconds(),
     )
-
-
-def _refuse_dv_bins(snapshot: Any, batch: tuple[Bin, ...], uri: str) -> None:
-    live = live_subset(snapshot, [p for b in batch for p in b.paths])
-    if "deletion_vector" in live.column_names and live.column("deletion_vector").null_count < live.num_rows:
-        raise UnsupportedTableForOperationError(
-            "files selected for compaction gained deletion vectors meanwhile; compaction does not apply "
-            "them. Purge them first (REORG TABLE ... APPLY (PURGE)) and re-run",
-            path=uri, version=snapshot.version,
-        )

@@ -176,18 +176,27 @@ def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate
     return evaluate(predicate, typed_partitions)
 
 
-def check_no_deletion_vectors(files: pa.Table, *, operation: str, table_uri: str | None = None) -> None:
-    """Refuse to rewrite files that carry deletion vectors (their deleted rows would come back)."""
+def check_no_deletion_vectors(
+    files: pa.Table, *, operation: str, table_uri: str | None = None, version: int | None = None,
+) -> None:
+    """Refuse to rewrite files that carry deletion vectors (their deleted rows would come back).
+
+    ``files`` are rows of ``Snapshot.files`` of ``version``: at plan time, and again for every
+    rewrite batch on the snapshot it commits against (another engine may have deleted rows since).
+    """
     if "deletion_vector" not in files.column_names or files.num_rows == 0:
         return
-    with_dv = pc.sum(pc.is_valid(files.column("deletion_vector")).cast(pa.int64())).as_py() or 0
+    has_dv = pc.is_valid(files.column("deletion_vector"))
+    with_dv = pc.sum(has_dv.cast(pa.int64())).as_py() or 0
     if with_dv:
+        example = files.column("path").filter(has_dv)[0].as_py()
+        at = f" at version {version}" if version is not None else ""
         raise UnsupportedTableForOperationError(
-            f"{with_dv} of the files selected for {operation} have deletion vectors; rewriting them "
-            "without applying the vectors would bring deleted rows back, and this library does not "
-            "apply them yet. Purge the vectors first (Delta Spark: REORG TABLE ... APPLY (PURGE)) "
-            "or narrow the selection with --where",
-            path=table_uri,
+            f"{with_dv} of the files selected for {operation}{at} have deletion vectors (e.g. {example}); "
+            "rewriting them without applying the vectors would bring deleted rows back, and this "
+            "library does not apply them yet. Purge the vectors first (Delta Spark: REORG TABLE ... "
+            "APPLY (PURGE)) or narrow the selection with --where, then re-run",
+            path=table_uri, version=version,
         )
 
 

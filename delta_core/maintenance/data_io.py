@@ -8,7 +8,9 @@ The executors of compaction and Z-order call these functions; nothing here impor
   writer can map them forward again (in mode ``id`` columns are found by Parquet field id at
   every depth, ``field_ids``; a file without field ids is refused); columns added to the schema
   after a file was written come back as nulls; widened types and other timestamp units are cast
-  to the table's type.
+  to the table's type, and INT96 timestamps are decoded at microseconds, so rewrites write them
+  as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
+  ``isAdjustedToUTC`` true).
   Partition columns are not stored in files and are not returned. A file up to
   ``WHOLE_FILE_BYTES`` is fetched in one request and decoded from memory (small files are
   latency-bound, and one read beats the footer-then-columns round trips); a larger one is read
@@ -30,7 +32,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_core.actions import Add, Metadata
-from delta_core.data_writer import data_fields, table_schema, write_data_file_batches
+from delta_core.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.field_ids import FieldIdResolver
 from delta_core.maintenance.vacuum_plan import log_path_to_key
@@ -46,6 +48,10 @@ READ_THREADS = 8
 LOCAL_READ_THREADS = 2
 READ_AHEAD_BYTES = 16 * 1024 * 1024  # input bytes fetched ahead of the writer
 WHOLE_FILE_BYTES = 32 * 1024 * 1024  # files up to this size are fetched in one request
+# INT96 timestamps (Spark's default for years) hold any date from year 1 to 9999; pyarrow decodes
+# them as nanoseconds by default, which overflows outside 1677-2262 (the values wrap silently).
+# Microseconds are the protocol's own precision and cover the whole range.
+INT96_UNIT = "us"
 
 
 def logical_data_schema(metadata: Metadata) -> pa.Schema:
@@ -86,12 +92,13 @@ class DataFileReader:
         if size is None:
             size = self.storage.head(key).size
         if size <= WHOLE_FILE_BYTES:
-            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))))
+            pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))),
+                                coerce_int96_timestamp_unit=INT96_UNIT)
             wanted = self._wanted(pf, key)
             yield self._to_logical(pf.read(columns=wanted, use_threads=False), wanted, key)
             return
         with self.storage.open_input(key) as fh:
-            pf = pq.ParquetFile(fh, pre_buffer=True)
+            pf = pq.ParquetFile(fh, pre_buffer=True, coerce_int96_timestamp_unit=INT96_UNIT)
             wanted = self._wanted(pf, key)
             if pf.num_row_groups == 0:
                 yield self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key)
@@ -183,20 +190,28 @@ def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, 
     return out
 
 
+def rewrite_output_key(metadata: Metadata, partition_values: Mapping[str, str | None]) -> str:
+    """A fresh key for a rewrite's new file in the partition whose ``partitionValues`` (as the log
+    holds them) are given. The driver picks every key before the tasks write, so it can delete
+    whatever a failed batch wrote without listing the table."""
+    return new_data_file_key(metadata, logical_partition_values(metadata, partition_values))
+
+
 def write_rewritten(
     storage: Storage,
     data: pa.Table | Iterable[pa.Table | pa.RecordBatch],
     *,
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
+    key: str | None = None,
 ) -> Add:
     """Write rows of one partition (a table, or chunks streamed in order) as a new file with
-    ``dataChange=false``; the ``add`` keeps the exact ``partitionValues`` strings of the files it
-    replaces."""
+    ``dataChange=false`` (at ``key`` when given, from ``rewrite_output_key``); the ``add`` keeps
+    the exact ``partitionValues`` strings of the files it replaces."""
     chunks = [data] if isinstance(data, pa.Table) else data
     add = write_data_file_batches(
         storage, chunks, metadata=metadata,
-        partition_values=logical_partition_values(metadata, partition_values), data_change=False,
+        partition_values=logical_partition_values(metadata, partition_values), data_change=False, key=key,
     )
     return dataclasses.replace(add, partition_values=dict(partition_values))
 
@@ -209,10 +224,12 @@ def rewrite_files(
     partition_values: Mapping[str, str | None],
     sizes: Sequence[int | None] | None = None,
     reader: DataFileReader | None = None,
+    key: str | None = None,
 ) -> Add:
     """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
-    new file with ``dataChange=false``; returns its ``add``. Row order follows ``paths``.
-    ``reader`` (for this table's ``metadata``) replaces the default one, e.g. to summarise inputs."""
+    new file with ``dataChange=false`` (at ``key`` when given); returns its ``add``. Row order
+    follows ``paths``. ``reader`` (for this table's ``metadata``) replaces the default one, e.g.
+    to summarise inputs."""
     reader = reader if reader is not None else DataFileReader(storage, metadata)
     return write_rewritten(storage, reader.read_ahead(paths, sizes), metadata=metadata,
-                           partition_values=partition_values)
+                           partition_values=partition_values, key=key)

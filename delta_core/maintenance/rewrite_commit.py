@@ -15,7 +15,14 @@ returned for inputs without usable stats); a failed proof deletes the outputs, c
 raises ``RewriteVerificationError``.
 
 Output files are deleted only when the batch surely did not land (an ambiguous storage error
-leaves them, as orphans are harmless and vacuum removes them).
+leaves them, as orphans are harmless and vacuum removes them). A batch that fails before its
+commit (an input file missing from storage, a failed Spark task) deletes every file it may have
+written: the driver picks their keys before any task writes, so nothing is left for vacuum.
+
+Rewrites do not apply deletion vectors yet, so every batch re-checks its inputs on the snapshot
+it commits against and refuses one that gained a vector since the plan (PROTOCOL.md "Deletion
+Vectors": the rows a vector marks are not in the table, so rewriting the file without it would
+bring them back).
 """
 
 from __future__ import annotations
@@ -34,10 +41,13 @@ from delta_core.errors import (
     ConcurrentDeleteReadError,
     DeltaError,
     MetadataChangedError,
+    MissingDataFileError,
     ProtocolChangedError,
     StorageError,
 )
 from delta_core.file_actions import file_keys, iter_adds
+from delta_core.maintenance.compaction_plan import check_no_deletion_vectors
+from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.partition_values import url_decode_path
 from delta_core.rewrite_proof import InputSummary
 from delta_core.write import commit_rewrite as commit_rewrite_once
@@ -141,7 +151,7 @@ def run_rewrite_batches(
     snapshot: Any,
     batches: Sequence[Sequence[Any]],
     *,
-    rewrite: Callable[[Any, Sequence[Any], str], RewriteOutput],
+    rewrite: Callable[[Any, Sequence[Any], str, list[str]], RewriteOutput],
     operation_parameters: Mapping[str, Any],
     extra_metrics: Mapping[str, Any],
     label: str,
@@ -150,10 +160,14 @@ def run_rewrite_batches(
 
     Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
     groups whose inputs are all still live, so progress committed by earlier batches survives a
-    later failure and no batch rewrites a file someone else removed. ``rewrite(snapshot, groups,
-    batch_label)`` writes the new files and returns their ``add`` actions (``RewriteOutput``); each
-    batch is then proven and committed by ``commit_rewrite`` with Delta's OPTIMIZE metrics plus
-    ``extra_metrics``.
+    later failure and no batch rewrites a file someone else removed. Every batch refuses inputs
+    that carry a deletion vector in the snapshot it commits against
+    (``UnsupportedTableForOperationError``; batches committed before stay committed).
+    ``rewrite(snapshot, groups, batch_label, outputs)`` appends to ``outputs`` the key of every
+    file it may write before any is written, writes them and returns their ``add`` actions
+    (``RewriteOutput``); if it fails, those files are deleted and an input missing from storage is
+    named (``MissingDataFileError``). Each batch is then proven and committed by ``commit_rewrite``
+    with Delta's OPTIMIZE metrics plus ``extra_metrics``.
     """
     versions: list[int] = []
     removed_files = added_files = removed_bytes = added_bytes = aborted = 0
@@ -169,9 +183,11 @@ def run_rewrite_batches(
             batch = live
             if not batch:
                 continue
-        output = rewrite(current, batch, batch_label)
-        adds = list(output.adds)
         inputs = [path for g in batch for path in g.paths]
+        check_no_deletion_vectors(live_subset(current, inputs), operation=label, table_uri=table.uri,
+                                  version=current.version)
+        output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
+        adds = list(output.adds)
         in_bytes = sum(g.total_size for g in batch)
         out_bytes = sum(a.size for a in adds)
         metrics = {
@@ -196,8 +212,54 @@ def run_rewrite_batches(
     return RewriteTally(tuple(versions), aborted, removed_files, added_files, removed_bytes, added_bytes)
 
 
+def _rewrite_batch(
+    table: Any, snapshot: Any, batch: Sequence[Any], label: str, *,
+    rewrite: Callable[[Any, Sequence[Any], str, list[str]], RewriteOutput], inputs: Sequence[str],
+) -> RewriteOutput:
+    """``rewrite`` one batch; if it fails, delete every file it may have written before raising."""
+    outputs: list[str] = []
+    written = False
+    try:
+        output = rewrite(snapshot, batch, label, outputs)
+        written = True
+        return output
+    except DeltaError as exc:
+        # A task's own error arrives as Spark's text: say which input is gone, if one is.
+        missing = _missing_inputs(table, inputs)
+        if missing:
+            raise MissingDataFileError(
+                f"{label} failed: {len(missing)} input file(s) referenced by version {snapshot.version} are "
+                f"missing from storage, e.g. {table.storage.uri(missing[0])} (deleted outside the Delta log?). "
+                "Nothing was committed and the batch's new files were deleted. Restore the file, or remove "
+                "it from the table (Delta Spark: FSCK REPAIR TABLE), then re-run",
+                path=table.storage.uri(missing[0]), version=snapshot.version,
+            ) from exc
+        raise
+    finally:
+        if not written:
+            _delete_uncommitted(table, outputs)
+
+
+def _missing_inputs(table: Any, inputs: Sequence[str]) -> list[str]:
+    """Keys of the ``inputs`` (log paths) that storage does not hold; asked only after a failure."""
+    missing = []
+    for path in inputs:
+        key = log_path_to_key(path, table.storage.root)
+        try:
+            if not table.storage.exists(key):
+                missing.append(key)
+        except (OSError, StorageError) as exc:
+            log.warning("table=%s cannot tell whether input %s exists: %s", table.uri, key, exc)
+    return missing
+
+
 def _discard(table: Any, adds: Sequence[Add]) -> None:
-    keys = [url_decode_path(a.path) for a in adds]
+    _delete_uncommitted(table, [url_decode_path(a.path) for a in adds])
+
+
+def _delete_uncommitted(table: Any, keys: list[str]) -> None:
+    if not keys:
+        return
     try:
         table.storage.delete_many(keys)
     except (OSError, StorageError) as exc:

@@ -7,7 +7,8 @@ DataFrame conversions, no Arrow round trip for a handful of small results (``add
 JSON), which keeps the fixed cost of a job low. Payloads are spread round-robin over a few
 tasks per core (callers pass them largest first, so the long bins start early and the waves
 stay even). ``payload_frame`` is the DataFrame flavour (``mapInArrow``) for work whose rows must
-go on through Spark (Z-order's file reads feed a shuffle).
+go on through Spark (Z-order's file reads feed a shuffle). ``settled_on_failure`` makes a failed
+job wait for its other tasks to stop, so that what they wrote can be deleted.
 
 pyspark is imported lazily; nothing in delta_core needs it at import time.
 """
@@ -17,6 +18,9 @@ from __future__ import annotations
 import json
 import logging
 import pickle
+import time
+import uuid
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
 import pyarrow as pa
@@ -33,6 +37,11 @@ log = logging.getLogger(__name__)
 TASK_SCHEMA = "task_id long, payload binary"
 MAX_SLICES = 10_000
 TASKS_PER_CORE = 4  # per-task overhead is ~0.1 s: a few waves balance load without paying it per file
+# How long a failed batch waits for its other tasks to stop before its files are deleted. Spark
+# kills a Python task's worker only some seconds (spark.python.task.killTimeout) after the job failed.
+SETTLE_SECONDS = 60.0
+_GROUP_KEY = "spark.jobGroup.id"
+_INTERRUPT_KEY = "spark.job.interruptOnCancel"
 
 
 def _task_runner(fn: Callable[[Any], list[str]]) -> Callable[[Iterator[tuple[int, Any]]], Iterator[tuple[int, str]]]:
@@ -167,3 +176,43 @@ def add_from_json(text: str) -> Add:
     if not isinstance(action, Add):
         raise DeltaError(f"a Spark task returned {type(action).__name__} where an add was expected")
     return action
+
+
+@contextmanager
+def settled_on_failure(spark: "SparkSession", *, timeout: float = SETTLE_SECONDS) -> Iterator[None]:
+    """Run the block's Spark jobs in a job group of their own; if the block raises, return
+    (re-raising) only once none of the group's tasks still runs, or after ``timeout`` seconds.
+    A job fails as soon as one task fails while its other tasks may still be writing files: the
+    caller deletes those files next, and a task finishing later would leave one behind."""
+    sc = spark.sparkContext
+    group = f"delta-maintenance-{uuid.uuid4().hex}"
+    saved = {key: sc.getLocalProperty(key) for key in (_GROUP_KEY, _INTERRUPT_KEY)}
+    # No thread interrupts: a task must stay running in Spark's eyes until its Python worker stops.
+    sc.setJobGroup(group, group, interruptOnCancel=False)
+    finished = False
+    try:
+        yield
+        finished = True
+    finally:
+        for key, value in saved.items():
+            sc.setLocalProperty(key, value)  # type: ignore[arg-type]  # None unsets it
+        if not finished:
+            _wait_for_group(sc, group, timeout)
+
+
+def _wait_for_group(sc: Any, group: str, timeout: float) -> None:
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while True:
+        running = 0
+        for job_id in tracker.getJobIdsForGroup(group):
+            job = tracker.getJobInfo(job_id)
+            for stage_id in job.stageIds if job is not None else ():
+                stage = tracker.getStageInfo(stage_id)
+                running += stage.numActiveTasks if stage is not None else 0
+        if not running:
+            return
+        if time.monotonic() > deadline:
+            log.warning("%d task(s) of failed job group %s still running after %.0f s", running, group, timeout)
+            return
+        time.sleep(0.1)

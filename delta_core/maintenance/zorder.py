@@ -33,7 +33,12 @@ import pyarrow.compute as pc
 from delta_core.actions import Metadata
 from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
-from delta_core.maintenance.data_io import logical_data_schema, read_data_file, write_rewritten
+from delta_core.maintenance.data_io import (
+    logical_data_schema,
+    read_data_file,
+    rewrite_output_key,
+    write_rewritten,
+)
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
@@ -44,6 +49,7 @@ from delta_core.maintenance.spark_exec import (
     default_slices,
     payload_frame,
     resolve_spark,
+    settled_on_failure,
 )
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
 from delta_core.rewrite_proof import InputSummary
@@ -179,7 +185,7 @@ def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[dict[
 
 
 def _file_writer(
-    storage: Storage, metadata: Metadata, partition_of_file: Sequence[dict[str, str | None]],
+    storage: Storage, metadata: Metadata, partition_of_file: Sequence[dict[str, str | None]], keys: Sequence[str],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
@@ -196,7 +202,7 @@ def _file_writer(
         # Each output file is streamed as its rows arrive: a task holds a row group, not a file.
         for file_id, run in itertools.groupby(runs(batches), key=lambda r: r[0]):
             add = write_rewritten(storage, (rows for _, rows in run), metadata=metadata,
-                                  partition_values=partition_of_file[file_id])
+                                  partition_values=partition_of_file[file_id], key=keys[file_id])
             yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
 
     return write
@@ -204,8 +210,11 @@ def _file_writer(
 
 def _run_batch(
     spark: Any, table: Any, snapshot: Any, plan: ZOrderPlan, batch: Sequence[PartitionFiles], *, sample_rows: int,
-    label: str,
+    label: str, outputs: list[str],
 ) -> RewriteOutput:
+    """One Z-order batch (the module docstring's steps 1-4); the key of every output file is
+    chosen here and recorded in ``outputs`` before any task writes, so a failed batch can be
+    cleaned up without listing the table."""
     metadata = snapshot.metadata
     data_schema = logical_data_schema(metadata)
     total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
@@ -232,7 +241,9 @@ def _run_batch(
     partition_of_file: list[dict[str, str | None]] = []
     for p, cuts in zip(batch, layout.key_cuts):
         partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
-    writer = _file_writer(table.storage, metadata, partition_of_file)
+    keys = [rewrite_output_key(metadata, values) for values in partition_of_file]
+    outputs.extend(keys)
+    writer = _file_writer(table.storage, metadata, partition_of_file, keys)
     # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
@@ -271,8 +282,10 @@ def zorder(
              snapshot.version, curve, ",".join(plan.columns), plan.num_input_files, len(plan.partitions),
              len(batches))
 
-    def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str) -> RewriteOutput:
-        return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label)
+    def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str, outputs: list[str]) -> RewriteOutput:
+        with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
+            return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label,
+                              outputs=outputs)
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label=curve,

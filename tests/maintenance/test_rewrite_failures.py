@@ -1,0 +1,219 @@
+"""Rewrite batches that cannot finish leave nothing behind, and no batch brings deleted rows back.
+
+- A batch that fails (an input file gone from storage, a failed Spark task, a commit refused by a
+  conflicting writer) deletes every data file it wrote; a missing input is named.
+- Every batch re-checks its inputs on the snapshot it commits against: a deletion vector that
+  another engine committed between two batches refuses the later batch instead of rewriting the
+  file without it (the deleted rows would reappear).
+
+The hooks between a batch's rewrite and its commit are the ``rewrite`` callable of
+``run_rewrite_batches``, wrapping the operations' real batch functions: the other writer commits
+real actions through ``delta_core`` at that moment.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import pathlib
+import struct
+import time
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from delta_core.actions import Add, DeletionVectorDescriptor
+from delta_core.errors import MaintenanceError, MissingDataFileError, UnsupportedTableForOperationError
+from delta_core.maintenance.compaction import _rewrite_bins, compact
+from delta_core.maintenance.compaction_plan import plan_compaction
+from delta_core.maintenance.rewrite_commit import run_rewrite_batches
+from delta_core.maintenance.spark_exec import run_tasks, settled_on_failure
+from delta_core.maintenance.zorder import _run_batch, zorder
+from delta_core.maintenance.zorder_plan import plan_zorder
+from delta_core.partition_values import url_decode_path
+from delta_core.table import DeltaTable
+from delta_core.transaction import Transaction
+from delta_core.write import append, create_table, delete_files
+
+from tests.core_write.conftest import listing
+from tests.maintenance.conftest import SCHEMA, batch, make_table, multiset
+from tests.maintenance.test_vacuum_plan import _z85
+
+pytestmark = pytest.mark.spark
+
+DV_MAGIC = 1681511377  # PROTOCOL.md "Deletion Vector Format"
+ROARING_NO_RUNS = 12346  # RoaringFormatSpec: SERIAL_COOKIE_NO_RUNCONTAINER
+
+
+def inline_dv(rows: list[int]) -> DeletionVectorDescriptor:
+    """An inline (``i``) deletion vector of row indexes below 65536: the magic number, then a
+    64-bit portable RoaringBitmap of one bucket holding one array container."""
+    values = sorted(rows)
+    bitmap32 = (struct.pack("<II", ROARING_NO_RUNS, 1) + struct.pack("<HH", 0, len(values) - 1)
+                + struct.pack("<I", 16) + b"".join(struct.pack("<H", v) for v in values))
+    data = struct.pack("<IqI", DV_MAGIC, 1, 0) + bitmap32
+    size = len(data)
+    data += b"\0" * (-size % 4)  # Z85 encodes 4-byte words; sizeInBytes keeps the real length
+    return DeletionVectorDescriptor("i", _z85(data), size, len(values))
+
+
+def commit_deletion_vector(table: DeltaTable, path: str, rows: list[int]) -> int:
+    """Another engine's DELETE: the file stays, a deletion vector hides ``rows`` of it."""
+    txn = Transaction(table, operation="DELETE", operation_parameters={"predicate": "[]"})
+    victim = next(a for a in txn.snapshot.add_actions() if a.path == path)
+    with txn:
+        txn.add_actions([
+            victim.to_remove(victim.modification_time, data_change=True),
+            Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,
+                deletion_vector=inline_dv(rows)),
+        ])
+        return txn.commit().version
+
+
+def rows_applying_dvs(uri: str, version: int | None = None) -> pa.Table:
+    """The table's rows as delta-rs's query engine reads them (deletion vectors applied)."""
+    import deltalake
+
+    dt = deltalake.DeltaTable(uri, version=version)
+    return pa.table(deltalake.QueryBuilder().register("t", dt).execute("select * from t").read_all())
+
+
+def data_files(root: str) -> list[tuple[str, int]]:
+    return [(p, size) for p, size in listing(root) if p.endswith(".parquet")]
+
+
+def ever_added(table: DeltaTable) -> set[str]:
+    return {url_decode_path(a.path) for v in range(table.latest_version() + 1)
+            for a in table.commit_actions(v) if isinstance(a, Add)}
+
+
+def test_zorder_batch_refuses_an_input_that_gained_a_deletion_vector(spark, table_uri):
+    table = make_table(table_uri, appends=2, properties={"delta.enableDeletionVectors": "true"})
+    snap = table.snapshot()
+    plan = plan_zorder(snap, ["id"])
+    batches = plan.batches(1)  # one partition per batch
+    assert len(batches) == 2
+    victim = batches[1][0].files[0].path
+    victim_ids = pq.read_table(os.path.join(table_uri, url_decode_path(victim))).column("id").to_pylist()
+    deleted = [victim_ids[0], victim_ids[3]]
+    dv_versions = []
+
+    def rewrite(current, batch, label, outputs):
+        adds = _run_batch(spark, table, current, plan, batch, sample_rows=1000, label=label, outputs=outputs)
+        if not dv_versions:  # between batch 1's rewrite and batch 2: another engine deletes 2 rows
+            dv_versions.append(commit_deletion_vector(table, victim, [0, 3]))
+        return adds
+
+    before = multiset(rows_applying_dvs(table_uri))
+    with pytest.raises(UnsupportedTableForOperationError, match="deletion vectors") as info:
+        run_rewrite_batches(table, snap, batches, rewrite=rewrite, operation_parameters=plan.operation_parameters(),
+                            extra_metrics={}, label="zorder")
+    assert victim in str(info.value) and info.value.version == table.latest_version()
+    # batch 1 committed after the DELETE; batch 2 wrote nothing and its file keeps its vector
+    assert table.latest_version() == dv_versions[0] + 1
+    assert table.history(1)[0].commit_info["operation"] == "OPTIMIZE"
+    live = {a.path: a for a in table.snapshot().add_actions()}
+    assert live[victim].deletion_vector == inline_dv([0, 3])
+    after = rows_applying_dvs(table_uri)
+    assert not set(deleted) & set(after.column("id").to_pylist())
+    assert multiset(after) == before - multiset(pa.Table.from_pylist(
+        [r for r in rows_applying_dvs(table_uri, snap.version).to_pylist() if r["id"] in deleted]))
+    assert {p for p, _ in data_files(table_uri)} <= ever_added(table)
+
+
+def test_compaction_names_an_input_missing_from_storage_and_leaves_nothing(spark, table_uri):
+    table = make_table(table_uri, appends=3)  # two partitions: two bins in one batch
+    snap = table.snapshot()
+    gone = next(a.path for a in snap.add_actions() if a.partition_values["region"] == "eu")
+    os.remove(os.path.join(table_uri, url_decode_path(gone)))
+    before = listing(table_uri)
+    with pytest.raises(MissingDataFileError, match="FSCK REPAIR TABLE") as info:
+        compact(table, spark)
+    assert info.value.path == table.storage.uri(url_decode_path(gone)) and gone in str(info.value)
+    assert info.value.version == snap.version
+    assert listing(table_uri) == before  # the other bin's new file is gone too
+
+
+def test_zorder_names_an_input_missing_from_storage_and_leaves_nothing(spark, table_uri):
+    table = make_table(table_uri, appends=2)
+    snap = table.snapshot()
+    gone = next(a.path for a in snap.add_actions() if a.partition_values["region"] == "us")
+    os.remove(os.path.join(table_uri, url_decode_path(gone)))
+    before = listing(table_uri)
+    with pytest.raises(MissingDataFileError) as info:
+        zorder(table, spark, ["id", "x"])
+    assert info.value.path == table.storage.uri(url_decode_path(gone)) and info.value.version == snap.version
+    assert listing(table_uri) == before
+
+
+def test_failed_task_deletes_the_files_other_tasks_wrote(spark, table_uri):
+    create_table(table_uri, SCHEMA, partition_columns=("region",))
+    table = DeltaTable(table_uri)
+    for i in range(3):
+        append(table, batch(i * 30, 30, regions=("a", "b", "c")))
+    snap = table.snapshot()
+    # One task per bin, largest first, two at a time (local[2]): the last bin's task starts only
+    # once another has written its file, and then fails on an input that is no longer Parquet.
+    last = sorted(plan_compaction(snap).bins, key=lambda b: -b.total_size)[-1]
+    broken = next(a for a in snap.add_actions() if a.path == last.paths[0])
+    with open(os.path.join(table_uri, url_decode_path(broken.path)), "r+b") as fh:
+        fh.write(b"\0" * broken.size)
+    before = listing(table_uri)
+    with pytest.raises(MaintenanceError, match="failed on Spark") as info:
+        compact(table, spark)
+    assert type(info.value) is MaintenanceError  # not a missing input: the file is there
+    assert listing(table_uri) == before
+    assert table.latest_version() == snap.version
+
+
+def test_refused_commit_deletes_the_batch_files(spark, table_uri):
+    table = make_table(table_uri, appends=3)
+    snap = table.snapshot()
+    plan = plan_compaction(snap)
+    written: list[str] = []
+
+    def rewrite(current, batch, label, outputs):
+        adds = _rewrite_bins(spark, table, current, batch, label, outputs)
+        written.extend(url_decode_path(a.path) for a in adds)
+        assert all(os.path.exists(os.path.join(table_uri, p)) for p in written)
+        delete_files(table, [batch[0].paths[0]])  # another writer removes an input before the commit
+        return adds
+
+    before = data_files(table_uri)
+    tally = run_rewrite_batches(table, snap, plan.batches(), rewrite=rewrite,
+                                operation_parameters=plan.operation_parameters(), extra_metrics={}, label="compaction")
+    assert tally.versions == () and tally.batches_aborted == 1 and len(written) == 2
+    assert data_files(table_uri) == before
+    assert table.latest_version() == snap.version + 1  # only the other writer's DELETE
+    assert collections.Counter(a.path for a in table.snapshot().add_actions()) == collections.Counter(
+        a.path for a in snap.add_actions() if a.path != plan.batches()[0][0].paths[0])
+
+
+def _slow_or_failing_task(payload: dict) -> list[str]:
+    """Spark task: fails (leaving a sign that it did), or writes a file 1.2 s after the other task
+    failed, as a long bin still being written when the job fails: the driver hears of the failure
+    well before (0.1-0.8 s measured here), and Spark kills a Python task's worker only 2 s or
+    more after (spark.python.task.killTimeout)."""
+    failed = pathlib.Path(payload["failed"])
+    if payload["fail"]:
+        failed.write_text("failed")
+        raise OSError("this input cannot be read")
+    deadline = time.monotonic() + 60
+    while not failed.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.2)
+    pathlib.Path(payload["late_file"]).write_text("written after the job had failed")
+    return ["written"]
+
+
+def test_failed_job_returns_only_once_its_other_tasks_stopped(spark, tmp_path):
+    late_file, failed = tmp_path / "late.parquet", str(tmp_path / "failed")
+    payloads = [{"fail": False, "late_file": str(late_file), "failed": failed}, {"fail": True, "failed": failed}]
+    with pytest.raises(MaintenanceError, match="this input cannot be read"):
+        with settled_on_failure(spark):
+            run_tasks(spark, _slow_or_failing_task, payloads)
+    # The slow task's file is there by now, where the caller's clean-up finds it; nothing appears
+    # after the failure was raised.
+    assert late_file.exists()
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
