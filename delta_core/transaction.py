@@ -63,9 +63,6 @@ BACKOFF_BASE_SECONDS = 0.005
 BACKOFF_CAP_SECONDS = 0.5
 # Ambiguous storage failures (timeouts, 5xx) are retried this many times at most.
 MAX_AMBIGUOUS_RETRIES = 3
-# Writer features whose duties this module carries out itself: in-commit timestamps (commitInfo
-# first, inCommitTimestamp strictly increasing).
-IMPLEMENTED_WRITER_FEATURES = ("inCommitTimestamp",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,8 +253,7 @@ class Transaction:
         protocol, metadata = self._effective()
         file_actions = [a for a in self._actions if isinstance(a, (Add, Remove))]
         rewrite_only = bool(file_actions) and not any(a.data_change for a in file_actions)
-        check_write_supported(protocol, metadata, rewrite_only=rewrite_only,
-                              extra_supported=IMPLEMENTED_WRITER_FEATURES, path=uri, version=target)
+        check_write_supported(protocol, metadata, rewrite_only=rewrite_only, path=uri, version=target)
         if self._snapshot is not None and n_proto:
             old = self._snapshot.protocol
             if (protocol.min_reader_version, protocol.min_writer_version) < (
@@ -375,8 +371,7 @@ class Transaction:
 
     def _check_write_protocol(self, protocol: Protocol) -> None:
         _, metadata = self._effective()
-        check_write_supported(protocol, metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
-                              path=self.table.uri)
+        check_write_supported(protocol, metadata, path=self.table.uri)
 
     def commit(
         self,

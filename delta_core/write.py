@@ -33,7 +33,7 @@ from delta_core.table_features import check_write_supported
 from delta_core.table_properties import (
     APPEND_ONLY, COLUMN_MAPPING_MODE, ENABLE_DELETION_VECTORS, TableProperties,
 )
-from delta_core.transaction import IMPLEMENTED_WRITER_FEATURES, CommitResult, Transaction
+from delta_core.transaction import CommitResult, Transaction
 
 if TYPE_CHECKING:
     from delta_core.snapshot import Snapshot
@@ -168,8 +168,7 @@ def create_table(
 
 def _check_writable(txn: Transaction, *, removes_data: bool) -> None:
     snap = txn.snapshot
-    check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
-                          path=txn.table.uri, version=snap.version)
+    check_write_supported(snap.protocol, snap.metadata, path=txn.table.uri, version=snap.version)
     if removes_data and snap.properties.append_only:
         raise AppendOnlyViolationError(
             f"{txn.table.uri} has {APPEND_ONLY}=true: data cannot be removed or overwritten; "
@@ -277,8 +276,7 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
     txn = Transaction(table, operation="SET TBLPROPERTIES",
                       operation_parameters={"properties": dict(properties)})
     snap = txn.snapshot
-    check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
-                          path=table.uri, version=snap.version)
+    check_write_supported(snap.protocol, snap.metadata, path=table.uri, version=snap.version)
     configuration = dict(snap.metadata.configuration)
     configuration.update({k: str(v) for k, v in properties.items()})
     if COLUMN_MAPPING_MODE in properties and TableProperties(configuration).column_mapping_mode != \
