@@ -174,7 +174,8 @@ def cleanup_log(
             keep_from = None
     keys = [f.key for f in doomed]
     if keys and not dry_run:
-        # Oldest first, in batches: an interruption leaves a log that still starts at a checkpoint.
+        # In plan order (oldest first; commits before checkpoints under checkpointProtection),
+        # in batches: an interruption leaves a log that still starts at a checkpoint.
         for i in range(0, len(keys), 1000):
             storage.delete_many(keys[i:i + 1000])
         log.info("table=%s log cleanup deleted %d file(s) before checkpoint %s", table.uri, len(keys), keep_from)

@@ -142,3 +142,14 @@ def test_in_commit_timestamp_table_passes_the_gate_of_every_command(tmp_path):
     assert generate_manifests(table).manifests_written == 2
     result = write_checkpoint(table)
     assert result.version == 3 and table.snapshot().num_records == 2
+
+
+def test_cleanup_log_with_explicit_retention_checks_reader_features(tmp_path):
+    table = _other_engines_table(str(tmp_path / "t"), {
+        "minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["fooBarReader"],
+        "writerFeatures": ["fooBarReader", "appendOnly", "invariants"]})
+    before = listing(table.uri)
+    with pytest.raises(UnsupportedProtocolError, match="fooBarReader") as ei:
+        cleanup_log(table, retention=dt.timedelta(days=1))
+    assert ei.value.kind == "unsupported_protocol"
+    assert listing(table.uri) == before
