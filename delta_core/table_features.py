@@ -49,7 +49,7 @@ class WriterFeature:
     name: str
     reader_writer: bool  # also a reader feature (PROTOCOL.md "Table Features")
     scope: Scope
-    module: str  # where its writer duties are carried out (or why there are none)
+    module: str | None  # where its writer duties are carried out; None: not implemented
 
 
 # The one table of writer features. A feature enters with ``Scope.ALWAYS`` only when every
@@ -80,14 +80,14 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # only in one go, no checkpoint of an unsupported protocol below the protected version
     WriterFeature("checkpointProtection", False, Scope.ALWAYS,
                   "delta_core.checkpoint_protection"),
-    WriterFeature("invariants", False, Scope.ROW_CONSTRAINT, "not implemented"),
-    WriterFeature("checkConstraints", False, Scope.ROW_CONSTRAINT, "not implemented"),
-    WriterFeature("generatedColumns", False, Scope.ROW_CONSTRAINT, "not implemented"),
-    WriterFeature("identityColumns", False, Scope.ROW_CONSTRAINT, "not implemented"),
-    WriterFeature("allowColumnDefaults", False, Scope.ROW_CONSTRAINT, "not implemented"),
-    WriterFeature("rowTracking", False, Scope.INACTIVE_ONLY, "not implemented"),
-    WriterFeature("typeWidening", True, Scope.INACTIVE_ONLY, "not implemented"),
-    WriterFeature("typeWidening-preview", True, Scope.INACTIVE_ONLY, "not implemented"),
+    WriterFeature("invariants", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("checkConstraints", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("generatedColumns", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("identityColumns", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("allowColumnDefaults", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("rowTracking", False, Scope.INACTIVE_ONLY, None),
+    WriterFeature("typeWidening", True, Scope.INACTIVE_ONLY, None),
+    WriterFeature("typeWidening-preview", True, Scope.INACTIVE_ONLY, None),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
