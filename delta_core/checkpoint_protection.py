@@ -72,14 +72,17 @@ def _first_unsupported(table: "DeltaTable", start: int, end: int) -> str | None:
 
 
 def protect_checkpoints(
-    table: "DeltaTable", files: Sequence[LogPath], doomed: Sequence[LogPath], *, keep_from: int, boundary: int,
+    table: "DeltaTable", doomed: Sequence[LogPath], *, keep_from: int, boundary: int,
 ) -> tuple[list[LogPath], str | None]:
     """Rules (a), (c) and (d) applied to a planned cleanup that keeps checkpoint ``keep_from``.
 
     Returns the files that may go, commits first, and the reason when nothing may go.
     """
-    if keep_from < boundary:
-        oldest = min(f.version for f in files)
+    cleaned = [f.version for f in doomed if f.kind is LogFileKind.COMMIT]
+    if keep_from < boundary and cleaned:
+        # Not in one go past the boundary: every version from the oldest commit cleaned up to
+        # the new start of the log must have a protocol we support.
+        oldest = min(cleaned)
         why = _first_unsupported(table, oldest, keep_from)
         if why is not None:
             return [], (f"{FEATURE}: versions {oldest}..{keep_from} would be cleaned up but {why}; the "

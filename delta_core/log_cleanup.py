@@ -167,8 +167,7 @@ def cleanup_log(
     skipped_reason = None
     boundary = protected_before(protocol, metadata)
     if boundary > 0 and keep_from is not None and doomed:
-        doomed, skipped_reason = protect_checkpoints(table, listed, doomed, keep_from=keep_from,
-                                                     boundary=boundary)
+        doomed, skipped_reason = protect_checkpoints(table, doomed, keep_from=keep_from, boundary=boundary)
         if skipped_reason is not None:
             log.info("table=%s log cleanup skipped: %s", table.uri, skipped_reason)
             keep_from = None

@@ -108,6 +108,10 @@ def test_cleanup_short_of_the_boundary_deletes_commits_but_no_checkpoint(table_d
     assert _log(table_dir, ".json") == list(range(10, 13))
     assert res.checkpoint_version == 10 and res.skipped_reason is None
     assert DeltaTable(table_dir).snapshot().num_records == 12
+    # A second run has nothing left it may delete, and nothing to complain about.
+    again = cleanup_log(t)
+    assert again.files_deleted == 0 and again.skipped_reason is None
+    assert _log(table_dir, ".checkpoint.parquet") == [5, 10]
 
 
 def test_unsupported_history_is_cleaned_only_in_one_go(table_dir):
