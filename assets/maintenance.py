@@ -301,7 +301,12 @@ def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, c
                 "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
     if cleanup is not None:
         values["log_files_deleted"] = cleanup.files_deleted
-        headline.append(f"log cleanup: {cleanup.files_deleted} expired log file(s) deleted")
+        if cleanup.skipped_reason is not None:
+            # e.g. delta.enableExpiredLogCleanup=false: the asset never overrides the owner
+            values["log_cleanup_skipped_reason"] = cleanup.skipped_reason
+            headline.append(f"log cleanup skipped: {cleanup.skipped_reason}")
+        else:
+            headline.append(f"log cleanup: {cleanup.files_deleted} expired log file(s) deleted")
     headline.append(f"duration {duration_seconds:.1f} s")
     metadata = {"summary": MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))}
     metadata.update(scalar_metadata(values))

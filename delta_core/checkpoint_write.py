@@ -23,6 +23,9 @@ vectorised array operations, not a million Python objects.
   so a checkpoint loses nothing the commits held; readers ignore fields they do not know.
 - Tables with the ``v2Checkpoint`` feature get a classic-named single file in the V2 spec
   (with its ``checkpointMetadata`` row), since multi-part files are V1-only.
+- Nothing is written unless the write gate (``table_features.check_write_supported``) accepts
+  the protocol of the version checkpointed and the table's current one (checkpointProtection
+  rule (b): no checkpoint of a protocol this library does not support).
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ from delta_core.log_path import LAST_CHECKPOINT, checkpoint_key, multipart_check
 from delta_core.partition_values import typed_partition_values
 from delta_core.schema import StructType
 from delta_core.stats import parse_stats_struct
-from delta_core.table_features import column_mapping_mode, has_feature
+from delta_core.table_features import check_write_supported, column_mapping_mode, has_feature
 
 if TYPE_CHECKING:
     from delta_core.snapshot import Snapshot
@@ -319,6 +322,13 @@ def write_checkpoint(
         raise ConfigError(f"part_size={part_size} must be at least 1")
     if snapshot is None or (version is not None and snapshot.version != version):
         snapshot = table.snapshot(version)
+    # The write gate on the protocol of the version checkpointed: a checkpoint restates that
+    # protocol, and checkpointProtection forbids checkpoints of protocols we do not support.
+    check_write_supported(snapshot.protocol, snapshot.metadata, path=table.uri, version=snapshot.version)
+    if version is not None:
+        # An older version's protocol is not the table's: its current protocol governs writes too.
+        latest_protocol, latest_metadata = table.protocol_and_metadata()
+        check_write_supported(latest_protocol, latest_metadata, path=table.uri)
     storage = table.storage
     v2 = has_feature(snapshot.protocol, "v2Checkpoint")
     rows_estimate = snapshot.num_files + snapshot.tombstones.num_rows + 2 + len(snapshot.all_txns)

@@ -3,7 +3,9 @@
 
 ``checkpoint TABLE_URI [--version N] [--part-size N] [--json]`` prints
 ``{"version", "parts", "size", "size_in_bytes", "path"}``;
-``cleanup-log TABLE_URI [--dry-run] [--json]`` prints what was (or would be) deleted.
+``cleanup-log TABLE_URI [--dry-run] [--ignore-log-cleanup-disabled] [--json]`` prints what was
+(or would be) deleted, or ``skipped_reason`` when nothing may be (e.g. the table has
+``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes).
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                            "the retention window makes unnecessary.")
     add_table_arguments(lc)
     lc.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
+    lc.add_argument("--ignore-log-cleanup-disabled", action="store_true",
+                    help="delete even though the table has delta.enableExpiredLogCleanup=false "
+                         "(its owner turned log cleanup off)")
     lc.set_defaults(func=cmd_cleanup_log)
 
 
@@ -40,6 +45,7 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup_log(args: argparse.Namespace) -> int:
-    result = cleanup_log(open_table(args), dry_run=args.dry_run)
+    result = cleanup_log(open_table(args), dry_run=args.dry_run,
+                         ignore_log_cleanup_disabled=args.ignore_log_cleanup_disabled)
     emit(result.to_dict(), args.json)
     return 0

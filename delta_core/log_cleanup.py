@@ -16,6 +16,12 @@ Rule (the protocol's, stated for time travel):
 Without such a checkpoint nothing is deleted. Commit timestamps are file modification
 times, made strictly increasing as Delta does. Files are deleted oldest first, so a crash
 half-way leaves a log that still starts at a checkpoint. The clock is injectable (``now``).
+
+Cleanup is a write: it passes the protocol gate (``check_write_supported``, reader features
+included) before listing anything, whatever the retention. A table whose owner set
+``delta.enableExpiredLogCleanup=false`` is left alone (``skipped_reason`` says so) unless the
+caller passes ``ignore_log_cleanup_disabled=True``. On ``checkpointProtection`` tables the
+RFC's rules apply (``delta_core.checkpoint_protection``).
 """
 
 from __future__ import annotations
@@ -26,7 +32,10 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from delta_core.checkpoint_protection import protect_checkpoints, protected_before
 from delta_core.log_path import LOG_DIR, LogFileKind, LogPath, parse_log_name
+from delta_core.table_features import check_write_supported
+from delta_core.table_properties import ENABLE_EXPIRED_LOG_CLEANUP, TableProperties
 
 if TYPE_CHECKING:
     from delta_core.table import DeltaTable
@@ -43,6 +52,7 @@ class LogCleanupResult:
     deleted: tuple[str, ...] = field(default=())
     dry_run: bool = False
     duration_seconds: float = 0.0
+    skipped_reason: str | None = None  # why nothing was deleted although files may have expired
 
     @property
     def files_deleted(self) -> int:
@@ -60,6 +70,7 @@ class LogCleanupResult:
             "deleted": list(self.deleted),
             "dry_run": self.dry_run,
             "duration_seconds": round(self.duration_seconds, 3),
+            "skipped_reason": self.skipped_reason,
         }
 
 
@@ -124,26 +135,50 @@ def cleanup_log(
     now: float | dt.datetime | None = None,
     dry_run: bool = False,
     retention: dt.timedelta | None = None,
+    ignore_log_cleanup_disabled: bool = False,
 ) -> LogCleanupResult:
-    """Delete expired log files of ``table``; ``now`` is epoch seconds or a datetime."""
+    """Delete expired log files of ``table``; ``now`` is epoch seconds or a datetime.
+
+    ``ignore_log_cleanup_disabled`` deletes even when the table has
+    ``delta.enableExpiredLogCleanup=false``: only for an explicit request by a person.
+    """
     started = time.monotonic()
     storage = table.storage
+    # The gate comes first, explicit retention or not: deleting log files is a write.
+    protocol, metadata = table.protocol_and_metadata()
+    check_write_supported(protocol, metadata, path=table.uri)
+    props = TableProperties(metadata.configuration)
     if retention is None:
-        retention = table.snapshot().properties.log_retention
+        retention = props.log_retention
     cutoff = _now_ms(now) - int(retention.total_seconds() * 1000)
+    if not props.expired_log_cleanup and not ignore_log_cleanup_disabled:
+        reason = (f"{ENABLE_EXPIRED_LOG_CLEANUP}=false: the table's owner turned log cleanup off, so "
+                  "nothing was deleted; set the property to true, or pass the explicit override "
+                  "(cleanup-log --ignore-log-cleanup-disabled) if you own the table")
+        log.info("table=%s log cleanup skipped: %s", table.uri, reason)
+        return LogCleanupResult(checkpoint_version=None, cutoff_ms=cutoff, dry_run=dry_run,
+                                duration_seconds=time.monotonic() - started, skipped_reason=reason)
     listed: list[LogPath] = []
     for info in storage.list_from(LOG_DIR, ""):
         lp = parse_log_name(info.name, size=info.size, modification_time=info.modification_time)
         if lp is not None:
             listed.append(lp)
     keep_from, doomed = plan_log_cleanup(listed, cutoff_ms=cutoff)
+    skipped_reason = None
+    boundary = protected_before(protocol, metadata)
+    if boundary > 0 and keep_from is not None and doomed:
+        doomed, skipped_reason = protect_checkpoints(table, doomed, keep_from=keep_from, boundary=boundary)
+        if skipped_reason is not None:
+            log.info("table=%s log cleanup skipped: %s", table.uri, skipped_reason)
+            keep_from = None
     keys = [f.key for f in doomed]
     if keys and not dry_run:
-        # Oldest first, in batches: an interruption leaves a log that still starts at a checkpoint.
+        # In plan order (oldest first; commits before checkpoints under checkpointProtection),
+        # in batches: an interruption leaves a log that still starts at a checkpoint.
         for i in range(0, len(keys), 1000):
             storage.delete_many(keys[i:i + 1000])
         log.info("table=%s log cleanup deleted %d file(s) before checkpoint %s", table.uri, len(keys), keep_from)
     return LogCleanupResult(
         checkpoint_version=keep_from, cutoff_ms=cutoff, deleted=tuple(keys), dry_run=dry_run,
-        duration_seconds=time.monotonic() - started,
+        duration_seconds=time.monotonic() - started, skipped_reason=skipped_reason,
     )

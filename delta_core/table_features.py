@@ -6,17 +6,22 @@ and writer 7 list them in ``readerFeatures`` / ``writerFeatures``.
 
 Reading the log needs every reader feature to be understood. Writing needs every reader
 feature plus every writer feature, and "honouring" a writer feature is judged strictly: a
-feature is supported here only if every write this library makes (append, overwrite, whole-file
-delete, compaction/z-order rewrites with ``dataChange=false``, checkpoints, vacuum) obeys its
-writer requirements. Some features only constrain writes while *active* (e.g. CHECK constraints
-exist, in-commit timestamps are enabled); those are accepted while inactive, and constraint-like
-features are also accepted for pure rewrites, which copy rows unchanged.
+feature is supported here only if every write this library makes (commits, checkpoints, log
+cleanup, manifests, vacuum, compaction/z-order rewrites with ``dataChange=false``) obeys its
+writer requirements. ``WRITER_FEATURES`` is the one table of them, each naming the module that
+carries out its duties. Some features only constrain writes while *active* (e.g. CHECK
+constraints exist, row tracking is not suspended); those are accepted while inactive, and
+constraint-like features are also accepted for pure rewrites, which copy rows unchanged.
+Catalog-managed tables (``catalogManaged``, ``catalogOwned-preview``) are refused for every
+write: their commits must go through the catalog.
 """
 
 from __future__ import annotations
 
+import enum
 import json
-from typing import Any, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Mapping
 
 from delta_core.actions import Metadata, Protocol
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
@@ -29,30 +34,73 @@ SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({
     "typeWidening", "typeWidening-preview",
 })
 
-# Writer features every write of this library obeys, whatever the table properties say.
-#  - appendOnly: the transaction refuses removes with dataChange=true when delta.appendOnly.
-#  - changeDataFeed: our writes only add whole files, remove whole files or rearrange rows
-#    (dataChange=false), for which the protocol needs no cdc files.
-#  - columnMapping: data files and stats use physical names; rewrites keep them.
-#  - deletionVectors: rewrites apply a file's DV or refuse; we never write new DVs.
-#  - timestampNtz, vacuumProtocolCheck (vacuum checks the write protocol first),
-#    domainMetadata (we write no domains and checkpoints keep the live ones),
-#    v2Checkpoint (checkpoint writers must not write multi-part checkpoints then).
-SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset({
-    "appendOnly", "changeDataFeed", "columnMapping", "deletionVectors", "timestampNtz",
-    "vacuumProtocolCheck", "domainMetadata", "v2Checkpoint",
-})
+class Scope(enum.Enum):
+    """When this library honours a writer feature."""
 
-# Writer features that constrain only the rows a write adds: honoured when inactive, and
-# always by rewrites that copy rows unchanged (compaction, z-order).
-ROW_CONSTRAINT_FEATURES: frozenset[str] = frozenset({
-    "invariants", "checkConstraints", "generatedColumns", "identityColumns", "allowColumnDefaults",
-})
+    ALWAYS = "always"  # every write obeys the feature's writer requirements
+    ROW_CONSTRAINT = "row_constraint"  # honoured while inactive, and by rewrites copying rows
+    INACTIVE_ONLY = "inactive_only"  # writer duties not implemented: honoured while inactive
 
-# Writer features honoured only while inactive (their writer duties are not implemented).
-INACTIVE_ONLY_FEATURES: frozenset[str] = frozenset({
-    "inCommitTimestamp", "rowTracking", "typeWidening", "typeWidening-preview",
-})
+
+@dataclass(frozen=True, slots=True)
+class WriterFeature:
+    """One row of the table of writer features this library honours."""
+
+    name: str
+    reader_writer: bool  # also a reader feature (PROTOCOL.md "Table Features")
+    scope: Scope
+    module: str | None  # where its writer duties are carried out; None: not implemented
+
+
+# The one table of writer features. A feature enters with ``Scope.ALWAYS`` only when every
+# writing command (commit, checkpoint, log cleanup, manifest, vacuum, compaction, z-order)
+# honours it; anything absent from this table is refused by ``check_write_supported``.
+WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
+    # the transaction refuses removes with dataChange=true when delta.appendOnly
+    WriterFeature("appendOnly", False, Scope.ALWAYS, "delta_core.transaction"),
+    # our writes only add or remove whole files or rearrange rows (dataChange=false), for
+    # which the protocol needs no cdc files
+    WriterFeature("changeDataFeed", False, Scope.ALWAYS, "delta_core.transaction"),
+    # data files and stats use physical names; rewrites keep them; manifests refuse
+    WriterFeature("columnMapping", True, Scope.ALWAYS, "delta_core.data_writer"),
+    # rewrites refuse files with a DV; we never write new DVs; manifests refuse
+    WriterFeature("deletionVectors", True, Scope.ALWAYS, "delta_core.maintenance.compaction"),
+    # timestamp and timestamp_ntz are kept apart in data files, stats and partition values
+    WriterFeature("timestampNtz", True, Scope.ALWAYS, "delta_core.data_writer"),
+    # vacuum runs this gate (reader features included) before listing anything
+    WriterFeature("vacuumProtocolCheck", True, Scope.ALWAYS, "delta_core.maintenance.vacuum"),
+    # we write no domains; checkpoints keep the live ones
+    WriterFeature("domainMetadata", False, Scope.ALWAYS, "delta_core.checkpoint_write"),
+    # checkpoint writers must not write multi-part checkpoints then
+    WriterFeature("v2Checkpoint", True, Scope.ALWAYS, "delta_core.checkpoint_write"),
+    # commitInfo first with a strictly increasing inCommitTimestamp; log cleanup keeps the
+    # commit at the kept checkpoint; the other commands commit through the transaction
+    WriterFeature("inCommitTimestamp", False, Scope.ALWAYS, "delta_core.transaction"),
+    # protected checkpoints are never deleted, history of unsupported protocols is cleaned
+    # only in one go, no checkpoint of an unsupported protocol below the protected version
+    WriterFeature("checkpointProtection", False, Scope.ALWAYS,
+                  "delta_core.checkpoint_protection"),
+    WriterFeature("invariants", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("checkConstraints", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("generatedColumns", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("identityColumns", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("allowColumnDefaults", False, Scope.ROW_CONSTRAINT, None),
+    WriterFeature("rowTracking", False, Scope.INACTIVE_ONLY, None),
+    WriterFeature("typeWidening", True, Scope.INACTIVE_ONLY, None),
+    WriterFeature("typeWidening-preview", True, Scope.INACTIVE_ONLY, None),
+)}
+
+SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
+    n for n, f in WRITER_FEATURES.items() if f.scope is Scope.ALWAYS)
+ROW_CONSTRAINT_FEATURES: frozenset[str] = frozenset(
+    n for n, f in WRITER_FEATURES.items() if f.scope is Scope.ROW_CONSTRAINT)
+INACTIVE_ONLY_FEATURES: frozenset[str] = frozenset(
+    n for n, f in WRITER_FEATURES.items() if f.scope is Scope.INACTIVE_ONLY)
+
+# Catalog-managed tables: the catalog commits on the client's behalf (PROTOCOL.md
+# "Catalog-managed tables"), so a write through the storage path would bypass it.
+CATALOG_MANAGED_FEATURES: frozenset[str] = frozenset({"catalogManaged", "catalogOwned-preview"})
+
 
 # Features implied by legacy protocol versions (each version inherits the ones before).
 _LEGACY_READER = {2: ("columnMapping",)}
@@ -66,7 +114,10 @@ _LEGACY_WRITER = {
 
 _FEATURE_HINTS = {
     "catalogManaged": "the table is managed by a catalog; read and write it through that "
-                      "catalog's client instead of the storage path",
+                      "catalog's client instead of the storage path (commits must go through the catalog)",
+    "catalogOwned-preview": "the table is managed by a catalog; read and write it through that "
+                            "catalog's client instead of the storage path (commits must go through "
+                            "the catalog)",
     "variantType": "the table has variant columns, which this library does not read",
     "variantType-preview": "the table has variant columns, which this library does not read",
     "variantShredding": "the table stores shredded variant data, which this library does not read",
@@ -130,14 +181,20 @@ def check_read_supported(protocol: Protocol, *, path: str | None = None,
 
 
 def check_write_supported(protocol: Protocol, metadata: Metadata, *, rewrite_only: bool = False,
-                          extra_supported: Iterable[str] = (), path: str | None = None,
-                          version: int | None = None) -> None:
-    """Raise ``UnsupportedWriterFeatureError`` unless this library can write the table safely.
+                          path: str | None = None, version: int | None = None) -> None:
+    """The protocol gate of every write: raise ``UnsupportedWriterFeatureError`` unless this
+    library can write the table safely. Writing commands call it before touching anything.
 
-    ``rewrite_only`` declares that the write only rearranges existing rows (``dataChange=false``),
-    which honours row constraints trivially. ``extra_supported`` lets a caller that implements a
-    feature's writer duties itself (e.g. in-commit timestamps) accept that feature.
+    Reader requirements are checked too (vacuum's ``vacuumProtocolCheck`` asks for that).
+    ``rewrite_only`` declares that the write only rearranges existing rows
+    (``dataChange=false``), which honours row constraints trivially.
     """
+    catalog = sorted(CATALOG_MANAGED_FEATURES & (writer_features(protocol) | reader_features(protocol)))
+    if catalog:
+        raise UnsupportedWriterFeatureError(
+            f"table is catalog-managed ({', '.join(catalog)}): commits must go through the catalog, "
+            "so this library refuses every write through the storage path; write it with that "
+            "catalog's Delta client", path=path, version=version)
     try:
         check_read_supported(protocol, path=path, version=version)
     except UnsupportedProtocolError as exc:
@@ -148,28 +205,18 @@ def check_write_supported(protocol: Protocol, metadata: Metadata, *, rewrite_onl
             f"versions up to {MAX_WRITER_VERSION}. Write to this table with a newer Delta writer",
             path=path, version=version,
         )
-    accepted = SUPPORTED_WRITER_FEATURES | frozenset(extra_supported)
     refused: list[str] = []
     reasons: list[str] = []
     for name in sorted(writer_features(protocol) | reader_features(protocol)):
-        if name in accepted:
+        feature = WRITER_FEATURES.get(name)
+        if feature is None:
+            refused.append(name)
             continue
-        if name in ROW_CONSTRAINT_FEATURES:
-            if rewrite_only:
-                continue
-            why = _active_reason(name, metadata)
-            if why is None:
-                continue
+        if feature.scope is Scope.ALWAYS or (feature.scope is Scope.ROW_CONSTRAINT and rewrite_only):
+            continue
+        why = _active_reason(name, metadata)
+        if why is not None:
             reasons.append(f"{name} ({why})")
-            continue
-        if name in INACTIVE_ONLY_FEATURES:
-            why = _active_reason(name, metadata)
-            if why is not None:
-                reasons.append(f"{name} ({why})")
-            continue
-        if name in SUPPORTED_READER_FEATURES:
-            continue  # reader-side duties only, checked above
-        refused.append(name)
     if refused or reasons:
         parts = refused + reasons
         raise UnsupportedWriterFeatureError(_feature_message("writer", parts, "write"),
@@ -230,9 +277,6 @@ def _active_reason(name: str, metadata: Metadata) -> str | None:
         return "the table has an identity column" if hit else None
     if name == "allowColumnDefaults":
         return "a column has a default value" if "CURRENT_DEFAULT" in keys or unreadable else None
-    if name == "inCommitTimestamp":
-        return ("delta.enableInCommitTimestamps=true"
-                if _truthy(conf, "delta.enableInCommitTimestamps") else None)
     if name == "rowTracking":
         # Writers must assign row ids whenever the feature is supported and not suspended.
         return (None if _truthy(conf, "delta.rowTrackingSuspended")

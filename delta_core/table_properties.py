@@ -25,6 +25,7 @@ ENABLE_DELETION_VECTORS = "delta.enableDeletionVectors"
 COLUMN_MAPPING_MODE = "delta.columnMapping.mode"
 ENABLE_IN_COMMIT_TIMESTAMPS = "delta.enableInCommitTimestamps"
 ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
+REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
 DATA_SKIPPING_NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 DATA_SKIPPING_STATS_COLUMNS = "delta.dataSkippingStatsColumns"
 
@@ -141,6 +142,13 @@ class TableProperties:
     @property
     def expired_log_cleanup(self) -> bool:
         return self._bool(ENABLE_EXPIRED_LOG_CLEANUP, True)
+
+    @property
+    def require_checkpoint_protection_before_version(self) -> int:
+        """Checkpoints below this version are protected (0: none); see checkpoint_protection."""
+        key = REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION
+        v = self._conf.get(key)
+        return 0 if v is None or str(v).strip() == "0" else parse_positive_int(v, key=key)
 
     @property
     def num_indexed_cols(self) -> int:

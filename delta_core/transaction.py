@@ -65,9 +65,6 @@ BACKOFF_BASE_SECONDS = 0.005
 BACKOFF_CAP_SECONDS = 0.5
 # Ambiguous storage failures (timeouts, 5xx) are retried this many times at most.
 MAX_AMBIGUOUS_RETRIES = 3
-# Writer features whose duties this module carries out itself: in-commit timestamps (commitInfo
-# first, inCommitTimestamp strictly increasing).
-IMPLEMENTED_WRITER_FEATURES = ("inCommitTimestamp",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,8 +259,8 @@ class Transaction:
         # Row constraints bind only commits that add rows: metadata-only commits (e.g. the one
         # adding a CHECK constraint) and rewrites pass the gate.
         adds_rows = any(isinstance(a, Add) and a.data_change for a in file_actions)
-        check_write_supported(protocol, metadata, rewrite_only=not adds_rows,
-                              extra_supported=IMPLEMENTED_WRITER_FEATURES, path=uri, version=target)
+        check_write_supported(protocol, metadata, rewrite_only=not adds_rows, path=uri,
+                              version=target)
         if adds_rows:
             check_new_rows_allowed(metadata.configuration, path=uri, version=target)
         if self._snapshot is not None and n_proto:
@@ -387,8 +384,7 @@ class Transaction:
 
     def _check_write_protocol(self, protocol: Protocol) -> None:
         _, metadata = self._effective()
-        check_write_supported(protocol, metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
-                              path=self.table.uri)
+        check_write_supported(protocol, metadata, path=self.table.uri)
 
     def commit(
         self,

@@ -33,8 +33,10 @@ from delta_core.schema import (
 from delta_core.storage import open_storage
 from delta_core.table import DeltaTable
 from delta_core.table_features import check_write_supported
-from delta_core.table_properties import APPEND_ONLY, COLUMN_MAPPING_MODE, TableProperties
-from delta_core.transaction import IMPLEMENTED_WRITER_FEATURES, CommitResult, Transaction
+from delta_core.table_properties import (
+    APPEND_ONLY, COLUMN_MAPPING_MODE, TableProperties,
+)
+from delta_core.transaction import CommitResult, Transaction
 
 if TYPE_CHECKING:
     from delta_core.snapshot import Snapshot
@@ -155,8 +157,7 @@ def create_table(
 
 def _check_writable(txn: Transaction, *, removes_data: bool) -> None:
     snap = txn.snapshot
-    check_write_supported(snap.protocol, snap.metadata, extra_supported=IMPLEMENTED_WRITER_FEATURES,
-                          path=txn.table.uri, version=snap.version)
+    check_write_supported(snap.protocol, snap.metadata, path=txn.table.uri, version=snap.version)
     check_new_rows_allowed(snap.metadata.configuration, path=txn.table.uri, version=snap.version)
     if removes_data and snap.properties.append_only:
         raise AppendOnlyViolationError(
@@ -266,8 +267,8 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
                       operation_parameters={"properties": dict(properties)})
     snap = txn.snapshot
     # A metadata-only commit adds no rows, so row constraints cannot stop it (rewrite_only).
-    check_write_supported(snap.protocol, snap.metadata, rewrite_only=True,
-                          extra_supported=IMPLEMENTED_WRITER_FEATURES, path=table.uri, version=snap.version)
+    check_write_supported(snap.protocol, snap.metadata, rewrite_only=True, path=table.uri,
+                          version=snap.version)
     configuration = dict(snap.metadata.configuration)
     configuration.update({k: str(v) for k, v in properties.items()})
     if COLUMN_MAPPING_MODE in properties and TableProperties(configuration).column_mapping_mode != \

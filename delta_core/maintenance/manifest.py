@@ -14,7 +14,8 @@ underscore) and rewrites only the partitions those commits touched; anything it 
 falls back to a full run.
 
 Like Delta, manifests are refused for tables with deletion vectors (a manifest cannot express
-deleted rows) or column mapping (Hive readers would see physical names).
+deleted rows) or column mapping (Hive readers would see physical names). Before anything, the
+write gate (``table_features.check_write_supported``) must accept the table's protocol.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from delta_core.errors import (
 )
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.partition_values import partition_path, url_decode_path
+from delta_core.table_features import check_write_supported
 from delta_core.table_properties import ENABLE_DELETION_VECTORS
 
 log = logging.getLogger(__name__)
@@ -157,6 +159,8 @@ def generate_manifests(table: Any, *, incremental: bool = False) -> ManifestMetr
     """Write the symlink manifests of ``table``'s latest snapshot."""
     watch = Stopwatch()
     snapshot = table.snapshot()
+    # Manifests are written next to the log: a write, so the protocol gate applies first.
+    check_write_supported(snapshot.protocol, snapshot.metadata, path=table.uri, version=snapshot.version)
     check_manifest_supported(snapshot)
     storage = table.storage
     partition_columns = list(snapshot.partition_columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 
 import pyarrow as pa
@@ -10,7 +11,7 @@ import pytest
 from delta_core.actions import Metadata, Protocol, action_from_json
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
 from delta_core.table_features import (
-    SUPPORTED_READER_FEATURES, SUPPORTED_WRITER_FEATURES, check_read_supported,
+    SUPPORTED_READER_FEATURES, SUPPORTED_WRITER_FEATURES, WRITER_FEATURES, Scope, check_read_supported,
     check_write_supported, column_mapping_mode, has_feature, reader_features, writer_features,
 )
 from tests.core_types.logdata import actions, expected, last_metadata, table_dirs
@@ -153,13 +154,37 @@ def test_type_widening_with_recorded_changes_is_refused(conformance_dir):
     check_write_supported(Protocol(3, 7, ("typeWidening",), ("typeWidening",)), PLAIN)
 
 
-def test_in_commit_timestamps_only_while_disabled_or_declared():
+def test_in_commit_timestamps_are_writable_when_enabled():
+    # Every writing command honours them (the transaction writes them, log cleanup keeps the
+    # commit at the kept checkpoint), so the one gate accepts them without caller plumbing.
     p = Protocol(1, 7, None, ("inCommitTimestamp",))
     check_write_supported(p, PLAIN)
-    on = _metadata([], {"delta.enableInCommitTimestamps": "true"})
-    with pytest.raises(UnsupportedWriterFeatureError, match="delta.enableInCommitTimestamps=true"):
-        check_write_supported(p, on)
-    check_write_supported(p, on, extra_supported={"inCommitTimestamp"})
+    check_write_supported(p, _metadata([], {"delta.enableInCommitTimestamps": "true"}))
+    assert WRITER_FEATURES["inCommitTimestamp"].module == "delta_core.transaction"
+
+
+def test_one_table_of_writer_features_names_each_module():
+    # Every feature a reader must understand is also a writer feature of the table.
+    assert SUPPORTED_READER_FEATURES <= set(WRITER_FEATURES)
+    assert {"inCommitTimestamp", "checkpointProtection"} <= SUPPORTED_WRITER_FEATURES
+    for name, feature in WRITER_FEATURES.items():
+        assert feature.name == name
+        if feature.scope is Scope.ALWAYS:
+            assert feature.module and importlib.util.find_spec(feature.module) is not None, name
+        else:  # duties not implemented: accepted only while inactive (or for pure rewrites)
+            assert feature.module is None, name
+        assert feature.reader_writer == (name in SUPPORTED_READER_FEATURES), name
+    with pytest.raises(UnsupportedWriterFeatureError, match="fooBarWriter"):
+        check_write_supported(Protocol(1, 7, None, ("appendOnly", "fooBarWriter")), PLAIN)
+
+
+@pytest.mark.parametrize("feature", ["catalogManaged", "catalogOwned-preview"])
+def test_catalog_managed_tables_refuse_every_write(feature):
+    for rewrite_only in (False, True):
+        with pytest.raises(UnsupportedWriterFeatureError, match="commits must go through the catalog") as ei:
+            check_write_supported(Protocol(3, 7, (feature,), (feature, "inCommitTimestamp")), PLAIN,
+                                  rewrite_only=rewrite_only, path="/t", version=3)
+        assert (ei.value.kind, ei.value.path, ei.value.version) == ("unsupported_protocol", "/t", 3)
 
 
 def test_row_tracking_unless_suspended():

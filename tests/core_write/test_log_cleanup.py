@@ -4,7 +4,10 @@ reconstructable (clock injected, file ages set on disk)."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import os
+import subprocess
+import sys
 import time
 
 import pyarrow as pa
@@ -14,9 +17,10 @@ from delta_core.checkpoint_write import write_checkpoint
 from delta_core.errors import DeltaError
 from delta_core.log_cleanup import cleanup_log
 from delta_core.table import DeltaTable
-from delta_core.write import append, create_table
+from delta_core.write import append, create_table, set_properties
 
 from tests.core_write import workers
+from tests.core_write.conftest import listing
 
 DAY = 86400.0
 
@@ -117,3 +121,48 @@ def test_retention_property_is_honoured(table_dir):
     res = cleanup_log(t, now=time.time() + 3 * DAY)
     assert res.checkpoint_version == 4 and res.files_deleted == 4
     assert _readable(table_dir, 4) == 4
+
+
+def _cleanup_turned_off(table_dir: str) -> DeltaTable:
+    """The owner sets delta.enableExpiredLogCleanup=false (version 13) after 12 appends."""
+    t = _table(table_dir)
+    set_properties(t, {"delta.enableExpiredLogCleanup": "false"})
+    return t
+
+
+@pytest.mark.parametrize("retention", [None, dt.timedelta(0)])
+def test_log_cleanup_turned_off_deletes_nothing_and_says_why(table_dir, retention):
+    t = _cleanup_turned_off(table_dir)
+    before = listing(table_dir)
+    res = cleanup_log(t, now=time.time() + 31 * DAY, retention=retention)
+    assert listing(table_dir) == before
+    assert res.files_deleted == 0 and res.checkpoint_version is None
+    assert "delta.enableExpiredLogCleanup=false" in res.skipped_reason
+    assert res.to_dict()["skipped_reason"] == res.skipped_reason
+
+
+def test_log_cleanup_turned_off_deletes_only_with_the_explicit_override(table_dir):
+    t = _cleanup_turned_off(table_dir)
+    res = cleanup_log(t, now=time.time() + 31 * DAY, ignore_log_cleanup_disabled=True)
+    assert res.skipped_reason is None and res.checkpoint_version == 10
+    assert min(int(n[:20]) for n in _names(table_dir)) == 10
+    assert _readable(table_dir, 13) == 12
+
+
+def test_cli_cleanup_log_honours_the_property_unless_overridden(table_dir):
+    t = _cleanup_turned_off(table_dir)
+    _age(table_dir, range(0, 14), 40)
+    before = listing(table_dir)
+    proc = subprocess.run([sys.executable, "-m", "delta_core", "cleanup-log", t.uri, "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["files_deleted"] == 0 and "delta.enableExpiredLogCleanup=false" in out["skipped_reason"]
+    assert listing(table_dir) == before
+    proc = subprocess.run([sys.executable, "-m", "delta_core", "cleanup-log", t.uri, "--json",
+                           "--ignore-log-cleanup-disabled"], capture_output=True, text=True, timeout=120)
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["skipped_reason"] is None
+    # Every version is expired: the log now starts at the newest checkpoint, 10.
+    assert out["checkpoint_version"] == 10 and out["files_deleted"] > 0
+    assert min(int(n[:20]) for n in _names(table_dir)) == 10
