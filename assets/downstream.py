@@ -25,7 +25,7 @@ def daily_summary_key(table_name: str) -> AssetKey:
 
 def rows_per_day(snapshot, date_column: str) -> pa.Table:
     """``(day, rows)`` over the snapshot's live files, read with pyarrow."""
-    from delta_core.partition_values import url_decode_path
+    from delta_core.model.partition_values import url_decode_path
 
     if date_column in snapshot.partition_columns:
         typed = snapshot.partition_values_typed().select(["path", date_column])

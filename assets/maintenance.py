@@ -140,7 +140,7 @@ def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         "(dataChange=false commits).")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
-        from delta_core.maintenance.compaction import compact
+        from delta_core.maintenance.spark.compaction import compact
 
         return _measured(context, table, "Compaction", lambda dt: compact(
             dt, context.resources.spark.spark_session, where=_pick(config.where, policy.where),
@@ -157,7 +157,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         "min/max statistics skip files.")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: ZOrderConfig) -> MaterializeResult:
-        from delta_core.maintenance.zorder import zorder
+        from delta_core.maintenance.spark.zorder import zorder
 
         dt = _delta(context, table).open()
         columns = list(_pick(config.columns, policy.columns))
@@ -190,7 +190,7 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         f"Delete files under `{table.name}` that no version within the retention references.")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
-        from delta_core.maintenance.vacuum import vacuum
+        from delta_core.maintenance.spark.vacuum import vacuum
 
         return _measured(context, table, "Vacuum", lambda dt: vacuum(
             dt, retention_hours=_pick(config.retention_hours, policy.retention_hours),
@@ -207,7 +207,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         "expired log files).")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
-        from delta_core.checkpoint_write import write_checkpoint
+        from delta_core.write.checkpoint_write import write_checkpoint
 
         started = time.monotonic()
         dt = _delta(context, table).open()
@@ -215,7 +215,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         result = write_checkpoint(dt)
         cleanup = None
         if _pick(config.cleanup_log, policy.cleanup_log):
-            from delta_core.log_cleanup import cleanup_log
+            from delta_core.write.log_cleanup import cleanup_log
 
             cleanup = cleanup_log(dt)
         return _checkpoint_result(table.name, checkpoint_before, result, cleanup,

@@ -128,10 +128,10 @@ def _generic(m: Any) -> MetricsView:
 
 
 def _describers() -> dict[type, Callable[[Any], MetricsView]]:
-    from delta_core.maintenance.compaction import CompactionMetrics
+    from delta_core.maintenance.spark.compaction import CompactionMetrics
     from delta_core.maintenance.manifest import ManifestMetrics
-    from delta_core.maintenance.vacuum import VacuumMetrics
-    from delta_core.maintenance.zorder import ZOrderMetrics
+    from delta_core.maintenance.spark.vacuum import VacuumMetrics
+    from delta_core.maintenance.spark.zorder import ZOrderMetrics
 
     return {CompactionMetrics: _compaction, ManifestMetrics: _manifest, VacuumMetrics: _vacuum,
             ZOrderMetrics: _zorder}

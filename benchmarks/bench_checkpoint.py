@@ -103,8 +103,8 @@ def _cpu_seconds() -> float:
 
 def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
     started = time.perf_counter()
-    from delta_core.checkpoint_write import write_checkpoint
-    from delta_core.table import DeltaTable
+    from delta_core.write.checkpoint_write import write_checkpoint
+    from delta_core.log.table import DeltaTable
 
     imported, cpu = time.perf_counter(), _cpu_seconds()
     table = DeltaTable(path)

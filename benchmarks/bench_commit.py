@@ -38,7 +38,7 @@ def _batch(writer: int, i: int) -> Any:
 def _create(engine: str, path: str) -> None:
     schema = _batch(0, 0).schema
     if engine == "ours":
-        from delta_core.write import create_table
+        from delta_core.write.table_writes import create_table
 
         create_table(path, schema)
     else:
@@ -50,8 +50,8 @@ def _create(engine: str, path: str) -> None:
 def _commit_loop(engine: str, path: str, writer: int, n: int, start_at: float) -> list[tuple[float, int]]:
     """``n`` appends; returns (latency seconds, attempts or -1) per commit."""
     if engine == "ours":
-        from delta_core.table import DeltaTable
-        from delta_core.write import append
+        from delta_core.log.table import DeltaTable
+        from delta_core.write.table_writes import append
 
         table = DeltaTable(path)
 
@@ -122,7 +122,7 @@ def many_writers(engine: str, work: str, writers: int, per_writer: int) -> dict[
 
 
 def _warm(engine: str) -> None:
-    importlib.import_module("delta_core.write" if engine == "ours" else "deltalake")
+    importlib.import_module("delta_core.write.table_writes" if engine == "ours" else "deltalake")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

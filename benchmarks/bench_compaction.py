@@ -41,8 +41,8 @@ def make_rows(rows: int, partitions: int, seed: int) -> pa.Table:
 
 def build(uri: str, gb: float, files: int, partitions: int) -> tuple[int, int]:
     """Write the table in ``files`` small files; returns (rows, bytes)."""
-    from delta_core.table import DeltaTable
-    from delta_core.write import append, create_table
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append, create_table
 
     bytes_per_row = 44  # on disk, roughly: random values barely compress
     total_rows = int(gb * 1e9 / bytes_per_row)
@@ -82,10 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import deltalake
 
-    from delta_core.maintenance.compaction import compact
-    from delta_core.maintenance.spark_exec import warm_up
-    from delta_core.maintenance.spark_session import build_spark_session
-    from delta_core.table import DeltaTable
+    from delta_core.maintenance.spark.compaction import compact
+    from delta_core.maintenance.spark.tasks import warm_up
+    from delta_core.maintenance.spark.session import build_spark_session
+    from delta_core.log.table import DeltaTable
 
     work = tempfile.mkdtemp(prefix="bench_compaction_")
     try:

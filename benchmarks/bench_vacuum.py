@@ -44,9 +44,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import deltalake
     import pyarrow as pa
 
-    from delta_core.maintenance.vacuum import vacuum
-    from delta_core.table import DeltaTable
-    from delta_core.write import append, create_table
+    from delta_core.maintenance.spark.vacuum import vacuum
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append, create_table
 
     work = tempfile.mkdtemp(prefix="bench_vacuum_")
     try:

@@ -1,5 +1,5 @@
 """The demo table: many small appends (one file per day per commit) and some DELETEs,
-written with ``delta_core.write`` — the shape that needs compaction, z-order and vacuum."""
+written with ``delta_core.write.table_writes`` — the shape that needs compaction, z-order and vacuum."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ def build_demo_table(path: pathlib.Path, *, rows: int, appends: int, days: int,
                      delete_fraction: float, properties: dict[str, str] | None = None,
                      name: str = "events"):
     """Create the table with ``appends`` small commits and a DELETE of some files."""
-    from delta_core.write import append, create_table, delete_files
+    from delta_core.write.table_writes import append, create_table, delete_files
     from demo.data import PARTITION_COLUMNS, SCHEMA, event_batch
 
     table = create_table(str(path), SCHEMA, partition_columns=PARTITION_COLUMNS, name=name,

@@ -45,7 +45,7 @@ import yaml
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.predicate import parse_predicate_syntax
-from delta_core.table_properties import DEFAULT_CHECKPOINT_INTERVAL, parse_interval
+from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL, parse_interval
 
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"
 DEFAULT_CONFIG_PATH = pathlib.Path(__file__).resolve().parent.parent / "tables.yaml"

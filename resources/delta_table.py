@@ -64,20 +64,20 @@ class DeltaTableResource(ConfigurableResource):
             node[leaf] = value
         return out
 
-    def open(self):  # -> delta_core.table.DeltaTable
-        from delta_core.table import DeltaTable
+    def open(self):  # -> delta_core.log.table.DeltaTable
+        from delta_core.log.table import DeltaTable
 
         return DeltaTable(self.uri, self.fsspec_options() or None)
 
-    def snapshot(self, version: int | None = None):  # -> delta_core.snapshot.Snapshot
+    def snapshot(self, version: int | None = None):  # -> delta_core.log.snapshot.Snapshot
         return self.open().snapshot(version)
 
     def latest_version(self) -> int:
         return self.open().latest_version()
 
     def transaction(self, *, operation: str, operation_parameters: dict[str, Any] | None = None):
-        """A ``delta_core.transaction.Transaction`` on the latest snapshot."""
-        from delta_core.transaction import Transaction
+        """A ``delta_core.write.transaction.Transaction`` on the latest snapshot."""
+        from delta_core.write.transaction import Transaction
 
         return Transaction(self.open(), operation=operation, operation_parameters=operation_parameters)
 

@@ -1,6 +1,6 @@
 """``SparkResource``: the run's SparkSession, created on first use and stopped when the run ends.
 
-The session is built by ``delta_core.maintenance.spark_session.build_spark_session``
+The session is built by ``delta_core.maintenance.spark.session.build_spark_session``
 (``getOrCreate``): master ``local[*]`` unless ``master``/``$SPARK_MASTER`` says otherwise, plus
 any Spark conf. If a session was already active in the process (a notebook, the test suite),
 it is reused and left running; a session this resource created is stopped in
@@ -50,7 +50,7 @@ class SparkResource(ConfigurableResource):
     def spark_session(self) -> "SparkSession":
         """The session, created (or joined) on first access."""
         if self._session is None:
-            from delta_core.maintenance.spark_session import build_spark_session
+            from delta_core.maintenance.spark.session import build_spark_session
 
             existing = _active_session()
             self._session = build_spark_session(master=self.master or None, app_name=self.app_name,

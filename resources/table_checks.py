@@ -22,12 +22,12 @@ import logging
 import os
 from typing import Callable
 
-from delta_core.actions import Metadata
+from delta_core.model.actions import Metadata
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.maintenance.zorder_plan import validate_columns
-from delta_core.schema import StructType
-from delta_core.table_properties import TableProperties
+from delta_core.model.schema import StructType
+from delta_core.model.table_properties import TableProperties
 from resources.config import EnvRef, MaintenanceConfig, TableConfig, TableConfigError
 from resources.delta_table import DeltaTableResource
 

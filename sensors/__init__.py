@@ -34,8 +34,8 @@ from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from assets.maintenance import TABLE_TAG
 from assets.table import table_asset_key, table_observation_metadata
-from delta_core.actions import Action
-from delta_core.commit_summary import CommitSummary
+from delta_core.model.actions import Action
+from delta_core.log.commit_summary import CommitSummary
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from jobs import TableJobs
 from resources import table_resource_key

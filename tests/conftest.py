@@ -34,7 +34,7 @@ def conformance_dir() -> pathlib.Path:
 @pytest.fixture(scope="session")
 def spark():
     """The one local SparkSession of the test run."""
-    from delta_core.maintenance.spark_session import build_spark_session
+    from delta_core.maintenance.spark.session import build_spark_session
 
     session = build_spark_session(master="local[2]", app_name="delta-maintenance-tests",
                                   conf={"spark.sql.shuffle.partitions": "2"})

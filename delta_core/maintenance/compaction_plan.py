@@ -7,7 +7,7 @@ dropped, because rewriting one file changes nothing. So a partition that is alre
 yields no bin, and a second run right after a compaction plans nothing.
 
 Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, else
-``DEFAULT_TARGET_FILE_SIZE`` (128 MiB, ``delta_core.table_properties``); ``min_file_size`` is
+``DEFAULT_TARGET_FILE_SIZE`` (128 MiB, ``delta_core.model.table_properties``); ``min_file_size`` is
 ``target_size * DEFAULT_MIN_FILE_FRACTION`` (3/4): a file that already has three quarters of the
 target size is left alone, which also keeps the output of one run from being re-packed by the
 next when Parquet compresses the merged data better than the parts.
@@ -25,10 +25,10 @@ from typing import Any, Iterator, Sequence, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.data_writer import table_schema
+from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
-from delta_core.table_properties import DEFAULT_TARGET_FILE_SIZE
+from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 
 DEFAULT_MIN_FILE_FRACTION = 0.75
 DEFAULT_BATCH_BYTES = 8 * 1024**3  # one commit per ~8 GiB of input: progress survives failures
@@ -270,7 +270,7 @@ def plan_compaction(
     min_file_size: int | None = None,
     where: str | None = None,
 ) -> CompactionPlan:
-    """Plan the compaction of ``snapshot`` (a ``delta_core.snapshot.Snapshot``). Pure: no IO
+    """Plan the compaction of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``). Pure: no IO
     beyond what the snapshot already holds."""
     partition_columns = list(snapshot.partition_columns)
     table_target = None

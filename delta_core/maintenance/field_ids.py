@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import MaintenanceError, MissingFieldIdsError
-from delta_core.schema import PARQUET_FIELD_ID
+from delta_core.model.schema import PARQUET_FIELD_ID
 
 
 def field_id(field: pa.Field) -> int | None:

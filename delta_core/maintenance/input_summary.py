@@ -1,6 +1,6 @@
 """Summaries of what rewrite tasks read, for the proof that a rewrite kept the data.
 
-``delta_core.rewrite_proof`` compares a rewrite's inputs with its outputs using the inputs'
+``delta_core.write.rewrite_proof`` compares a rewrite's inputs with its outputs using the inputs'
 stats (PROTOCOL.md "Per-file Statistics"). An input whose stats cannot stand in that proof (none,
 no ``numRecords``, a missing ``nullCount``, a deletion vector) is summarised instead from the rows
 the task read anyway: ``SummarisingReader`` collects the same stats a writer would (every column,
@@ -13,12 +13,12 @@ from typing import Any, Collection, Iterable, Iterator, Sequence
 
 import pyarrow as pa
 
-from delta_core.actions import Metadata
-from delta_core.file_actions import iter_adds
+from delta_core.model.actions import Metadata
+from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.maintenance.rewrite_commit import live_subset
-from delta_core.rewrite_proof import InputSummary, inputs_needing_summary
-from delta_core.stats_collect import StatsCollector
+from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
+from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 
 

@@ -3,7 +3,7 @@
 Layout, as Delta writes it: ``_symlink_format_manifest/[<partition path>/]manifest``, one per
 partition, listing the absolute URIs of that partition's live data files, one per line. The
 partition path is the Hive-style directory of the partition values (``a=1/b=x``), escaped as
-``delta_core.partition_values.partition_path`` does.
+``delta_core.model.partition_values.partition_path`` does.
 
 Each manifest is written whole with ``storage.write`` (readers see the old or the new file).
 A full run writes every live partition's manifest and removes the manifests of partitions that
@@ -29,7 +29,7 @@ from typing import Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.actions import Add, Metadata, Remove
+from delta_core.model.actions import Add, Metadata, Remove
 from delta_core.errors import (
     CorruptLogError,
     DeltaError,
@@ -38,9 +38,9 @@ from delta_core.errors import (
     VersionNotFoundError,
 )
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.partition_values import partition_path, url_decode_path
-from delta_core.table_features import check_write_supported
-from delta_core.table_properties import ENABLE_DELETION_VECTORS
+from delta_core.model.partition_values import partition_path, url_decode_path
+from delta_core.model.table_features import check_write_supported
+from delta_core.model.table_properties import ENABLE_DELETION_VECTORS
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Committing a rewrite batch (compaction, Z-order): remove the inputs, add the outputs.
 
-The maintenance policy over ``delta_core.write.commit_rewrite``, which makes one batch one
+The maintenance policy over ``delta_core.write.table_writes.commit_rewrite``, which makes one batch one
 OPTIMIZE commit with ``dataChange=false`` on every action. That commit
 marks every input file as read, so a concurrent commit that removed one of them raises
 ``ConcurrentDeleteReadError`` (the batch is abandoned cleanly: its new files are deleted and
@@ -9,7 +9,7 @@ no data is checked at SnapshotIsolation). For other conflicts the table is re-re
 commit retried on the new snapshot only while every input file (same path, same deletion
 vector) is still live, a bounded number of times.
 
-Before each attempt the rewrite is proven to keep the data (``delta_core.rewrite_proof``: rows,
+Before each attempt the rewrite is proven to keep the data (``delta_core.write.rewrite_proof``: rows,
 null counts and value ranges per column, from the inputs' stats or the ``InputSummary`` a task
 returned for inputs without usable stats); a failed proof deletes the outputs, commits nothing and
 raises ``RewriteVerificationError``.
@@ -34,7 +34,7 @@ from typing import Any, Callable, Collection, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.actions import Add
+from delta_core.model.actions import Add
 from delta_core.errors import (
     CommitConflictError,
     ConcurrentDeleteDeleteError,
@@ -45,12 +45,12 @@ from delta_core.errors import (
     ProtocolChangedError,
     StorageError,
 )
-from delta_core.file_actions import file_keys, iter_adds
+from delta_core.log.file_actions import file_keys, iter_adds
 from delta_core.maintenance.compaction_plan import check_no_deletion_vectors
 from delta_core.maintenance.vacuum_plan import log_path_to_key
-from delta_core.partition_values import url_decode_path
-from delta_core.rewrite_proof import InputSummary
-from delta_core.write import commit_rewrite as commit_rewrite_once
+from delta_core.model.partition_values import url_decode_path
+from delta_core.write.rewrite_proof import InputSummary
+from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 
 log = logging.getLogger(__name__)
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.stats import MAX_PREFIX, MIN_PREFIX
+from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX
 
 if TYPE_CHECKING:
-    from delta_core.snapshot import Snapshot
+    from delta_core.log.snapshot import Snapshot
 
 DEFAULT_PROBES = 32
 

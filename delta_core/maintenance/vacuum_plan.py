@@ -14,7 +14,7 @@ Delta's rule (PROTOCOL.md "Overview", Delta Spark's VacuumCommand): a file may b
    a concurrent writer's not-yet-committed output).
 
 Paths come from the log URI-encoded and possibly absolute; ``log_path_to_key`` turns them into
-storage keys (through ``delta_core.path_identity``, so every spelling of the root matches) and
+storage keys (through ``delta_core.model.path_identity``, so every spelling of the root matches) and
 rejects (the caller warns) anything outside the table root. ``dv_relative_path``
 derives the file a deletion vector descriptor points at (PROTOCOL.md "Deletion Vector
 Descriptor Schema"). No IO here: the caller lists, plans, then deletes.
@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import PathEscapesTableError
-from delta_core.path_identity import TableRoot, Where, needs_canonicalising
+from delta_core.model.path_identity import TableRoot, Where, needs_canonicalising
 from delta_core.storage.base import normalize_key
 
 _MAYBE_HIDDEN = r"(^|/)[_.]"

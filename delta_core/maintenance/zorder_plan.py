@@ -18,7 +18,7 @@ from typing import Any, Sequence
 
 import pyarrow as pa
 
-from delta_core.data_writer import table_schema
+from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
@@ -32,8 +32,8 @@ from delta_core.maintenance.compaction_plan import (
 )
 from delta_core.maintenance.curves import CURVES, bits_per_column
 from delta_core.maintenance.predicate import parse_predicate
-from delta_core.schema import PrimitiveType, StructType, schema_to_arrow
-from delta_core.stats_collect import indexed_leaves
+from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
+from delta_core.model.stats_collect import indexed_leaves
 
 _ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "decimal", "boolean",
               "date", "timestamp", "timestamp_ntz"}

@@ -27,7 +27,7 @@ from delta_core.errors import (
     FileAlreadyExistsError,
     StorageError,
 )
-from delta_core.path_identity import local_os_path
+from delta_core.model.path_identity import local_os_path
 from delta_core.storage.access import needs_access
 from delta_core.storage.base import FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put

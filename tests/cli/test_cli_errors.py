@@ -19,7 +19,7 @@ import tempfile
 
 import pytest
 
-from delta_core.cli import main
+from delta_core.cli.main import main
 from tests.core_write.conftest import listing
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]

@@ -11,8 +11,8 @@ import time
 
 import pyarrow as pa
 
-from delta_core.cli import main
-from delta_core.write import append, create_table
+from delta_core.cli.main import main
+from delta_core.write.table_writes import append, create_table
 
 DAY_MS = 24 * 3600 * 1000
 

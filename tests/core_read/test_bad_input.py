@@ -9,7 +9,7 @@ import pytest
 from delta_core.errors import (
     CorruptLogError, DeltaError, MissingMetadataError, MissingProtocolError, UnsupportedProtocolError,
 )
-from delta_core.table import DeltaTable
+from delta_core.log.table import DeltaTable
 from tests.core_read.conftest import add, commit_info, metadata, protocol
 
 

@@ -10,10 +10,10 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_core.checkpoint_write import write_checkpoint
-from delta_core.log_path import checkpoint_key
-from delta_core.table import DeltaTable
-from delta_core.write import append, create_table
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.log.log_path import checkpoint_key
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import append, create_table
 
 UTC = dt.timezone.utc
 

@@ -13,10 +13,10 @@ import sys
 import pyarrow as pa
 import pytest
 
-from delta_core.commit_read import COLUMNAR_MIN_BYTES, ParsedCommit, build_batch, parse_commit
+from delta_core.log.commit_read import COLUMNAR_MIN_BYTES, ParsedCommit, build_batch, parse_commit
 from delta_core.errors import CorruptLogError
-from delta_core.log_path import LogFileKind, parse_log_name
-from delta_core.table import DeltaTable
+from delta_core.log.log_path import LogFileKind, parse_log_name
+from delta_core.log.table import DeltaTable
 from tests.conftest import CONFORMANCE_DIR
 from tests.core_read.conftest import add, commit_info, metadata, protocol, remove
 
@@ -259,7 +259,7 @@ def test_loading_a_snapshot_does_not_import_pandas(log_writer) -> None:
     log_writer.commit(0, commit_info(), protocol(), metadata(partition_columns=("part",)))
     log_writer.commit(1, commit_info(), *[add(f"part=a/f{i}.parquet", partitionValues={"part": "a"})
                                           for i in range(400)])
-    code = ("import sys; from delta_core.table import DeltaTable; "
+    code = ("import sys; from delta_core.log.table import DeltaTable; "
             f"s = DeltaTable({str(log_writer.root)!r}).snapshot(); assert s.num_files == 400; "
             "print('pandas' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,

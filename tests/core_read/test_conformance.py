@@ -13,7 +13,7 @@ import pathlib
 import pytest
 
 from delta_core.errors import DeltaError
-from delta_core.table import DeltaTable
+from delta_core.log.table import DeltaTable
 from tests.conftest import CONFORMANCE_DIR
 
 NAMES = sorted(p.parent.name for p in CONFORMANCE_DIR.glob("*/expected.json")) if CONFORMANCE_DIR.is_dir() else []

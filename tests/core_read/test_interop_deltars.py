@@ -11,7 +11,7 @@ import pytest
 
 deltalake = pytest.importorskip("deltalake")
 
-from delta_core.table import DeltaTable  # noqa: E402
+from delta_core.log.table import DeltaTable  # noqa: E402
 
 
 def _theirs(uri: str, version: int, options: dict | None = None) -> dict:

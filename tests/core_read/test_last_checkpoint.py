@@ -8,7 +8,7 @@ import pathlib
 
 import pytest
 
-from delta_core.last_checkpoint import (
+from delta_core.log.last_checkpoint import (
     LastCheckpoint, canonicalize, compute_checksum, decode_last_checkpoint, encode_last_checkpoint,
     parse_checkpoint_json, read_last_checkpoint,
 )
@@ -84,7 +84,7 @@ def test_unusable_hint_is_none(tmp_path: pathlib.Path, content: bytes, caplog) -
     log = tmp_path / "_delta_log"
     log.mkdir()
     (log / "_last_checkpoint").write_bytes(content)
-    with caplog.at_level(logging.WARNING, logger="delta_core.last_checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="delta_core.log.last_checkpoint"):
         assert read_last_checkpoint(open_storage(str(tmp_path))) is None
     assert "ignoring" in caplog.text
 
@@ -99,7 +99,7 @@ def test_checksum_mismatch_is_ignored_with_warning(tmp_path: pathlib.Path, caplo
     log = tmp_path / "_delta_log"
     log.mkdir()
     (log / "_last_checkpoint").write_text(json.dumps(data))
-    with caplog.at_level(logging.WARNING, logger="delta_core.last_checkpoint"):
+    with caplog.at_level(logging.WARNING, logger="delta_core.log.last_checkpoint"):
         assert read_last_checkpoint(open_storage(str(tmp_path))) is None
     assert "checksum mismatch" in caplog.text
 

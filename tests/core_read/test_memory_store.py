@@ -10,7 +10,7 @@ import fsspec
 import pytest
 
 from delta_core.storage import open_storage
-from delta_core.table import DeltaTable
+from delta_core.log.table import DeltaTable
 from tests.core_read.conftest import RecordingStorage
 
 

@@ -7,7 +7,7 @@ import datetime as dt
 import json
 import pathlib
 
-from delta_core.table import DeltaTable
+from delta_core.log.table import DeltaTable
 
 
 def test_partition_values_use_physical_keys_under_column_mapping(conformance_dir: pathlib.Path) -> None:

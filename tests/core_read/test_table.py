@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from delta_core.actions import Add, CommitInfo, Remove
+from delta_core.model.actions import Add, CommitInfo, Remove
 from delta_core.errors import LogGapError, VersionNotFoundError
-from delta_core.log_path import LOG_DIR
+from delta_core.log.log_path import LOG_DIR
 from delta_core.storage import open_storage
-from delta_core.table import DeltaTable
+from delta_core.log.table import DeltaTable
 from tests.core_read.conftest import RecordingStorage, add, commit_info, metadata, protocol, remove
 
 T0 = 1_700_000_000_000  # epoch ms

@@ -1,4 +1,4 @@
-"""delta_core.schema against the schemaStrings of real tables and delta-rs output."""
+"""delta_core.model.schema against the schemaStrings of real tables and delta-rs output."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_core.errors import CorruptLogError, SchemaMismatchError
-from delta_core.schema import (
+from delta_core.model.schema import (
     ArrayType, MapType, PrimitiveType, StructField, StructType, parse_data_type, physical_name_map,
     schema_from_arrow, schema_to_arrow, to_logical_path, to_physical_path,
 )

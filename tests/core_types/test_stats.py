@@ -1,4 +1,4 @@
-"""delta_core.stats: logged statistics against the data files they describe, both parse paths,
+"""delta_core.model.stats: logged statistics against the data files they describe, both parse paths,
 ``stats_parsed`` -> JSON, and bulk speed."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.partition_values import url_decode_path
-from delta_core.schema import PrimitiveType, StructType
-from delta_core.stats import (
+from delta_core.model.partition_values import url_decode_path
+from delta_core.model.schema import PrimitiveType, StructType
+from delta_core.model.stats import (
     MAX_PREFIX, MIN_PREFIX, NULL_COUNT_PREFIX, NUM_RECORDS, _parse_chunk_slow, parse_stats,
     stats_columns, stats_json_from_parsed,
 )
@@ -286,7 +286,7 @@ def test_empty_input_has_the_typed_columns():
 
 
 def test_hundred_thousand_files_parse_in_bulk(monkeypatch):
-    import delta_core.stats as stats_module
+    import delta_core.model.stats as stats_module
 
     def no_fallback(*_args, **_kwargs):
         raise AssertionError("well-formed stats must not need the per-row path")

@@ -1,4 +1,4 @@
-"""delta_core.table_features: the read gate on real protocols, the write gate's rules."""
+"""delta_core.model.table_features: the read gate on real protocols, the write gate's rules."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import json
 import pyarrow as pa
 import pytest
 
-from delta_core.actions import Metadata, Protocol, action_from_json
+from delta_core.model.actions import Metadata, Protocol, action_from_json
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
-from delta_core.table_features import (
+from delta_core.model.table_features import (
     SUPPORTED_READER_FEATURES, SUPPORTED_WRITER_FEATURES, WRITER_FEATURES, Scope, check_read_supported,
     check_write_supported, column_mapping_mode, has_feature, reader_features, writer_features,
 )
@@ -160,7 +160,7 @@ def test_in_commit_timestamps_are_writable_when_enabled():
     p = Protocol(1, 7, None, ("inCommitTimestamp",))
     check_write_supported(p, PLAIN)
     check_write_supported(p, _metadata([], {"delta.enableInCommitTimestamps": "true"}))
-    assert WRITER_FEATURES["inCommitTimestamp"].module == "delta_core.transaction"
+    assert WRITER_FEATURES["inCommitTimestamp"].module == "delta_core.write.transaction"
 
 
 def test_one_table_of_writer_features_names_each_module():

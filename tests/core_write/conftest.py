@@ -11,7 +11,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from delta_core.partition_values import url_decode_path
+from delta_core.model.partition_values import url_decode_path
 
 
 def listing(root: str) -> list[tuple[str, int]]:

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.checkpoint_write import write_checkpoint
-from delta_core.last_checkpoint import decode_last_checkpoint
-from delta_core.table import DeltaTable
-from delta_core.transaction import Transaction
-from delta_core.write import append, create_table, delete_files
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.log.last_checkpoint import decode_last_checkpoint
+from delta_core.log.table import DeltaTable
+from delta_core.write.transaction import Transaction
+from delta_core.write.table_writes import append, create_table, delete_files
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
                     ("st", pa.struct([("x", pa.int32())])), ("day", pa.date32())])
@@ -204,8 +204,8 @@ def test_checkpoint_with_column_mapping(table_dir, tmp_path, mode):
 def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
     import deltalake
 
-    from delta_core.actions import Protocol
-    from delta_core.transaction import Transaction
+    from delta_core.model.actions import Protocol
+    from delta_core.write.transaction import Transaction
 
     t = create_table(table_dir, pa.schema([("id", pa.int64())]))
     append(t, pa.table({"id": [1]}))

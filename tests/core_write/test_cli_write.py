@@ -1,4 +1,4 @@
-"""``delta-core checkpoint`` and ``delta-core cleanup-log`` through ``delta_core.cli.main``."""
+"""``delta-core checkpoint`` and ``delta-core cleanup-log`` through ``delta_core.cli.main.main``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from delta_core.cli import main
-from delta_core.write import append, create_table
+from delta_core.cli.main import main
+from delta_core.write.table_writes import append, create_table
 
 from tests.core_write import workers
 
@@ -58,7 +58,7 @@ def test_cleanup_log_dry_run_and_real(table_dir, capsys):
 
 def test_console_script_human_output(table_dir):
     _table(table_dir, 1)
-    proc = subprocess.run([sys.executable, "-m", "delta_core.cli", "checkpoint", table_dir],
+    proc = subprocess.run([sys.executable, "-m", "delta_core", "checkpoint", table_dir],
                           capture_output=True, text=True, timeout=120,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 0, proc.stderr

@@ -13,10 +13,10 @@ import pyarrow as pa
 import pytest
 
 from delta_core.errors import AtomicWriteUnsupportedError, FileAlreadyExistsError
-from delta_core.log_path import commit_key
+from delta_core.log.log_path import commit_key
 from delta_core.storage import open_storage
-from delta_core.table import DeltaTable
-from delta_core.write import append, create_table
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import append, create_table
 
 from tests.core_write import workers
 
@@ -82,7 +82,7 @@ def test_s3_table_roundtrip_with_deltars(s3_table_uri, s3_storage_options, delta
     t = create_table(s3_table_uri, workers.SCHEMA, partition_columns=["p"], storage_options=s3_storage_options)
     append(t, workers.rows([1, 2], 0))
     append(t, workers.rows([3], 0, "z"))
-    from delta_core.checkpoint_write import write_checkpoint
+    from delta_core.write.checkpoint_write import write_checkpoint
 
     write_checkpoint(t, part_size=2)
     dl = deltalake.DeltaTable(s3_table_uri, storage_options=deltalake_s3_options)

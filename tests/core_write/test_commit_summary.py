@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from delta_core.actions import Add, CommitInfo
-from delta_core.commit_summary import CommitSummary
-from delta_core.data_writer import write_data_file
-from delta_core.write import append, commit_rewrite, create_table, delete_files, set_properties
+from delta_core.model.actions import Add, CommitInfo
+from delta_core.log.commit_summary import CommitSummary
+from delta_core.write.data_writer import write_data_file
+from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, set_properties
 
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 

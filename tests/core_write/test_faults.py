@@ -8,9 +8,9 @@ import os
 
 import pyarrow as pa
 
-from delta_core.checkpoint_write import write_checkpoint
-from delta_core.table import DeltaTable
-from delta_core.write import append, create_table
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import append, create_table
 
 from tests.core_write import workers
 

@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.checkpoint_write import write_checkpoint
-from delta_core.cli import main
-from delta_core.data_writer import write_data_file
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.cli.main import main
+from delta_core.write.data_writer import write_data_file
 from delta_core.errors import CorruptLogError
-from delta_core.maintenance.compaction import compact
-from delta_core.table import DeltaTable
-from delta_core.write import commit_rewrite, set_properties
+from delta_core.maintenance.spark.compaction import compact
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import commit_rewrite, set_properties
 from tests.conftest import CONFORMANCE_DIR
 from tests.core_write.conftest import listing
 
@@ -207,7 +207,7 @@ def test_unknown_fields_parquet_cannot_hold_are_left_out_of_checkpoints(future_t
 
     _edit_lines(pathlib.Path(future_table, "_delta_log", f"{0:020d}.json"), edit)
     assert DeltaTable(future_table).snapshot().metadata.extra["futureEmpty"] == {}
-    with caplog.at_level("WARNING", logger="delta_core.checkpoint_write"):
+    with caplog.at_level("WARNING", logger="delta_core.write.checkpoint_write"):
         res = write_checkpoint(DeltaTable(future_table))
     assert sorted(r.args[0] for r in caplog.records) == ["futureDeep", "futureEmpty", "futureMixed"]
     cp = pq.read_table(os.path.join(future_table, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))

@@ -13,11 +13,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from delta_core.checkpoint_write import write_checkpoint
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.errors import DeltaError
-from delta_core.log_cleanup import cleanup_log
-from delta_core.table import DeltaTable
-from delta_core.write import append, create_table, set_properties
+from delta_core.write.log_cleanup import cleanup_log
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import append, create_table, set_properties
 
 from tests.core_write import workers
 from tests.core_write.conftest import listing

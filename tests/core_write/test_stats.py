@@ -9,9 +9,9 @@ import json
 import pyarrow as pa
 import pytest
 
-from delta_core.schema import schema_from_arrow
-from delta_core.stats import parse_stats_struct, stats_parsed_type
-from delta_core.stats_collect import collect_stats, stats_json, truncate_max_string, truncate_min_string
+from delta_core.model.schema import schema_from_arrow
+from delta_core.model.stats import parse_stats_struct, stats_parsed_type
+from delta_core.model.stats_collect import collect_stats, stats_json, truncate_max_string, truncate_min_string
 
 MAX = "\U0010ffff"
 

@@ -10,18 +10,18 @@ import os
 import pyarrow as pa
 import pytest
 
-from delta_core.actions import Add, Protocol, encode_actions
-from delta_core.data_writer import write_data_file
+from delta_core.model.actions import Add, Protocol, encode_actions
+from delta_core.write.data_writer import write_data_file
 from delta_core.errors import (
     AppendOnlyViolationError, CommitRetriesExhaustedError, ConcurrentAppendError, ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError, ConcurrentTransactionError, InvalidTransactionError,
     MetadataChangedError, PartitionValueError, SchemaMismatchError, UnsupportedWriterFeatureError,
 )
-from delta_core.log_path import commit_key
+from delta_core.log.log_path import commit_key
 from delta_core.storage import FsspecStorage
-from delta_core.table import DeltaTable
-from delta_core.transaction import Transaction
-from delta_core.write import append, commit_rewrite, create_table, delete_files, overwrite, set_properties
+from delta_core.log.table import DeltaTable
+from delta_core.write.transaction import Transaction
+from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, overwrite, set_properties
 
 from tests.core_write.conftest import listing
 
@@ -209,7 +209,7 @@ def test_ambiguous_failure_finds_its_own_commit(table_dir):
 
 
 def test_commit_logs_carry_table_version_attempt(table, caplog):
-    caplog.set_level(logging.INFO, logger="delta_core.transaction")
+    caplog.set_level(logging.INFO, logger="delta_core.write.transaction")
     snap = table.snapshot()
     append(table, data([3]))
     append(table, data([4]), read_snapshot=snap)

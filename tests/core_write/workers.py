@@ -20,14 +20,14 @@ def rows(ids: list[int], writer: int, p: str = "a") -> pa.Table:
 
 
 def open_table(uri: str, options: dict | None) -> Any:
-    from delta_core.table import DeltaTable
+    from delta_core.log.table import DeltaTable
 
     return DeltaTable(uri, options)
 
 
 def append_many(uri: str, options: dict | None, writer: int, n: int) -> list[tuple[int, int, int]]:
     """``n`` blind appends of one row each; returns (id, version, attempts) per commit."""
-    from delta_core.write import append
+    from delta_core.write.table_writes import append
 
     t = open_table(uri, options)
     snap = t.snapshot()
@@ -48,9 +48,9 @@ def run_op(uri: str, options: dict | None, op: str, arg: Any, barrier: Any,
     Returns ``ok:<version>`` or the error's ``kind``; sets ``done`` when finished so the
     other process may go.
     """
-    from delta_core.data_writer import write_data_file
+    from delta_core.write.data_writer import write_data_file
     from delta_core.errors import DeltaError
-    from delta_core.write import append, commit_rewrite, delete_files, set_properties
+    from delta_core.write.table_writes import append, commit_rewrite, delete_files, set_properties
 
     t = open_table(uri, options)
     snap = t.snapshot()
@@ -89,7 +89,7 @@ def run_op(uri: str, options: dict | None, op: str, arg: Any, barrier: Any,
 
 
 def _key(path: str) -> str:
-    from delta_core.partition_values import url_decode_path
+    from delta_core.model.partition_values import url_decode_path
 
     return url_decode_path(path)
 
@@ -99,10 +99,10 @@ def _key(path: str) -> str:
 
 def die_during(uri: str, step: str) -> None:
     """Run a write and ``os._exit`` at ``step`` (a crash, no clean-up, no finally blocks)."""
-    from delta_core import checkpoint_write
+    from delta_core.write import checkpoint_write
     from delta_core.storage import FsspecStorage
-    from delta_core.table import DeltaTable
-    from delta_core.write import append
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append
 
     class Dying(FsspecStorage):
         def put_if_absent(self, key: str, data: bytes) -> None:

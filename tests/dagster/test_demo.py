@@ -32,7 +32,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
         assert f"  {step} " in text
     assert "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000" in text
 
-    from delta_core.table import DeltaTable
+    from delta_core.log.table import DeltaTable
 
     table = DeltaTable(str(tmp_path / "demo_data" / "events"))
     snap = table.snapshot()

@@ -7,7 +7,7 @@ import pytest
 from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
 
 from definitions import build_assets, build_definitions, build_resources
-from delta_core.write import append, create_table
+from delta_core.write.table_writes import append, create_table
 from demo.data import PARTITION_COLUMNS, SCHEMA, event_batch
 
 pytestmark = pytest.mark.s3

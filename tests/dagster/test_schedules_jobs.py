@@ -98,16 +98,16 @@ def test_jobs_select_by_group_and_kind(defs):
 
 
 def test_resources_resolve_env_secrets(tables_yaml, tmp_path, monkeypatch):
-    config = tables_yaml(f"""
-spark: {{master: {{env: DM_TEST_MASTER}}}}
+    config = tables_yaml("""
+spark: {master: {env: DM_TEST_MASTER}}
 tables:
   s3t:
     uri: s3://bucket/t
     storage_options:
-      key: {{env: DM_TEST_KEY}}
-      secret: {{env: DM_TEST_SECRET}}
+      key: {env: DM_TEST_KEY}
+      secret: {env: DM_TEST_SECRET}
       anon: false
-      client_kwargs: {{endpoint_url: "http://127.0.0.1:9"}}
+      client_kwargs: {endpoint_url: "http://127.0.0.1:9"}
 """)
     resources = build_resources(config)
     delta: DeltaTableResource = resources["delta_s3t"]

@@ -9,8 +9,8 @@ import pytest
 from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
 
 from definitions import build_assets, build_definitions, build_resources
-from delta_core.checkpoint_write import write_checkpoint
-from delta_core.write import append, delete_files
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.table_writes import append, delete_files
 from demo.data import event_batch
 from delta_core.errors import ConfigError
 from sensors import checkpoint_due, parse_cursor

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from definitions import build_definitions
-from delta_core.write import append, create_table
+from delta_core.write.table_writes import append, create_table
 from resources.config import TableConfigError
 from tests.dagster.conftest import REPO_ROOT, write_yaml
 

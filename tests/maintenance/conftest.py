@@ -11,7 +11,7 @@ from typing import Any, Iterable
 import pyarrow as pa
 import pytest
 
-from delta_core.log_path import commit_key
+from delta_core.log.log_path import commit_key
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),
@@ -38,8 +38,8 @@ def batch(start: int, n: int, *, regions: tuple[str, ...] = ("eu", "us")) -> pa.
 def make_table(uri: str, *, appends: int = 6, rows: int = 40, partition_columns: tuple[str, ...] = ("region",),
                properties: dict[str, str] | None = None, storage_options: dict | None = None) -> Any:
     """A table written by delta_core with ``appends`` small commits (2 files each when partitioned)."""
-    from delta_core.table import DeltaTable
-    from delta_core.write import append, create_table
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append, create_table
 
     create_table(uri, SCHEMA, partition_columns=partition_columns, properties=properties,
                  storage_options=storage_options)

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from delta_core.cli import main
+from delta_core.cli.main import main
 
 from tests.maintenance.conftest import make_table
 

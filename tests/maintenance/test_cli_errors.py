@@ -15,9 +15,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.cli import main
+from delta_core.cli.main import main
 from delta_core.errors import MaintenanceError
-from delta_core.maintenance.compaction import compact
+from delta_core.maintenance.spark.compaction import compact
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import make_table
 

@@ -14,7 +14,7 @@ from delta_core.maintenance.compaction_plan import (
     resolve_sizes,
 )
 from delta_core.maintenance.zorder_plan import plan_zorder
-from delta_core.table_properties import DEFAULT_TARGET_FILE_SIZE
+from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 
 from tests.maintenance.conftest import make_table
 

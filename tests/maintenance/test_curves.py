@@ -74,7 +74,7 @@ def test_range_ids_follow_value_order(values):
 
 
 def test_layout_cuts_each_partition_into_its_file_count():
-    from delta_core.maintenance.zorder import PART_COL, layout_from_sample
+    from delta_core.maintenance.spark.zorder import PART_COL, layout_from_sample
 
     rng = np.random.default_rng(3)
     sample = pa.table({

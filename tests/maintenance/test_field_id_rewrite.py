@@ -14,14 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.actions import Add, Metadata, Protocol, encode_actions
+from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.errors import MaintenanceError, MissingFieldIdsError
-from delta_core.maintenance.compaction import compact
+from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
-from delta_core.maintenance.zorder import zorder
-from delta_core.partition_values import url_decode_path
-from delta_core.schema import PARQUET_FIELD_ID
-from delta_core.table import DeltaTable
+from delta_core.maintenance.spark.zorder import zorder
+from delta_core.model.partition_values import url_decode_path
+from delta_core.model.schema import PARQUET_FIELD_ID
+from delta_core.log.table import DeltaTable
 
 from tests.core_write.conftest import listing
 
@@ -226,7 +226,7 @@ def test_mode_none_ignores_leftover_mapping_metadata(tmp_path):
 def test_mode_none_append_writes_logical_names_delta_rs_reads(tmp_path):
     import deltalake
 
-    from delta_core.write import append
+    from delta_core.write.table_writes import append
 
     schema = {"type": "struct", "fields": [
         {"name": "id", "type": "long", "nullable": True, "metadata": cm(1, "col-id")},

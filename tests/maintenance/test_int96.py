@@ -12,13 +12,13 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.actions import Add
-from delta_core.maintenance.compaction import compact
-from delta_core.maintenance.zorder import zorder
-from delta_core.partition_values import url_decode_path
-from delta_core.table import DeltaTable
-from delta_core.transaction import Transaction
-from delta_core.write import create_table
+from delta_core.model.actions import Add
+from delta_core.maintenance.spark.compaction import compact
+from delta_core.maintenance.spark.zorder import zorder
+from delta_core.model.partition_values import url_decode_path
+from delta_core.log.table import DeltaTable
+from delta_core.write.transaction import Transaction
+from delta_core.write.table_writes import create_table
 
 from tests.maintenance.conftest import deltars_rows
 

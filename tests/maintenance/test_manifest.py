@@ -6,8 +6,8 @@ import pytest
 
 from delta_core.errors import UnsupportedTableForOperationError
 from delta_core.maintenance.manifest import MANIFEST_DIR, STATE_KEY, generate_manifests
-from delta_core.partition_values import partition_path, url_decode_path
-from delta_core.write import append, delete_files
+from delta_core.model.partition_values import partition_path, url_decode_path
+from delta_core.write.table_writes import append, delete_files
 
 from tests.maintenance.conftest import batch, make_table
 

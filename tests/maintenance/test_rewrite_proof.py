@@ -1,4 +1,4 @@
-"""The proof a ``dataChange=false`` rewrite gives before it commits (``delta_core.rewrite_proof``):
+"""The proof a ``dataChange=false`` rewrite gives before it commits (``delta_core.write.rewrite_proof``):
 rows, summed null counts and value ranges per column, inputs against outputs.
 
 Outputs are written by our own data writer from the inputs' real rows, with one deliberate
@@ -16,16 +16,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.actions import Add, Metadata, Protocol, encode_actions
-from delta_core.data_writer import write_data_file
+from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
+from delta_core.write.data_writer import write_data_file
 from delta_core.errors import RewriteVerificationError
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.maintenance.input_summary import SummarisingReader
 from delta_core.maintenance.rewrite_commit import commit_rewrite
-from delta_core.partition_values import url_decode_path
-from delta_core.rewrite_proof import InputSummary, verify_rewrite
-from delta_core.stats_collect import stats_json
-from delta_core.table import DeltaTable
+from delta_core.model.partition_values import url_decode_path
+from delta_core.write.rewrite_proof import InputSummary, verify_rewrite
+from delta_core.model.stats_collect import stats_json
+from delta_core.log.table import DeltaTable
 
 from tests.conftest import CONFORMANCE_DIR
 from tests.core_write.conftest import listing

@@ -6,8 +6,8 @@ import pyarrow as pa
 import pytest
 
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio, skipped_shares
-from delta_core.table import DeltaTable
-from delta_core.write import append, create_table
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import append, create_table
 
 from tests.maintenance.conftest import make_table
 

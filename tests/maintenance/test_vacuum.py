@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from delta_core.actions import Add, encode_actions
+from delta_core.model.actions import Add, encode_actions
 from delta_core.errors import RetentionTooShortError
-from delta_core.log_path import commit_key
-from delta_core.maintenance.vacuum import vacuum
-from delta_core.partition_values import url_decode_path
-from delta_core.write import delete_files
+from delta_core.log.log_path import commit_key
+from delta_core.maintenance.spark.vacuum import vacuum
+from delta_core.model.partition_values import url_decode_path
+from delta_core.write.table_writes import delete_files
 
 from tests.maintenance.conftest import commit_info, deltars_rows, make_table, multiset
 
@@ -162,7 +162,7 @@ def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
     old = time.time() - 30 * 86400
     dv_key = touch(uri, f"ab/deletion_vector_{u}.bin", mtime=old)
     stale_dv = touch(uri, f"deletion_vector_{uuid.uuid4()}.bin", mtime=old)
-    from delta_core.actions import DeletionVectorDescriptor
+    from delta_core.model.actions import DeletionVectorDescriptor
 
     dv = DeletionVectorDescriptor("u", "ab" + _z85(u.bytes), 40, 1, offset=1)
     table.storage.put_if_absent(commit_key(snap.version + 1), encode_actions([

@@ -1,0 +1,40 @@
+"""Argument types of the ``delta-core`` command line: numbers checked against their range.
+
+A value argparse accepts is one the operations can use: sizes are Delta ``long``s (``add.size``
+and ``delta.targetFileSize`` are 64-bit in PROTOCOL.md "Add File and Remove File"), retention is a
+finite, non-negative number of hours that still fits a timestamp. A value out of range raises
+``argparse.ArgumentTypeError``, which ``delta_core.cli.main`` turns into a typed ``UsageError``
+(exit status 2) instead of an ``OverflowError`` deep inside pyarrow or ``datetime``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+
+MAX_LONG = 2**63 - 1  # Delta's long: sizes and versions are 64-bit signed
+MAX_RETENTION_HOURS = 1_000_000.0  # ~114 years: beyond it `now - retention` leaves datetime's range
+
+
+def byte_size(text: str) -> int:
+    """A size in bytes: a whole number from 1 to 2**63-1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
+    if not 0 < value <= MAX_LONG:
+        raise argparse.ArgumentTypeError(
+            f"{text} bytes is out of range: give a whole number of bytes from 1 to {MAX_LONG}")
+    return value
+
+
+def retention_hours(text: str) -> float:
+    """A retention in hours: a finite number from 0 to ``MAX_RETENTION_HOURS``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_RETENTION_HOURS:
+        raise argparse.ArgumentTypeError(
+            f"{text} hours is out of range: give a number of hours from 0 to {MAX_RETENTION_HOURS:.0f}")
+    return value

@@ -1,0 +1,123 @@
+"""What every ``delta-core`` command shares: table arguments, storage options, opening the
+table, output and error reporting.
+
+Command modules (``read``, ``write``, ``maintenance``) each expose ``register(subparsers)`` and
+set ``func`` (``args -> int | None``) on their parsers; ``delta_core.cli.main`` registers them. Every ``DeltaError`` ends the command
+with exit status 2: with ``--json`` as ``{"error": {"kind": ..., "message": ...}}`` on stdout
+(so scripts always get one JSON document), otherwise as one line on stderr; ``--verbose`` adds
+the traceback. Argument errors (unknown option, bad or out-of-range value, missing argument)
+are ``UsageError``s and follow the same contract instead of argparse's usage text and exit.
+Other exceptions are bugs and keep their traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
+
+from delta_core.errors import ConfigError, DeltaError, UsageError
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
+
+EXIT_OK = 0
+EXIT_ERROR = 2  # also what argparse uses for usage errors
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error raises ``UsageError`` (subparsers inherit the class), so
+    ``main`` reports it like any other error: one line, or one JSON document with ``--json``."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
+
+
+def add_table_arguments(parser: argparse.ArgumentParser) -> None:
+    """TABLE_URI, repeatable ``--storage-option KEY=VALUE``, ``--json`` and ``--verbose``."""
+    parser.add_argument("table_uri", metavar="TABLE_URI",
+                        help="table root: a local path or an fsspec URI such as s3://bucket/table")
+    parser.add_argument(
+        "--storage-option", dest="storage_options", action="append", default=[], metavar="KEY=VALUE",
+        help="fsspec storage option, repeatable; dotted keys nest (client_kwargs.endpoint_url=...), "
+             "'true'/'false' become booleans",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--verbose", action="store_true",
+                        help="on error also print the traceback; let Spark log as it normally does")
+
+
+def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
+    """``["key=v", "client_kwargs.endpoint_url=http://..."]`` -> nested options dict."""
+    options: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--storage-option {item!r} must look like KEY=VALUE")
+        parsed: Any = {"true": True, "false": False}.get(value.strip().lower(), value)
+        node = options
+        parts = key.strip().split(".")
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                raise ConfigError(f"--storage-option {item!r} nests under {part!r}, which already has a value")
+            node = child
+        node[parts[-1]] = parsed
+    return options
+
+
+def open_table(args: argparse.Namespace) -> "DeltaTable":
+    """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
+    from delta_core.log.table import DeltaTable  # deferred: --help must not need the read path
+
+    return DeltaTable(args.table_uri, parse_storage_options(getattr(args, "storage_options", []) or []))
+
+
+def _human(obj: Any, out: TextIO, indent: int = 0) -> None:
+    pad = "  " * indent
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            if isinstance(v, (dict, list)) and v:
+                print(f"{pad}{k}:", file=out)
+                _human(v, out, indent + 1)
+            else:
+                print(f"{pad}{k}: {_scalar(v)}", file=out)
+    elif isinstance(obj, list):
+        for v in obj:
+            if isinstance(v, (dict, list)):
+                _human(v, out, indent + 1)
+            else:
+                print(f"{pad}- {_scalar(v)}", file=out)
+    else:
+        print(f"{pad}{obj}", file=out)
+
+
+def _scalar(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, (dict, list)):
+        return "(none)"
+    return str(v)
+
+
+def emit(obj: Any, as_json: bool, *, out: TextIO | None = None) -> None:
+    """Print ``obj``: as one JSON document, or readably (strings as they are)."""
+    out = out or sys.stdout
+    if as_json:
+        print(json.dumps(obj, ensure_ascii=False, default=str), file=out)
+    elif isinstance(obj, str):
+        print(obj, file=out)
+    else:
+        _human(obj, out)
+
+
+def report_error(exc: DeltaError, as_json: bool, *, verbose: bool = False) -> None:
+    if verbose:
+        traceback.print_exception(exc, file=sys.stderr)
+    message = str(exc)
+    if as_json:
+        emit({"error": {"kind": exc.kind, "message": message}}, True)
+    else:
+        print(f"delta-core: error ({exc.kind}): {' '.join(message.split())}", file=sys.stderr)

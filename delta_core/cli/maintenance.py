@@ -1,0 +1,120 @@
+"""Maintenance subcommands of ``delta-core``: ``compact``, ``zorder``, ``vacuum``, ``manifest``.
+
+Each builds (or joins) a Spark session only when it needs one (compaction and Z-order always;
+vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
+``--json`` prints ``metrics.to_dict()`` as one document (``version`` is the version committed,
+or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.arguments import byte_size, retention_hours
+from delta_core.errors import ConfigError
+
+
+def _spark_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spark-master", default=None, metavar="URL",
+                        help="Spark master (default $SPARK_MASTER or local[*]); any spark.master value works")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    c = subparsers.add_parser("compact", help="bin-pack small files (OPTIMIZE)",
+                              description="Pack each partition's small files into files near the target size.")
+    add_table_arguments(c)
+    _spark_argument(c)
+    c.add_argument("--where", default=None, metavar="EXPR",
+                   help="partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\"")
+    c.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES",
+                   help="target file size (default delta.targetFileSize, else 128 MiB)")
+    c.add_argument("--min-file-size", type=byte_size, default=None, metavar="BYTES",
+                   help="only files smaller than this are packed (default 3/4 of the target)")
+    c.set_defaults(func=cmd_compact)
+
+    z = subparsers.add_parser("zorder", help="cluster data along a Z-order or Hilbert curve",
+                              description="Rewrite partitions clustered on the given columns.")
+    add_table_arguments(z)
+    _spark_argument(z)
+    z.add_argument("--columns", required=True, metavar="A,B", help="comma-separated data columns")
+    z.add_argument("--curve", choices=("zorder", "hilbert"), default="zorder")
+    z.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
+    z.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES")
+    z.set_defaults(func=cmd_zorder)
+
+    v = subparsers.add_parser("vacuum", help="delete files no longer referenced",
+                              description="Delete unreferenced files older than the retention.")
+    add_table_arguments(v)
+    _spark_argument(v)
+    v.add_argument("--retention-hours", type=retention_hours, default=None, metavar="H",
+                   help="retention (default delta.deletedFileRetentionDuration, 7 days)")
+    v.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
+    v.add_argument("--force", action="store_true", help="allow a retention shorter than the table's")
+    v.add_argument("--delete-on-spark", action="store_true", help="delete as Spark tasks instead of threads")
+    v.set_defaults(func=cmd_vacuum)
+
+    m = subparsers.add_parser("manifest", help="write symlink manifests for Hive/Presto/Athena",
+                              description="Write _symlink_format_manifest/ for the latest version.")
+    add_table_arguments(m)
+    _spark_argument(m)
+    m.add_argument("--incremental", action="store_true",
+                   help="rewrite only the partitions changed since the last generated version")
+    m.set_defaults(func=cmd_manifest)
+
+
+def _spark(args: argparse.Namespace) -> Any:
+    """A factory: the operations start Spark only once they know there is work."""
+    from delta_core.maintenance.spark.session import build_spark_session
+
+    # Spark's own logging stays off the console unless --verbose: errors arrive typed.
+    return lambda: build_spark_session(master=args.spark_master, quiet=not args.verbose)
+
+
+def _columns(text: str) -> list[str]:
+    cols = [c.strip() for c in text.split(",") if c.strip()]
+    if not cols:
+        raise ConfigError("--columns needs at least one column name")
+    return cols
+
+
+def cmd_compact(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.spark.compaction import compact
+
+    table = open_table(args)
+    metrics = compact(table, _spark(args), where=args.where, target_size=args.target_size,
+                      min_file_size=args.min_file_size)
+    emit(metrics.to_dict(), args.json)
+    return 0
+
+
+def cmd_zorder(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.spark.zorder import zorder
+
+    table = open_table(args)
+    columns = _columns(args.columns)
+    metrics = zorder(table, _spark(args), columns, curve=args.curve, where=args.where,
+                     target_size=args.target_size)
+    emit(metrics.to_dict(), args.json)
+    return 0
+
+
+def cmd_vacuum(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.spark.vacuum import vacuum
+
+    table = open_table(args)
+    spark = _spark(args)() if args.delete_on_spark else None
+    metrics = vacuum(table, retention_hours=args.retention_hours, dry_run=args.dry_run, force=args.force,
+                     spark=spark)
+    emit(metrics.to_dict(), args.json)
+    return 0
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.manifest import generate_manifests
+
+    table = open_table(args)
+    metrics = generate_manifests(table, incremental=args.incremental)
+    emit(metrics.to_dict(), args.json)
+    return 0

@@ -1,0 +1,175 @@
+"""Commit history and timestamps (PROTOCOL.md "Commit Provenance Information" and
+"In-Commit Timestamps").
+
+A commit's timestamp is its ``commitInfo.inCommitTimestamp`` for versions written while
+in-commit timestamps are enabled (from ``delta.inCommitTimestampEnablementVersion`` on), and
+otherwise the commit file's modification time, made strictly increasing across versions as
+Delta does (clock skew between writers must not make time go backwards). The snapshot "as of"
+a timestamp is the latest version committed at or before it.
+
+Only the commit files a question needs are read: ``history(limit)`` reads ``limit`` files,
+the timestamp search reads O(log n) of them for in-commit timestamps and none otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Sequence
+
+from delta_core.errors import CorruptLogError, VersionNotFoundError
+from delta_core.log.log_path import LogFileKind, LogPath, commit_key
+from delta_core.log.log_segment import list_log
+from delta_core.storage.base import Storage
+
+ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
+ICT_ENABLEMENT_TIMESTAMP = "delta.inCommitTimestampEnablementTimestamp"
+
+
+@dataclass(frozen=True, slots=True)
+class CommitRecord:
+    """One entry of ``DeltaTable.history``: the version, its timestamp (epoch ms) and the raw
+    ``commitInfo`` object (empty when the commit has none)."""
+
+    version: int
+    timestamp: int
+    commit_info: Mapping[str, Any] = field(default_factory=dict)
+
+
+def to_epoch_ms(value: int | float | dt.datetime | dt.date | str) -> int:
+    """Epoch milliseconds from ms, a datetime (naive = UTC), a date or an ISO-8601 string."""
+    if isinstance(value, bool):
+        raise TypeError("a timestamp cannot be a bool")
+    if isinstance(value, (int, float)):
+        return int(value)
+    if isinstance(value, str):
+        value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+    if isinstance(value, dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=dt.timezone.utc)
+        return int(value.timestamp() * 1000)
+    if isinstance(value, dt.date):
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+    raise TypeError(f"cannot use {value!r} as a timestamp")
+
+
+def read_commit_info(storage: Storage, version: int) -> dict[str, Any]:
+    """The ``commitInfo`` object of commit ``version`` (``{}`` if it has none).
+
+    Reads lines until it meets ``commitInfo`` (writers put it first), without building the
+    other actions.
+    """
+    key = commit_key(version)
+    try:
+        data = storage.read(key)
+    except FileNotFoundError:
+        raise VersionNotFoundError(
+            f"commit {version} of {storage.root} does not exist (never written, or removed by log "
+            "cleanup)", path=storage.root, version=version,
+        ) from None
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if b'"commitInfo"' not in line:
+            continue
+        try:
+            obj = json.loads(line)
+        except ValueError as exc:
+            raise CorruptLogError(
+                f"line {lineno} of {storage.uri(key)} is not valid JSON ({exc}); restore the commit "
+                "from a backup", path=storage.uri(key), version=version,
+            ) from exc
+        if isinstance(obj, dict) and isinstance(obj.get("commitInfo"), dict):
+            return obj["commitInfo"]
+    return {}
+
+
+def _ict(info: Mapping[str, Any]) -> int | None:
+    value = info.get("inCommitTimestamp")
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def monotonic_times(commits: Sequence[LogPath]) -> list[int]:
+    """File modification times made strictly increasing in version order."""
+    out: list[int] = []
+    for c in commits:
+        t = c.modification_time
+        if out and t <= out[-1]:
+            t = out[-1] + 1
+        out.append(t)
+    return out
+
+
+def history(
+    storage: Storage, latest_version: int, *, limit: int | None = None,
+) -> list[CommitRecord]:
+    """``commitInfo`` per version, newest first, reading only the ``limit`` newest commits."""
+    if limit is not None and limit <= 0:
+        return []
+    start = 0 if limit is None else max(0, latest_version - limit + 1)
+    commits = [f for f in list_log(storage, start_version=start, end_version=latest_version)
+               if f.kind is LogFileKind.COMMIT]
+    times = monotonic_times(commits)
+    with ThreadPoolExecutor(max_workers=max(1, min(8, len(commits)))) as pool:
+        infos = list(pool.map(lambda f: read_commit_info(storage, f.version), commits))
+    records = [
+        CommitRecord(c.version, _ict(info) if _ict(info) is not None else t, info)
+        for c, t, info in zip(commits, times, infos)
+    ]
+    records.reverse()
+    return records[:limit] if limit is not None else records
+
+
+def version_at_timestamp(
+    storage: Storage, timestamp_ms: int, *, configuration: Mapping[str, str], ict_enabled: bool,
+) -> int:
+    """The latest version committed at or before ``timestamp_ms``.
+
+    ``configuration``/``ict_enabled`` come from the latest snapshot: they say from which version
+    on commit times are in-commit timestamps. Raises ``VersionNotFoundError`` when the time is
+    before the earliest commit the log still has.
+    """
+    commits = [f for f in list_log(storage) if f.kind is LogFileKind.COMMIT]
+    if not commits:
+        raise VersionNotFoundError(f"{storage.root} has no commits to search by time",
+                                   path=storage.root)
+    ict_from: int | None = None
+    if ict_enabled:
+        raw = configuration.get(ICT_ENABLEMENT_VERSION)
+        ict_from = int(raw) if raw is not None else commits[0].version
+    file_commits = [c for c in commits if ict_from is None or c.version < ict_from]
+    ict_commits = [c for c in commits if ict_from is not None and c.version >= ict_from]
+
+    if ict_commits:
+        first_ict = _ict(read_commit_info(storage, ict_commits[0].version))
+        if first_ict is not None and timestamp_ms >= first_ict:
+            # Binary search on in-commit timestamps, which writers keep strictly increasing.
+            lo, hi = 0, len(ict_commits) - 1
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                t = _ict(read_commit_info(storage, ict_commits[mid].version))
+                if t is None:
+                    raise CorruptLogError(
+                        f"commit {ict_commits[mid].version} lacks inCommitTimestamp although the "
+                        "table enables in-commit timestamps", path=storage.root,
+                        version=ict_commits[mid].version,
+                    )
+                if t <= timestamp_ms:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            return ict_commits[lo].version
+    times = monotonic_times(file_commits)
+    best: int | None = None
+    for c, t in zip(file_commits, times):
+        if t > timestamp_ms:
+            break
+        best = c.version
+    if best is None:
+        first = times[0] if times else None
+        raise VersionNotFoundError(
+            f"no version of {storage.root} was committed at or before {timestamp_ms} ms"
+            + (f"; the earliest available commit is at {first} ms" if first is not None else ""),
+            path=storage.root,
+        )
+    return best

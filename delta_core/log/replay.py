@@ -1,0 +1,208 @@
+"""Columnar Action Reconciliation (PROTOCOL.md "Action Reconciliation").
+
+Given a base state (a checkpoint, or an earlier snapshot being updated) and the commits after
+it, this computes the snapshot's state:
+
+- the latest ``protocol`` and ``metaData`` win;
+- the latest ``txn`` per ``appId`` wins (no expiry here: ``live_txns`` applies
+  ``delta.setTransactionRetentionDuration`` when a caller wants it);
+- the latest ``domainMetadata`` per ``domain`` wins; ``removed=true`` ones are dropped;
+- a logical file is keyed by ``(path, deletionVector.uniqueId)``, ``path`` in its canonical
+  form (``delta_core.model.path_identity``: ``/t/f``, ``file:/t/f`` and ``f`` under root ``/t`` are one
+  file, as in Delta Spark); the newest action per key wins; the output keeps each ``path`` as
+  the log wrote it; ``add`` winners form the live files, unique by ``path`` (newest wins); ``remove``
+  winners are tombstones, kept until a checkpoint writer expires them
+  (``expire_tombstones_before``).
+
+All file work is done on Arrow arrays: the base (possibly millions of rows) is only filtered
+with hash lookups against the keys the commits touched; only the commit rows are sorted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
+from delta_core.model.arrow_values import bool_array, empty_table, int_scalar
+from delta_core.log.commit_read import CommitBatch
+from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
+from delta_core.model.path_identity import TableRoot, canonical_paths
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayState:
+    """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain."""
+
+    protocol: Protocol | None
+    metadata: Metadata | None
+    files: pa.Table
+    tombstones: pa.Table
+    txns: Mapping[str, Txn] = field(default_factory=dict)
+    domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls) -> "ReplayState":
+        return cls(None, None, empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA))
+
+
+def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
+    """Row indices (ascending) of the newest (highest ``order``) row for each distinct key, or
+    ``None`` when every key occurs once, so every row wins. Keys are counted with a hash table;
+    only the rows of repeated keys are sorted (most commits touch each file once)."""
+    n = len(keys)
+    if n == 0 or pc.count_distinct(keys).as_py() == n:
+        return None
+    counts = pc.value_counts(keys)
+    repeated = counts.field("values").filter(pc.greater(counts.field("counts"), int_scalar(1)))
+    if not len(repeated):
+        return None
+    in_repeated = pc.is_in(keys, value_set=repeated)
+    rows = pc.cast(pc.indices_nonzero(in_repeated), pa.int64())
+    t = pa.table({"k": keys.take(rows), "o": order.take(rows), "i": rows})
+    t = t.sort_by([("k", "ascending"), ("o", "descending")])
+    k = _combined(t["k"])
+    m = len(k)
+    # Sorted by key then newest first: a row starts a new key group iff its key differs
+    # from the previous row's, and that first row is the newest of its group.
+    first = pc.not_equal(k.slice(1), k.slice(0, m - 1))
+    mask = pa.concat_arrays([bool_array([True]), first])
+    winners = pa.concat_arrays([
+        pc.cast(pc.indices_nonzero(pc.invert(in_repeated)), pa.int64()),
+        _combined(t["i"]).filter(mask),
+    ])
+    return winners.take(pc.sort_indices(winners))
+
+
+def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
+    if not isinstance(x, pa.ChunkedArray):
+        return x
+    # combine_chunks() of no chunks goes through pa.array(), which imports pandas
+    return x.combine_chunks() if x.num_chunks else pa.nulls(0, x.type)
+
+
+def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
+    return pa.concat_arrays([_combined(a), _combined(b)])
+
+
+def reconcile_files(
+    base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None = None,
+) -> tuple[pa.Table, pa.Table]:
+    """Apply the commits' file actions to the base live files and tombstones. New rows follow
+    the base rows, in the log order of their winning actions. With ``table_root``, paths are
+    matched in their canonical form (without it, as written)."""
+    if not batch.has_file_actions:
+        return base_files, base_tombstones
+
+    def paths(t: pa.Table) -> pa.ChunkedArray | pa.Array:
+        return t["path"] if table_root is None else canonical_paths(t["path"], table_root)
+
+    adds, removes = batch.adds, batch.removes
+    add_paths = paths(adds)
+    if removes.num_rows:
+        keys: pa.Array | pa.ChunkedArray = _concat(file_keys(adds, paths=add_paths),
+                                                   file_keys(removes, paths=paths(removes)))
+        order = _concat(batch.add_order, batch.remove_order)
+    else:  # the common append-only batch: no copy of the keys
+        keys, order = file_keys(adds, paths=add_paths), batch.add_order
+    winners = _newest_per_key(keys, order)
+    if winners is None:  # each key has one action: all of them win, nothing to copy
+        new_adds, new_removes, touched, add_order = adds, removes, keys, batch.add_order
+        new_add_paths = add_paths
+    else:
+        n_add = int_scalar(adds.num_rows)
+        is_add = pc.less(winners, n_add)
+        add_rows = winners.filter(is_add)
+        remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
+        new_adds, new_removes = adds.take(add_rows), removes.take(remove_rows)
+        touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
+        new_add_paths = add_paths.take(add_rows)
+    dvs = new_adds["deletion_vector"]
+    if new_adds.num_rows > 1 and dvs.null_count < len(dvs):
+        # A path may be added with two DV ids only if the older one is also removed; either
+        # way the add set is unique by path and the newest pair wins.
+        newest = _newest_per_key(new_add_paths, add_order)
+        if newest is not None:
+            new_adds, new_add_paths = new_adds.take(newest), new_add_paths.take(newest)
+
+    if base_files.num_rows or base_tombstones.num_rows:
+        touched = _combined(touched)
+    if base_files.num_rows:
+        base_paths = paths(base_files)
+        keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
+        if new_adds.num_rows:
+            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=_combined(new_add_paths))))
+        # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
+        if not pc.all(keep_files).as_py():
+            base_files = base_files.filter(keep_files)
+    if base_tombstones.num_rows:
+        keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
+                                             value_set=touched))
+        if not pc.all(keep_tombstones).as_py():
+            base_tombstones = base_tombstones.filter(keep_tombstones)
+    files = pa.concat_tables([base_files, new_adds])
+    tombstones = pa.concat_tables([base_tombstones, new_removes])
+    return files, tombstones
+
+
+def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None) -> ReplayState:
+    """The state after applying ``batch`` (commits in ascending order) on top of ``base``; file
+    paths are matched in their canonical form under ``table_root`` when given."""
+    protocol, metadata = base.protocol, base.metadata
+    txns = dict(base.txns)
+    domains = dict(base.domain_metadata)
+    for c in batch.commits:
+        if c.protocol is not None:
+            protocol = c.protocol
+        if c.metadata is not None:
+            metadata = c.metadata
+        for t in c.txns:
+            txns[t.app_id] = t
+        for d in c.domain_metadata:
+            domains[d.domain] = d
+    root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
+    files, tombstones = reconcile_files(base.files, base.tombstones, batch, table_root=root)
+    return ReplayState(
+        protocol=protocol, metadata=metadata, files=files, tombstones=tombstones, txns=txns,
+        domain_metadata={k: d for k, d in domains.items() if not d.removed},
+    )
+
+
+def base_state(
+    *,
+    protocol: Protocol | None,
+    metadata: Metadata | None,
+    files: pa.Table,
+    tombstones: pa.Table,
+    txns: Iterable[Txn] = (),
+    domain_metadata: Iterable[DomainMetadata] = (),
+) -> ReplayState:
+    """A replay base from a checkpoint's actions (later entries of one appId/domain win)."""
+    t = {x.app_id: x for x in txns}
+    d = {x.domain: x for x in domain_metadata}
+    return ReplayState(protocol, metadata, files, tombstones, t, {k: v for k, v in d.items() if not v.removed})
+
+
+# --- expiry (applied by checkpoint writers and callers that ask for it) -------------------
+
+
+def expire_tombstones_before(tombstones: pa.Table, ms: int) -> pa.Table:
+    """Tombstones deleted after ``ms`` (epoch millis); a missing ``deletionTimestamp`` counts as 0,
+    so it expires (PROTOCOL.md "Add File and Remove File": a tombstone lives until expired)."""
+    ts = pc.fill_null(tombstones["deletion_timestamp"], int_scalar(0))
+    return tombstones.filter(pc.greater(ts, int_scalar(ms)))
+
+
+def live_txns(
+    txns: Mapping[str, Txn], *, retention: dt.timedelta | None, now_ms: int,
+) -> dict[str, Txn]:
+    """Txns not older than ``retention`` (``delta.setTransactionRetentionDuration``), by
+    ``lastUpdated``; a txn without ``lastUpdated`` never expires. ``None`` keeps all."""
+    if retention is None:
+        return dict(txns)
+    cutoff = now_ms - int(retention.total_seconds() * 1000)
+    return {k: t for k, t in txns.items() if t.last_updated is None or t.last_updated >= cutoff}

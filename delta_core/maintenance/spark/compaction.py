@@ -1,0 +1,148 @@
+"""Compaction (Delta's OPTIMIZE bin-packing) executed on Spark.
+
+``plan_compaction`` (pure, in ``compaction_plan``) decides the bins; ``compact`` runs them:
+each bin is one Spark task that reads its files with pyarrow over the table's storage and
+writes one new file (full stats, same schema, physical names and partition values) — rows
+never pass through the JVM. Bins are committed in batches (``batch_size_bytes`` of input per
+commit), so a failure loses at most the batch in flight; before each batch the snapshot is
+refreshed and bins whose inputs were removed meanwhile are dropped. Commits follow
+``rewrite_commit``: ``OPTIMIZE`` with ``dataChange=false``, retried only while every input is
+still live.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from delta_core.maintenance.compaction_plan import (
+    DEFAULT_BATCH_BYTES,
+    Bin,
+    CompactionPlan,
+    plan_compaction,
+)
+from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
+from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
+from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
+from delta_core.maintenance.spark.tasks import (
+    add_from_json,
+    add_to_json,
+    resolve_spark,
+    run_tasks,
+    settled_on_failure,
+)
+from delta_core.model.table_features import check_write_supported
+from delta_core.write.void_columns import check_void_writable
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CompactionMetrics", "CompactionPlan", "compact", "plan_compaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionMetrics(MetricsRecord):
+    version: int | None  # last version committed, None when nothing was committed
+    versions: tuple[int, ...]
+    read_version: int
+    target_size: int
+    min_file_size: int
+    predicate: str | None
+    files_considered: int
+    partitions_considered: int
+    partitions_compacted: int
+    num_bins: int
+    num_batches: int
+    batches_committed: int
+    batches_aborted: int
+    num_removed_files: int
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
+    duration_seconds: float
+
+
+def _compact_bin(payload: dict[str, Any]) -> list[str]:
+    """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON, then the
+    summaries of the inputs in ``summarise`` (``InputSummary`` JSON)."""
+    reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=payload["summarise"])
+    add = rewrite_files(payload["storage"], payload["paths"], metadata=payload["metadata"],
+                        partition_values=payload["partition_values"], sizes=payload["sizes"], reader=reader,
+                        key=payload["key"])
+    return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
+
+
+def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], label: str,
+                  outputs: list[str]) -> RewriteOutput:
+    """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
+    (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
+    summarise = paths_to_summarise(snapshot, [p for b in batch for p in b.paths])
+    payloads = []
+    for b in sorted(batch, key=lambda b: -b.total_size):
+        key = rewrite_output_key(snapshot.metadata, b.partition_dict)
+        outputs.append(key)
+        payloads.append({"storage": table.storage, "metadata": snapshot.metadata, "paths": b.paths,
+                         "sizes": [f.size for f in b.files], "partition_values": b.partition_dict, "key": key,
+                         "summarise": [p for p in b.paths if p in summarise]})
+    results = run_tasks(spark, _compact_bin, payloads, description=label)
+    adds, summaries = split_results(r for rs in results for r in rs)
+    return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
+
+
+def compact(
+    table: Any,
+    spark: Any,
+    *,
+    where: str | None = None,
+    target_size: int | None = None,
+    min_file_size: int | None = None,
+    batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+) -> CompactionMetrics:
+    """Bin-pack the small files of ``table`` (a ``delta_core.log.table.DeltaTable``) on ``spark``
+    (a SparkSession, or a factory called only when there is something to compact)."""
+    watch = Stopwatch()
+    snapshot = table.snapshot()
+    check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
+                          version=snapshot.version)
+    check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
+                        version=snapshot.version)
+    plan = plan_compaction(snapshot, target_size=target_size, min_file_size=min_file_size, where=where)
+    log.info("table=%s version=%d compaction plan: %d bins over %d files (%d bytes) in %d partitions",
+             table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
+             plan.partitions_compacted)
+    batches = plan.batches(batch_size_bytes)
+    if batches:
+        spark = resolve_spark(spark)
+
+    def rewrite(current: Any, batch: Sequence[Bin], label: str, outputs: list[str]) -> RewriteOutput:
+        with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
+            return _rewrite_bins(spark, table, current, batch, label, outputs)
+
+    tally = run_rewrite_batches(
+        table, snapshot, batches, rewrite=rewrite, label="compaction",
+        operation_parameters=plan.operation_parameters(),
+        extra_metrics={"totalConsideredFiles": plan.files_considered,
+                       "totalFilesSkipped": plan.files_considered - plan.num_input_files,
+                       "preserveInsertionOrder": True},
+    )
+    return CompactionMetrics(
+        version=tally.versions[-1] if tally.versions else None,
+        versions=tally.versions,
+        read_version=snapshot.version,
+        target_size=plan.target_size,
+        min_file_size=plan.min_file_size,
+        predicate=plan.predicate,
+        files_considered=plan.files_considered,
+        partitions_considered=plan.partitions_considered,
+        partitions_compacted=plan.partitions_compacted,
+        num_bins=len(plan.bins),
+        num_batches=len(batches),
+        batches_committed=len(tally.versions),
+        batches_aborted=tally.batches_aborted,
+        num_removed_files=tally.num_removed_files,
+        num_added_files=tally.num_added_files,
+        removed_bytes=tally.removed_bytes,
+        added_bytes=tally.added_bytes,
+        duration_seconds=watch.seconds(),
+    )

@@ -1,0 +1,291 @@
+"""Vacuum: delete the files under a table root that no version inside the retention needs.
+
+``vacuum`` reads the latest snapshot, lists the table root in parallel (one listing per
+top-level directory on a bounded thread pool; hidden top-level directories such as
+``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
+parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
+``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
+``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
+``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
+(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
+
+Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
+refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``now`` (an
+injectable clock) so tests and schedules decide what "old" means. The write protocol is checked
+first (PROTOCOL.md "VACUUM Protocol Check").
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import os
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooShortError, UnplaceablePathError
+from delta_core.log.log_path import LOG_DIR
+from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.vacuum_plan import (
+    VacuumPlan,
+    dv_relative_path,
+    empty_dir_candidates,
+    is_hidden,
+    log_path_to_key,
+    plan_vacuum,
+)
+from delta_core.model.path_identity import TableRoot, Where
+from delta_core.storage.base import FileInfo, Storage
+from delta_core.model.table_features import check_write_supported
+from delta_core.write.transaction import Transaction
+
+log = logging.getLogger(__name__)
+
+__all__ = ["VacuumMetrics", "VacuumPlan", "plan_vacuum", "referenced_keys", "vacuum"]
+
+DEFAULT_THREADS = 16
+DELETE_CHUNK = 1000
+Clock = Callable[[], dt.datetime]
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumMetrics(MetricsRecord):
+    version: int | None  # VACUUM END commit (None in a dry run)
+    start_version: int | None  # VACUUM START commit
+    read_version: int
+    dry_run: bool
+    retention_hours: float
+    retention_check_enabled: bool
+    files_listed: int
+    num_files_to_delete: int
+    num_deleted_files: int
+    num_vacuumed_directories: int
+    num_removed_files: int
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
+    ignored_log_paths: int  # paths in the log outside the root (warned about, never touched)
+    paths: tuple[str, ...]  # dry run: what would be deleted (absolute URIs)
+    duration_seconds: float
+
+
+def _now_ms(now: dt.datetime | int | Clock | None) -> int:
+    if now is None:
+        return int(time.time() * 1000)
+    if callable(now):
+        now = now()
+    if isinstance(now, dt.datetime):
+        if now.tzinfo is None:
+            now = now.replace(tzinfo=dt.timezone.utc)
+        return int(now.timestamp() * 1000)
+    return int(now)
+
+
+def _keys(paths: Iterable[str | None], root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
+    out = []
+    for p in paths:
+        if not p:
+            continue
+        try:
+            out.append(log_path_to_key(p, root))
+        except PathEscapesTableError:
+            # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours
+            # under another spelling of the root.
+            (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
+    return out
+
+
+def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
+    valid = dv.filter(pc.is_valid(dv))
+    if len(valid) == 0:
+        return []
+    kinds = pc.struct_field(valid, "storageType").to_pylist()
+    refs = pc.struct_field(valid, "pathOrInlineDv").to_pylist()
+    return _keys((dv_relative_path(k, r) for k, r in zip(kinds, refs)), root, ignored, uncertain)
+
+
+def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str], *,
+                    uncertain: list[str] | None = None) -> set[str]:
+    """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``.
+    Paths certainly outside the root go to ``ignored``; paths that cannot be placed with
+    certainty (``path_identity.Where.UNCERTAIN``) go to ``uncertain`` (the caller refuses)."""
+    files = snapshot.files
+    tomb = snapshot.tombstones
+    recent = tomb.filter(pc.fill_null(pc.greater(tomb.column("deletion_timestamp"), cutoff_ms), False))
+    table_root = TableRoot.of(root)
+    unsure = uncertain if uncertain is not None else []
+    refs = set(_keys(files.column("path").to_pylist(), table_root, ignored, unsure))
+    refs.update(_dv_keys(files.column("deletion_vector"), table_root, ignored, unsure))
+    refs.update(_keys(recent.column("path").to_pylist(), table_root, ignored, unsure))
+    refs.update(_dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure))
+    return refs
+
+
+def _top_level(storage: Storage) -> tuple[list[FileInfo], list[str]]:
+    """Files directly under the root and the names of the directories there."""
+    local = storage.local_path("") if hasattr(storage, "local_path") else None
+    files = list(storage.list_from(""))
+    if local is not None:
+        try:
+            dirs = [e.name for e in os.scandir(local) if e.is_dir(follow_symlinks=False)]
+        except FileNotFoundError:
+            dirs = []
+        return files, dirs
+    fs = storage.fs
+    base = fs._strip_protocol(storage.root).rstrip("/")
+    entries = fs.ls(base, detail=True, refresh=True)
+    dirs = [e["name"].rstrip("/")[len(base) + 1:] for e in entries if e.get("type") == "directory"]
+    return files, [d for d in dirs if d]
+
+
+def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS) -> pa.Table:
+    """Every non-hidden file under the root (``key``, ``size``, ``modification_time``), listed
+    per top-level directory in parallel; hidden top-level directories are not listed at all."""
+    root_files, dirs = _top_level(storage)
+    wanted = [d for d in dirs if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
+    infos: list[FileInfo] = list(root_files)
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
+            infos.extend(listed)
+            log.debug("vacuum listing: %d files so far", len(infos))
+    return pa.table({
+        "key": pa.array([i.key for i in infos], pa.string()),
+        "size": pa.array([i.size for i in infos], pa.int64()),
+        "modification_time": pa.array([i.modification_time for i in infos], pa.int64()),
+    })
+
+
+def _delete_chunk(payload: dict[str, Any]) -> list[str]:
+    """Spark task: delete one chunk of keys; returns how many as a one-element list."""
+    payload["storage"].delete_many(payload["keys"])
+    return [str(len(payload["keys"]))]
+
+
+def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
+                 table_uri: str = "") -> int:
+    """Delete ``keys`` in parallel chunks (threads, or Spark tasks); logs progress."""
+    chunks = [list(keys[i:i + DELETE_CHUNK]) for i in range(0, len(keys), DELETE_CHUNK)]
+    if not chunks:
+        return 0
+    if spark is not None:
+        from delta_core.maintenance.spark.tasks import run_tasks
+
+        results = run_tasks(spark, _delete_chunk, [{"storage": storage, "keys": c} for c in chunks],
+                            description=f"vacuum delete of {table_uri}")
+        return sum(int(r[0]) for r in results if r)
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for n in pool.map(lambda c: (storage.delete_many(c), len(c))[1], chunks):
+            done += n
+            if len(chunks) > 1:
+                log.info("table=%s vacuum: deleted %d/%d files", table_uri, done, len(keys))
+    return done
+
+
+def remove_empty_directories(storage: Storage, deleted: Sequence[str]) -> int:
+    """Remove the now-empty parent directories of ``deleted`` keys (local stores only; object
+    stores have no directories)."""
+    removed = 0
+    local = getattr(storage, "local_path", None)
+    for directory in empty_dir_candidates(deleted):
+        path = local(directory) if local else None
+        if path is None:
+            continue
+        try:
+            os.rmdir(path)
+            removed += 1
+        except OSError:
+            continue  # not empty (or already gone): leave it
+    return removed
+
+
+def vacuum(
+    table: Any,
+    *,
+    retention_hours: float | None = None,
+    dry_run: bool = False,
+    force: bool = False,
+    spark: Any = None,
+    now: dt.datetime | int | Clock | None = None,
+    threads: int = DEFAULT_THREADS,
+) -> VacuumMetrics:
+    """Vacuum ``table``; see the module docstring."""
+    watch = Stopwatch()
+    snapshot = table.snapshot()
+    check_write_supported(snapshot.protocol, snapshot.metadata, path=table.uri, version=snapshot.version)
+    table_retention = snapshot.properties.deleted_file_retention
+    if retention_hours is not None and retention_hours < 0:
+        raise ConfigError(f"retention must not be negative, got {retention_hours} hours", path=table.uri)
+    retention = table_retention if retention_hours is None else dt.timedelta(hours=retention_hours)
+    if retention < table_retention and not force:
+        raise RetentionTooShortError(
+            f"retention of {retention} is shorter than the table's delta.deletedFileRetentionDuration "
+            f"({table_retention}); files still needed by readers of recent versions or by running writers "
+            "could be deleted. Use a longer retention, or force=True (--force) if nothing reads or writes "
+            "older versions",
+            path=table.uri, version=snapshot.version,
+        )
+    now_ms = _now_ms(now)
+    cutoff = now_ms - int(retention.total_seconds() * 1000)
+    storage = table.storage
+    ignored: list[str] = []
+    uncertain: list[str] = []
+    referenced = referenced_keys(snapshot, cutoff, storage.root, ignored, uncertain=uncertain)
+    if uncertain:
+        # Delta Spark fails the same way: a file we cannot place might be one we would delete.
+        raise UnplaceablePathError(
+            f"vacuum of {table.uri} refused, nothing deleted: {len(uncertain)} live or in-retention "
+            f"path(s) in the log cannot be placed inside or outside the table root with certainty, "
+            f"e.g. {uncertain[0]!r} (another scheme or bucket that may alias this store, or a '..' "
+            "segment). Open the table by the root those paths use, or rewrite the files so that the "
+            "log names them relative to the root", path=uncertain[0], version=snapshot.version)
+    for p in ignored[:10]:
+        log.warning("table=%s vacuum ignores %r from the log: it is outside the table root", table.uri, p)
+    listed = list_table_files(storage, snapshot.partition_columns, threads=threads)
+    plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,
+                       now_ms=now_ms, retention=retention)
+    log.info("table=%s version=%d vacuum: %d files listed, %d to delete (%d bytes), %d young kept",
+             table.uri, snapshot.version, plan.files_listed, plan.num_files_to_delete, plan.bytes_to_delete,
+             plan.young_kept)
+    retention_ms = int(retention.total_seconds() * 1000)
+    default_ms = int(table_retention.total_seconds() * 1000)
+    if dry_run:
+        return _metrics(snapshot, plan, retention, None, None, True, not force, 0, 0, ignored,
+                        tuple(storage.uri(k) for k in plan.to_delete), watch)
+    params = {"retentionCheckEnabled": not force, "defaultRetentionMillis": default_ms}
+    if retention_hours is not None:
+        params["specifiedRetentionMillis"] = retention_ms
+    start = _commit(table, "VACUUM START", params,
+                    {"numFilesToDelete": plan.num_files_to_delete, "sizeOfDataToDelete": plan.bytes_to_delete})
+    deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri)
+    dirs = remove_empty_directories(storage, plan.to_delete)
+    end = _commit(table, "VACUUM END", {"status": "COMPLETED"},
+                  {"numDeletedFiles": deleted, "numVacuumedDirectories": dirs})
+    log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
+             table.uri, deleted, dirs, start, end)
+    return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch)
+
+
+def _commit(table: Any, operation: str, params: dict[str, Any], metrics: dict[str, Any]) -> int:
+    txn = Transaction(table, operation=operation, operation_parameters=params)
+    txn.set_operation_metrics(metrics)
+    return txn.commit().version
+
+
+def _metrics(snapshot: Any, plan: VacuumPlan, retention: dt.timedelta, start: int | None, end: int | None,
+             dry_run: bool, check: bool, deleted: int, dirs: int, ignored: list[str], paths: tuple[str, ...],
+             watch: Stopwatch) -> VacuumMetrics:
+    return VacuumMetrics(
+        version=end, start_version=start, read_version=snapshot.version, dry_run=dry_run,
+        retention_hours=retention.total_seconds() / 3600, retention_check_enabled=check,
+        files_listed=plan.files_listed, num_files_to_delete=plan.num_files_to_delete,
+        num_deleted_files=deleted, num_vacuumed_directories=dirs,
+        num_removed_files=deleted, num_added_files=0,
+        removed_bytes=plan.bytes_to_delete if not dry_run else 0, added_bytes=0,
+        ignored_log_paths=len(ignored), paths=paths, duration_seconds=watch.seconds(),
+    )

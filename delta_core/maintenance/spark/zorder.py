@@ -1,0 +1,303 @@
+"""Z-order (and Hilbert) clustering executed on Spark.
+
+Per batch of partitions (``plan_zorder`` decides them):
+
+1. *Sample* — one Spark task per input file reads only the clustering columns (column
+   projection) and returns evenly spaced rows (about ``sample_rows`` overall). On the driver,
+   ``layout_from_sample`` cuts each column at ``2**bits`` quantiles (range ids), computes the
+   sample's curve keys, and cuts each partition's keys into as many equal-count stretches as it
+   gets output files (input bytes / target size): one output file per stretch. A file whose
+   stats cannot stand in the rewrite's proof is read whole here and summarised (``InputSummary``).
+2. *Key* — one task per file reads the whole file (pyarrow over storage) and appends ``__zkey``
+   (the curve key of the row's range ids) and ``__file`` (its output file). Rows now go through
+   Spark:
+3. *Shuffle* — ``repartition(n_files, __file)`` then ``sortWithinPartitions(__file, __zkey)``;
+   the target file of every row is already known, so no range-partitioner sampling pass runs.
+4. *Write* — each Spark partition streams one file per ``__file`` run, full stats.
+5. *Commit* — ``OPTIMIZE`` with ``zOrderBy`` in ``operationParameters``, ``dataChange=false``,
+   under the same conflict rules and proof of kept data as compaction (``rewrite_commit``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.model.actions import Metadata
+from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
+from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
+from delta_core.maintenance.data_io import (
+    logical_data_schema,
+    read_data_file,
+    rewrite_output_key,
+    write_rewritten,
+)
+from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
+from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
+from delta_core.maintenance.spark.tasks import (
+    add_from_json,
+    add_to_json,
+    collect_arrow,
+    default_slices,
+    payload_frame,
+    resolve_spark,
+    settled_on_failure,
+)
+from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
+from delta_core.write.rewrite_proof import InputSummary
+from delta_core.storage.base import Storage
+from delta_core.model.table_features import check_write_supported
+from delta_core.write.void_columns import check_void_writable
+
+log = logging.getLogger(__name__)
+
+__all__ = ["ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
+
+PART_COL = "__part"
+FILE_COL = "__file"
+KEY_COL = "__zkey"
+SUMMARY_COL = "__summary"
+DEFAULT_SAMPLE_ROWS = 200_000
+
+
+@dataclass(frozen=True, slots=True)
+class ZOrderMetrics(MetricsRecord):
+    version: int | None
+    versions: tuple[int, ...]
+    read_version: int
+    columns: tuple[str, ...]
+    curve: str
+    target_size: int
+    predicate: str | None
+    partitions_optimized: int
+    files_considered: int
+    num_batches: int
+    batches_committed: int
+    batches_aborted: int
+    num_removed_files: int
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
+    duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class CurveLayout:
+    """Everything a task needs to place a row: per-column quantile cuts, and per table partition
+    the curve-key cuts between its output files (``file_offsets[p]`` is its first file id)."""
+
+    columns: tuple[str, ...]
+    curve: str
+    bits: int
+    value_cuts: tuple[np.ndarray, ...]
+    key_cuts: tuple[np.ndarray, ...]
+    file_offsets: tuple[int, ...]
+
+    @property
+    def num_files(self) -> int:
+        return self.file_offsets[-1] + len(self.key_cuts[-1]) + 1 if self.key_cuts else 0
+
+    def keys(self, data: pa.Table) -> np.ndarray:
+        coords = [range_ids(data.column(c), b) for c, b in zip(self.columns, self.value_cuts)]
+        if not data.num_rows:
+            return np.zeros(0, np.uint64)
+        return curve_keys(self.curve, coords, self.bits)
+
+    def file_ids(self, part: int, keys: np.ndarray) -> np.ndarray:
+        cuts = self.key_cuts[part]
+        return (self.file_offsets[part] + np.searchsorted(cuts, keys, side="right")).astype(np.int32)
+
+
+def layout_from_sample(
+    sample: pa.Table, *, columns: Sequence[str], curve: str, bits: int, files_per_partition: Sequence[int],
+) -> CurveLayout:
+    """Cut each column at ``2**bits`` quantiles of the sample, then each partition's sampled curve
+    keys into ``files_per_partition[p]`` equal-count stretches (one output file each). Pure."""
+    value_cuts = tuple(quantile_boundaries(sample.column(c), 2 ** bits) for c in columns)
+    parts = sample.column(PART_COL).to_numpy(zero_copy_only=False) if sample.num_rows else np.zeros(0, np.int32)
+    coords = [range_ids(sample.column(c), b) for c, b in zip(columns, value_cuts)]
+    keys = curve_keys(curve, coords, bits) if sample.num_rows else np.zeros(0, np.uint64)
+    key_cuts: list[np.ndarray] = []
+    offsets: list[int] = []
+    next_id = 0
+    for p, n_files in enumerate(files_per_partition):
+        own = np.sort(keys[parts == p])
+        if n_files > 1 and len(own):
+            cuts = np.unique(own[(np.arange(1, n_files) * len(own)) // n_files])
+        else:
+            cuts = np.zeros(0, np.uint64)
+        offsets.append(next_id)
+        key_cuts.append(cuts)
+        next_id += len(cuts) + 1
+    return CurveLayout(tuple(columns), curve, bits, value_cuts, tuple(key_cuts), tuple(offsets))
+
+
+def _spark_schema(arrow_schema: pa.Schema) -> Any:
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema)
+
+
+def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+    """Spark task: evenly spaced rows of the clustering columns of one file, with its partition.
+
+    A file to ``summarise`` (its stats cannot stand in the rewrite's proof) is read whole and one
+    more row carries its ``InputSummary`` in ``__summary``."""
+    summary = None
+    if payload["summarise"]:
+        reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=[payload["path"]])
+        data = reader.read(payload["path"], size=payload["size"])
+        summary = reader.summaries()[0].to_json()
+    else:
+        data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"],
+                              size=payload["size"])
+    data = data.select(payload["columns"])
+    k = min(data.num_rows, max(1, math.ceil(data.num_rows * payload["fraction"])))
+    if data.num_rows:
+        idx = np.unique(np.linspace(0, data.num_rows - 1, k).astype(np.int64))
+        data = data.take(pa.array(idx))
+    data = data.append_column(PART_COL, pa.array(np.full(data.num_rows, payload["part"], np.int32)))
+    data = data.append_column(SUMMARY_COL, pa.nulls(data.num_rows, pa.string()))
+    yield from data.to_batches()
+    if summary is not None:
+        row = {f.name: pa.nulls(1, f.type) for f in data.schema}
+        row[SUMMARY_COL] = pa.array([summary], pa.string())
+        yield pa.RecordBatch.from_pydict(row, schema=data.schema)
+
+
+def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
+    def read(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+        data = read_data_file(payload["storage"], payload["path"], payload["metadata"], size=payload["size"])
+        keys = layout.keys(data)
+        data = data.append_column(FILE_COL, pa.array(layout.file_ids(payload["part"], keys), pa.int32()))
+        data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
+        yield from data.cast(out_schema).to_batches()
+
+    return read
+
+
+def _file_writer(
+    storage: Storage, metadata: Metadata, partition_of_file: Sequence[dict[str, str | None]], keys: Sequence[str],
+) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    out_schema = pa.schema([("result", pa.string())])
+
+    def runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:
+        for batch in batches:
+            ids = batch.column(FILE_COL).to_numpy(zero_copy_only=False)
+            # Rows arrive sorted by (__file, __zkey): split the batch where the file changes.
+            bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
+            for lo, hi in zip(bounds, bounds[1:]):
+                if hi > lo:
+                    yield int(ids[lo]), batch.slice(lo, hi - lo).drop_columns([FILE_COL, KEY_COL])
+
+    def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        # Each output file is streamed as its rows arrive: a task holds a row group, not a file.
+        for file_id, run in itertools.groupby(runs(batches), key=lambda r: r[0]):
+            add = write_rewritten(storage, (rows for _, rows in run), metadata=metadata,
+                                  partition_values=partition_of_file[file_id], key=keys[file_id])
+            yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
+
+    return write
+
+
+def _run_batch(
+    spark: Any, table: Any, snapshot: Any, plan: ZOrderPlan, batch: Sequence[PartitionFiles], *, sample_rows: int,
+    label: str, outputs: list[str],
+) -> RewriteOutput:
+    """One Z-order batch (the module docstring's steps 1-4); the key of every output file is
+    chosen here and recorded in ``outputs`` before any task writes, so a failed batch can be
+    cleaned up without listing the table."""
+    metadata = snapshot.metadata
+    data_schema = logical_data_schema(metadata)
+    total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
+    fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
+    summarise = paths_to_summarise(snapshot, [f.path for p in batch for f in p.files])
+    file_payloads = [
+        {"storage": table.storage, "metadata": metadata, "path": f.path, "size": f.size, "part": i,
+         "columns": list(plan.columns), "fraction": fraction, "summarise": f.path in summarise}
+        for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
+    ]
+    sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
+                              + [pa.field(PART_COL, pa.int32()), pa.field(SUMMARY_COL, pa.string())])
+    sampled = collect_arrow(payload_frame(spark, file_payloads, _sample_file, _spark_schema(sample_schema)),
+                            description=f"{label}: sample")
+    is_summary = pc.is_valid(sampled.column(SUMMARY_COL))
+    summaries = [InputSummary.from_json(t) for t in sampled.filter(is_summary).column(SUMMARY_COL).to_pylist()]
+    sample = sampled.filter(pc.invert(is_summary)).drop_columns([SUMMARY_COL])
+    files_per_partition = [plan.output_files([p]) for p in batch]
+    layout = layout_from_sample(sample, columns=plan.columns, curve=plan.curve, bits=plan.bits_per_column,
+                                files_per_partition=files_per_partition)
+    keyed_schema = data_schema.append(pa.field(FILE_COL, pa.int32())).append(pa.field(KEY_COL, pa.int64()))
+    keyed_schema = pa.schema([f.with_nullable(True) for f in keyed_schema])
+    rows = payload_frame(spark, file_payloads, _keyed_reader(layout, keyed_schema), _spark_schema(keyed_schema))
+    partition_of_file: list[dict[str, str | None]] = []
+    for p, cuts in zip(batch, layout.key_cuts):
+        partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
+    keys = [rewrite_output_key(metadata, values) for values in partition_of_file]
+    outputs.extend(keys)
+    writer = _file_writer(table.storage, metadata, partition_of_file, keys)
+    # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
+    # avoid paying the per-task Python overhead once per output file.
+    shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
+    shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL, KEY_COL)
+    result = collect_arrow(shuffled.mapInArrow(writer, "result string"), description=f"{label}: cluster and write")
+    adds = tuple(add_from_json(r) for r in result.column("result").to_pylist())
+    return RewriteOutput(adds, tuple(s for s in summaries if s is not None))
+
+
+def zorder(
+    table: Any,
+    spark: Any,
+    columns: Sequence[str],
+    *,
+    curve: str = "zorder",
+    where: str | None = None,
+    target_size: int | None = None,
+    batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+) -> ZOrderMetrics:
+    """Cluster ``table``'s selected partitions along a Z-order (or Hilbert) curve over ``columns``.
+
+    ``spark`` is a SparkSession, or a factory called only when there is something to rewrite.
+    """
+    watch = Stopwatch()
+    snapshot = table.snapshot()
+    check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
+                          version=snapshot.version)
+    check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
+                        version=snapshot.version)
+    plan = plan_zorder(snapshot, columns, curve=curve, where=where, target_size=target_size)
+    batches = plan.batches(batch_size_bytes)
+    if batches:
+        spark = resolve_spark(spark)
+    log.info("table=%s version=%d %s on %s: %d files in %d partitions, %d batch(es)", table.uri,
+             snapshot.version, curve, ",".join(plan.columns), plan.num_input_files, len(plan.partitions),
+             len(batches))
+
+    def rewrite(current: Any, batch: Sequence[PartitionFiles], label: str, outputs: list[str]) -> RewriteOutput:
+        with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
+            return _run_batch(spark, table, current, plan, batch, sample_rows=sample_rows, label=label,
+                              outputs=outputs)
+
+    tally = run_rewrite_batches(
+        table, snapshot, batches, rewrite=rewrite, label=curve,
+        operation_parameters=plan.operation_parameters(),
+        extra_metrics={"totalConsideredFiles": plan.files_considered, "totalFilesSkipped": 0,
+                       "preserveInsertionOrder": False},
+    )
+    return ZOrderMetrics(
+        version=tally.versions[-1] if tally.versions else None, versions=tally.versions, read_version=snapshot.version,
+        columns=plan.columns, curve=plan.curve, target_size=plan.target_size, predicate=plan.predicate,
+        partitions_optimized=len(plan.partitions), files_considered=plan.files_considered,
+        num_batches=len(batches), batches_committed=len(tally.versions), batches_aborted=tally.batches_aborted,
+        num_removed_files=tally.num_removed_files, num_added_files=tally.num_added_files, removed_bytes=tally.removed_bytes,
+        added_bytes=tally.added_bytes, duration_seconds=watch.seconds(),
+    )
