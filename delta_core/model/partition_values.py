@@ -95,12 +95,12 @@ def serialize_partition_value(value: Any, delta_type: DataType | str) -> str | N
                 raise TypeError("expected datetime.datetime")
             # Naive datetimes are taken as UTC; the protocol recommends ISO8601 adjusted to UTC.
             utc = value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
-            return utc.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            # isoformat, not strftime("%Y"): glibc spells year 1 as "1", which no reader parses.
+            return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
         if name == "timestamp_ntz":
             if not isinstance(value, dt.datetime) or value.tzinfo is not None:
                 raise TypeError("expected a naive datetime.datetime")
-            s = value.strftime("%Y-%m-%d %H:%M:%S")
-            return s + (f".{value.microsecond:06d}" if value.microsecond else "")
+            return value.isoformat(sep=" ", timespec="microseconds" if value.microsecond else "seconds")
         if name == "binary":
             if not isinstance(value, (bytes, bytearray, memoryview)):
                 raise TypeError("expected bytes")

@@ -411,10 +411,11 @@ def _json_scalar(v: Any) -> str:
 
 def _format_timestamp(v: dt.datetime) -> str:
     # Delta writes millisecond precision (truncated down); aware values in UTC with 'Z'.
-    if v.tzinfo is not None:
+    # isoformat, not strftime("%Y"): glibc spells year 1 as "1", which no reader parses.
+    utc = v.tzinfo is not None
+    if utc:
         v = v.astimezone(dt.timezone.utc)
-        return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}Z"
-    return v.strftime("%Y-%m-%dT%H:%M:%S.") + f"{v.microsecond // 1000:03d}"
+    return v.replace(tzinfo=None).isoformat(timespec="milliseconds") + ("Z" if utc else "")
 
 
 def _to_json(obj: Any) -> str:

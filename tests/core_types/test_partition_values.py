@@ -238,3 +238,15 @@ def test_delta_rs_partitioned_table(tmp_path):
         source = data.slice(ids[0], 1).to_pylist()[0]
         row = by_path[add["path"]]
         assert {k: row[k] for k in ("s", "n", "d", "b")} == {k: source[k] for k in ("s", "n", "d", "b")}
+
+
+def test_year_one_and_9999_serialize_with_four_digit_years():
+    """glibc's strftime("%Y") spells year 1 as "1"; the protocol's ISO forms need "0001"."""
+    first = dt.datetime(1, 1, 1, 0, 0, 0, 5)
+    last = dt.datetime(9999, 12, 31, 23, 59, 59, 999999)
+    assert serialize_partition_value(first, "timestamp") == "0001-01-01T00:00:00.000005Z"
+    assert serialize_partition_value(last, "timestamp") == "9999-12-31T23:59:59.999999Z"
+    assert serialize_partition_value(dt.datetime(1, 1, 1), "timestamp_ntz") == "0001-01-01 00:00:00"
+    assert serialize_partition_value(first, "timestamp_ntz") == "0001-01-01 00:00:00.000005"
+    for value, kind in ((first, "timestamp_ntz"), (last, "timestamp_ntz")):
+        assert deserialize_partition_value(serialize_partition_value(value, kind), kind) == value

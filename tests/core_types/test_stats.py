@@ -311,3 +311,17 @@ def test_hundred_thousand_files_parse_in_bulk(monkeypatch):
     # measured 0.4-0.6 s on a shared 2-core machine (the per-row path: 6-20 s); the bound is
     # loose because the machine is shared, the no-fallback check above is the real guard
     assert elapsed < 15, f"bulk stats parsing took {elapsed:.1f}s"
+
+
+def test_stats_from_parsed_spell_year_one_with_four_digits():
+    """Checkpoint ``stats_parsed`` timestamps of year 1 become JSON stats that readers parse."""
+    ts_type = pa.timestamp("us", tz="UTC")
+    struct = pa.array(
+        [{"numRecords": 1, "minValues": {"ts": dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)},
+          "maxValues": {"ts": dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)}}],
+        pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("ts", ts_type)])),
+                   ("maxValues", pa.struct([("ts", ts_type)]))]),
+    )
+    (text,) = stats_json_from_parsed(struct).to_pylist()
+    assert json.loads(text) == {"numRecords": 1, "minValues": {"ts": "0001-01-01T00:00:00.000Z"},
+                                "maxValues": {"ts": "9999-12-31T23:59:59.999Z"}}
