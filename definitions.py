@@ -25,17 +25,6 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
     return resources
 
 
-def build_assets(config: MaintenanceConfig) -> list:
-    """Every table's observable asset, maintenance assets and example downstream asset."""
-    out: list = []
-    for table in config.tables:
-        out.append(build_table_asset(table))
-        out.extend(build_maintenance_assets(table))
-        if table.downstream.daily_summary is not None:
-            out.append(build_daily_summary_asset(table))
-    return out
-
-
 def build_definitions(config: MaintenanceConfig) -> Definitions:
     """Assets, jobs, schedules, sensors and resources for every table in ``config``.
 

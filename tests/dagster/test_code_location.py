@@ -1,0 +1,90 @@
+"""Issue 10 §5: only ``delta_core`` is installed, the code location loads from the repository
+root through ``workspace.yaml``, and it uses public Dagster API only."""
+
+from __future__ import annotations
+
+import ast
+import os
+import pathlib
+import shutil
+import subprocess
+import sys
+import zipfile
+
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+# What the code location and the demo are made of: loaded from the root, never installed.
+CODE_LOCATION = ("definitions.py", "resources", "assets", "jobs", "schedules", "sensors", "demo")
+
+
+def _python_files() -> list[pathlib.Path]:
+    out: list[pathlib.Path] = []
+    for name in CODE_LOCATION:
+        path = REPO_ROOT / name
+        out.extend([path] if path.is_file() else sorted(path.rglob("*.py")))
+    return out
+
+
+def _runtime_imports(tree: ast.Module) -> list[str]:
+    """Modules imported when the file runs (``if TYPE_CHECKING:`` blocks are for mypy only)."""
+    names: list[str] = []
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for child in node.body for n in ast.walk(child))
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            names.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def test_code_location_imports_public_dagster_api_only() -> None:
+    private = {f"{path.relative_to(REPO_ROOT)}: {name}"
+               for path in _python_files()
+               for name in _runtime_imports(ast.parse(path.read_text(), str(path)))
+               if name.startswith("dagster") and any(part.startswith("_") for part in name.split("."))}
+    assert len(_python_files()) > 10
+    assert private == set()
+
+
+def test_wheel_installs_only_delta_core_with_py_typed(tmp_path: pathlib.Path) -> None:
+    # Build from a copy so the checkout gets no build/ or *.egg-info.
+    src = tmp_path / "src"
+    src.mkdir()
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copyfile(REPO_ROOT / name, src / name)
+    for name in ("delta_core", *CODE_LOCATION):
+        path = REPO_ROOT / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copyfile(path, src / name)
+    out = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
+                          "-w", str(tmp_path / "dist"), str(src)],
+                         capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    (wheel,) = (tmp_path / "dist").glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
+    assert top_level == {"delta_core"}
+    assert "delta_core/py.typed" in names
+    assert "delta_core/log/snapshot.py" in names  # subpackages are found, not only the top
+
+
+def test_workspace_loads_the_code_location_from_the_repository_root(tmp_path: pathlib.Path) -> None:
+    # No PYTHONPATH and another working directory: workspace.yaml alone puts the root on sys.path.
+    config = tmp_path / "tables.yaml"
+    config.write_text(f"tables:\n  sales:\n    uri: {tmp_path / 'sales'}\n    checkpoint: {{interval: 5}}\n")
+    (tmp_path / "dagster.yaml").touch()
+    env = {"DAGSTER_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "DELTA_MAINTENANCE_TABLES": str(config),
+           "HOME": str(tmp_path), "DAGSTER_DISABLE_TELEMETRY": "1",
+           **{k: v for k, v in os.environ.items() if k in ("JAVA_HOME", "SPARK_LOCAL_IP")}}
+    out = subprocess.run([str(pathlib.Path(sys.executable).parent / "dagster"), "definitions", "validate",
+                          "-w", str(REPO_ROOT / "workspace.yaml")],
+                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
+    text = out.stdout + out.stderr
+    assert out.returncode == 0, text[-3000:]
+    assert "delta_maintenance" in text  # the location named in workspace.yaml
