@@ -1,7 +1,10 @@
 """The code location: one ``Definitions`` built from the table config file.
 
 ``dagster dev -w workspace.yaml`` (or ``dagster dev -f definitions.py``) serves ``defs``. The
-config file is ``$DELTA_MAINTENANCE_TABLES`` or ``tables.yaml`` beside this file.
+code location is not installed: ``workspace.yaml`` makes the repository root the working
+directory, so ``resources``, ``assets``, ``jobs``, ``schedules`` and ``sensors`` import from
+here (only ``delta_core`` is a package in site-packages). The config file is
+``$DELTA_MAINTENANCE_TABLES`` or ``tables.yaml`` beside this file.
 """
 
 from __future__ import annotations
