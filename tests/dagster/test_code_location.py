@@ -10,6 +10,9 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from typing import Any
+
+from dagster import AssetKey, build_sensor_context, instance_for_test
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 # What the code location and the demo are made of: loaded from the root, never installed.
@@ -88,3 +91,31 @@ def test_workspace_loads_the_code_location_from_the_repository_root(tmp_path: pa
     text = out.stdout + out.stderr
     assert out.returncode == 0, text[-3000:]
     assert "delta_maintenance" in text  # the location named in workspace.yaml
+
+
+def test_sensor_observation_carries_the_data_version_dagster_reads(make_events_table: Any,
+                                                                   tables_yaml: Any) -> None:
+    # The sensor spells Dagster's data-version tag itself; the instance must read it back as the
+    # table asset's data version (what staleness is computed from), once recorded as the daemon does.
+    from definitions import build_definitions
+    from delta_core.write.table_writes import append
+    from demo.data import event_batch
+
+    table = make_events_table(rows=40, appends=2, days=1, delete_fraction=0)
+    defs = build_definitions(tables_yaml(f"tables:\n  events:\n    uri: {table.uri}\n"))
+    sensor = defs.resolve_sensor_def("events_delta_log_sensor")
+    resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
+    key = AssetKey(["events", "delta_table"])
+    with instance_for_test() as instance:
+        cursor: str | None = "0"
+        for expected in (2, 3):
+            with build_sensor_context(cursor=cursor, instance=instance, definitions=defs,
+                                      resources=resources) as context:
+                tick = sensor.evaluate_tick(context)
+            (event,) = tick.asset_events
+            instance.report_runless_asset_event(event)
+            record = instance.get_latest_data_version_record(key)
+            assert record is not None and record.asset_observation is not None
+            assert record.asset_observation.data_version == str(expected) == str(table.latest_version())
+            cursor = tick.cursor
+            append(table, event_batch(5, days=1, seed=expected))
