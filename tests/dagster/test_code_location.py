@@ -1,10 +1,11 @@
-"""Issue 10 §5: only ``delta_core`` is installed, the code location loads from the repository
-root through ``workspace.yaml``, and it uses public Dagster API only."""
+"""Issue 10 §5: only ``delta_core`` is installed and the code location uses public Dagster API only.
+
+Loading the code location from the repository root through ``workspace.yaml`` (no PYTHONPATH,
+another working directory) is tested by ``test_schedules_jobs.test_definitions_validate_with_the_cli``."""
 
 from __future__ import annotations
 
 import ast
-import os
 import pathlib
 import shutil
 import subprocess
@@ -75,22 +76,6 @@ def test_wheel_installs_only_delta_core_with_py_typed(tmp_path: pathlib.Path) ->
     assert top_level == {"delta_core"}
     assert "delta_core/py.typed" in names
     assert "delta_core/log/snapshot.py" in names  # subpackages are found, not only the top
-
-
-def test_workspace_loads_the_code_location_from_the_repository_root(tmp_path: pathlib.Path) -> None:
-    # No PYTHONPATH and another working directory: workspace.yaml alone puts the root on sys.path.
-    config = tmp_path / "tables.yaml"
-    config.write_text(f"tables:\n  sales:\n    uri: {tmp_path / 'sales'}\n    checkpoint: {{interval: 5}}\n")
-    (tmp_path / "dagster.yaml").touch()
-    env = {"DAGSTER_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "DELTA_MAINTENANCE_TABLES": str(config),
-           "HOME": str(tmp_path), "DAGSTER_DISABLE_TELEMETRY": "1",
-           **{k: v for k, v in os.environ.items() if k in ("JAVA_HOME", "SPARK_LOCAL_IP")}}
-    out = subprocess.run([str(pathlib.Path(sys.executable).parent / "dagster"), "definitions", "validate",
-                          "-w", str(REPO_ROOT / "workspace.yaml")],
-                         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=240)
-    text = out.stdout + out.stderr
-    assert out.returncode == 0, text[-3000:]
-    assert "delta_maintenance" in text  # the location named in workspace.yaml
 
 
 def test_sensor_observation_carries_the_data_version_dagster_reads(make_events_table: Any,
