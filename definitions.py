@@ -1,7 +1,10 @@
 """The code location: one ``Definitions`` built from the table config file.
 
 ``dagster dev -w workspace.yaml`` (or ``dagster dev -f definitions.py``) serves ``defs``. The
-config file is ``$DELTA_MAINTENANCE_TABLES`` or ``tables.yaml`` beside this file.
+code location is not installed: ``workspace.yaml`` makes the repository root the working
+directory, so ``resources``, ``assets``, ``jobs``, ``schedules`` and ``sensors`` import from
+here (only ``delta_core`` is a package in site-packages). The config file is
+``$DELTA_MAINTENANCE_TABLES`` or ``tables.yaml`` beside this file.
 """
 
 from __future__ import annotations
@@ -23,17 +26,6 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
     for table in config.tables:
         resources[table_resource_key(table.name)] = DeltaTableResource.from_table_config(table)
     return resources
-
-
-def build_assets(config: MaintenanceConfig) -> list:
-    """Every table's observable asset, maintenance assets and example downstream asset."""
-    out: list = []
-    for table in config.tables:
-        out.append(build_table_asset(table))
-        out.extend(build_maintenance_assets(table))
-        if table.downstream.daily_summary is not None:
-            out.append(build_daily_summary_asset(table))
-    return out
 
 
 def build_definitions(config: MaintenanceConfig) -> Definitions:

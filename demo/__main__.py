@@ -4,7 +4,8 @@
 
 The table goes to ``DIR/demo_data/events`` (DIR defaults to the repository), the Dagster
 instance to ``$DAGSTER_HOME`` or ``DIR/.dagster_home``; the run then shows in the UI started
-with the same ``DAGSTER_HOME``.
+with the same ``DAGSTER_HOME``. Run it from the repository root (``scripts/demo.sh`` does): the
+code location it drives (``definitions``, ``assets``, ...) is imported from there, not installed.
 """
 
 from __future__ import annotations

@@ -30,7 +30,6 @@ from dagster import (
     SensorResult,
     sensor,
 )
-from dagster._core.definitions.data_version import DATA_VERSION_TAG
 
 from assets.maintenance import TABLE_TAG
 from assets.table import table_asset_key, table_observation_metadata
@@ -44,6 +43,11 @@ from schedules import op_run_config, policy_run_config
 
 TRIGGER_TAG = "delta_maintenance/trigger"
 VERSION_TAG = "delta_maintenance/version"
+# The asset-event tag that carries a data version: the documented ``data_version`` field of
+# Dagster's external-asset REST API is stored under this key, and staleness is computed from it.
+# A sensor cannot return an ``ObserveResult(data_version=...)`` and Dagster exports no public
+# constant for the key (only a private ``dagster._core`` one), so the key is spelled here.
+DATA_VERSION_TAG = "dagster/data_version"
 
 
 def sensor_name(table_name: str) -> str:

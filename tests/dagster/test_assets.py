@@ -8,7 +8,7 @@ import pathlib
 import pytest
 from dagster import AssetKey, DagsterInstance, instance_for_test, materialize
 
-from definitions import build_assets, build_definitions, build_resources
+from definitions import build_definitions, build_resources
 from resources.config import MaintenanceConfig
 
 pytestmark = pytest.mark.spark
@@ -40,7 +40,7 @@ def setup(make_events_table, tables_yaml, spark):
 
 
 def _materialize(config: MaintenanceConfig, instance: DagsterInstance, op: str, run_config=None):
-    result = materialize(build_assets(config), selection=[AssetKey(["events", op])], resources=build_resources(config),
+    result = materialize(build_definitions(config).assets, selection=[AssetKey(["events", op])], resources=build_resources(config),
                          instance=instance, run_config=run_config or {})
     assert result.success
     (mat,) = result.asset_materializations_for_node(f"events__{op}")
@@ -153,7 +153,7 @@ def test_vacuum_asset_after_compaction(setup):
 
 def test_vacuum_refuses_short_retention_without_force(setup):
     table, config, instance = setup
-    result = materialize(build_assets(config),
+    result = materialize(build_definitions(config).assets,
                          selection=[AssetKey(["events", "vacuum"])], resources=build_resources(config),
                          instance=instance, raise_on_error=False,
                          run_config={"ops": {"events__vacuum": {"config": {"retention_hours": 1}}}})
@@ -187,7 +187,7 @@ def test_table_asset_observation_data_version_is_delta_version(setup):
     from dagster._core.definitions.observe import observe
 
     table, config, instance = setup
-    source = [a for a in build_assets(config) if getattr(a, "key", None) == AssetKey(["events", "delta_table"])]
+    source = [a for a in build_definitions(config).assets if getattr(a, "key", None) == AssetKey(["events", "delta_table"])]
     result = observe(source, instance=instance, resources=build_resources(config))
     assert result.success
     record = instance.get_latest_data_version_record(AssetKey(["events", "delta_table"]))

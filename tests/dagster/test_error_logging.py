@@ -7,7 +7,7 @@ import pathlib
 
 from dagster import AssetKey, instance_for_test, materialize
 
-from definitions import build_assets, build_resources
+from definitions import build_definitions, build_resources
 
 
 def test_failing_op_logs_the_typed_error(make_events_table, tables_yaml):
@@ -19,7 +19,7 @@ tables:
     vacuum: {{retention_hours: 168}}
 """)
     with instance_for_test() as instance:
-        result = materialize(build_assets(config), selection=[AssetKey(["events", "vacuum"])],
+        result = materialize(build_definitions(config).assets, selection=[AssetKey(["events", "vacuum"])],
                              resources=build_resources(config), instance=instance, raise_on_error=False,
                              run_config={"ops": {"events__vacuum": {"config": {"retention_hours": 1}}}})
         assert not result.success

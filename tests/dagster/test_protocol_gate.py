@@ -11,7 +11,7 @@ import time
 
 from dagster import AssetKey, instance_for_test, materialize
 
-from definitions import build_assets, build_resources
+from definitions import build_definitions, build_resources
 from tests.core_write.conftest import listing
 
 RUN_CONFIG = {"ops": {"events__checkpoint": {"config": {"cleanup_log": True}}}}
@@ -30,7 +30,7 @@ def _age_log(uri: str, days: float = 60) -> None:
 
 def _materialize_checkpoint(config):
     with instance_for_test() as instance:
-        return materialize(build_assets(config), selection=[AssetKey(["events", "checkpoint"])],
+        return materialize(build_definitions(config).assets, selection=[AssetKey(["events", "checkpoint"])],
                            resources=build_resources(config), instance=instance, run_config=RUN_CONFIG,
                            raise_on_error=False)
 

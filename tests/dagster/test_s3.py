@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
 
-from definitions import build_assets, build_definitions, build_resources
+from definitions import build_definitions, build_resources
 from delta_core.write.table_writes import append, create_table
 from demo.data import PARTITION_COLUMNS, SCHEMA, event_batch
 
@@ -47,7 +47,7 @@ tables:
         assert [(r.job_name, r.run_key) for r in tick.run_requests] == [
             ("s3events_checkpoint", "s3events:checkpoint:v3")]
 
-        result = materialize(build_assets(config), selection=[AssetKey(["s3events", "checkpoint"])],
+        result = materialize(build_definitions(config).assets, selection=[AssetKey(["s3events", "checkpoint"])],
                              resources=build_resources(config), instance=instance)
         assert result.success
     assert table.last_checkpoint_version() == 3

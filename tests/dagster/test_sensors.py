@@ -8,7 +8,7 @@ import pathlib
 import pytest
 from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
 
-from definitions import build_assets, build_definitions, build_resources
+from definitions import build_definitions, build_resources
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, delete_files
 from demo.data import event_batch
@@ -76,7 +76,7 @@ def test_sensor_over_a_sequence_of_commits(make_events_table, tables_yaml, spark
                 assert mat.metadata["source_delta_version"].value == 4
 
         # compaction commits dataChange=false: no downstream refresh; 5 versions since 0 -> checkpoint
-        result = materialize(build_assets(config), selection=[AssetKey(["events", "compaction"])],
+        result = materialize(build_definitions(config).assets, selection=[AssetKey(["events", "compaction"])],
                              resources=build_resources(config), instance=instance)
         assert result.success and table.latest_version() == 5
         tick = _tick(defs, instance, "4")
