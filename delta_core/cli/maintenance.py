@@ -28,9 +28,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _spark_argument(c)
     c.add_argument("--where", default=None, metavar="EXPR",
                    help="partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\"")
-    c.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES",
+    c.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
                    help="target file size (default delta.targetFileSize, else 128 MiB)")
-    c.add_argument("--min-file-size", type=byte_size, default=None, metavar="BYTES",
+    c.add_argument("--min-file-size", type=byte_size, default=None, metavar="SIZE",
                    help="only files smaller than this are packed (default 3/4 of the target)")
     c.set_defaults(func=cmd_compact)
 
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     z.add_argument("--columns", required=True, metavar="A,B", help="comma-separated data columns")
     z.add_argument("--curve", choices=("zorder", "hilbert"), default="zorder")
     z.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
-    z.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES")
+    z.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE")
     z.set_defaults(func=cmd_zorder)
 
     v = subparsers.add_parser("vacuum", help="delete files no longer referenced",
