@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import pathlib
 import re
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -33,7 +33,6 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER
 from delta_core.maintenance.options import (
     CheckpointOptions,
     CompactOptions,
@@ -43,7 +42,10 @@ from delta_core.maintenance.options import (
 )
 from delta_core.maintenance.predicate import parse_predicate_syntax
 from delta_core.model.sizes import parse_size
-from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL, parse_interval
+from delta_core.model.table_properties import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    parse_interval,
+)
 from resources.config_records import (
     DEFAULT_COMPACT_CRON,
     DEFAULT_MAX_COMMITS_PER_TICK,
@@ -130,8 +132,8 @@ def _asset_key(value: str) -> str:
     return value
 
 
-Size = Annotated[int, PlainValidator(_size, json_schema_input_type=Union[int, str])]
-Hours = Annotated[float, PlainValidator(_hours, json_schema_input_type=Union[float, str])]
+Size = Annotated[int, PlainValidator(_size, json_schema_input_type=int | str)]
+Hours = Annotated[float, PlainValidator(_hours, json_schema_input_type=float | str)]
 Cron = Annotated[str, AfterValidator(_cron)]
 Predicate = Annotated[str, Field(min_length=1), AfterValidator(_predicate)]
 NonEmpty = Annotated[str, Field(min_length=1)]
@@ -150,7 +152,7 @@ class Env(_Model):
         return EnvRef(self.env)
 
 
-StrOrEnv = Union[NonEmpty, Env]
+StrOrEnv = NonEmpty | Env
 
 
 def _section(value: Any) -> Any:
@@ -158,8 +160,20 @@ def _section(value: Any) -> Any:
     return {"enabled": value} if isinstance(value, bool) else value
 
 
-def _section_type(model: type[_Model]) -> Any:
-    return Annotated[model, BeforeValidator(_section, json_schema_input_type=Union[bool, model])]
+class _OnOff:
+    """``OnOff[Section]``: the section, also written as ``true``/``false`` (schema says so too)."""
+
+    def __class_getitem__(cls, model: type[_Model]) -> Any:
+        return Annotated[model, BeforeValidator(_section, json_schema_input_type=bool | model)]
+
+
+if TYPE_CHECKING:  # to mypy the field holds the section itself
+    from typing import TypeVar
+
+    _S = TypeVar("_S")
+    OnOff = Annotated[_S, ...]
+else:
+    OnOff = _OnOff
 
 
 # --- sections ------------------------------------------------------------------------------
@@ -260,9 +274,12 @@ class DownstreamSection(_Model):
         default_factory=list, description="Asset keys ('team/report') refreshed on dataChange commits.")
 
 
-OptionNode = TypeAliasType(  # a named recursive type: nested storage options
-    "OptionNode", Annotated[Union[bool, int, float, str, Env, dict[str, "OptionNode"]],
-                            Field(union_mode="left_to_right")])  # {env: X} is an Env, not a mapping
+if TYPE_CHECKING:  # mypy cannot follow the recursive alias below
+    OptionNode = Any
+else:
+    OptionNode = TypeAliasType(  # a named recursive type: nested storage options
+        "OptionNode", Annotated[bool | int | float | str | Env | dict[str, "OptionNode"],
+                                Field(union_mode="left_to_right")])  # {env: X} is an Env, not a mapping
 
 
 class TableSection(_Model):
@@ -272,24 +289,20 @@ class TableSection(_Model):
     description: NonEmpty | None = None
     storage_options: dict[str, OptionNode] = Field(
         default_factory=dict, description="fsspec options; nested mappings allowed; secrets as {env: NAME}.")
-    compact: _section_type(CompactSection) = Field(  # type: ignore[valid-type]
-        default_factory=CompactSection, alias=COMPACT.policy_key)
-    zorder: _section_type(ZOrderSection) | None = Field(  # type: ignore[valid-type]
-        default=None, alias=ZORDER.policy_key)
-    vacuum: _section_type(VacuumSection) = Field(  # type: ignore[valid-type]
-        default_factory=VacuumSection, alias=VACUUM.policy_key)
-    checkpoint: _section_type(CheckpointSection) = Field(  # type: ignore[valid-type]
-        default_factory=CheckpointSection, alias=CHECKPOINT.policy_key)
-    manifest: _section_type(ManifestSection) | None = Field(  # type: ignore[valid-type]
-        default=None, alias=MANIFEST.policy_key)
-    sensor: _section_type(SensorSection) = Field(default_factory=SensorSection)  # type: ignore[valid-type]
+    # One section per registry entry, named by its policy_key (tests/dagster/test_operation_registry.py).
+    compact: OnOff[CompactSection] = Field(default_factory=CompactSection)
+    zorder: OnOff[ZOrderSection] | None = None  # on when given
+    vacuum: OnOff[VacuumSection] = Field(default_factory=VacuumSection)
+    checkpoint: OnOff[CheckpointSection] = Field(default_factory=CheckpointSection)
+    manifest: OnOff[ManifestSection] | None = None  # off unless given
+    sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
 
 
 class SparkSection(_Model):
     master: StrOrEnv | None = Field(default=None, description="Default: $SPARK_MASTER, else local[*].")
     app_name: NonEmpty = "delta-maintenance"
-    conf: dict[str, Union[str, int, float, bool, Env]] = Field(default_factory=dict)
+    conf: dict[str, str | int | float | bool | Env] = Field(default_factory=dict)
 
 
 TableName = Annotated[str, Field(pattern=NAME_PATTERN)]

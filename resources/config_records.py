@@ -10,7 +10,6 @@ reads these and never the raw YAML. An operation's policy holds when it runs (``
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import OPERATIONS
@@ -51,8 +50,8 @@ class EnvRef:
     name: str
 
 
-Scalar = Union[str, int, float, bool]
-OptionValue = Union[Scalar, EnvRef]
+Scalar = str | int | float | bool
+OptionValue = Scalar | EnvRef
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +108,7 @@ class DownstreamPolicy:
     assets: tuple[str, ...] = ()  # asset keys ("a/b") refreshed on dataChange commits
 
 
-Policy = Union[CompactPolicy, ZOrderPolicy, VacuumPolicy, CheckpointPolicy, ManifestPolicy]
+Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy
 
 
 @dataclass(frozen=True, slots=True)

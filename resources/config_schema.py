@@ -12,7 +12,8 @@ import argparse
 import json
 import pathlib
 import sys
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from resources.config_models import TablesFile
 

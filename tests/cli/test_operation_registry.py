@@ -9,8 +9,8 @@ import pytest
 
 from delta_core.cli.main import build_parser
 from delta_core.maintenance import options
-from delta_core.maintenance.operations import BY_NAME, OPERATIONS, operation
 from delta_core.maintenance.metrics import MetricsRecord
+from delta_core.maintenance.operations import BY_NAME, OPERATIONS, operation
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:

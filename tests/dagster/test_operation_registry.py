@@ -39,3 +39,17 @@ tables:
         assert graph.get(key).tags[OPERATION_TAG] == op.name
         assert defs.resolve_job_def(operation_job_name("t", op.name)).name == f"t_{op.name}"
         assert defs.resolve_job_def(all_tables_job_name(op.name)).name == f"all_tables_{op.name}"
+
+
+def test_tables_yaml_sections_are_the_policy_keys():
+    from dataclasses import fields
+
+    from resources.config_models import TableSection
+    from resources.config_records import TableConfig
+
+    for op in OPERATIONS:
+        if op.policy_key is not None:
+            assert op.policy_key in TableSection.model_fields
+            assert op.policy_key in {f.name for f in fields(TableConfig)}
+            # the section's record holds the entry's own option type
+            assert isinstance(TableConfig(name="t", uri="/t").policy(op.name).options, op.options_type)
