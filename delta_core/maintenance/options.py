@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ZORDER_CURVES = ("zorder", "hilbert")
+ZORDER_CURVES = ("zorder", "hilbert")  # here, not in ``curves`` (numpy), so the CLI loads light
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,3 +53,12 @@ def test_tables_yaml_sections_are_the_policy_keys():
             assert op.policy_key in {f.name for f in fields(TableConfig)}
             # the section's record holds the entry's own option type
             assert isinstance(TableConfig(name="t", uri="/t").policy(op.name).options, op.options_type)
+
+
+def test_zorder_curve_choices_are_the_curves_implemented():
+    from typing import get_args
+
+    from delta_core.maintenance.curves import CURVES
+    from resources.config_models import ZOrderSection
+
+    assert get_args(ZOrderSection.model_fields["curve"].annotation) == CURVES
