@@ -43,6 +43,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from delta_core.maintenance.operations import OPERATIONS
 from resources.config_models import OptionError, TablesFile, is_valid_cron, to_config
 from resources.config_records import (
     DEFAULT_COMPACT_CRON,
@@ -77,27 +78,70 @@ __all__ = [
 ]
 
 
-def _error(exc: ValidationError, source: str | None) -> TableConfigError:
+def _file_keys(raw: Any, loc: tuple[int | str, ...]) -> tuple[list[str], bool]:
+    """The part of an error location that is keys of the file, and whether a union added more.
+
+    pydantic puts union branches and validator wrappers into ``loc`` ("str", "Env",
+    "function-before[...]"); walking the document tells keys from those, even for a storage
+    option called ``str``.
+    """
+    keys: list[str] = []
+    union = False
+    node = raw
+    for part in loc:
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+            keys.append(str(part))
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            node = node[part]
+            keys.append(str(part))
+        elif part == "[key]":
+            keys.append(str(part))
+        else:
+            union = True
+    return keys, union
+
+
+_SECTIONS = {op.policy_key for op in OPERATIONS if op.policy_key} | {"sensor"}
+
+
+def _message(err: Any, keys: list[str], union: bool) -> str:
+    got = f", got {err.get('input')!r}"
+    if err["type"] == "extra_forbidden":
+        return "unknown field (a typo?); tables.schema.json lists the fields allowed here"
+    if err["type"] == "missing":
+        hint = " (a local path or an fsspec URI like s3://bucket/t)" if keys[-1:] == ["uri"] else ""
+        return "is required" + hint
+    if err["type"] in ("model_type", "dict_type", "model_attributes_type"):
+        if keys[-1:] and keys[-1] in _SECTIONS and len(keys) == 3:
+            return "must be true, false or a mapping of its settings" + got
+        return "must be a mapping" + got
+    if union and keys[:3:2] == ["tables", "storage_options"]:
+        return "must be a string, number, boolean, mapping or {env: VARIABLE_NAME}" + got
+    if union and keys[:2] == ["spark", "conf"]:
+        return "must be a string, number, boolean or {env: VARIABLE_NAME}" + got
+    if union:  # uri, spark.master: text or a secret
+        return "must be a non-empty string or {env: VARIABLE_NAME}" + got
+    return str(err["msg"])
+
+
+def _error(exc: ValidationError, raw: Any, source: str | None) -> TableConfigError:
     """The first validation error, as ``TableConfigError`` naming the table and the field."""
     errors = exc.errors(include_url=False)
     # An unknown key first: a misspelt `tabels` explains the missing `tables`.
     err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
-    # Union branches and validator wrappers add loc parts that are no keys of the file
-    # ("str", "Env", "function-before[...]"); keep the keys, and list indexes.
-    loc = [str(p) for p in err["loc"] if isinstance(p, int) or ("[" not in p and p[:1].islower())]
+    keys, union = _file_keys(raw, err["loc"][:-1] if err["type"] == "missing" else err["loc"])
+    if err["type"] == "missing":  # the last key is the one not in the file
+        keys.append(str(err["loc"][-1]))
+    message = _message(err, keys, union)
     table = None
+    loc = keys
     if loc[:1] == ["tables"] and len(loc) > 1:
         table, loc = loc[1], loc[2:]
-    if loc == ["[key]"] or (err["loc"][-1:] == ("[key]",)):
+    if loc == ["[key]"]:
         return TableConfigError("table names must be letters, digits and underscores, not starting "
                                 "with a digit (they become Dagster group names)",
                                 path=source, table=table, field="name")
-    message = {
-        "extra_forbidden": "unknown field (a typo?); tables.schema.json lists the fields allowed here",
-        "missing": "is required",
-    }.get(err["type"], err["msg"])
-    if err["type"] == "missing" and loc == ["uri"]:
-        message += " (a local path or an fsspec URI like s3://bucket/t)"
     return TableConfigError(message, path=source, table=table, field=".".join(loc) or None)
 
 
@@ -106,10 +150,12 @@ def parse_config(raw: Any, *, source: str | None = None,
     """Validate a loaded YAML document into a ``MaintenanceConfig``."""
     if raw is None:
         raise TableConfigError("the file is empty; it needs a 'tables' mapping", path=source, field="tables")
+    if isinstance(raw, dict) and "tables" in raw and raw["tables"] is None:
+        raw = {**raw, "tables": {}}  # `tables:` with nothing under it: no tables yet, as before
     try:
         doc = TablesFile.model_validate(raw)
     except ValidationError as exc:
-        raise _error(exc, source) from None
+        raise _error(exc, raw, source) from None
     try:
         return to_config(doc, source=source, base_dir=base_dir)
     except OptionError as exc:

@@ -28,6 +28,7 @@ from pydantic import (
     PlainValidator,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
@@ -141,6 +142,12 @@ NonEmpty = Annotated[str, Field(min_length=1)]
 
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_absent(cls, data: Any) -> Any:
+        """``key:`` with nothing after it (YAML null) means the key is absent: its default."""
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
 
 
 class Env(_Model):

@@ -93,6 +93,10 @@ def test_repository_tables_yaml_is_valid():
     ("t: {uri: /x, compact: {target_sise: 1MB}}", "t", "compact.target_sise", "unknown field"),
     ("t: {uri: /x, storage_options: {secret: {env: 'not a name'}}}", "t", "storage_options.secret", "env"),
     ("t: {description: no uri}", "t", "uri", "required"),
+    ("t: {uri: 5}", "t", "uri", "non-empty string or {env: VARIABLE_NAME}, got 5"),
+    ("t: {uri: /x, vacuum: often}", "t", "vacuum", "true, false or a mapping of its settings, got 'often'"),
+    ("t: {uri: /x, storage_options: {a: [1]}}", "t", "storage_options.a", "mapping or {env: VARIABLE_NAME}"),
+    ("t: {uri: /x, storage_options: {str: {env: '1'}}}", "t", "storage_options.str", "{env: VARIABLE_NAME}"),
     ("t: {uri: /x, downstream: {assets: ['bad key!']}}", "t", "downstream.assets.0", "asset keys"),
     ("bad-name: {uri: /x}", "bad-name", "name", "letters, digits"),
 ])
@@ -114,3 +118,18 @@ def test_missing_file_and_bad_yaml(tmp_path):
         load_config(write_yaml(tmp_path / "bad.yaml", "tables: [unclosed\n"))
     with pytest.raises(TableConfigError, match="unknown field"):
         load_config(write_yaml(tmp_path / "top.yaml", "tabels: {}\n"))
+
+
+def test_spark_section_errors_name_the_field(tmp_path):
+    path = write_yaml(tmp_path / "tables.yaml", "spark: {conf: {spark.x: [1]}}\ntables: {}\n")
+    with pytest.raises(TableConfigError) as err:
+        load_config(path)
+    assert (err.value.table, err.value.field) == (None, "spark.conf.spark.x")
+    assert "string, number, boolean or {env: VARIABLE_NAME}" in str(err.value)
+
+
+def test_empty_keys_mean_defaults(tmp_path):
+    cfg = load_config(write_yaml(tmp_path / "tables.yaml", "spark:\ntables:\n  t:\n    uri: /x\n    compact:\n"
+                                                            "    manifest:\n"))
+    assert cfg.table("t").operations == ("compact", "vacuum", "checkpoint")
+    assert load_config(write_yaml(tmp_path / "none.yaml", "tables:\n")).tables == ()
