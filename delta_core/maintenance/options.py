@@ -1,9 +1,9 @@
 """The options of each maintenance operation, as frozen records.
 
 One record per entry of ``delta_core.maintenance.operations``: it is the entry's config type.
-The command line fills one from its arguments, the Dagster code location from ``tables.yaml``
-(``resources/config_models.py`` converts into these), and both pass its fields to the
-operation. ``None`` means "use the table's own property" (``delta.targetFileSize``,
+The Dagster code location builds them from ``tables.yaml`` (``resources/config_models.py``
+converts into these), puts the values given at launch in, and passes the fields to the
+operation; the fields carry the operation's own keyword names. ``None`` means "use the table's own property" (``delta.targetFileSize``,
 ``delta.deletedFileRetentionDuration``; PROTOCOL.md "Table Properties" lists neither, they are
 Delta Spark's, which we follow).
 """
