@@ -37,7 +37,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--where", default=None, metavar="EXPR",
                    help="partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\"")
     c.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
-                   help="target file size (default delta.targetFileSize, else 128 MiB)")
+                   help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
     c.add_argument("--min-file-size", type=byte_size, default=None, metavar="SIZE",
                    help="only files smaller than this are packed (default 3/4 of the target)")
     c.set_defaults(func=cmd_compact)
@@ -48,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     z.add_argument("--columns", required=True, metavar="A,B", help="comma-separated data columns")
     z.add_argument("--curve", choices=ZORDER_CURVES, default=ZORDER_CURVES[0])
     z.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
-    z.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE")
+    z.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
+                   help="target file size: bytes, 128MB or 64MiB")
     z.set_defaults(func=cmd_zorder)
 
     v = add_operation_parser(subparsers, VACUUM)
