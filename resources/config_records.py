@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.operations import OPERATIONS
+from delta_core.maintenance.operations import OPERATIONS, operation
 from delta_core.maintenance.options import (
     CheckpointOptions,
     CompactOptions,
@@ -127,7 +127,7 @@ class TableConfig:
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""
-        key = next(op.policy_key for op in OPERATIONS if op.name == name)
+        key = operation(name).policy_key  # KeyError naming the known operations
         policy: Policy | None = None if key is None else getattr(self, key)
         return policy
 
