@@ -2,11 +2,14 @@
 
 Each asset calls one ``delta_core.maintenance`` operation (or the checkpoint writer) and turns
 its typed metrics record into UI metadata. The assets form a chain in the order a full
-maintenance run does them (compaction, z-order, vacuum, checkpoint, manifest), starting from
-the table's observable asset, so a job that selects several runs them in that order.
+maintenance run does them (the order of ``delta_core.maintenance.operations.OPERATIONS``),
+starting from the table's observable asset, so a job that selects several runs them in that
+order. Each asset is named after its registry entry (``compact``, ``zorder``, ...), and
+``ASSET_FACTORIES`` maps every entry configured in tables.yaml to its factory.
 
-Every asset takes a ``Config`` whose fields default to ``None``, meaning "use the table's
-policy from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins.
+Every asset takes a ``Config`` with the fields of the entry's option record
+(``delta_core.maintenance.options``), defaulting to ``None``, meaning "use the table's policy
+from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins.
 
 A ``DeltaError`` (bad config, unsafe store, permission denied, a failed Spark task, ...) is
 logged by the op at error level with its kind and message before it fails the step, so the
@@ -14,6 +17,7 @@ run's log says what went wrong and what to do without opening the stack trace.
 """
 
 
+import dataclasses
 import functools
 import time
 from typing import Any, Callable, TypeVar
@@ -40,6 +44,8 @@ from assets.metadata import (
 from assets.metrics_view import describe, metrics_for_json
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.options import ZORDER_CURVES
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
 from resources.config import TableConfig
@@ -55,14 +61,15 @@ def maintenance_asset_key(table_name: str, operation: str) -> AssetKey:
 # --- config (None = the table's policy) -----------------------------------------------------
 
 
-class CompactionConfig(Config):
+class CompactConfig(Config):
     target_size: int | None = Field(default=None, description="Target file size in bytes.")
     where: str | None = Field(default=None, description="Partition predicate, e.g. date >= '2024-01-01'.")
+    min_file_size: int | None = Field(default=None, description="Only smaller files are packed (bytes).")
 
 
 class ZOrderConfig(Config):
     columns: list[str] | None = Field(default=None, description="Columns to cluster on.")
-    curve: str | None = Field(default=None, description="zorder or hilbert.")
+    curve: str | None = Field(default=None, description=" or ".join(ZORDER_CURVES) + ".")
     where: str | None = Field(default=None, description="Partition predicate.")
     target_size: int | None = Field(default=None, description="Target file size in bytes.")
 
@@ -70,7 +77,7 @@ class ZOrderConfig(Config):
 class VacuumConfig(Config):
     retention_hours: float | None = Field(default=None, description="Keep unreferenced files younger than this.")
     dry_run: bool | None = Field(default=None, description="List what would be deleted, delete nothing.")
-    force: bool = Field(default=False, description="Allow a retention below delta.deletedFileRetentionDuration.")
+    force: bool | None = Field(default=None, description="Allow a retention below delta.deletedFileRetentionDuration.")
 
 
 class CheckpointConfig(Config):
@@ -81,22 +88,29 @@ class ManifestConfig(Config):
     incremental: bool | None = Field(default=None, description="Rewrite only partitions changed since the last manifest.")
 
 
-def _pick(value, default):
-    return default if value is None else value
+_Options = TypeVar("_Options")
+
+
+def _options(config: Config, policy_options: _Options) -> _Options:
+    """The policy's option record with the values given at launch put in."""
+    given = {k: tuple(v) if isinstance(v, list) else v
+             for k, v in config.model_dump().items() if v is not None}
+    return dataclasses.replace(policy_options, **given)  # type: ignore[type-var]
 
 
 # --- one factory per operation ----------------------------------------------------------------
 
 
-def _common(table: TableConfig, operation: str, deps: list[AssetKey], *, spark: bool,
+def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *,
             description: str) -> dict:
+    spark = operation.uses_spark
     keys = {table_resource_key(table.name)} | ({SPARK_RESOURCE_KEY} if spark else set())
     return dict(
-        key=maintenance_asset_key(table.name, operation),
+        key=maintenance_asset_key(table.name, operation.name),
         group_name=table.name,
         deps=deps,
         kinds={"delta", "spark"} if spark else {"delta"},
-        tags={OPERATION_TAG: operation, TABLE_TAG: table.name},
+        tags={OPERATION_TAG: operation.name, TABLE_TAG: table.name},
         required_resource_keys=keys,
         description=description,
     )
@@ -132,19 +146,20 @@ def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
     return _result(table.name, title, metrics, before, FileStats.of(dt.snapshot()))
 
 
-def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
-    policy = table.compaction
+def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.compact
 
-    @asset(**_common(table, "compaction", deps, spark=True, description=(
+    @asset(**_common(table, COMPACT, deps, description=(
         f"Bin-pack small files of `{table.name}` into files near the target size "
         "(dataChange=false commits).")))
     @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: CompactionConfig) -> MaterializeResult:
+    def _asset(context: AssetExecutionContext, config: CompactConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.compaction import compact
 
+        options = _options(config, policy.options)
         return _measured(context, table, "Compaction", lambda dt: compact(
-            dt, context.resources.spark.spark_session, where=_pick(config.where, policy.where),
-            target_size=_pick(config.target_size, policy.target_size)))
+            dt, context.resources.spark.spark_session, where=options.where,
+            target_size=options.target_size, min_file_size=options.min_file_size))
 
     return _asset
 
@@ -152,23 +167,22 @@ def _compaction(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.zorder
 
-    @asset(**_common(table, "zorder", deps, spark=True, description=(
-        f"Cluster `{table.name}` on {', '.join(policy.columns)} along a {policy.curve} curve so "
-        "min/max statistics skip files.")))
+    @asset(**_common(table, ZORDER, deps, description=(
+        f"Cluster `{table.name}` on {', '.join(policy.options.columns)} along a "
+        f"{policy.options.curve} curve so min/max statistics skip files.")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: ZOrderConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.zorder import zorder
 
+        options = _options(config, policy.options)
         dt = _delta(context, table).open()
-        columns = list(_pick(config.columns, policy.columns))
+        columns = list(options.columns)
         snapshot = dt.snapshot()
         before = FileStats.of(snapshot)
         probes = probe_values(snapshot, columns)
         ratio_before = skipped_file_ratio(snapshot, probes)
         metrics = zorder(dt, context.resources.spark.spark_session, columns,
-                         curve=_pick(config.curve, policy.curve),
-                         where=_pick(config.where, policy.where),
-                         target_size=_pick(config.target_size, policy.target_size))
+                         curve=options.curve, where=options.where, target_size=options.target_size)
         snapshot = dt.snapshot()
         after = FileStats.of(snapshot)
         ratio_after = skipped_file_ratio(snapshot, probes)
@@ -186,15 +200,15 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.vacuum
 
-    @asset(**_common(table, "vacuum", deps, spark=False, description=(
+    @asset(**_common(table, VACUUM, deps, description=(
         f"Delete files under `{table.name}` that no version within the retention references.")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.vacuum import vacuum
 
+        options = _options(config, policy.options)
         return _measured(context, table, "Vacuum", lambda dt: vacuum(
-            dt, retention_hours=_pick(config.retention_hours, policy.retention_hours),
-            dry_run=_pick(config.dry_run, policy.dry_run), force=config.force))
+            dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force))
 
     return _asset
 
@@ -202,7 +216,7 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.checkpoint
 
-    @asset(**_common(table, "checkpoint", deps, spark=False, description=(
+    @asset(**_common(table, CHECKPOINT, deps, description=(
         f"Write a checkpoint of `{table.name}` at its latest version (and optionally clean up "
         "expired log files).")))
     @_logs_typed_errors
@@ -214,7 +228,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         checkpoint_before = dt.last_checkpoint_version()
         result = write_checkpoint(dt)
         cleanup = None
-        if _pick(config.cleanup_log, policy.cleanup_log):
+        if _options(config, policy.options).cleanup_log:
             from delta_core.write.log_cleanup import cleanup_log
 
             cleanup = cleanup_log(dt)
@@ -227,7 +241,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.manifest
 
-    @asset(**_common(table, "manifest", deps, spark=False, description=(
+    @asset(**_common(table, MANIFEST, deps, description=(
         f"Write `_symlink_format_manifest` for `{table.name}` so Hive/Presto/Athena can read it.")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: ManifestConfig) -> MaterializeResult:
@@ -235,18 +249,20 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         dt = _delta(context, table).open()
         before = FileStats.of(dt.snapshot())
-        metrics = generate_manifests(dt, incremental=_pick(config.incremental, policy.incremental))
+        metrics = generate_manifests(dt, incremental=_options(config, policy.options).incremental)
         return _result(table.name, "Manifest", metrics, before, before)
 
     return _asset
 
 
-_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
-    "compaction": _compaction,
-    "zorder": _zorder,
-    "vacuum": _vacuum,
-    "checkpoint": _checkpoint,
-    "manifest": _manifest,
+# Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
+# none: the checkpoint asset runs it when its policy says cleanup_log).
+ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
+    COMPACT.name: _compact,
+    ZORDER.name: _zorder,
+    VACUUM.name: _vacuum,
+    CHECKPOINT.name: _checkpoint,
+    MANIFEST.name: _manifest,
 }
 
 
@@ -255,7 +271,7 @@ def build_maintenance_assets(table: TableConfig) -> list[AssetsDefinition]:
     out: list[AssetsDefinition] = []
     upstream = table_asset_key(table.name)
     for operation in table.operations:
-        definition = _FACTORIES[operation](table, [upstream])
+        definition = ASSET_FACTORIES[operation](table, [upstream])
         out.append(definition)
         upstream = maintenance_asset_key(table.name, operation)
     return out

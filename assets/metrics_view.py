@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from assets.metadata import human_bytes
+from delta_core.maintenance.operations import VACUUM
 
 Value = int | float | str | bool | None
 
@@ -97,7 +98,8 @@ def _vacuum(m: Any) -> MetricsView:
     else:
         headline = [f"{m.num_deleted_files} unreferenced files deleted "
                     f"({human_bytes(m.removed_bytes)}) of {m.files_listed} listed",
-                    "VACUUM START/END committed" + ("" if m.version is None else f" (version {m.version})")]
+                    " and ".join(VACUUM.delta_operations) + " committed"
+                    + ("" if m.version is None else f" (version {m.version})")]
     headline.append(f"retention {m.retention_hours:g} hours"
                     + ("" if m.retention_check_enabled else " (retention check overridden)"))
     extra = []

@@ -17,6 +17,8 @@ import shutil
 import sys
 import time
 
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
 TABLE_DIR = pathlib.Path("demo_data") / TABLE_NAME
@@ -95,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     config = load_config(config_path)
     defs = build_definitions(config)
     job = defs.resolve_job_def(maintenance_job_name(TABLE_NAME))
-    vacuum = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, "vacuum"))
+    vacuum = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, VACUUM.name))
     run_config = op_run_config(vacuum, {"retention_hours": args.vacuum_retention_hours,
                                         "force": args.vacuum_retention_hours < 168})
     instance = DagsterInstance.get()
@@ -140,17 +142,17 @@ def _step_line(op: str, metadata) -> str:
         entry = metadata.get(key)
         return None if entry is None else entry.value
 
-    if op in ("compaction", "zorder"):
+    if op in (COMPACT.name, ZORDER.name):
         text = f"{v('files_removed')} files -> {v('files_added')} files, version {v('committed_version')}"
-        if op == "zorder" and v("skipped_file_ratio_after") is not None:
+        if op == ZORDER.name and v("skipped_file_ratio_after") is not None:
             text += (f", point-query skipped-file ratio {v('skipped_file_ratio_before'):.2f} -> "
                      f"{v('skipped_file_ratio_after'):.2f}")
         return text + f" ({v('duration_seconds'):.1f} s)"
-    if op == "vacuum":
+    if op == VACUUM.name:
         return f"{v('files_deleted')} unreferenced files deleted ({v('duration_seconds'):.1f} s)"
-    if op == "checkpoint":
+    if op == CHECKPOINT.name:
         return f"checkpoint at version {v('checkpoint_version')}"
-    if op == "manifest":
+    if op == MANIFEST.name:
         return f"{v('manifests_written')} manifests written ({v('mode')})"
     return ""
 

@@ -2,7 +2,8 @@
 tables (all maintenance, one per operation).
 
 Every job runs on the in-process executor: one process, one SparkSession for all its steps,
-and steps in dependency order (compaction before z-order before vacuum ...).
+and steps in dependency order (compact before zorder before vacuum ...). Job names follow the
+registry names (``<table>_compact``, ``all_tables_vacuum``).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from dagster import AssetKey, AssetSelection, define_asset_job, in_process_execu
 
 from assets.downstream import daily_summary_key
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
-from resources.config import OPERATIONS, MaintenanceConfig, TableConfig
+from delta_core.maintenance.operations import OPERATIONS
+from resources.config import MaintenanceConfig, TableConfig
 
 if TYPE_CHECKING:  # pragma: no cover - the type define_asset_job returns
     from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
@@ -78,7 +80,7 @@ def build_cross_table_jobs(config: MaintenanceConfig) -> "list[UnresolvedAssetJo
     jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
                  "Full maintenance of every managed table.")] if config.tables else []
     for op in OPERATIONS:
-        if any(op in t.operations for t in config.tables):
-            jobs.append(_job(all_tables_job_name(op), AssetSelection.tag(OPERATION_TAG, op),
-                             f"{op} of every managed table that enables it."))
+        if any(op.name in t.operations for t in config.tables):
+            jobs.append(_job(all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name),
+                             f"{op.name} of every managed table that enables it."))
     return jobs

@@ -24,6 +24,7 @@ from typing import Callable
 
 from delta_core.model.actions import Metadata
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
+from delta_core.maintenance.operations import COMPACT, ZORDER
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.maintenance.zorder_plan import validate_columns
 from delta_core.model.schema import StructType
@@ -46,13 +47,14 @@ def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) 
     partition_columns = list(metadata.partition_columns)
     checks: list[tuple[str, Callable[[], object]]] = [
         (field, functools.partial(parse_predicate, where, partition_columns))
-        for field, where in (("compaction.where", table.compaction.where), ("zorder.where", table.zorder.where))
+        for field, where in ((f"{COMPACT.policy_key}.where", table.compact.options.where),
+                             (f"{ZORDER.policy_key}.where", table.zorder.options.where))
         if where is not None
     ]
-    if table.zorder.columns:
+    if table.zorder.options.columns:
         props = TableProperties(metadata.configuration)
-        checks.append(("zorder.columns", functools.partial(
-            validate_columns, StructType.from_json(metadata.schema_string), table.zorder.columns,
+        checks.append((f"{ZORDER.policy_key}.columns", functools.partial(
+            validate_columns, StructType.from_json(metadata.schema_string), table.zorder.options.columns,
             partition_columns=partition_columns, num_indexed_cols=props.num_indexed_cols,
             stats_columns=props.stats_columns)))
     for field, check in checks:

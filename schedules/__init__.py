@@ -1,5 +1,5 @@
-"""Schedules from each table's policy: compaction and vacuum always (defaults: compaction daily
-02:00 UTC, vacuum Sundays 03:00 UTC), z-order when the policy gives a cron.
+"""Schedules from each table's policy: compact and vacuum always (defaults: compact daily
+02:00 UTC, vacuum Sundays 03:00 UTC), zorder when the policy gives a cron.
 
 Each schedule launches the table's one-operation job with the policy spelled out as run
 config, so the run's Launchpad shows exactly what it did.
@@ -7,6 +7,7 @@ config, so the run's Launchpad shows exactly what it did.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from dagster import AssetsDefinition, DefaultScheduleStatus, ScheduleDefinition
@@ -23,21 +24,12 @@ def schedule_name(table_name: str, operation: str) -> str:
 
 
 def policy_run_config(table: TableConfig, operation: str) -> dict[str, Any]:
-    """The asset config that spells out the table's policy for one operation."""
-    if operation == "compaction":
-        values: dict[str, Any] = {"target_size": table.compaction.target_size, "where": table.compaction.where}
-    elif operation == "zorder":
-        z = table.zorder
-        values = {"columns": list(z.columns), "curve": z.curve, "where": z.where, "target_size": z.target_size}
-    elif operation == "vacuum":
-        values = {"retention_hours": table.vacuum.retention_hours, "dry_run": table.vacuum.dry_run}
-    elif operation == "checkpoint":
-        values = {"cleanup_log": table.checkpoint.cleanup_log}
-    elif operation == "manifest":
-        values = {"incremental": table.manifest.incremental}
-    else:  # pragma: no cover - OPERATIONS is closed
-        raise KeyError(operation)
-    return {k: v for k, v in values.items() if v is not None}
+    """The asset config that spells out the table's policy for one operation: its option record."""
+    policy = table.policy(operation)
+    if policy is None:
+        raise KeyError(f"operation {operation!r} has no tables.yaml section")
+    values = dataclasses.asdict(policy.options)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if v is not None}
 
 
 def op_run_config(assets_def: AssetsDefinition, config: dict[str, Any]) -> dict[str, Any]:
@@ -46,10 +38,10 @@ def op_run_config(assets_def: AssetsDefinition, config: dict[str, Any]) -> dict[
 
 def build_table_schedules(table: TableConfig, jobs: TableJobs,
                           assets_by_op: dict[str, AssetsDefinition]) -> list[ScheduleDefinition]:
-    crons = {"compaction": table.compaction.cron, "vacuum": table.vacuum.cron, "zorder": table.zorder.cron}
     out = []
-    for op, cron in crons.items():
-        if op not in table.operations or cron is None:
+    for op in table.operations:
+        cron = getattr(table.policy(op), "cron", None)  # checkpoint and manifest are sensor-driven
+        if cron is None:
             continue
         out.append(ScheduleDefinition(
             name=schedule_name(table.name, op),

@@ -9,7 +9,7 @@ depends on how many commits landed, not on the table's size. For those commits i
    policy's interval;
 3. requests a manifest run when manifests are on and files were added or removed;
 4. requests a downstream refresh only when some commit changed data (an ``add``/``remove``
-   with ``dataChange=true``); compaction and z-order commit ``dataChange=false`` and do not.
+   with ``dataChange=true``); compact and zorder commit ``dataChange=false`` and do not.
 
 Run keys are ``<table>:<purpose>:v<version>``, so evaluating the same tick twice cannot start
 a second run. The first tick (no cursor) starts watching at the current version.
@@ -36,6 +36,7 @@ from assets.table import table_asset_key, table_observation_metadata
 from delta_core.model.actions import Action
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
+from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
@@ -113,8 +114,8 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
 
     With no checkpoint, manifest or downstream job to start it still records each new version.
     """
-    checkpoint_job = jobs.operations.get("checkpoint")
-    manifest_job = jobs.operations.get("manifest")
+    checkpoint_job = jobs.operations.get(CHECKPOINT.name)
+    manifest_job = jobs.operations.get(MANIFEST.name)
     targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream) if j is not None]
     if not table.sensor.enabled:
         return None
@@ -161,16 +162,16 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
         requests: list[RunRequest] = []
         if checkpoint_job is not None and checkpoint_due(latest, last_checkpoint, interval):
             requests.append(RunRequest(
-                run_key=_run_key(table.name, "checkpoint", latest),
+                run_key=_run_key(table.name, CHECKPOINT.name, latest),
                 job_name=checkpoint_job.name,
-                run_config=op_run_config(assets_by_op["checkpoint"], policy_run_config(table, "checkpoint")),
+                run_config=op_run_config(assets_by_op[CHECKPOINT.name], policy_run_config(table, CHECKPOINT.name)),
                 tags=_tags(table.name, "checkpoint_due", latest),
             ))
         if batch is not None and manifest_job is not None and batch.file_commits:
             requests.append(RunRequest(
-                run_key=_run_key(table.name, "manifest", latest),
+                run_key=_run_key(table.name, MANIFEST.name, latest),
                 job_name=manifest_job.name,
-                run_config=op_run_config(assets_by_op["manifest"], policy_run_config(table, "manifest")),
+                run_config=op_run_config(assets_by_op[MANIFEST.name], policy_run_config(table, MANIFEST.name)),
                 tags=_tags(table.name, "files_changed", latest),
             ))
         if batch is not None and jobs.downstream is not None and batch.data_change_commits:

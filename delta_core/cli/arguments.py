@@ -12,20 +12,17 @@ from __future__ import annotations
 import argparse
 import math
 
-MAX_LONG = 2**63 - 1  # Delta's long: sizes and versions are 64-bit signed
+from delta_core.errors import ConfigError
+from delta_core.model.sizes import parse_size
 MAX_RETENTION_HOURS = 1_000_000.0  # ~114 years: beyond it `now - retention` leaves datetime's range
 
 
 def byte_size(text: str) -> int:
-    """A size in bytes: a whole number from 1 to 2**63-1."""
+    """A size in bytes from 1 to 2**63-1: ``134217728``, ``128MB`` or ``64MiB`` (``parse_size``)."""
     try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of bytes") from None
-    if not 0 < value <= MAX_LONG:
-        raise argparse.ArgumentTypeError(
-            f"{text} bytes is out of range: give a whole number of bytes from 1 to {MAX_LONG}")
-    return value
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def retention_hours(text: str) -> float:

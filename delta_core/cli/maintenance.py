@@ -14,6 +14,8 @@ from typing import Any
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.arguments import byte_size, retention_hours
 from delta_core.errors import ConfigError
+from delta_core.maintenance.operations import COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.options import ZORDER_CURVES
 
 
 def _spark_argument(parser: argparse.ArgumentParser) -> None:
@@ -21,31 +23,36 @@ def _spark_argument(parser: argparse.ArgumentParser) -> None:
                         help="Spark master (default $SPARK_MASTER or local[*]); any spark.master value works")
 
 
+def add_operation_parser(subparsers: argparse._SubParsersAction, op: Operation) -> argparse.ArgumentParser:
+    """The registry entry's subcommand: its command name, help and description."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        op.cli_command, help=op.summary, description=op.description)
+    return parser
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    c = subparsers.add_parser("compact", help="bin-pack small files (OPTIMIZE)",
-                              description="Pack each partition's small files into files near the target size.")
+    c = add_operation_parser(subparsers, COMPACT)
     add_table_arguments(c)
     _spark_argument(c)
     c.add_argument("--where", default=None, metavar="EXPR",
                    help="partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\"")
-    c.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES",
-                   help="target file size (default delta.targetFileSize, else 128 MiB)")
-    c.add_argument("--min-file-size", type=byte_size, default=None, metavar="BYTES",
+    c.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
+                   help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
+    c.add_argument("--min-file-size", type=byte_size, default=None, metavar="SIZE",
                    help="only files smaller than this are packed (default 3/4 of the target)")
     c.set_defaults(func=cmd_compact)
 
-    z = subparsers.add_parser("zorder", help="cluster data along a Z-order or Hilbert curve",
-                              description="Rewrite partitions clustered on the given columns.")
+    z = add_operation_parser(subparsers, ZORDER)
     add_table_arguments(z)
     _spark_argument(z)
     z.add_argument("--columns", required=True, metavar="A,B", help="comma-separated data columns")
-    z.add_argument("--curve", choices=("zorder", "hilbert"), default="zorder")
+    z.add_argument("--curve", choices=ZORDER_CURVES, default=ZORDER_CURVES[0])
     z.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
-    z.add_argument("--target-size", type=byte_size, default=None, metavar="BYTES")
+    z.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
+                   help="target file size: bytes, 128MB or 64MiB")
     z.set_defaults(func=cmd_zorder)
 
-    v = subparsers.add_parser("vacuum", help="delete files no longer referenced",
-                              description="Delete unreferenced files older than the retention.")
+    v = add_operation_parser(subparsers, VACUUM)
     add_table_arguments(v)
     _spark_argument(v)
     v.add_argument("--retention-hours", type=retention_hours, default=None, metavar="H",
@@ -55,8 +62,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     v.add_argument("--delete-on-spark", action="store_true", help="delete as Spark tasks instead of threads")
     v.set_defaults(func=cmd_vacuum)
 
-    m = subparsers.add_parser("manifest", help="write symlink manifests for Hive/Presto/Athena",
-                              description="Write _symlink_format_manifest/ for the latest version.")
+    m = add_operation_parser(subparsers, MANIFEST)
     add_table_arguments(m)
     _spark_argument(m)
     m.add_argument("--incremental", action="store_true",

@@ -14,21 +14,20 @@ import argparse
 
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.maintenance import add_operation_parser
+from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
 from delta_core.write.log_cleanup import cleanup_log
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    c = subparsers.add_parser("checkpoint", help="write a checkpoint and _last_checkpoint",
-                              description="Write a checkpoint of the table (latest version by default).")
+    c = add_operation_parser(subparsers, CHECKPOINT)
     add_table_arguments(c)
     c.add_argument("--version", type=int, default=None, metavar="N", help="checkpoint version N")
     c.add_argument("--part-size", type=int, default=None, metavar="N",
                    help="at most N actions per file; more make a multi-part checkpoint")
     c.set_defaults(func=cmd_checkpoint)
 
-    lc = subparsers.add_parser("cleanup-log", help="delete log files older than delta.logRetentionDuration",
-                               description="Delete commits and checkpoints that the newest checkpoint inside "
-                                           "the retention window makes unnecessary.")
+    lc = add_operation_parser(subparsers, CLEANUP_LOG)
     add_table_arguments(lc)
     lc.add_argument("--dry-run", action="store_true", help="list what would be deleted, delete nothing")
     lc.add_argument("--ignore-log-cleanup-disabled", action="store_true",

@@ -23,10 +23,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 
 MAX_KEY_BITS = 63
 DEFAULT_BITS_PER_COLUMN = 16
-CURVES = ("zorder", "hilbert")
 
 
 def bits_per_column(num_columns: int, *, max_bits: int = DEFAULT_BITS_PER_COLUMN) -> int:

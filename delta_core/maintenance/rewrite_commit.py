@@ -48,13 +48,13 @@ from delta_core.errors import (
 from delta_core.log.file_actions import file_keys, iter_adds
 from delta_core.maintenance.compaction_plan import check_no_deletion_vectors
 from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 
 log = logging.getLogger(__name__)
 
-OPTIMIZE = "OPTIMIZE"
 MAX_CONFLICT_RETRIES = 5
 _ABORTING = (ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError)
 

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 import pyarrow as pa
 
 from delta_core.model.actions import Add, Metadata, Protocol
+from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
 from delta_core.write.data_writer import conform_to_schema, write_table_data
 from delta_core.errors import (
@@ -295,7 +296,7 @@ def commit_rewrite(
     *,
     removed: Sequence[Add],
     added: Sequence[Add],
-    operation: str = "OPTIMIZE",
+    operation: str = OPTIMIZE,
     operation_parameters: Mapping[str, Any] | None = None,
     read_snapshot: "Snapshot | None" = None,
     metrics: Mapping[str, Any] | None = None,

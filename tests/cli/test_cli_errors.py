@@ -61,7 +61,7 @@ def test_argument_error_without_json_is_one_line(capsys, table_dir):
     out, err = capsys.readouterr()
     assert status == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("delta-core: error (usage): ")
-    assert "'12MB-ish' is not a whole number of bytes" in err
+    assert "'12MB-ish' is not a size" in err and "KiB/MiB/GiB/TiB binary" in err
 
 
 @pytest.mark.parametrize("argv, words", [

@@ -21,7 +21,7 @@ def _yaml(uri: pathlib.Path, policy: str = "") -> str:
 tables:
   events:
     uri: {uri}
-    compaction: {{target_size: 64KB}}
+    compact: {{target_size: 64KB}}
     zorder: {{columns: [user_id, amount], target_size: 12KB}}
     vacuum: {{retention_hours: 168}}
     checkpoint: {{interval: 5}}
@@ -62,7 +62,7 @@ def test_compaction_asset(setup):
     table, config, instance = setup
     before = table.snapshot()
     rows = _expected_rows(table)
-    meta = _materialize(config, instance, "compaction")
+    meta = _materialize(config, instance, "compact")
 
     after = table.snapshot()
     assert after.version > before.version
@@ -132,7 +132,7 @@ def test_manifest_asset(setup):
 def test_vacuum_asset_after_compaction(setup):
     table, config, instance = setup
     rows = _expected_rows(table)
-    _materialize(config, instance, "compaction")
+    _materialize(config, instance, "compact")
     root = pathlib.Path(table.uri)
     on_disk = {p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts}
     live = {root / p for p in table.snapshot().file_paths}
@@ -171,7 +171,7 @@ def test_full_maintenance_job_and_downstream(setup):
     result = defs.resolve_job_def("events_maintenance").execute_in_process(instance=instance)
     assert result.success
     steps = [e.step_key for e in result.all_events if e.is_step_success]
-    assert steps == ["events__compaction", "events__zorder", "events__vacuum", "events__checkpoint",
+    assert steps == ["events__compact", "events__zorder", "events__vacuum", "events__checkpoint",
                      "events__manifest"]
     assert table.last_checkpoint_version() == table.latest_version()
 

@@ -6,12 +6,11 @@ import pytest
 
 from delta_core.errors import ConfigError
 from resources.config import (
-    DEFAULT_COMPACTION_CRON,
+    DEFAULT_COMPACT_CRON,
     DEFAULT_VACUUM_CRON,
     EnvRef,
     TableConfigError,
     load_config,
-    parse_size,
 )
 from tests.dagster.conftest import REPO_ROOT, write_yaml
 
@@ -27,7 +26,7 @@ tables:
       secret: {env: AWS_SECRET_ACCESS_KEY}
       anon: false
       client_kwargs: {endpoint_url: "http://127.0.0.1:9000"}
-    compaction: {target_size: 256MB, where: "sale_date >= '2024-01-01'", cron: "30 1 * * *"}
+    compact: {target_size: 256MB, where: "sale_date >= '2024-01-01'", cron: "30 1 * * *"}
     zorder: {columns: [customer_id, sku], curve: hilbert, cron: "0 4 * * 6"}
     vacuum: {retention_hours: 7 days, dry_run: true}
     checkpoint: {interval: 25, cleanup_log: true}
@@ -46,17 +45,17 @@ def test_full_config_parses_into_frozen_records(tmp_path):
     assert dict(sales.storage_options) == {
         "key": EnvRef("AWS_ACCESS_KEY_ID"), "secret": EnvRef("AWS_SECRET_ACCESS_KEY"),
         "anon": False, "client_kwargs.endpoint_url": "http://127.0.0.1:9000"}
-    assert sales.compaction.target_size == 256 * 1000**2
-    assert sales.compaction.where == "sale_date >= '2024-01-01'"
-    assert sales.compaction.cron == "30 1 * * *"
-    assert sales.zorder.enabled and sales.zorder.columns == ("customer_id", "sku")
-    assert sales.zorder.curve == "hilbert"
-    assert sales.vacuum.retention_hours == 168.0 and sales.vacuum.dry_run
+    assert sales.compact.options.target_size == 256 * 1000**2
+    assert sales.compact.options.where == "sale_date >= '2024-01-01'"
+    assert sales.compact.cron == "30 1 * * *"
+    assert sales.zorder.enabled and sales.zorder.options.columns == ("customer_id", "sku")
+    assert sales.zorder.options.curve == "hilbert"
+    assert sales.vacuum.options.retention_hours == 168.0 and sales.vacuum.options.dry_run
     assert sales.vacuum.cron == DEFAULT_VACUUM_CRON
-    assert sales.checkpoint.interval == 25 and sales.checkpoint.cleanup_log
+    assert sales.checkpoint.interval == 25 and sales.checkpoint.options.cleanup_log
     assert sales.manifest.enabled
     assert sales.downstream.assets == ("finance/revenue",)
-    assert sales.operations == ("compaction", "zorder", "vacuum", "checkpoint", "manifest")
+    assert sales.operations == ("compact", "zorder", "vacuum", "checkpoint", "manifest")
     assert cfg.spark.master == EnvRef("MY_SPARK_MASTER")
     assert dict(cfg.spark.conf) == {"spark.sql.shuffle.partitions": "8", "spark.speculation": "false"}
     with pytest.raises(AttributeError):
@@ -64,8 +63,8 @@ def test_full_config_parses_into_frozen_records(tmp_path):
 
     local = cfg.table("local_t")
     assert local.uri == str((tmp_path / "data" / "local_t").resolve())  # relative to the file
-    assert local.operations == ("compaction", "checkpoint")  # defaults: no zorder, manifest off
-    assert local.compaction.cron == DEFAULT_COMPACTION_CRON
+    assert local.operations == ("compact", "checkpoint")  # defaults: no zorder, manifest off
+    assert local.compact.cron == DEFAULT_COMPACT_CRON
 
 
 def test_env_var_selects_the_file(tmp_path, monkeypatch):
@@ -81,18 +80,24 @@ def test_repository_tables_yaml_is_valid():
 
 
 @pytest.mark.parametrize("body, table, field, words", [
-    ("t: {uri: /x, compaction: {target_size: huge}}", "t", "compaction.target_size", "size"),
-    ("t: {uri: /x, compaction: {cron: 'every day'}}", "t", "compaction.cron", "cron"),
+    ("t: {uri: /x, compact: {target_size: huge}}", "t", "compact.target_size", "size"),
+    ("t: {uri: /x, compact: {target_size: 1g}}", "t", "compact.target_size", "KiB/MiB/GiB/TiB binary"),
+    ("t: {uri: /x, compact: {cron: 'every day'}}", "t", "compact.cron", "cron"),
+    ("t: {uri: /x, compaction: {target_size: 1MB}}", "t", "compaction", "unknown field"),  # now `compact`
     ("t: {uri: /x, zorder: {columns: []}}", "t", "zorder.columns", "no columns"),
-    ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "zorder, hilbert"),
+    ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "'zorder' or 'hilbert'"),
     ("t: {uri: /x, vacuum: {retention_hours: -1}}", "t", "vacuum.retention_hours", "negative"),
     ("t: {uri: /x, vacuum: {retention_hours: 'soon'}}", "t", "vacuum.retention_hours", "interval"),
-    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "greater than zero"),
-    ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "true or false"),
-    ("t: {uri: /x, compaction: {target_sise: 1MB}}", "t", "compaction.target_sise", "unknown field"),
+    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "greater than 0"),
+    ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "valid boolean"),
+    ("t: {uri: /x, compact: {target_sise: 1MB}}", "t", "compact.target_sise", "unknown field"),
     ("t: {uri: /x, storage_options: {secret: {env: 'not a name'}}}", "t", "storage_options.secret", "env"),
     ("t: {description: no uri}", "t", "uri", "required"),
-    ("t: {uri: /x, downstream: {assets: ['bad key!']}}", "t", "downstream.assets", "asset keys"),
+    ("t: {uri: 5}", "t", "uri", "non-empty string or {env: VARIABLE_NAME}, got 5"),
+    ("t: {uri: /x, vacuum: often}", "t", "vacuum", "true, false or a mapping of its settings, got 'often'"),
+    ("t: {uri: /x, storage_options: {a: [1]}}", "t", "storage_options.a", "mapping or {env: VARIABLE_NAME}"),
+    ("t: {uri: /x, storage_options: {str: {env: '1'}}}", "t", "storage_options.str", "{env: VARIABLE_NAME}"),
+    ("t: {uri: /x, downstream: {assets: ['bad key!']}}", "t", "downstream.assets.0", "asset keys"),
     ("bad-name: {uri: /x}", "bad-name", "name", "letters, digits"),
 ])
 def test_invalid_config_names_table_and_field(tmp_path, body, table, field, words):
@@ -115,11 +120,16 @@ def test_missing_file_and_bad_yaml(tmp_path):
         load_config(write_yaml(tmp_path / "top.yaml", "tabels: {}\n"))
 
 
-def test_parse_size():
-    assert parse_size(1024) == 1024
-    assert parse_size("128MB") == 128 * 10**6
-    assert parse_size("64 MiB") == 64 * 2**20
-    assert parse_size("1g") == 10**9
-    for bad in ("0", "-5", "12 parsecs", True):
-        with pytest.raises(ValueError):
-            parse_size(bad)
+def test_spark_section_errors_name_the_field(tmp_path):
+    path = write_yaml(tmp_path / "tables.yaml", "spark: {conf: {spark.x: [1]}}\ntables: {}\n")
+    with pytest.raises(TableConfigError) as err:
+        load_config(path)
+    assert (err.value.table, err.value.field) == (None, "spark.conf.spark.x")
+    assert "string, number, boolean or {env: VARIABLE_NAME}" in str(err.value)
+
+
+def test_empty_keys_mean_defaults(tmp_path):
+    cfg = load_config(write_yaml(tmp_path / "tables.yaml", "spark:\ntables:\n  t:\n    uri: /x\n    compact:\n"
+                                                            "    manifest:\n"))
+    assert cfg.table("t").operations == ("compact", "vacuum", "checkpoint")
+    assert load_config(write_yaml(tmp_path / "none.yaml", "tables:\n")).tables == ()

@@ -28,7 +28,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     for label in ("Delta version", "live files", "total size", "median file size", "partitions"):
         assert label in text
     assert "succeeded" in text
-    for step in ("compaction", "zorder", "vacuum", "checkpoint", "manifest"):
+    for step in ("compact", "zorder", "vacuum", "checkpoint", "manifest"):
         assert f"  {step} " in text
     assert "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000" in text
 

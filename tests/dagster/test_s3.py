@@ -30,7 +30,7 @@ tables:
       key: {{env: DM_S3_KEY}}
       secret: {{env: DM_S3_SECRET}}
       client_kwargs: {{endpoint_url: "{s3_server}"}}
-    compaction: false
+    compact: false
     vacuum: false
     checkpoint: {{interval: 3}}
 """)

@@ -24,7 +24,7 @@ spark:
 tables:
   events:
     uri: ROOT/events
-    compaction:
+    compact:
       target_size: 32MB
       where: "event_date >= '2024-03-02'"
     zorder:
@@ -37,7 +37,7 @@ tables:
     manifest: true
   orders:
     uri: ROOT/orders
-    compaction:
+    compact:
       cron: "0 1 * * *"
     vacuum:
       cron: "0 4 1 * *"
@@ -54,14 +54,15 @@ def test_schedules_carry_policy_config(defs):
     when = dt.datetime(2024, 3, 3, 2, 0, tzinfo=dt.timezone.utc)
     with DagsterInstance.ephemeral() as instance:
         expected = {
-            "events_compaction_schedule": ("0 2 * * *", "events_compaction", "events__compaction",
-                                           {"target_size": 32_000_000, "where": "event_date >= '2024-03-02'"}),
+            "events_compact_schedule": ("0 2 * * *", "events_compact", "events__compact",
+                                        {"target_size": 32_000_000, "where": "event_date >= '2024-03-02'"}),
             "events_vacuum_schedule": ("0 3 * * 0", "events_vacuum", "events__vacuum",
-                                       {"retention_hours": 200.0, "dry_run": True}),
+                                       {"retention_hours": 200.0, "dry_run": True, "force": False}),
             "events_zorder_schedule": ("15 5 * * 6", "events_zorder", "events__zorder",
                                        {"columns": ["user_id"], "curve": "hilbert"}),
-            "orders_compaction_schedule": ("0 1 * * *", "orders_compaction", "orders__compaction", {}),
-            "orders_vacuum_schedule": ("0 4 1 * *", "orders_vacuum", "orders__vacuum", {"dry_run": False}),
+            "orders_compact_schedule": ("0 1 * * *", "orders_compact", "orders__compact", {}),
+            "orders_vacuum_schedule": ("0 4 1 * *", "orders_vacuum", "orders__vacuum",
+                                       {"dry_run": False, "force": False}),
         }
         schedules = {s.name: s for s in defs.get_repository_def().schedule_defs}
         assert set(schedules) == set(expected)
@@ -83,18 +84,18 @@ def test_jobs_select_by_group_and_kind(defs):
         job = defs.resolve_job_def(job_name)
         return {k.to_user_string() for k in job.asset_layer.selected_asset_keys}
 
-    assert keys("events_maintenance") == {"events/compaction", "events/zorder", "events/vacuum",
+    assert keys("events_maintenance") == {"events/compact", "events/zorder", "events/vacuum",
                                           "events/checkpoint", "events/manifest"}
-    assert keys("orders_maintenance") == {"orders/compaction", "orders/vacuum"}
+    assert keys("orders_maintenance") == {"orders/compact", "orders/vacuum"}
     assert keys("all_tables_maintenance") == keys("events_maintenance") | keys("orders_maintenance")
-    assert keys("all_tables_compaction") == {"events/compaction", "orders/compaction"}
+    assert keys("all_tables_compact") == {"events/compact", "orders/compact"}
     assert keys("all_tables_checkpoint") == {"events/checkpoint"}
     assert keys("orders_vacuum") == {"orders/vacuum"}
-    for name in ("events_maintenance", "all_tables_maintenance", "orders_compaction"):
+    for name in ("events_maintenance", "all_tables_maintenance", "orders_compact"):
         assert defs.resolve_job_def(name).executor_def.name == "in_process"
     graph = defs.resolve_asset_graph()
-    assert graph.get(AssetKey(["events", "compaction"])).group_name == "events"
-    assert AssetKey(["events", "delta_table"]) in graph.get(AssetKey(["events", "compaction"])).parent_keys
+    assert graph.get(AssetKey(["events", "compact"])).group_name == "events"
+    assert AssetKey(["events", "delta_table"]) in graph.get(AssetKey(["events", "compact"])).parent_keys
 
 
 def test_resources_resolve_env_secrets(tables_yaml, tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ TABLE_KEY = AssetKey(["events", "delta_table"])
 
 def _config_text(uri: pathlib.Path, *, manifest: bool = True, summary: bool = True) -> str:
     downstream = "    downstream: {daily_summary: {date_column: event_date}}\n" if summary else ""
-    return (f"tables:\n  events:\n    uri: {uri}\n    compaction: {{target_size: 64KB}}\n"
+    return (f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB}}\n"
             f"    checkpoint: {{interval: 5}}\n    manifest: {str(manifest).lower()}\n{downstream}")
 
 
@@ -76,7 +76,7 @@ def test_sensor_over_a_sequence_of_commits(make_events_table, tables_yaml, spark
                 assert mat.metadata["source_delta_version"].value == 4
 
         # compaction commits dataChange=false: no downstream refresh; 5 versions since 0 -> checkpoint
-        result = materialize(build_definitions(config).assets, selection=[AssetKey(["events", "compaction"])],
+        result = materialize(build_definitions(config).assets, selection=[AssetKey(["events", "compact"])],
                              resources=build_resources(config), instance=instance)
         assert result.success and table.latest_version() == 5
         tick = _tick(defs, instance, "4")

@@ -29,7 +29,7 @@ def _yaml(uri: str, policy: str) -> str:
 
 
 @pytest.mark.parametrize("policy, field", [
-    ("    compaction: {where: \"day >>= '2024-01-01'\"}\n", "compaction.where"),
+    ("    compact: {where: \"day >>= '2024-01-01'\"}\n", "compact.where"),
     ("    zorder: {columns: [id], where: \"day = \"}\n", "zorder.where"),
 ])
 def test_unparseable_where_is_rejected_at_load(tables_yaml, tmp_path, policy, field):
@@ -42,7 +42,7 @@ def test_unparseable_where_is_rejected_at_load(tables_yaml, tmp_path, policy, fi
 @pytest.mark.parametrize("policy, field, words", [
     ("    zorder: {columns: [id, nope]}\n", "zorder.columns", "'nope' is not in the table schema"),
     ("    zorder: {columns: [day]}\n", "zorder.columns", "'day' is a partition column"),
-    ("    compaction: {where: \"name = 'a'\"}\n", "compaction.where", "not a partition column"),
+    ("    compact: {where: \"name = 'a'\"}\n", "compact.where", "not a partition column"),
 ])
 def test_policy_the_schema_does_not_allow_is_rejected_by_definitions(tables_yaml, tmp_path, policy, field, words):
     config = tables_yaml(_yaml(_table(tmp_path / "sales"), policy))
@@ -56,14 +56,14 @@ def test_valid_policy_and_tables_not_created_yet_load(tables_yaml, tmp_path):
     """A table that does not exist yet cannot be checked: it loads (its runs will check)."""
     root = _table(tmp_path / "sales")
     config = tables_yaml(f"tables:\n  sales:\n    uri: {root}\n    zorder: {{columns: [NAME, id]}}\n"
-                         f"    compaction: {{where: \"day >= '2024-01-02'\"}}\n"
+                         f"    compact: {{where: \"day >= '2024-01-02'\"}}\n"
                          f"  later:\n    uri: {tmp_path / 'not_yet'}\n    zorder: {{columns: [nope]}}\n")
     defs = build_definitions(config)
     assert defs.resolve_job_def("sales_maintenance") is not None
 
 
 @pytest.mark.parametrize("policy, field", [
-    ("    compaction: {where: \"day >>= '2024-01-01'\"}\n", "compaction.where"),
+    ("    compact: {where: \"day >>= '2024-01-01'\"}\n", "compact.where"),
     ("    zorder: {columns: [nope]}\n", "zorder.columns"),
 ])
 def test_dagster_definitions_validate_rejects(tmp_path, policy, field):

@@ -149,15 +149,15 @@ def test_graphql_lists_definitions_and_runs_maintenance(server):
       }""", {"loc": LOCATION, "repo": REPOSITORY})
     repo = data["repositoryOrError"]
     assets = {"/".join(a["assetKey"]["path"]): a for a in repo["assetNodes"]}
-    for op in ("compaction", "zorder", "vacuum", "checkpoint", "manifest", "delta_table"):
+    for op in ("compact", "zorder", "vacuum", "checkpoint", "manifest", "delta_table"):
         assert assets[f"events/{op}"]["groupName"] == "events"
     assert assets["events/delta_table"]["isObservable"]
     assert "events/daily_summary" in assets
     jobs = {j["name"] for j in repo["jobs"]}
-    assert {"events_maintenance", "events_compaction", "events_vacuum", "all_tables_maintenance",
+    assert {"events_maintenance", "events_compact", "events_vacuum", "all_tables_maintenance",
             "events_downstream_refresh"} <= jobs
     assert {(s["name"], s["cronSchedule"]) for s in repo["schedules"]} >= {
-        ("events_compaction_schedule", "0 2 * * *"), ("events_vacuum_schedule", "0 3 * * 0")}
+        ("events_compact_schedule", "0 2 * * *"), ("events_vacuum_schedule", "0 3 * * 0")}
     assert [s["name"] for s in repo["sensors"]] == ["events_delta_log_sensor"]
 
     version_before = table.latest_version()
@@ -187,7 +187,7 @@ def test_graphql_lists_definitions_and_runs_maintenance(server):
     assert table.last_checkpoint_version() == table.latest_version()
 
     mats = dev.graphql("""
-      query { assetOrError(assetKey: {path: ["events", "compaction"]}) {
+      query { assetOrError(assetKey: {path: ["events", "compact"]}) {
         ... on Asset { assetMaterializations(limit: 1) { runId metadataEntries { label } } } } }""")
     (mat,) = mats["assetOrError"]["assetMaterializations"]
     labels = {m["label"] for m in mat["metadataEntries"]}
@@ -216,7 +216,7 @@ def test_browser_shows_the_asset_graph(server):
     try:
         driver.set_page_load_timeout(120)
         driver.get(f"{dev.url}/locations/{LOCATION}/asset-groups/events")
-        wanted = ("compaction", "zorder", "vacuum", "checkpoint", "manifest", "delta_table")
+        wanted = ("compact", "zorder", "vacuum", "checkpoint", "manifest", "delta_table")
 
         def graph_loaded(d) -> bool:
             for button in d.find_elements("xpath", "//button[normalize-space()='Skip']"):

@@ -39,6 +39,7 @@ from delta_core.maintenance.vacuum_plan import (
     log_path_to_key,
     plan_vacuum,
 )
+from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.path_identity import TableRoot, Where
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.model.table_features import check_write_supported
@@ -260,11 +261,11 @@ def vacuum(
     params = {"retentionCheckEnabled": not force, "defaultRetentionMillis": default_ms}
     if retention_hours is not None:
         params["specifiedRetentionMillis"] = retention_ms
-    start = _commit(table, "VACUUM START", params,
+    start = _commit(table, VACUUM_START, params,
                     {"numFilesToDelete": plan.num_files_to_delete, "sizeOfDataToDelete": plan.bytes_to_delete})
     deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri)
     dirs = remove_empty_directories(storage, plan.to_delete)
-    end = _commit(table, "VACUUM END", {"status": "COMPLETED"},
+    end = _commit(table, VACUUM_END, {"status": "COMPLETED"},
                   {"numDeletedFiles": deleted, "numVacuumedDirectories": dirs})
     log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
              table.uri, deleted, dirs, start, end)

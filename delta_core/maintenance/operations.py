@@ -1,0 +1,121 @@
+"""The registry of maintenance operations: one entry, one name, per operation.
+
+Each entry holds what every front end needs to know about an operation, so none of them
+spells an operation's name itself: the ``delta-core`` command line builds its commands from
+``cli_command``/``summary``/``description``, the ``tables.yaml`` models use ``policy_key``
+and convert into ``options_type``, and the Dagster code location maps each ``name`` to its
+asset factory (a test asserts every entry has one). ``delta_operations`` are the
+``commitInfo.operation`` values the operation commits (PROTOCOL.md "Commit Provenance
+Information"; spellings in ``delta_core.model.delta_operations``).
+
+Adding an operation means one entry here plus its module. The order of ``OPERATIONS`` is the
+order a full maintenance run does them: rewrite first, then delete what the rewrites left,
+then checkpoint the result.
+
+This module imports no operation: ``metrics_type`` is a dotted name resolved on demand, so
+building the command line does not load pyarrow or Spark.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+
+from delta_core.maintenance.options import (
+    CheckpointOptions,
+    CleanupLogOptions,
+    CompactOptions,
+    ManifestOptions,
+    VacuumOptions,
+    ZOrderOptions,
+)
+from delta_core.model.delta_operations import OPTIMIZE, VACUUM_END, VACUUM_START
+
+OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
+    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions]
+
+
+@dataclass(frozen=True, slots=True)
+class Operation:
+    """One maintenance operation, as every front end names and configures it."""
+
+    name: str  # the one name: asset name, job suffix, snake_case
+    cli_command: str  # the ``delta-core`` subcommand (kebab-case of ``name``)
+    policy_key: str | None  # its section in tables.yaml; None: configured inside another's
+    options_type: OptionsType  # its config type
+    metrics_type_path: str  # "module:Class" of the record it returns
+    delta_operations: tuple[str, ...]  # commitInfo.operation values it commits; () if none
+    summary: str  # one line: CLI help, asset and job descriptions
+    description: str  # CLI ``--help`` description
+    uses_spark: bool  # needs a SparkSession to run
+
+    def metrics_type(self) -> type:
+        """The class of the record the operation returns (imported now, not at registry load)."""
+        module, _, qualname = self.metrics_type_path.partition(":")
+        found: type = getattr(importlib.import_module(module), qualname)
+        return found
+
+
+COMPACT = Operation(
+    name="compact", cli_command="compact", policy_key="compact", options_type=CompactOptions,
+    metrics_type_path="delta_core.maintenance.spark.compaction:CompactionMetrics",
+    delta_operations=(OPTIMIZE,),
+    summary=f"bin-pack small files ({OPTIMIZE})",
+    description="Pack each partition's small files into files near the target size.",
+    uses_spark=True,
+)
+ZORDER = Operation(
+    name="zorder", cli_command="zorder", policy_key="zorder", options_type=ZOrderOptions,
+    metrics_type_path="delta_core.maintenance.spark.zorder:ZOrderMetrics",
+    delta_operations=(OPTIMIZE,),
+    summary="cluster data along a Z-order or Hilbert curve",
+    description="Rewrite partitions clustered on the given columns.",
+    uses_spark=True,
+)
+VACUUM = Operation(
+    name="vacuum", cli_command="vacuum", policy_key="vacuum", options_type=VacuumOptions,
+    metrics_type_path="delta_core.maintenance.spark.vacuum:VacuumMetrics",
+    delta_operations=(VACUUM_START, VACUUM_END),
+    summary="delete files no longer referenced",
+    description="Delete unreferenced files older than the retention.",
+    uses_spark=False,
+)
+CHECKPOINT = Operation(
+    name="checkpoint", cli_command="checkpoint", policy_key="checkpoint",
+    options_type=CheckpointOptions,
+    metrics_type_path="delta_core.write.checkpoint_write:CheckpointResult",
+    delta_operations=(),  # a checkpoint is not a commit
+    summary="write a checkpoint and _last_checkpoint",
+    description="Write a checkpoint of the table (latest version by default).",
+    uses_spark=False,
+)
+CLEANUP_LOG = Operation(
+    name="cleanup_log", cli_command="cleanup-log",
+    policy_key=None,  # tables.yaml: checkpoint.cleanup_log, run after each checkpoint
+    options_type=CleanupLogOptions,
+    metrics_type_path="delta_core.write.log_cleanup:LogCleanupResult",
+    delta_operations=(),  # deletes log files; commits nothing
+    summary="delete log files older than delta.logRetentionDuration",
+    description="Delete commits and checkpoints that the newest checkpoint inside "
+                "the retention window makes unnecessary.",
+    uses_spark=False,
+)
+MANIFEST = Operation(
+    name="manifest", cli_command="manifest", policy_key="manifest", options_type=ManifestOptions,
+    metrics_type_path="delta_core.maintenance.manifest:ManifestMetrics",
+    delta_operations=(),  # files beside the log; commits nothing
+    summary="write symlink manifests for Hive/Presto/Athena",
+    description="Write _symlink_format_manifest/ for the latest version.",
+    uses_spark=False,
+)
+
+OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST)
+BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+
+
+def operation(name: str) -> Operation:
+    """The entry called ``name``; ``KeyError`` naming the known ones otherwise."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise KeyError(f"no maintenance operation {name!r}; known: {', '.join(BY_NAME)}") from None

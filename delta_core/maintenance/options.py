@@ -1,0 +1,65 @@
+"""The options of each maintenance operation, as frozen records.
+
+One record per entry of ``delta_core.maintenance.operations``: it is the entry's config type.
+The Dagster code location builds them from ``tables.yaml`` (``resources/config_models.py``
+converts into these), puts the values given at launch in, and passes the fields to the
+operation; the fields carry the operation's own keyword names. ``None`` means "use the table's own property" (``delta.targetFileSize``,
+``delta.deletedFileRetentionDuration``; PROTOCOL.md "Table Properties" lists neither, they are
+Delta Spark's, which we follow).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ZORDER_CURVES = ("zorder", "hilbert")  # here, not in ``curves`` (numpy), so the CLI loads light
+
+
+@dataclass(frozen=True, slots=True)
+class CompactOptions:
+    """``compact``: bin-pack small files (``delta_core.maintenance.spark.compaction.compact``)."""
+
+    target_size: int | None = None  # bytes; None: delta.targetFileSize, else 128 MiB
+    where: str | None = None  # partition predicate
+    min_file_size: int | None = None  # bytes; None: 3/4 of the target
+
+
+@dataclass(frozen=True, slots=True)
+class ZOrderOptions:
+    """``zorder``: cluster files along a space-filling curve (``...spark.zorder.zorder``)."""
+
+    columns: tuple[str, ...] = ()
+    curve: str = "zorder"  # one of ZORDER_CURVES
+    where: str | None = None
+    target_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumOptions:
+    """``vacuum``: delete unreferenced files older than the retention (``...spark.vacuum.vacuum``)."""
+
+    retention_hours: float | None = None  # None: delta.deletedFileRetentionDuration
+    dry_run: bool = False
+    force: bool = False  # allow a retention shorter than the table's
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointOptions:
+    """``checkpoint``: write a checkpoint at the latest version (``write.checkpoint_write``)."""
+
+    cleanup_log: bool = False  # then run ``cleanup_log`` too, as Delta Spark does after a checkpoint
+
+
+@dataclass(frozen=True, slots=True)
+class CleanupLogOptions:
+    """``cleanup_log``: delete expired log files (``delta_core.write.log_cleanup.cleanup_log``)."""
+
+    dry_run: bool = False
+    ignore_log_cleanup_disabled: bool = False  # only on a person's explicit request
+
+
+@dataclass(frozen=True, slots=True)
+class ManifestOptions:
+    """``manifest``: write symlink manifests (``delta_core.maintenance.manifest``)."""
+
+    incremental: bool = False

@@ -1,0 +1,14 @@
+"""The ``commitInfo.operation`` strings our maintenance commits write.
+
+PROTOCOL.md "Commit Provenance Information" leaves ``commitInfo`` free-form; these are the
+names Delta Spark writes for the same operations, so other engines' history views
+(``DESCRIBE HISTORY``, delta-rs ``history()``) show our commits the way they show their own.
+Kept in ``model`` (the bottom layer) so the writer's defaults and the operation registry
+(``delta_core.maintenance.operations``) read one spelling.
+"""
+
+from __future__ import annotations
+
+OPTIMIZE = "OPTIMIZE"  # compaction and Z-order: one dataChange=false rewrite commit per batch
+VACUUM_START = "VACUUM START"  # before vacuum deletes anything
+VACUUM_END = "VACUUM END"  # after it deleted

@@ -1,0 +1,52 @@
+"""Byte sizes as people write them: ``134217728``, ``128MB``, ``64 MiB``, ``1.5GB``.
+
+One parser for every size delta_core takes from a person: the command line's ``--target-size``
+and ``--min-file-size`` and the sizes in ``tables.yaml``. KB, MB, GB and TB are decimal (10**3
+steps), KiB, MiB, GiB and TiB binary (2**10 steps), as in IEC 80000-13. Bare letters (``1g``)
+are refused: the JVM and Spark read ``1g`` as GiB, so guessing either way would surprise someone.
+
+A size ends up as a Delta ``long`` (``add.size`` and ``delta.targetFileSize`` are 64-bit in
+PROTOCOL.md "Add File and Remove File"), so it must lie in 1 ..= 2**63-1.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+from delta_core.errors import ConfigError
+
+MAX_LONG = 2**63 - 1  # Delta's long: sizes and versions are 64-bit signed
+
+UNITS: dict[str, int] = {
+    "": 1, "b": 1,
+    "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+    "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
+}
+
+_SIZE = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")  # a sign, to say "out of range"
+_HINT = ("give a whole number of bytes or a size like '128MB' (KB/MB/GB/TB decimal, "
+         "KiB/MiB/GiB/TiB binary)")
+
+
+def parse_size(value: str | int) -> int:
+    """Bytes from a whole number or a string like ``128MB``; ``ConfigError`` when it is not one."""
+    if isinstance(value, bool):  # bool is an int subclass; `true` in YAML is not a size
+        raise ConfigError(f"{value!r} is not a size: {_HINT}")
+    if isinstance(value, int):
+        n = value
+    else:
+        match = _SIZE.match(value) if isinstance(value, str) else None
+        unit = match[2].lower() if match else ""
+        if match is None or unit not in UNITS:
+            raise ConfigError(f"{value!r} is not a size: {_HINT}")
+        try:
+            exact = Decimal(match[1]) * UNITS[unit]
+        except InvalidOperation:  # pragma: no cover - the pattern admits only decimals
+            raise ConfigError(f"{value!r} is not a size: {_HINT}") from None
+        if exact != exact.to_integral_value():
+            raise ConfigError(f"{value!r} is not a whole number of bytes: {_HINT}")
+        n = int(exact)
+    if not 0 < n <= MAX_LONG:
+        raise ConfigError(f"{value!r} is out of range: give a size from 1 to {MAX_LONG} bytes")
+    return n

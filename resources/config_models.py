@@ -1,0 +1,403 @@
+"""The ``tables.yaml`` file as pydantic models: what the file may hold, field by field.
+
+These models describe the file as written (sizes as ``128MB``, secrets as ``{env: NAME}``,
+sections as ``true``/``false`` or a mapping) and check it; ``to_config`` then converts a
+validated document into the frozen records of ``resources.config``, whose per-operation
+options are delta_core's own option records (``delta_core.maintenance.options``), the config
+types of the operation registry. Each operation's section is named by its registry
+``policy_key``. ``tables.schema.json`` is exported from ``TablesFile`` (``python -m
+resources.config_schema``), so editors complete and check the file.
+
+Every model forbids unknown keys and is strict (no ``"yes"`` for a boolean, no ``1`` for a
+string): a typo fails at load, named by table and field, not in a scheduled run.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainValidator,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticCustomError
+from typing_extensions import TypeAliasType
+
+from delta_core.errors import ConfigError
+from delta_core.maintenance.options import (
+    CheckpointOptions,
+    CompactOptions,
+    ManifestOptions,
+    VacuumOptions,
+    ZOrderOptions,
+)
+from delta_core.maintenance.predicate import parse_predicate_syntax
+from delta_core.model.sizes import parse_size
+from delta_core.model.table_properties import (
+    DEFAULT_CHECKPOINT_INTERVAL,
+    parse_interval,
+)
+from resources.config_records import (
+    DEFAULT_COMPACT_CRON,
+    DEFAULT_MAX_COMMITS_PER_TICK,
+    DEFAULT_SENSOR_INTERVAL_SECONDS,
+    DEFAULT_VACUUM_CRON,
+    CheckpointPolicy,
+    CompactPolicy,
+    DailySummary,
+    DownstreamPolicy,
+    EnvRef,
+    MaintenanceConfig,
+    ManifestPolicy,
+    OptionValue,
+    SensorPolicy,
+    SparkSettings,
+    TableConfig,
+    VacuumPolicy,
+    ZOrderPolicy,
+)
+
+NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_ASSET_KEY = re.compile(r"^[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+)*$")
+_CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
+_CRON_ALIASES = ("@hourly", "@daily", "@weekly", "@monthly")
+
+
+def _invalid(message: str) -> PydanticCustomError:
+    """A validation error whose message is ours, verbatim (pydantic prefixes ValueErrors)."""
+    return PydanticCustomError("tables_yaml", message)
+
+
+# --- field types: input as written, output as the records want it ------------------------
+
+
+def _size(value: Any) -> int:
+    try:
+        return parse_size(value)
+    except ConfigError as exc:
+        raise _invalid(str(exc)) from None
+    except TypeError:
+        raise _invalid(f"must be a size in bytes like 134217728 or '128MB', got {value!r}") from None
+
+
+def _hours(value: Any) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if value < 0:
+            raise _invalid(f"must not be negative, got {value!r}")
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return parse_interval(value, key="retention_hours").total_seconds() / 3600.0
+        except ConfigError as exc:
+            raise _invalid(str(exc)) from None
+    raise _invalid(f"must be hours (a number) or an interval like '7 days', got {value!r}")
+
+
+def is_valid_cron(expr: str) -> bool:
+    """Five-field cron (minute hour day month weekday) or @hourly/@daily/@weekly/@monthly."""
+    expr = expr.strip()
+    if expr in _CRON_ALIASES:
+        return True
+    fields = expr.split()
+    return len(fields) == 5 and all(_CRON_FIELD.match(f) for f in fields)
+
+
+def _cron(value: str) -> str:
+    if not is_valid_cron(value):
+        raise _invalid(f"must be a 5-field cron string like '0 2 * * *', got {value!r}")
+    return value.strip()
+
+
+def _predicate(value: str) -> str:
+    """A partition predicate, parsed now so a typo fails at load, not in a scheduled run."""
+    try:
+        parse_predicate_syntax(value)
+    except ConfigError as exc:
+        raise _invalid(str(exc)) from None
+    return value
+
+
+def _asset_key(value: str) -> str:
+    if not _ASSET_KEY.match(value):
+        raise _invalid(f"must be an asset key like 'team/report' (one of the asset keys), got {value!r}")
+    return value
+
+
+Size = Annotated[int, PlainValidator(_size, json_schema_input_type=int | str)]
+Hours = Annotated[float, PlainValidator(_hours, json_schema_input_type=float | str)]
+Cron = Annotated[str, AfterValidator(_cron)]
+Predicate = Annotated[str, Field(min_length=1), AfterValidator(_predicate)]
+NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _empty_is_absent(cls, data: Any) -> Any:
+        """``key:`` with nothing after it (YAML null) means the key is absent: its default."""
+        return {k: v for k, v in data.items() if v is not None} if isinstance(data, dict) else data
+
+
+class Env(_Model):
+    """``{env: NAME}``: the value is read from the environment variable NAME at run time."""
+
+    env: str = Field(pattern=NAME_PATTERN, description="Environment variable name.")
+
+    def ref(self) -> EnvRef:
+        return EnvRef(self.env)
+
+
+StrOrEnv = NonEmpty | Env
+
+
+def _section(value: Any) -> Any:
+    """A policy section may be ``true`` (on, defaults), ``false`` (off) or a mapping."""
+    return {"enabled": value} if isinstance(value, bool) else value
+
+
+class _OnOff:
+    """``OnOff[Section]``: the section, also written as ``true``/``false`` (schema says so too)."""
+
+    def __class_getitem__(cls, model: type[_Model]) -> Any:
+        return Annotated[model, BeforeValidator(_section, json_schema_input_type=bool | model)]
+
+
+if TYPE_CHECKING:  # to mypy the field holds the section itself
+    from typing import TypeVar
+
+    _S = TypeVar("_S")
+    OnOff = Annotated[_S, ...]
+else:
+    OnOff = _OnOff
+
+
+# --- sections ------------------------------------------------------------------------------
+
+
+class CompactSection(_Model):
+    """Bin-pack small files (OPTIMIZE). On by default."""
+
+    enabled: bool = True
+    target_size: Size | None = Field(default=None, description="Target file size: bytes or '128MB'/'64MiB'. "
+                                                               "Default: delta.targetFileSize.")
+    min_file_size: Size | None = Field(default=None, description="Only smaller files are packed. "
+                                                                 "Default: 3/4 of the target.")
+    where: Predicate | None = Field(default=None, description="Partition predicate.")
+    cron: Cron = Field(default=DEFAULT_COMPACT_CRON, description="Schedule (UTC).")
+
+    def to_policy(self) -> CompactPolicy:
+        return CompactPolicy(enabled=self.enabled, cron=self.cron, options=CompactOptions(
+            target_size=self.target_size, where=self.where, min_file_size=self.min_file_size))
+
+
+class ZOrderSection(_Model):
+    """Cluster files along a Z-order or Hilbert curve. On when the section is given."""
+
+    enabled: bool = True
+    columns: list[NonEmpty] = Field(default_factory=list, validate_default=True,
+                                    description="Data columns to cluster on.")
+    curve: Literal["zorder", "hilbert"] = "zorder"
+    where: Predicate | None = None
+    target_size: Size | None = None
+    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
+
+    @field_validator("columns")
+    @classmethod
+    def _columns(cls, columns: list[str], info: ValidationInfo) -> list[str]:
+        if info.data.get("enabled", True) and not columns:
+            raise _invalid("z-order is enabled but names no columns")
+        if len(set(columns)) != len(columns):
+            raise _invalid(f"lists a column twice: {columns!r}")
+        return columns
+
+    def to_policy(self) -> ZOrderPolicy:
+        return ZOrderPolicy(enabled=self.enabled, cron=self.cron, options=ZOrderOptions(
+            columns=tuple(self.columns), curve=self.curve, where=self.where, target_size=self.target_size))
+
+
+class VacuumSection(_Model):
+    """Delete unreferenced files older than the retention. On by default."""
+
+    enabled: bool = True
+    retention_hours: Hours | None = Field(default=None, description="Hours, or an interval like '7 days'. "
+                                                                    "Default: delta.deletedFileRetentionDuration.")
+    dry_run: bool = False
+    cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
+
+    def to_policy(self) -> VacuumPolicy:
+        return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
+            retention_hours=self.retention_hours, dry_run=self.dry_run))
+
+
+class CheckpointSection(_Model):
+    """Checkpoint when this many versions landed since the last one. On by default."""
+
+    enabled: bool = True
+    interval: int = Field(default=DEFAULT_CHECKPOINT_INTERVAL, gt=0)
+    cleanup_log: bool = Field(default=False, description="Also delete expired log files.")
+
+    def to_policy(self) -> CheckpointPolicy:
+        return CheckpointPolicy(enabled=self.enabled, interval=self.interval,
+                                options=CheckpointOptions(cleanup_log=self.cleanup_log))
+
+
+class ManifestSection(_Model):
+    """Symlink manifests for Hive/Presto/Athena. Off by default."""
+
+    enabled: bool = True
+    incremental: bool = False
+
+    def to_policy(self) -> ManifestPolicy:
+        return ManifestPolicy(enabled=self.enabled, options=ManifestOptions(incremental=self.incremental))
+
+
+class SensorSection(_Model):
+    """The table's log sensor. On by default."""
+
+    enabled: bool = True
+    interval_seconds: int = Field(default=DEFAULT_SENSOR_INTERVAL_SECONDS, gt=0)
+    max_commits_per_tick: int = Field(default=DEFAULT_MAX_COMMITS_PER_TICK, gt=0)
+
+
+class DailySummarySection(_Model):
+    date_column: NonEmpty
+
+
+class DownstreamSection(_Model):
+    daily_summary: DailySummarySection | None = None
+    assets: list[Annotated[str, AfterValidator(_asset_key)]] = Field(
+        default_factory=list, description="Asset keys ('team/report') refreshed on dataChange commits.")
+
+
+if TYPE_CHECKING:  # mypy cannot follow the recursive alias below
+    OptionNode = Any
+else:
+    OptionNode = TypeAliasType(  # a named recursive type: nested storage options
+        "OptionNode", Annotated[bool | int | float | str | Env | dict[str, "OptionNode"],
+                                Field(union_mode="left_to_right")])  # {env: X} is an Env, not a mapping
+
+
+class TableSection(_Model):
+    """One managed Delta table; its name is the Dagster group name."""
+
+    uri: StrOrEnv = Field(description="Table root: a local path (relative to this file) or an fsspec URI.")
+    description: NonEmpty | None = None
+    storage_options: dict[str, OptionNode] = Field(
+        default_factory=dict, description="fsspec options; nested mappings allowed; secrets as {env: NAME}.")
+    # One section per registry entry, named by its policy_key (tests/dagster/test_operation_registry.py).
+    compact: OnOff[CompactSection] = Field(default_factory=CompactSection)
+    zorder: OnOff[ZOrderSection] | None = None  # on when given
+    vacuum: OnOff[VacuumSection] = Field(default_factory=VacuumSection)
+    checkpoint: OnOff[CheckpointSection] = Field(default_factory=CheckpointSection)
+    manifest: OnOff[ManifestSection] | None = None  # off unless given
+    sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
+    downstream: DownstreamSection = Field(default_factory=DownstreamSection)
+
+
+class SparkSection(_Model):
+    master: StrOrEnv | None = Field(default=None, description="Default: $SPARK_MASTER, else local[*].")
+    app_name: NonEmpty = "delta-maintenance"
+    conf: dict[str, str | int | float | bool | Env] = Field(default_factory=dict)
+
+
+TableName = Annotated[str, Field(pattern=NAME_PATTERN)]
+
+
+class TablesFile(_Model):
+    """tables.yaml: the Delta tables under management and their maintenance policy."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True,
+                              title="Delta maintenance tables (tables.yaml)")
+
+    spark: SparkSection = Field(default_factory=SparkSection)
+    tables: dict[TableName, TableSection] = Field(
+        description="Table name (letters, digits, _; the Dagster group name) to its settings.",
+        json_schema_extra={"additionalProperties": False})  # a name outside the pattern is refused
+
+
+# --- conversion into the records ---------------------------------------------------------
+
+
+class OptionError(ValueError):
+    """A storage option that is neither a value, a mapping nor a well-formed ``{env: NAME}``."""
+
+    def __init__(self, field: str, message: str, *, table: str | None = None):
+        super().__init__(message)
+        self.field = field
+        self.table = table
+
+
+def _flatten(node: dict[str, Any], prefix: str, out: list[tuple[str, OptionValue]]) -> None:
+    for key, item in node.items():
+        dotted = f"{prefix}.{key}" if prefix else key
+        if "." in key:
+            raise OptionError(dotted, "option names must not contain '.'")
+        if isinstance(item, Env):
+            out.append((dotted, item.ref()))
+        elif isinstance(item, dict):
+            if "env" in item and len(item) == 1:  # an {env: ...} the Env model refused
+                raise OptionError(dotted, "an environment reference must look like {env: VARIABLE_NAME}")
+            _flatten(item, dotted, out)
+        else:
+            out.append((dotted, item))
+
+
+def _resolve_uri(uri: str, base_dir: pathlib.Path | None) -> str:
+    if "://" in uri or base_dir is None:
+        return uri
+    p = pathlib.Path(os.path.expanduser(uri))
+    return str(p if p.is_absolute() else (base_dir / p).resolve())
+
+
+def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -> TableConfig:
+    """The frozen record of one validated table section."""
+    options: list[tuple[str, OptionValue]] = []
+    try:
+        _flatten(t.storage_options, "", options)
+    except OptionError as exc:
+        raise OptionError(exc.field, str(exc), table=name) from None
+    uri = t.uri.ref() if isinstance(t.uri, Env) else _resolve_uri(t.uri, base_dir)
+    summary = t.downstream.daily_summary
+    return TableConfig(
+        name=name, uri=uri, storage_options=tuple(options), description=t.description,
+        compact=t.compact.to_policy(),
+        zorder=t.zorder.to_policy() if t.zorder is not None else ZOrderPolicy(),
+        vacuum=t.vacuum.to_policy(),
+        checkpoint=t.checkpoint.to_policy(),
+        manifest=t.manifest.to_policy() if t.manifest is not None else ManifestPolicy(),
+        sensor=SensorPolicy(enabled=t.sensor.enabled, interval_seconds=t.sensor.interval_seconds,
+                            max_commits_per_tick=t.sensor.max_commits_per_tick),
+        downstream=DownstreamPolicy(
+            daily_summary=DailySummary(summary.date_column) if summary is not None else None,
+            assets=tuple(t.downstream.assets)),
+    )
+
+
+def spark_record(s: SparkSection) -> SparkSettings:
+    def conf_value(v: str | int | float | bool | Env) -> str | EnvRef:
+        if isinstance(v, Env):
+            return v.ref()
+        return str(v).lower() if isinstance(v, bool) else str(v)
+
+    master = s.master.ref() if isinstance(s.master, Env) else s.master
+    return SparkSettings(master=master, app_name=s.app_name,
+                         conf=tuple((k, conf_value(v)) for k, v in s.conf.items()))
+
+
+def to_config(doc: TablesFile, *, source: str | None, base_dir: pathlib.Path | None) -> MaintenanceConfig:
+    """``MaintenanceConfig`` of a validated file (``OptionError`` for a malformed storage option)."""
+    return MaintenanceConfig(
+        tables=tuple(table_record(name, t, base_dir=base_dir) for name, t in doc.tables.items()),
+        spark=spark_record(doc.spark), source=source)

@@ -1,0 +1,55 @@
+"""One size parser for the CLI and tables.yaml (delta_core.model.sizes)."""
+
+from __future__ import annotations
+
+import pytest
+
+from delta_core.errors import ConfigError
+from delta_core.model.sizes import MAX_LONG, parse_size
+
+
+@pytest.mark.parametrize("text, expected", [
+    (1024, 1024),
+    ("134217728", 134217728),
+    ("128MB", 128 * 10**6),
+    ("128 mb", 128 * 10**6),
+    ("64MiB", 64 * 2**20),
+    ("64 MiB", 64 * 2**20),
+    ("1KB", 1000),
+    ("1KiB", 1024),
+    ("1.5GB", 1_500_000_000),
+    ("2GiB", 2 * 2**30),
+    ("1TiB", 2**40),
+    ("512B", 512),
+    (str(MAX_LONG), MAX_LONG),
+])
+def test_decimal_and_binary_units(text, expected):
+    assert parse_size(text) == expected
+
+
+@pytest.mark.parametrize("bad, words", [
+    ("12MB-ish", "is not a size"),
+    ("12 parsecs", "is not a size"),
+    ("1g", "is not a size"),  # Spark reads 1g as GiB: refused rather than guessed
+    ("0.5B", "whole number of bytes"),
+    (True, "is not a size"),
+    ("0", "out of range"),
+    ("-5", "out of range"),
+    (0, "out of range"),
+    (str(MAX_LONG + 1), "out of range"),
+    ("9EB", "is not a size"),
+])
+def test_bad_sizes_raise_config_error_saying_what_to_give(bad, words):
+    with pytest.raises(ConfigError) as err:
+        parse_size(bad)
+    assert words in str(err.value)
+
+
+def test_cli_byte_size_uses_the_same_parser():
+    import argparse
+
+    from delta_core.cli.arguments import byte_size
+
+    assert byte_size("64MiB") == parse_size("64MiB") == 64 * 2**20
+    with pytest.raises(argparse.ArgumentTypeError, match="KiB/MiB/GiB/TiB binary"):
+        byte_size("64 megs")

@@ -1,0 +1,64 @@
+"""Every registry entry has its asset factory, and assets and jobs carry the registry's names."""
+
+from __future__ import annotations
+
+from dagster import AssetKey
+
+from assets.maintenance import ASSET_FACTORIES, OPERATION_TAG
+from definitions import build_definitions
+from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, OPERATIONS
+from jobs import all_tables_job_name, operation_job_name
+
+
+def test_every_entry_has_an_asset_factory():
+    for op in OPERATIONS:
+        if op.policy_key is None:
+            # configured inside another's section: cleanup_log is checkpoint.cleanup_log and
+            # runs in the checkpoint asset
+            assert op is CLEANUP_LOG
+            assert CHECKPOINT.name in ASSET_FACTORIES
+        else:
+            assert op.name in ASSET_FACTORIES, f"registry entry {op.name!r} has no asset factory"
+    assert set(ASSET_FACTORIES) == {op.name for op in OPERATIONS if op.policy_key is not None}
+
+
+def test_assets_and_jobs_are_named_after_the_registry(tmp_path, tables_yaml):
+    config = tables_yaml(f"""
+tables:
+  t:
+    uri: {tmp_path / "t"}
+    zorder: {{columns: [a]}}
+    manifest: true
+""")
+    defs = build_definitions(config)
+    graph = defs.resolve_asset_graph()
+    for op in OPERATIONS:
+        if op.policy_key is None:
+            continue
+        key = AssetKey(["t", op.name])
+        assert graph.get(key).tags[OPERATION_TAG] == op.name
+        assert defs.resolve_job_def(operation_job_name("t", op.name)).name == f"t_{op.name}"
+        assert defs.resolve_job_def(all_tables_job_name(op.name)).name == f"all_tables_{op.name}"
+
+
+def test_tables_yaml_sections_are_the_policy_keys():
+    from dataclasses import fields
+
+    from resources.config_models import TableSection
+    from resources.config_records import TableConfig
+
+    for op in OPERATIONS:
+        if op.policy_key is not None:
+            assert op.policy_key in TableSection.model_fields
+            assert op.policy_key in {f.name for f in fields(TableConfig)}
+            # the section's record holds the entry's own option type
+            assert isinstance(TableConfig(name="t", uri="/t").policy(op.name).options, op.options_type)
+
+
+def test_zorder_curve_choices_are_the_curves_implemented():
+    from typing import get_args
+
+    from delta_core.maintenance.curves import CURVES
+    from resources.config_models import ZOrderSection
+
+    assert get_args(ZOrderSection.model_fields["curve"].annotation) == CURVES
