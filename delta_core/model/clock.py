@@ -11,7 +11,7 @@ checkpoints (tombstone expiry), log cleanup, vacuum retention and txn expiry rea
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 Clock = Callable[[], int]
 """Returns the current time in epoch milliseconds."""
