@@ -20,7 +20,8 @@ from delta_core.errors import (
 from delta_core.log.log_path import commit_key
 from delta_core.storage import FsspecStorage
 from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import RetryPolicy, Transaction
+from delta_core.write.commit_outcome import RetryPolicy
+from delta_core.write.transaction import Transaction
 from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, overwrite, set_properties
 
 from tests.core_write.conftest import listing
