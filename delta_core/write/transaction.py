@@ -48,8 +48,8 @@ from delta_core.write.constraints import check_new_rows_allowed
 from delta_core.write.data_writer import table_schema
 from delta_core.errors import (
     AccessDeniedError, AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError,
-    CommitRetriesExhaustedError, CommitStateUnknownError, DeltaError, FileAlreadyExistsError, InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError,
-    StorageError,
+    CommitRetriesExhaustedError, CommitStateUnknownError, DeltaError, FileAlreadyExistsError,
+    InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError, StorageError,
 )
 from delta_core.write.feature_enablement import stamp_ict_enablement
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
@@ -63,7 +63,6 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
-
 
 
 class Transaction:
