@@ -29,8 +29,11 @@ import s3fs
 from delta_core.errors import CommitStateUnknownError
 from delta_core.log.log_path import commit_key
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.data_io import read_data_file
+from delta_core.maintenance.rewrite_commit import commit_rewrite
 from delta_core.model.actions import Add, parse_actions
 from delta_core.write.commit_outcome import ResolvedConflict, RetryPolicy
+from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import append, create_table
 from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
@@ -176,6 +179,26 @@ def test_network_down_after_the_put_raises_commit_state_unknown_and_keeps_data(p
     adds = [a for a in parse_actions(landed.storage.read(commit_key(1))) if isinstance(a, Add)]
     assert [a.path for a in adds] == _data_keys(direct, uri)
     assert landed.snapshot().num_records == 3
+
+
+def test_rewrite_batch_keeps_its_output_when_the_commit_state_is_unknown(proxied, s3_storage_options):
+    uri, options, proxy = proxied
+    seed = DeltaTable(uri, s3_storage_options)
+    append(seed, rows(1))
+    append(seed, rows(2))
+    t = DeltaTable(uri, options)
+    snap = t.snapshot()
+    inputs = snap.file_paths
+    both = pa.concat_tables([read_data_file(t.storage, p, snap.metadata) for p in inputs])
+    out = write_data_file(t.storage, both, metadata=snap.metadata, partition_values={}, data_change=False)
+    proxy.armed = True
+    with pytest.raises(CommitStateUnknownError) as err:
+        commit_rewrite(t, snap, input_paths=inputs, adds=[out], operation_parameters={}, operation_metrics={})
+    assert err.value.version == 3
+    # The OPTIMIZE commit landed, so the compacted file it adds must not have been discarded.
+    landed = DeltaTable(uri, s3_storage_options).snapshot()
+    assert landed.version == 3 and landed.file_paths == [out.path] and landed.num_records == 2
+    assert landed.storage.exists(out.path)
 
 
 # --- a put the store refused: nothing landed, so the data files go --------------------------
