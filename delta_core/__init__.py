@@ -20,7 +20,8 @@ _EXPORTS = {
     "Snapshot": "delta_core.log.snapshot",
     "open_storage": "delta_core.storage",
     "Transaction": "delta_core.write.transaction",
-    "CommitResult": "delta_core.write.transaction",
+    "CommitResult": "delta_core.write.commit_outcome",
+    "RetryPolicy": "delta_core.write.commit_outcome",
     "create_table": "delta_core.write.table_writes",
     "append": "delta_core.write.table_writes",
     "overwrite": "delta_core.write.table_writes",
@@ -29,6 +30,7 @@ _EXPORTS = {
     "write_checkpoint": "delta_core.write.checkpoint_write",
     "cleanup_log": "delta_core.write.log_cleanup",
     "DeltaError": "delta_core.errors",
+    "CommitStateUnknownError": "delta_core.errors",
 }
 
 __all__ = ["ENGINE_INFO", "__version__", *_EXPORTS]

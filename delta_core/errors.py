@@ -197,6 +197,15 @@ class CommitRetriesExhaustedError(DeltaError):
     kind = "commit_retries_exhausted"
 
 
+class CommitStateUnknownError(DeltaError):
+    """A commit's PUT may have landed but it cannot be told whether it did (a timeout or a
+    dropped connection after the request was sent, an IO error on the hard link that creates
+    the commit). ``version`` is the version it may hold. Nothing is cleaned up: the data files
+    the commit references stay, since deleting them could corrupt a commit that did land."""
+
+    kind = "commit_state_unknown"
+
+
 # --- configuration and maintenance -------------------------------------------------------
 
 

@@ -76,14 +76,6 @@ _KEY_SEP = "\x00"
 MAP_JSON_FIELDS = ("partitionValues", "tags")
 
 
-def empty_files() -> pa.Table:
-    return empty_table(FILES_SCHEMA)
-
-
-def empty_tombstones() -> pa.Table:
-    return empty_table(TOMBSTONES_SCHEMA)
-
-
 # --- building from JSON objects ----------------------------------------------------------
 
 

@@ -262,10 +262,3 @@ def latest_checkpoint_version(storage: Storage) -> int | None:
     checkpoints = complete_checkpoints(list_from_hint(storage))
     return checkpoints[-1].version if checkpoints else None
 
-
-def list_commits_after(storage: Storage, version: int, *, end_version: int | None = None) -> list[LogPath]:
-    """Commit files after ``version`` (ascending), listed from that version's prefix only."""
-    return [
-        f for f in list_log(storage, start_version=version + 1, end_version=end_version)
-        if f.kind is LogFileKind.COMMIT
-    ]

@@ -11,8 +11,7 @@ actions read from the checkpoint and reconciled with the commits. Files are an A
 
 from __future__ import annotations
 
-import time
-from typing import Callable, Iterator
+from typing import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -33,13 +32,7 @@ from delta_core.model.schema import StructType, schema_to_arrow
 from delta_core.model.stats import parse_stats
 from delta_core.storage.base import Storage
 from delta_core.model.table_properties import TableProperties
-
-Clock = Callable[[], int]
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
-
+from delta_core.model.clock import Clock, system_clock
 
 class Snapshot:
     """The table at ``version``. Immutable; ``update()`` returns a newer snapshot."""
@@ -51,7 +44,7 @@ class Snapshot:
         state: ReplayState,
         *,
         last_commit: ParsedCommit | None = None,
-        clock: Clock = _now_ms,
+        clock: Clock = system_clock,
     ):
         self._storage = storage
         self._segment = log_segment
@@ -288,7 +281,7 @@ def load_snapshot(
     *,
     version: int | None = None,
     segment: LogSegment | None = None,
-    clock: Clock = _now_ms,
+    clock: Clock = system_clock,
 ) -> Snapshot:
     """Read the snapshot at ``version`` (latest when ``None``), or of a prepared ``segment``."""
     if segment is None:

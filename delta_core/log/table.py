@@ -16,10 +16,11 @@ from delta_core.errors import LogGapError, VersionNotFoundError
 from delta_core.log.history import CommitRecord, history, to_epoch_ms, version_at_timestamp
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import latest_checkpoint_version, latest_version, list_log
-from delta_core.log.snapshot import Clock, Snapshot, _now_ms, load_protocol_metadata, load_snapshot
+from delta_core.log.snapshot import Snapshot, load_protocol_metadata, load_snapshot
 from delta_core.storage import open_storage
 from delta_core.storage.base import Storage
 from delta_core.model.table_properties import TableProperties
+from delta_core.model.clock import Clock, system_clock
 
 Timestamp = int | float | dt.datetime | dt.date | str
 
@@ -33,7 +34,7 @@ class DeltaTable:
         storage_options: Mapping[str, Any] | None = None,
         *,
         storage: Storage | None = None,
-        clock: Clock = _now_ms,
+        clock: Clock = system_clock,
     ):
         if storage is None:
             if uri is None:
@@ -50,6 +51,11 @@ class DeltaTable:
     @property
     def storage(self) -> Storage:
         return self._storage
+
+    @property
+    def clock(self) -> Clock:
+        """The time source (epoch ms) of every commit, expiry and retention on this table."""
+        return self._clock
 
     # --- snapshots ----------------------------------------------------------------------
 

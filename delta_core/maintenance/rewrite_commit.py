@@ -14,7 +14,7 @@ null counts and value ranges per column, from the inputs' stats or the ``InputSu
 returned for inputs without usable stats); a failed proof deletes the outputs, commits nothing and
 raises ``RewriteVerificationError``.
 
-Output files are deleted only when the batch surely did not land (an ambiguous storage error
+Output files are deleted only when the batch surely did not land (``CommitStateUnknownError``
 leaves them, as orphans are harmless and vacuum removes them). A batch that fails before its
 commit (an input file missing from storage, a failed Spark task) deletes every file it may have
 written: the driver picks their keys before any task writes, so nothing is left for vacuum.
@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 from delta_core.model.actions import Add
 from delta_core.errors import (
     CommitConflictError,
+    CommitStateUnknownError,
     ConcurrentDeleteDeleteError,
     ConcurrentDeleteReadError,
     DeltaError,
@@ -128,7 +129,7 @@ def commit_rewrite(
             current = table.snapshot()
             continue
         except DeltaError as exc:
-            if not getattr(exc, "commit_may_have_landed", False):
+            if not isinstance(exc, CommitStateUnknownError):
                 _discard(table, adds)
             raise
         return BatchOutcome(result.version, "committed", None, attempts)

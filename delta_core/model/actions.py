@@ -14,7 +14,7 @@ is corrupt.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping, Union
 
 from delta_core.errors import CorruptLogError
@@ -474,11 +474,3 @@ def parse_actions(data: bytes, *, path: str | None = None, version: int | None =
             raise CorruptLogError(f"{path}: line {lineno}: {exc}", path=path, version=version) from exc
     return out
 
-
-def with_changes(action: Action, **changes: Any) -> Action:
-    """A copy of ``action`` with fields replaced (records are frozen)."""
-    return replace(action, **changes)
-
-
-def field_names(cls: type) -> list[str]:
-    return [f.name for f in fields(cls)]

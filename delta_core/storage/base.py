@@ -15,7 +15,8 @@ Contract (implementations must honour every line):
 - ``put_if_absent(key, data)`` creates the file atomically or raises
   ``FileAlreadyExistsError``; it never replaces an existing file and a reader never sees a
   partial file. Stores without an atomic primitive raise ``AtomicWriteUnsupportedError``
-  unless built with ``allow_unsafe_commits=True``.
+  unless built with ``allow_unsafe_commits=True``. When the file may or may not have been
+  created (a timeout after the request was sent) it raises ``CommitStateUnknownError``.
 - ``write(key, data)`` writes (replacing) the whole file; readers see old or new content.
 - ``delete(key)`` removes a file; a missing file is not an error.
 - Instances are picklable so they can be shipped to Spark executors.

@@ -14,6 +14,7 @@ Atomic create-if-absent, the commit primitive, is done per scheme:
 from __future__ import annotations
 
 import datetime as _dt
+import logging
 import os
 import threading
 import uuid
@@ -24,6 +25,7 @@ from fsspec.core import url_to_fs
 
 from delta_core.errors import (
     AtomicWriteUnsupportedError,
+    CommitStateUnknownError,
     FileAlreadyExistsError,
     StorageError,
 )
@@ -31,6 +33,8 @@ from delta_core.model.path_identity import local_os_path
 from delta_core.storage.access import needs_access
 from delta_core.storage.base import FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
+
+log = logging.getLogger(__name__)
 
 _MEMORY_LOCK = threading.Lock()
 
@@ -292,10 +296,25 @@ class FsspecStorage:
                 os.link(tmp, full)
             except FileExistsError:
                 raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key)) from None
+            except PermissionError:
+                raise  # refused: nothing was created (needs_access types it)
+            except OSError as exc:
+                # EIO and the like (a network file system losing the reply): the link may exist.
+                raise CommitStateUnknownError(
+                    f"creating {self.uri(key)} failed ({exc}) and it may exist; read it before retrying",
+                    path=self.uri(key)) from exc
             finally:
-                os.unlink(tmp)
+                try:
+                    os.unlink(tmp)
+                except OSError as exc:
+                    # After a successful link the commit exists: failing here would make a
+                    # landed commit look failed, so the leftover temporary file is only logged.
+                    log.warning("cannot remove temporary file %s of %s: %s", tmp, self.uri(key), exc)
             return
         if self._scheme in ("s3", "s3a"):
+            # A dropped connection escapes s3fs as botocore's ConnectionClosedError, no OSError.
+            from botocore.exceptions import BotoCoreError
+
             if not self._allow_unsafe:
                 check_conditional_put(self._s3_store_id(), name=self.root, delete=self.delete,
                                       put_if_absent=self._s3_create)
@@ -303,6 +322,13 @@ class FsspecStorage:
                 self._s3_create(key, data)
             except FileExistsError:
                 raise FileAlreadyExistsError(f"{self.uri(key)} already exists", path=self.uri(key)) from None
+            except PermissionError:
+                raise  # 403: the PUT was refused (needs_access types it)
+            except (OSError, BotoCoreError) as exc:
+                # A timeout or dropped connection may come after the object was stored.
+                raise CommitStateUnknownError(
+                    f"the PUT of {self.uri(key)} failed ({exc}) and it may have been stored; read it "
+                    "before retrying", path=self.uri(key)) from exc
             return
         if self._scheme == "memory":
             with _MEMORY_LOCK:

@@ -32,9 +32,8 @@ from __future__ import annotations
 
 import logging
 import math
-import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,6 +46,7 @@ from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, multipart_c
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
 from delta_core.model.stats import parse_stats_struct
+from delta_core.model.clock import Clock, system_clock
 from delta_core.model.table_features import check_write_supported, column_mapping_mode, has_feature
 
 if TYPE_CHECKING:
@@ -249,12 +249,13 @@ def _segment(columns: dict[str, pa.Array], n: int, types: dict[str, pa.DataType]
 def build_checkpoint_table(
     snapshot: "Snapshot",
     *,
-    now: Callable[[], float] = time.time,
+    clock: Clock = system_clock,
     sort_by_path: bool = False,
 ) -> tuple[pa.Table, int, int]:
-    """(table of checkpoint rows, number of header rows, number of add rows)."""
+    """(table of checkpoint rows, number of header rows, number of add rows); ``clock`` gives
+    the "now" that expired tombstones and txns are dropped against."""
     props = snapshot.properties
-    now_ms = int(now() * 1000)
+    now_ms = clock()
     v2 = has_feature(snapshot.protocol, "v2Checkpoint")
     files = snapshot.files
     if sort_by_path and files.num_rows:
@@ -308,7 +309,7 @@ def write_checkpoint(
     *,
     version: int | None = None,
     part_size: int | None = None,
-    now: Callable[[], float] = time.time,
+    clock: Clock | None = None,
     update_last_checkpoint: bool = True,
     snapshot: "Snapshot | None" = None,
 ) -> CheckpointResult:
@@ -317,6 +318,7 @@ def write_checkpoint(
     ``part_size`` is the most actions per file: more actions than that yield a multi-part
     checkpoint. ``snapshot`` is an already loaded snapshot of ``table`` to checkpoint (saves
     reading the log again). Rewriting an existing checkpoint writes the same content again.
+    ``clock`` overrides the table's clock for tombstone and txn expiry.
     """
     if part_size is not None and part_size < 1:
         raise ConfigError(f"part_size={part_size} must be at least 1")
@@ -335,7 +337,7 @@ def write_checkpoint(
     multi = part_size is not None and rows_estimate > part_size and not v2
     if part_size is not None and rows_estimate > part_size and v2:
         log.info("table=%s version=%d has v2Checkpoint: writing one file, not parts", table.uri, snapshot.version)
-    cp, n_head, n_add = build_checkpoint_table(snapshot, now=now, sort_by_path=multi)
+    cp, n_head, n_add = build_checkpoint_table(snapshot, clock=clock or table.clock, sort_by_path=multi)
     v = snapshot.version
     total_bytes = 0
     if not multi:

@@ -36,6 +36,7 @@ from delta_core.write.checkpoint_protection import protect_checkpoints, protecte
 from delta_core.log.log_path import LOG_DIR, LogFileKind, LogPath, parse_log_name
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_EXPIRED_LOG_CLEANUP, TableProperties
+from delta_core.model.clock import Clock
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -72,16 +73,6 @@ class LogCleanupResult:
             "duration_seconds": round(self.duration_seconds, 3),
             "skipped_reason": self.skipped_reason,
         }
-
-
-def _now_ms(now: float | dt.datetime | None) -> int:
-    if now is None:
-        return int(time.time() * 1000)
-    if isinstance(now, dt.datetime):
-        if now.tzinfo is None:
-            now = now.replace(tzinfo=dt.timezone.utc)
-        return int(now.timestamp() * 1000)
-    return int(float(now) * 1000)
 
 
 def _complete_checkpoints(files: list[LogPath]) -> set[int]:
@@ -132,12 +123,12 @@ def plan_log_cleanup(files: list[LogPath], *, cutoff_ms: int) -> tuple[int | Non
 def cleanup_log(
     table: "DeltaTable",
     *,
-    now: float | dt.datetime | None = None,
+    clock: Clock | None = None,
     dry_run: bool = False,
     retention: dt.timedelta | None = None,
     ignore_log_cleanup_disabled: bool = False,
 ) -> LogCleanupResult:
-    """Delete expired log files of ``table``; ``now`` is epoch seconds or a datetime.
+    """Delete expired log files of ``table``; "now" is ``clock()`` (default: the table's clock).
 
     ``ignore_log_cleanup_disabled`` deletes even when the table has
     ``delta.enableExpiredLogCleanup=false``: only for an explicit request by a person.
@@ -150,7 +141,7 @@ def cleanup_log(
     props = TableProperties(metadata.configuration)
     if retention is None:
         retention = props.log_retention
-    cutoff = _now_ms(now) - int(retention.total_seconds() * 1000)
+    cutoff = (clock or table.clock)() - int(retention.total_seconds() * 1000)
     if not props.expired_log_cleanup and not ignore_log_cleanup_disabled:
         reason = (f"{ENABLE_EXPIRED_LOG_CLEANUP}=false: the table's owner turned log cleanup off, so "
                   "nothing was deleted; set the property to true, or pass the explicit override "

@@ -10,7 +10,6 @@ partition values, appendOnly), then writes data files through ``data_writer`` an
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
@@ -33,6 +32,7 @@ from delta_core.model.schema import (
 )
 from delta_core.storage import open_storage
 from delta_core.log.table import DeltaTable
+from delta_core.model.clock import Clock, system_clock
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import (
     APPEND_ONLY, COLUMN_MAPPING_MODE, TableProperties,
@@ -105,8 +105,10 @@ def create_table(
     name: str | None = None,
     description: str | None = None,
     storage: "Storage | None" = None,
+    clock: Clock = system_clock,
 ) -> DeltaTable:
-    """Create an empty table at ``uri`` (version 0: protocol + metaData)."""
+    """Create an empty table at ``uri`` (version 0: protocol + metaData); the returned table
+    keeps ``clock``."""
     configuration = {k: str(v) for k, v in (properties or {}).items()}
     props = TableProperties(configuration)
     # Parse every typed property now: a bad value must fail before the table exists.
@@ -136,14 +138,14 @@ def create_table(
         configuration=configuration,
         name=name,
         description=description,
-        created_time=int(time.time() * 1000),
+        created_time=clock(),
     )
     if storage is None:
         storage = open_storage(uri, storage_options)
     if any(True for _ in storage.list_from(LOG_DIR)):
         raise InvalidTransactionError(f"{uri} already holds a Delta log; open it with DeltaTable instead",
                                       path=uri)
-    table = DeltaTable(uri, storage_options, storage=storage)
+    table = DeltaTable(uri, storage_options, storage=storage, clock=clock)
     txn = Transaction(table, new_table=True, operation="CREATE TABLE", operation_parameters={
         "isManaged": "false", "description": description, "partitionBy": list(partition_columns),
         "properties": configuration,
@@ -223,7 +225,7 @@ def overwrite(
     table_data = _as_table(data)
     conform_to_schema(table_data, snap.metadata)
     txn.read_whole_table()
-    now = int(time.time() * 1000)
+    now = table.clock()
     removes = [a.to_remove(now) for a in snap.add_actions()]
     with txn:
         adds = write_table_data(table.storage, table_data, metadata=snap.metadata,
@@ -253,7 +255,7 @@ def delete_files(
             f"{len(missing)} file(s) are not in version {txn.snapshot.version} of the table, e.g. "
             f"{missing[0]!r}; pass paths exactly as they appear in add.path",
             path=table.uri, version=txn.snapshot.version)
-    now = int(time.time() * 1000)
+    now = table.clock()
     txn.add_actions(live[p].to_remove(now) for p in wanted)
     txn.set_operation_metrics({
         "numRemovedFiles": len(wanted),
@@ -317,7 +319,7 @@ def commit_rewrite(
     """
     txn = Transaction(table, read_snapshot=read_snapshot, operation=operation,
                       operation_parameters=operation_parameters)
-    now = int(time.time() * 1000)
+    now = table.clock()
     txn.mark_files_read(a.path for a in removed)
     with txn:
         if discard_on_failure:

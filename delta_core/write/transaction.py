@@ -10,31 +10,36 @@ The commit loop:
 2. ``storage.put_if_absent(commit_key(v))`` — the only way a commit file is ever created;
 3. on ``FileAlreadyExistsError``: read every commit that won since our read version and run
    ``conflict.check_conflicts`` on each (typed error on a real conflict); if none conflicts,
-   back off with jitter and retry on the next free version, bounded by attempts and time;
+   back off with jitter and retry on the next free version, bounded by one ``RetryPolicy``
+   (attempts, time, backoff);
 4. after success, write a checkpoint when the version reaches ``delta.checkpointInterval``.
 
-Every commit carries a ``commitInfo`` with a unique ``txnId``: after an ambiguous storage
-error the loop retries, and finding its own ``txnId`` in a "winning" commit means the earlier
-attempt landed. Data files this transaction wrote (``track_written_file``) are deleted only
-when the commit surely did not land: a conflict, exhausted retries with no ambiguous attempt,
-or validation failure.
+``commit`` returns a ``CommitResult``: the version, the attempts it took and the winning
+commits it checked and found compatible (``ResolvedConflict``; both in ``commit_outcome``).
+
+Every commit carries a ``commitInfo`` with a unique ``txnId``: after a put whose outcome is
+unknown (``CommitStateUnknownError`` from the storage, or any other storage error except a
+refused access) the loop retries the same version, and finding its own ``txnId`` there means
+the earlier attempt landed. If that cannot be settled, ``commit`` raises
+``CommitStateUnknownError``. Data files this transaction wrote (``track_written_file``) are
+deleted only when the commit surely did not land: a conflict, exhausted retries with no
+unknown attempt, refused access, or validation failure.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import random
 import time
 import uuid
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from delta_core.model.actions import (
     Action, Add, AddCDCFile, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn,
     encode_actions, parse_actions,
 )
 from delta_core.write.commit_info import build_commit_info
+from delta_core.write.commit_outcome import CommitResult, ResolvedConflict, RetryPolicy
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.write.conflict import (
     ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, check_conflicts,
@@ -42,9 +47,9 @@ from delta_core.write.conflict import (
 from delta_core.write.constraints import check_new_rows_allowed
 from delta_core.write.data_writer import table_schema
 from delta_core.errors import (
-    AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError, CommitRetriesExhaustedError, DeltaError,
-    FileAlreadyExistsError, InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError,
-    StorageError,
+    AccessDeniedError, AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError,
+    CommitRetriesExhaustedError, CommitStateUnknownError, DeltaError, FileAlreadyExistsError,
+    InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError, StorageError,
 )
 from delta_core.write.feature_enablement import stamp_ict_enablement
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
@@ -58,27 +63,6 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
-
-DEFAULT_MAX_ATTEMPTS = 200
-DEFAULT_TIMEOUT_SECONDS = 300.0
-BACKOFF_BASE_SECONDS = 0.005
-BACKOFF_CAP_SECONDS = 0.5
-# Ambiguous storage failures (timeouts, 5xx) are retried this many times at most.
-MAX_AMBIGUOUS_RETRIES = 3
-
-
-@dataclass(frozen=True, slots=True)
-class CommitResult:
-    """``version`` committed (or, when ``skipped``, the version already holding the change)."""
-
-    version: int
-    attempts: int
-    skipped: bool = False
-    checkpoint_version: int | None = None
-
-
-def _now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class Transaction:
@@ -158,7 +142,7 @@ class Transaction:
     def set_app_transaction(self, app_id: str, version: int) -> None:
         """Record ``txn(appId, version)``; a concurrent commit for the same appId conflicts."""
         self._read.read_app_ids.add(app_id)
-        self._actions.append(Txn(app_id=app_id, version=int(version), last_updated=_now_ms()))
+        self._actions.append(Txn(app_id=app_id, version=int(version), last_updated=self.table.clock()))
 
     # -- staging ----------------------------------------------------------------------------
 
@@ -198,8 +182,9 @@ class Transaction:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
-        if self._committed is None and self._written and exc_type is not None and not getattr(
-            exc, "commit_may_have_landed", False
+        # After CommitStateUnknownError the files may belong to a commit that landed: keep them.
+        if self._committed is None and self._written and exc_type is not None and not isinstance(
+            exc, CommitStateUnknownError
         ):
             self.abort()
 
@@ -343,7 +328,7 @@ class Transaction:
     # -- committing -------------------------------------------------------------------------
 
     def _commit_bytes(self, version: int, txn_id: str, last_ict: int | None) -> bytes:
-        now = _now_ms()
+        now = self.table.clock()
         protocol, metadata = self._effective()
         ict = None
         if TableProperties(metadata.configuration).in_commit_timestamps:
@@ -386,15 +371,10 @@ class Transaction:
         _, metadata = self._effective()
         check_write_supported(protocol, metadata, path=self.table.uri)
 
-    def commit(
-        self,
-        *,
-        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
-        timeout_seconds: float = DEFAULT_TIMEOUT_SECONDS,
-        checkpoint: bool = True,
-        sleep: Callable[[float], None] = time.sleep,
-    ) -> CommitResult:
-        """Commit the staged actions; see the module docstring for the loop and its errors."""
+    def commit(self, *, retry: RetryPolicy | None = None, checkpoint: bool = True) -> CommitResult:
+        """Commit the staged actions under ``retry`` (default ``RetryPolicy()``); see the
+        module docstring for the loop and its errors."""
+        policy = retry if retry is not None else RetryPolicy()
         self._check_open()
         try:
             self.validate()
@@ -410,9 +390,10 @@ class Transaction:
             last_ict = self._snapshot.timestamp
         started = time.monotonic()
         attempt = 0
-        ambiguous = False  # an attempt may have landed without us knowing
-        ambiguous_version = -1
-        ambiguous_retries = 0
+        resolved: list[ResolvedConflict] = []
+        unknown: DeltaError | OSError | None = None  # an attempt may have landed without us knowing
+        unknown_version = -1
+        unknown_retries = 0
         while True:
             attempt += 1
             payload = self._commit_bytes(version, txn_id, last_ict)
@@ -420,89 +401,99 @@ class Transaction:
                 self.storage.put_if_absent(commit_key(version), payload)
             except FileAlreadyExistsError:
                 log.debug("table=%s version=%d attempt=%d lost the race", uri, version, attempt)
-            except AtomicWriteUnsupportedError:
-                # Definitive and raised before any byte of the commit is written.
-                if not ambiguous:
-                    self.abort()
+            except (AtomicWriteUnsupportedError, AccessDeniedError) as exc:
+                # Definitive: the store refused before creating the commit file.
+                if unknown is not None:
+                    raise self._unknown(unknown_version, unknown) from exc
+                self.abort()
                 raise
-            except (OSError, StorageError) as exc:
-                # The put may or may not have landed: never clean up after this, and retry
-                # the same version so that our own txnId tells us if it did.
-                ambiguous = True
-                ambiguous_version = version
-                ambiguous_retries += 1
-                log.warning("table=%s version=%d attempt=%d ambiguous commit failure: %s",
+            except (CommitStateUnknownError, OSError, StorageError) as exc:
+                # The put may or may not have landed (a storage that cannot tell raises
+                # CommitStateUnknownError; any other IO error is treated alike): never clean up
+                # after this, and retry the same version so that our own txnId tells us if it did.
+                unknown, unknown_version = exc, version
+                unknown_retries += 1
+                log.warning("table=%s version=%d attempt=%d commit outcome unknown: %s",
                             uri, version, attempt, exc)
-                if ambiguous_retries > MAX_AMBIGUOUS_RETRIES:
-                    err = StorageError(
-                        f"committing version {version} of {uri} failed and it is unknown whether the "
-                        f"commit landed ({exc}); read the table to find out before retrying",
-                        path=uri, version=version)
-                    err.commit_may_have_landed = True  # type: ignore[attr-defined]
-                    raise err from exc
-                sleep(self._backoff(attempt))
+                if unknown_retries > policy.max_unknown_retries:
+                    raise self._unknown(version, exc) from exc
+                policy.sleep(policy.backoff(attempt))
                 continue
             else:
-                return self._finish(version, attempt, checkpoint=checkpoint)
+                return self._finish(version, attempt, resolved, checkpoint=checkpoint)
             # Lost: check each commit that beat us, in order.
-            latest = self._latest_version_from(version)
+            try:
+                latest = self._latest_version_from(version)
+            except (OSError, StorageError) as exc:
+                if unknown is None:
+                    raise
+                raise self._unknown(unknown_version, unknown) from exc
             for v in range(version, latest + 1):
                 try:
                     winner = self._winner(v)
                 except FileNotFoundError:
                     # A commit we lost to (or listed) is gone: never commit past an unchecked
-                    # version. Nothing of ours landed unless an earlier attempt was ambiguous.
-                    if not ambiguous:
-                        self.abort()
+                    # version. Nothing of ours landed unless an earlier attempt was unknown.
+                    if unknown is not None:
+                        raise self._unknown(unknown_version, unknown) from None
+                    self.abort()
                     raise LogGapError(
                         f"commit {v} of {uri} vanished while checking for conflicts; the log is being "
                         "changed outside the protocol (a log cleanup of fresh commits?) - investigate "
                         "before writing again", path=uri, version=v) from None
+                except (OSError, StorageError) as exc:
+                    if unknown is None:
+                        raise
+                    raise self._unknown(unknown_version, unknown) from exc
                 if winner.txn_id == txn_id:
                     log.info("table=%s version=%d attempt=%d found its own earlier commit", uri, v, attempt)
-                    return self._finish(v, attempt, checkpoint=checkpoint)
-                if v == ambiguous_version:
+                    return self._finish(v, attempt, resolved, checkpoint=checkpoint)
+                if v == unknown_version:
                     # Someone else holds the version our unclear attempt targeted, so that
                     # attempt did not land: the outcome is certain again.
-                    ambiguous = False
+                    unknown = None
                 try:
                     check_conflicts(self._read, winner, check_write=self._check_write_protocol)
                 except CommitConflictError as exc:
                     log.info("table=%s version=%d attempt=%d conflict with commit %d: %s",
                              uri, version, attempt, v, exc.kind)
-                    if not ambiguous:
-                        self.abort()
-                    else:
-                        exc.commit_may_have_landed = True  # type: ignore[attr-defined]
+                    if unknown is not None:
+                        raise self._unknown(unknown_version, unknown) from exc
+                    self.abort()
                     raise
+                resolved.append(ResolvedConflict.of(winner))
                 if winner.commit_info and winner.commit_info.get("inCommitTimestamp") is not None:
-                    last_ict = int(winner.commit_info["inCommitTimestamp"])  # type: ignore[arg-type]
+                    last_ict = int(winner.commit_info["inCommitTimestamp"])  # type: ignore[call-overload]
             version = latest + 1
             elapsed = time.monotonic() - started
-            if attempt >= max_attempts or elapsed >= timeout_seconds:
-                if not ambiguous:
-                    self.abort()
-                err = CommitRetriesExhaustedError(
+            if attempt >= policy.max_attempts or elapsed >= policy.timeout_seconds:
+                if unknown is not None:
+                    raise self._unknown(unknown_version, unknown)
+                self.abort()
+                raise CommitRetriesExhaustedError(
                     f"gave up committing to {uri} after {attempt} attempt(s) in {elapsed:.1f}s while "
-                    "other writers kept winning; retry later or raise max_attempts/timeout_seconds",
-                    path=uri, version=version)
-                err.commit_may_have_landed = ambiguous  # type: ignore[attr-defined]
-                raise err
-            sleep(self._backoff(attempt))
+                    "other writers kept winning; retry later or raise RetryPolicy.max_attempts/"
+                    "timeout_seconds", path=uri, version=version)
+            policy.sleep(policy.backoff(attempt))
 
-    @staticmethod
-    def _backoff(attempt: int) -> float:
-        # Full jitter: spreads retrying writers apart so they stop colliding in lockstep.
-        return random.uniform(0, min(BACKOFF_CAP_SECONDS, BACKOFF_BASE_SECONDS * (2 ** min(attempt, 16))))
+    def _unknown(self, version: int, cause: BaseException) -> CommitStateUnknownError:
+        # The written data files are kept: the commit that may have landed references them.
+        return CommitStateUnknownError(
+            f"committing version {version} of {self.table.uri} failed and it is unknown whether the "
+            f"commit landed ({cause}); the data files it adds were kept. Read the table (its commit "
+            f"{version} carries this transaction's txnId if it landed) before retrying",
+            path=self.table.uri, version=version)
 
-    def _finish(self, version: int, attempt: int, *, checkpoint: bool) -> CommitResult:
+    def _finish(self, version: int, attempt: int, resolved: list[ResolvedConflict], *,
+                checkpoint: bool) -> CommitResult:
         self._written = []
         log.info("table=%s version=%d attempt=%d committed %s", self.table.uri, version, attempt,
                  self.operation)
         cp_version = None
         if checkpoint:
             cp_version = self._maybe_checkpoint(version)
-        self._committed = CommitResult(version=version, attempts=attempt, checkpoint_version=cp_version)
+        self._committed = CommitResult(version=version, attempts=attempt, checkpoint_version=cp_version,
+                                       conflicts=tuple(resolved))
         return self._committed
 
     def _maybe_checkpoint(self, version: int) -> int | None:

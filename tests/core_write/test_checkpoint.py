@@ -151,12 +151,12 @@ def test_expired_tombstones_and_txns_are_dropped(table_dir):
     assert sorted(x["appId"] for x in cp.column("txn").to_pylist() if x) == ["new-app", "old-app"]
     # 1.5 days later the tombstone has expired; txns live 2 days
     later = time.time() + 1.5 * 86400
-    res = write_checkpoint(t, now=lambda: later)
+    res = write_checkpoint(t, clock=lambda: int(later * 1000))
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))
     assert sum(1 for r in cp.column("remove").to_pylist() if r) == 0
     assert len([x for x in cp.column("txn").to_pylist() if x]) == 2
     much_later = time.time() + 3 * 86400
-    res = write_checkpoint(t, now=lambda: much_later)
+    res = write_checkpoint(t, clock=lambda: int(much_later * 1000))
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{res.version:020d}.checkpoint.parquet"))
     assert [x for x in cp.column("txn").to_pylist() if x] == []
 

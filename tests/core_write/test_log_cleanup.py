@@ -66,7 +66,7 @@ def test_nothing_expired_nothing_deleted(table_dir):
 
 def test_everything_expired_keeps_newest_checkpoint_onwards(table_dir):
     t = _table(table_dir)
-    res = cleanup_log(t, now=time.time() + 31 * DAY)
+    res = cleanup_log(t, clock=lambda: int((time.time() + 31 * DAY) * 1000))
     assert res.checkpoint_version == 10
     names = _names(table_dir)
     assert min(int(n[:20]) for n in names) == 10
@@ -96,7 +96,7 @@ def test_incomplete_checkpoint_is_not_a_start(table_dir):
     log_dir = os.path.join(table_dir, "_delta_log")
     part = next(n for n in os.listdir(log_dir) if n.startswith(f"{10:020d}.checkpoint.0000000002"))
     os.unlink(os.path.join(log_dir, part))
-    res = cleanup_log(t, now=dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=31))
+    res = cleanup_log(t, clock=lambda: int((dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=31)).timestamp() * 1000))
     assert res.checkpoint_version == 5
     for v in range(5, 13):
         assert _readable(table_dir, v) == v
@@ -105,7 +105,7 @@ def test_incomplete_checkpoint_is_not_a_start(table_dir):
 def test_dry_run_lists_only(table_dir):
     t = _table(table_dir)
     before = _names(table_dir)
-    res = cleanup_log(t, now=time.time() + 31 * DAY, dry_run=True)
+    res = cleanup_log(t, clock=lambda: int((time.time() + 31 * DAY) * 1000), dry_run=True)
     assert res.dry_run and res.files_deleted > 0 and _names(table_dir) == before
     d = res.to_dict()
     assert d["checkpoint_version"] == 10 and d["files_deleted"] == len(d["deleted"])
@@ -117,8 +117,8 @@ def test_retention_property_is_honoured(table_dir):
     for i in range(4):
         append(t, workers.rows([i], 0))
     write_checkpoint(t)
-    assert cleanup_log(t, now=time.time() + 1 * DAY).files_deleted == 0
-    res = cleanup_log(t, now=time.time() + 3 * DAY)
+    assert cleanup_log(t, clock=lambda: int((time.time() + 1 * DAY) * 1000)).files_deleted == 0
+    res = cleanup_log(t, clock=lambda: int((time.time() + 3 * DAY) * 1000))
     assert res.checkpoint_version == 4 and res.files_deleted == 4
     assert _readable(table_dir, 4) == 4
 
@@ -134,7 +134,7 @@ def _cleanup_turned_off(table_dir: str) -> DeltaTable:
 def test_log_cleanup_turned_off_deletes_nothing_and_says_why(table_dir, retention):
     t = _cleanup_turned_off(table_dir)
     before = listing(table_dir)
-    res = cleanup_log(t, now=time.time() + 31 * DAY, retention=retention)
+    res = cleanup_log(t, clock=lambda: int((time.time() + 31 * DAY) * 1000), retention=retention)
     assert listing(table_dir) == before
     assert res.files_deleted == 0 and res.checkpoint_version is None
     assert "delta.enableExpiredLogCleanup=false" in res.skipped_reason
@@ -143,7 +143,7 @@ def test_log_cleanup_turned_off_deletes_nothing_and_says_why(table_dir, retentio
 
 def test_log_cleanup_turned_off_deletes_only_with_the_explicit_override(table_dir):
     t = _cleanup_turned_off(table_dir)
-    res = cleanup_log(t, now=time.time() + 31 * DAY, ignore_log_cleanup_disabled=True)
+    res = cleanup_log(t, clock=lambda: int((time.time() + 31 * DAY) * 1000), ignore_log_cleanup_disabled=True)
     assert res.skipped_reason is None and res.checkpoint_version == 10
     assert min(int(n[:20]) for n in _names(table_dir)) == 10
     assert _readable(table_dir, 13) == 12

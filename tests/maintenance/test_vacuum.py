@@ -70,12 +70,12 @@ def test_dry_run_then_vacuum_delete_exactly_the_expected_set(scene, table_uri):
     live = {url_decode_path(p) for p in table.snapshot().file_paths}
     expected = sorted(removed + [extra["orphan_old"], extra["orphan_root"], extra["gone_partition"]])
     before_files = all_files(table_uri)
-    dry = vacuum(table, dry_run=True, now=later)
+    dry = vacuum(table, dry_run=True, clock=lambda: int(later.timestamp() * 1000))
     assert dry.version is None and dry.num_files_to_delete == len(expected)
     assert sorted(dry.paths) == sorted(table.storage.uri(k) for k in expected)
     assert all_files(table_uri) == before_files
     rows = multiset(deltars_rows(table_uri))
-    metrics = vacuum(table, now=later)
+    metrics = vacuum(table, clock=lambda: int(later.timestamp() * 1000))
     assert metrics.num_deleted_files == len(expected)
     assert all_files(table_uri) == before_files - set(expected)
     assert live <= all_files(table_uri) and extra["young"] in all_files(table_uri)
@@ -95,7 +95,7 @@ def test_dry_run_then_vacuum_delete_exactly_the_expected_set(scene, table_uri):
 def test_tombstones_inside_retention_are_kept(scene, table_uri):
     table, removed, extra, now = scene
     soon = dt.datetime.fromtimestamp(now, dt.timezone.utc) + DAY
-    metrics = vacuum(table, now=soon, dry_run=True)
+    metrics = vacuum(table, clock=lambda: int(soon.timestamp() * 1000), dry_run=True)
     deleted = {k.split(table.storage.root + "/", 1)[1] for k in metrics.paths}
     assert not deleted & set(removed)
     assert extra["orphan_old"] in deleted
@@ -105,7 +105,7 @@ def test_short_retention_refused_unless_forced(scene, table_uri):
     table, removed, extra, now = scene
     with pytest.raises(RetentionTooShortError, match="deletedFileRetentionDuration"):
         vacuum(table, retention_hours=1)
-    metrics = vacuum(table, retention_hours=0, force=True, dry_run=True, now=int((now + 60) * 1000))
+    metrics = vacuum(table, retention_hours=0, force=True, dry_run=True, clock=lambda: int((now + 60) * 1000))
     deleted = {k.split(table.storage.root + "/", 1)[1] for k in metrics.paths}
     assert set(removed) <= deleted and extra["young"] not in deleted
     assert metrics.retention_check_enabled is False
@@ -121,7 +121,7 @@ def test_paths_outside_the_root_in_the_log_are_ignored(tmp_path, caplog):
         Add("file://" + str(outside), {"region": "eu"}, 8, 0, True),
         Add(str(tmp_path / "elsewhere.parquet"), {"region": "eu"}, 8, 0, True),
     ]))
-    metrics = vacuum(table, now=time.time() * 1000 + 30 * 86_400_000)
+    metrics = vacuum(table, clock=lambda: int(time.time() * 1000) + 30 * 86_400_000)
     assert metrics.ignored_log_paths == 2 and outside.read_bytes() == b"precious"
     assert "outside the table root" in caplog.text
 
@@ -137,12 +137,12 @@ def test_on_s3(s3_table_uri, s3_storage_options):
     bucket_path = s3_table_uri[len("s3://"):]
     fs.pipe(f"{bucket_path}/region=eu/orphan.parquet", b"x")
     fs.pipe(f"{bucket_path}/_hidden/keep.parquet", b"x")
-    later = time.time() * 1000 + 10 * 86_400_000
-    dry = vacuum(table, dry_run=True, now=later)
+    later = int(time.time() * 1000) + 10 * 86_400_000
+    dry = vacuum(table, dry_run=True, clock=lambda: later)
     expected = sorted([table.storage.uri(url_decode_path(snap.file_paths[0])),
                        table.storage.uri("region=eu/orphan.parquet")])
     assert sorted(dry.paths) == expected
-    metrics = vacuum(table, now=later)
+    metrics = vacuum(table, clock=lambda: later)
     assert metrics.num_deleted_files == 2
     assert not fs.exists(f"{bucket_path}/region=eu/orphan.parquet")
     assert fs.exists(f"{bucket_path}/_hidden/keep.parquet")
@@ -172,7 +172,7 @@ def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
     ]))
     for key in all_files(uri):
         os.utime(os.path.join(uri, key), (old, old))
-    metrics = vacuum(table, dry_run=True, now=int((time.time() + 10 * 86400) * 1000))
+    metrics = vacuum(table, dry_run=True, clock=lambda: int((time.time() + 10 * 86400) * 1000))
     deleted = {p.split(table.storage.root + "/", 1)[1] for p in metrics.paths}
     assert deleted == {stale_dv} and dv_key not in deleted
 
@@ -181,6 +181,6 @@ def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
 def test_deletes_as_spark_tasks(spark, scene, table_uri):
     table, removed, extra, now = scene
     later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
-    metrics = vacuum(table, now=later, spark=spark)
+    metrics = vacuum(table, clock=lambda: int(later.timestamp() * 1000), spark=spark)
     assert metrics.num_deleted_files == len(removed) + 3  # the three old orphans outside "_" paths
     assert not any(os.path.exists(os.path.join(table_uri, k)) for k in removed)

@@ -66,7 +66,7 @@ def test_live_file_spelled_another_way_is_kept(tmp_path, case):
     respell_local(real, 0, lambda p: spell(real, link, p))
     stray = orphan(real)
 
-    metrics = vacuum(DeltaTable(real if opened_by == "real" else link), now=later())
+    metrics = vacuum(DeltaTable(real if opened_by == "real" else link), clock=later)
 
     assert os.path.exists(os.path.join(real, name))
     assert not os.path.exists(stray)  # the vacuum did run: the orphan went
@@ -99,7 +99,7 @@ def test_live_path_that_cannot_be_placed_refuses(tmp_path, case):
 
     for dry_run in (True, False):
         with pytest.raises(UnplaceablePathError, match="nothing deleted") as info:
-            vacuum(DeltaTable(root), now=later(), dry_run=dry_run)
+            vacuum(DeltaTable(root), clock=later, dry_run=dry_run)
         assert info.value.path == UNPLACEABLE[case](root, name)
     assert listing(str(tmp_path)) == before  # no file deleted, no VACUUM commit written
 
@@ -115,11 +115,11 @@ def test_unplaceable_tombstone_refuses_only_inside_retention(tmp_path, age_days,
 
     if refused:
         with pytest.raises(UnplaceablePathError) as info:
-            vacuum(DeltaTable(root), now=now + DAY_MS)  # the tombstone is a day old: in the window
+            vacuum(DeltaTable(root), clock=lambda: now + DAY_MS)  # the tombstone is a day old: in the window
         assert info.value.path == "s3a://elsewhere/t/gone.parquet"
         assert listing(root) == before
     else:
-        metrics = vacuum(DeltaTable(root), now=now + 30 * DAY_MS)
+        metrics = vacuum(DeltaTable(root), clock=lambda: now + 30 * DAY_MS)
         assert metrics.num_deleted_files == 1 and not os.path.exists(stray)
         assert os.path.exists(os.path.join(root, name))
 
@@ -137,7 +137,7 @@ def test_s3_alias_scheme_names_a_live_file(s3_table_uri, s3_storage_options, del
     fs.pipe(f"{bucket_path}/orphan.parquet", b"x" * 10)
 
     table = DeltaTable(s3_table_uri, s3_storage_options)
-    metrics = vacuum(table, now=later())
+    metrics = vacuum(table, clock=later)
 
     assert fs.exists(f"{bucket_path}/{name}") and not fs.exists(f"{bucket_path}/orphan.parquet")
     assert metrics.num_deleted_files == 1

@@ -10,8 +10,8 @@ parallel — on a thread pool, or as Spark tasks when a session is given. Like D
 (``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
 
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
-refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``now`` (an
-injectable clock) so tests and schedules decide what "old" means. The write protocol is checked
+refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``clock``
+(default: the table's clock) so tests and schedules decide what "old" means. The write protocol is checked
 first (PROTOCOL.md "VACUUM Protocol Check").
 """
 
@@ -20,16 +20,16 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooShortError, UnplaceablePathError
 from delta_core.log.log_path import LOG_DIR
+from delta_core.model.clock import Clock
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.vacuum_plan import (
     VacuumPlan,
@@ -51,7 +51,6 @@ __all__ = ["VacuumMetrics", "VacuumPlan", "plan_vacuum", "referenced_keys", "vac
 
 DEFAULT_THREADS = 16
 DELETE_CHUNK = 1000
-Clock = Callable[[], dt.datetime]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,18 +72,6 @@ class VacuumMetrics(MetricsRecord):
     ignored_log_paths: int  # paths in the log outside the root (warned about, never touched)
     paths: tuple[str, ...]  # dry run: what would be deleted (absolute URIs)
     duration_seconds: float
-
-
-def _now_ms(now: dt.datetime | int | Clock | None) -> int:
-    if now is None:
-        return int(time.time() * 1000)
-    if callable(now):
-        now = now()
-    if isinstance(now, dt.datetime):
-        if now.tzinfo is None:
-            now = now.replace(tzinfo=dt.timezone.utc)
-        return int(now.timestamp() * 1000)
-    return int(now)
 
 
 def _keys(paths: Iterable[str | None], root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
@@ -212,7 +199,7 @@ def vacuum(
     dry_run: bool = False,
     force: bool = False,
     spark: Any = None,
-    now: dt.datetime | int | Clock | None = None,
+    clock: Clock | None = None,
     threads: int = DEFAULT_THREADS,
 ) -> VacuumMetrics:
     """Vacuum ``table``; see the module docstring."""
@@ -231,7 +218,7 @@ def vacuum(
             "older versions",
             path=table.uri, version=snapshot.version,
         )
-    now_ms = _now_ms(now)
+    now_ms = (clock or table.clock)()
     cutoff = now_ms - int(retention.total_seconds() * 1000)
     storage = table.storage
     ignored: list[str] = []
