@@ -2,7 +2,7 @@
 
 ``vacuum`` reads the latest snapshot, lists the table root in parallel (one listing per
 top-level directory on a bounded thread pool; hidden top-level directories such as
-``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
+``_delta_log`` are never listed; all of it through the ``Storage`` contract only), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
 parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
 ``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from delta_core.write.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
-__all__ = ["VacuumMetrics", "VacuumPlan", "plan_vacuum", "referenced_keys", "vacuum"]
+__all__ = ["DeleteChunkTask", "VacuumMetrics", "VacuumPlan", "plan_vacuum", "referenced_keys", "vacuum"]
 
 DEFAULT_THREADS = 16
 DELETE_CHUNK = 1000
@@ -72,6 +71,14 @@ class VacuumMetrics(MetricsRecord):
     ignored_log_paths: int  # paths in the log outside the root (warned about, never touched)
     paths: tuple[str, ...]  # dry run: what would be deleted (absolute URIs)
     duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteChunkTask:
+    """One chunk of ``keys`` (relative to the root of ``storage``) for a Spark task to delete."""
+
+    storage: Storage
+    keys: tuple[str, ...]
 
 
 def _now_ms(now: dt.datetime | int | Clock | None) -> int:
@@ -128,19 +135,7 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
 
 def _top_level(storage: Storage) -> tuple[list[FileInfo], list[str]]:
     """Files directly under the root and the names of the directories there."""
-    local = storage.local_path("") if hasattr(storage, "local_path") else None
-    files = list(storage.list_from(""))
-    if local is not None:
-        try:
-            dirs = [e.name for e in os.scandir(local) if e.is_dir(follow_symlinks=False)]
-        except FileNotFoundError:
-            dirs = []
-        return files, dirs
-    fs = storage.fs
-    base = fs._strip_protocol(storage.root).rstrip("/")
-    entries = fs.ls(base, detail=True, refresh=True)
-    dirs = [e["name"].rstrip("/")[len(base) + 1:] for e in entries if e.get("type") == "directory"]
-    return files, [d for d in dirs if d]
+    return list(storage.list_from("")), storage.list_directories("")
 
 
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS) -> pa.Table:
@@ -160,10 +155,10 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
     })
 
 
-def _delete_chunk(payload: dict[str, Any]) -> list[str]:
+def _delete_chunk(task: DeleteChunkTask) -> list[str]:
     """Spark task: delete one chunk of keys; returns how many as a one-element list."""
-    payload["storage"].delete_many(payload["keys"])
-    return [str(len(payload["keys"]))]
+    task.storage.delete_many(list(task.keys))
+    return [str(len(task.keys))]
 
 
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
@@ -175,7 +170,7 @@ def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAUL
     if spark is not None:
         from delta_core.maintenance.spark.tasks import run_tasks
 
-        results = run_tasks(spark, _delete_chunk, [{"storage": storage, "keys": c} for c in chunks],
+        results = run_tasks(spark, _delete_chunk, [DeleteChunkTask(storage, tuple(c)) for c in chunks],
                             description=f"vacuum delete of {table_uri}")
         return sum(int(r[0]) for r in results if r)
     done = 0
@@ -188,20 +183,9 @@ def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAUL
 
 
 def remove_empty_directories(storage: Storage, deleted: Sequence[str]) -> int:
-    """Remove the now-empty parent directories of ``deleted`` keys (local stores only; object
-    stores have no directories)."""
-    removed = 0
-    local = getattr(storage, "local_path", None)
-    for directory in empty_dir_candidates(deleted):
-        path = local(directory) if local else None
-        if path is None:
-            continue
-        try:
-            os.rmdir(path)
-            removed += 1
-        except OSError:
-            continue  # not empty (or already gone): leave it
-    return removed
+    """Remove the now-empty parent directories of ``deleted`` keys, deepest first (object stores
+    have no directories: nothing to do there)."""
+    return sum(storage.remove_dir_if_empty(directory) for directory in empty_dir_candidates(deleted))
 
 
 def vacuum(
