@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from delta_core.model.actions import Add, Metadata, Protocol
 from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
+from delta_core.write.commit_info import CommitInfoFields
 from delta_core.write.data_writer import conform_to_schema, write_table_data
 from delta_core.errors import (
     AppendOnlyViolationError, InvalidTransactionError, PartitionValueError, SchemaMismatchError,
@@ -296,9 +297,9 @@ def commit_rewrite(
     removed: Sequence[Add],
     added: Sequence[Add],
     operation: str = "OPTIMIZE",
-    operation_parameters: Mapping[str, Any] | None = None,
+    operation_parameters: CommitInfoFields | None = None,
     read_snapshot: "Snapshot | None" = None,
-    metrics: Mapping[str, Any] | None = None,
+    metrics: CommitInfoFields | None = None,
     discard_on_failure: bool = True,
     input_summaries: Sequence[InputSummary] = (),
 ) -> CommitResult:
@@ -327,8 +328,8 @@ def commit_rewrite(
         txn.add_actions(a.to_remove(now, data_change=False) for a in removed)
         outputs = [replace(a, data_change=False) for a in added]
         txn.add_actions(outputs)
-        txn.set_operation_metrics(dict(metrics or {
+        txn.set_operation_metrics(metrics or {
             "numRemovedFiles": len(removed), "numAddedFiles": len(added),
             "numRemovedBytes": sum(a.size for a in removed), "numAddedBytes": sum(a.size for a in added),
-        }))
+        })
         return txn.commit()

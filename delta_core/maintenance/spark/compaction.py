@@ -36,6 +36,7 @@ from delta_core.maintenance.spark.tasks import (
 from delta_core.model.actions import Metadata
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
+from delta_core.write.operation_records import OptimizeScan
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
@@ -140,9 +141,9 @@ def compact(
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",
         operation_parameters=plan.operation_parameters(),
-        extra_metrics={"totalConsideredFiles": plan.files_considered,
-                       "totalFilesSkipped": plan.files_considered - plan.num_input_files,
-                       "preserveInsertionOrder": True},
+        scan=OptimizeScan(total_considered_files=plan.files_considered,
+                          total_files_skipped=plan.files_considered - plan.num_input_files,
+                          preserve_insertion_order=True),
     )
     return CompactionMetrics(
         version=tally.versions[-1] if tally.versions else None,

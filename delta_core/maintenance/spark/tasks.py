@@ -22,7 +22,7 @@ import pickle
 import time
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -46,8 +46,8 @@ _INTERRUPT_KEY = "spark.job.interruptOnCancel"
 T = TypeVar("T")  # a task payload: a frozen, picklable dataclass of the operation's own
 
 
-def _task_runner(fn: Callable[[T], list[str]]) -> Callable[[Iterator[tuple[int, T]]], Iterator[tuple[int, str]]]:
-    def run(rows: Iterator[tuple[int, T]]) -> Iterator[tuple[int, str]]:
+def _task_runner(fn: Callable[[T], list[str]]) -> Callable[[Iterable[tuple[int, T]]], Iterator[tuple[int, str]]]:
+    def run(rows: Iterable[tuple[int, T]]) -> Iterator[tuple[int, str]]:
         for task_id, payload in rows:
             for result in fn(payload):
                 yield task_id, result

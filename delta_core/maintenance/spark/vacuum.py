@@ -41,6 +41,12 @@ from delta_core.maintenance.vacuum_plan import (
 from delta_core.model.path_identity import TableRoot, Where
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.model.table_features import check_write_supported
+from delta_core.write.operation_records import (
+    VacuumEndMetrics,
+    VacuumEndParameters,
+    VacuumStartMetrics,
+    VacuumStartParameters,
+)
 from delta_core.write.transaction import Transaction
 
 log = logging.getLogger(__name__)
@@ -133,17 +139,12 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
     return refs
 
 
-def _top_level(storage: Storage) -> tuple[list[FileInfo], list[str]]:
-    """Files directly under the root and the names of the directories there."""
-    return list(storage.list_from("")), storage.list_directories("")
-
-
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS) -> pa.Table:
     """Every non-hidden file under the root (``key``, ``size``, ``modification_time``), listed
     per top-level directory in parallel; hidden top-level directories are not listed at all."""
-    root_files, dirs = _top_level(storage)
-    wanted = [d for d in dirs if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
-    infos: list[FileInfo] = list(root_files)
+    wanted = [d for d in storage.list_directories("")
+              if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
+    infos: list[FileInfo] = list(storage.list_from(""))  # the files directly under the root
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
             infos.extend(listed)
@@ -241,21 +242,22 @@ def vacuum(
     if dry_run:
         return _metrics(snapshot, plan, retention, None, None, True, not force, 0, 0, ignored,
                         tuple(storage.uri(k) for k in plan.to_delete), watch)
-    params = {"retentionCheckEnabled": not force, "defaultRetentionMillis": default_ms}
-    if retention_hours is not None:
-        params["specifiedRetentionMillis"] = retention_ms
+    params = VacuumStartParameters(retention_check_enabled=not force, default_retention_millis=default_ms,
+                                   specified_retention_millis=retention_ms if retention_hours is not None else None)
     start = _commit(table, "VACUUM START", params,
-                    {"numFilesToDelete": plan.num_files_to_delete, "sizeOfDataToDelete": plan.bytes_to_delete})
+                    VacuumStartMetrics(num_files_to_delete=plan.num_files_to_delete,
+                                       size_of_data_to_delete=plan.bytes_to_delete))
     deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri)
     dirs = remove_empty_directories(storage, plan.to_delete)
-    end = _commit(table, "VACUUM END", {"status": "COMPLETED"},
-                  {"numDeletedFiles": deleted, "numVacuumedDirectories": dirs})
+    end = _commit(table, "VACUUM END", VacuumEndParameters(status="COMPLETED"),
+                  VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
     log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
              table.uri, deleted, dirs, start, end)
     return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch)
 
 
-def _commit(table: Any, operation: str, params: dict[str, Any], metrics: dict[str, Any]) -> int:
+def _commit(table: Any, operation: str, params: VacuumStartParameters | VacuumEndParameters,
+            metrics: VacuumStartMetrics | VacuumEndMetrics) -> int:
     txn = Transaction(table, operation=operation, operation_parameters=params)
     txn.set_operation_metrics(metrics)
     return txn.commit().version

@@ -55,6 +55,7 @@ from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.storage.base import Storage
 from delta_core.model.table_features import check_write_supported
+from delta_core.write.operation_records import OptimizeScan
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
@@ -306,8 +307,8 @@ def zorder(
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label=curve,
         operation_parameters=plan.operation_parameters(),
-        extra_metrics={"totalConsideredFiles": plan.files_considered, "totalFilesSkipped": 0,
-                       "preserveInsertionOrder": False},
+        scan=OptimizeScan(total_considered_files=plan.files_considered, total_files_skipped=0,
+                          preserve_insertion_order=False),
     )
     return ZOrderMetrics(
         version=tally.versions[-1] if tally.versions else None, versions=tally.versions, read_version=snapshot.version,
