@@ -1,10 +1,11 @@
-"""Typed ``operationParameters`` and ``operationMetrics`` of the maintenance commits
-(PROTOCOL.md "Commit Provenance Information").
+"""Typed ``operationParameters`` and ``operationMetrics`` of our commits (PROTOCOL.md "Commit
+Provenance Information").
 
 The protocol leaves ``commitInfo`` free-form; history tools read the keys Delta Spark writes,
 so each record maps its fields to exactly those names in ``to_commit_info()`` (Delta Spark's
-``DeltaOperations.Optimize`` / ``VacuumStart`` / ``VacuumEnd`` and their metric names). The key
-order is the order we have always written. ``commit_info.build_commit_info`` turns values into
+``DeltaOperations.CreateTable`` / ``Write`` / ``Delete`` / ``SetTableProperties`` / ``Optimize`` /
+``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is the order we have
+always written. ``commit_info.build_commit_info`` turns values into
 strings; nothing here does IO.
 """
 
@@ -12,17 +13,105 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 __all__ = [
+    "CreateTableParameters",
+    "DeleteMetrics",
+    "DeleteParameters",
     "OptimizeMetrics",
     "OptimizeParameters",
     "OptimizeScan",
+    "RewriteMetrics",
+    "SetPropertiesParameters",
     "VacuumEndMetrics",
     "VacuumEndParameters",
     "VacuumStartMetrics",
     "VacuumStartParameters",
+    "WriteMetrics",
+    "WriteParameters",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTableParameters:
+    partition_by: tuple[str, ...]
+    properties: Mapping[str, str]
+    description: str | None = None  # left out of the commit when None
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"isManaged": "false", "description": self.description, "partitionBy": list(self.partition_by),
+                "properties": dict(self.properties)}
+
+
+@dataclass(frozen=True, slots=True)
+class WriteParameters:
+    """``WRITE``: ``mode`` is ``Append`` or ``Overwrite``; ``partition_by`` only when known."""
+
+    mode: str
+    partition_by: tuple[str, ...] | None = None
+
+    def to_commit_info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"mode": self.mode}
+        if self.partition_by is not None:
+            out["partitionBy"] = list(self.partition_by)
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class WriteMetrics:
+    """``WRITE`` metrics; ``num_removed_files`` only for an overwrite."""
+
+    num_files: int
+    num_output_rows: int
+    num_output_bytes: int
+    num_removed_files: int | None = None
+
+    def to_commit_info(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"numFiles": self.num_files, "numOutputRows": self.num_output_rows,
+                               "numOutputBytes": self.num_output_bytes}
+        if self.num_removed_files is not None:
+            out["numRemovedFiles"] = self.num_removed_files
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteParameters:
+    predicates: tuple[str, ...] = ()  # whole files removed by path: no predicate
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"predicate": json.dumps(list(self.predicates))}
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteMetrics:
+    num_removed_files: int
+    num_deleted_rows: int
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"numRemovedFiles": self.num_removed_files, "numDeletedRows": self.num_deleted_rows}
+
+
+@dataclass(frozen=True, slots=True)
+class SetPropertiesParameters:
+    properties: Mapping[str, Any]
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"properties": dict(self.properties)}
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteMetrics:
+    """A plain ``dataChange=false`` rewrite (``table_writes.commit_rewrite`` without metrics)."""
+
+    num_removed_files: int
+    num_added_files: int
+    num_removed_bytes: int
+    num_added_bytes: int
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"numRemovedFiles": self.num_removed_files, "numAddedFiles": self.num_added_files,
+                "numRemovedBytes": self.num_removed_bytes, "numAddedBytes": self.num_added_bytes}
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,7 +20,7 @@ from delta_core.write.operation_records import (
     VacuumStartMetrics,
     VacuumStartParameters,
 )
-from delta_core.write.table_writes import create_table
+from delta_core.write.table_writes import append, create_table, delete_files, overwrite, set_properties
 from delta_core.write.transaction import Transaction
 
 
@@ -83,3 +83,29 @@ def test_transaction_commits_typed_vacuum_records(tmp_path):
     history = {h["version"]: h for h in deltalake.DeltaTable(uri).history()}
     assert history[v1]["operation"] == "VACUUM START"
     assert history[v2]["operationMetrics"] == {"numDeletedFiles": "3", "numVacuumedDirectories": "1"}
+
+
+def test_plain_writes_commit_their_records_under_delta_spark_keys(tmp_path):
+    uri = str(tmp_path / "w")
+    schema = pa.schema([("id", pa.int64()), ("p", pa.string())])
+    table = create_table(uri, schema, partition_columns=["p"], description="demo")
+    rows = pa.table({"id": [1, 2, 3], "p": ["a", "b", "a"]}, schema=schema)
+    v_append = append(table, rows).version
+    v_over = overwrite(table, rows).version
+    live = table.snapshot().file_paths
+    v_delete = delete_files(table, live[:1]).version
+    v_props = set_properties(table, {"delta.appendOnly": "false"}).version
+    create, app = committed_info(table, 0), committed_info(table, v_append)
+    assert list(create["operationParameters"].items()) == [
+        ("isManaged", "false"), ("description", "demo"), ("partitionBy", '["p"]'), ("properties", "{}")]
+    assert app["operationParameters"] == {"mode": "Append", "partitionBy": '["p"]'}
+    assert list(app["operationMetrics"]) == ["numFiles", "numOutputRows", "numOutputBytes"]
+    assert app["operationMetrics"]["numFiles"] == "2" and app["operationMetrics"]["numOutputRows"] == "3"
+    over = committed_info(table, v_over)
+    assert over["operationParameters"] == {"mode": "Overwrite"}
+    assert list(over["operationMetrics"]) == ["numFiles", "numOutputRows", "numOutputBytes", "numRemovedFiles"]
+    assert over["operationMetrics"]["numRemovedFiles"] == "2"
+    deleted = committed_info(table, v_delete)
+    assert deleted["operationParameters"] == {"predicate": "[]"}
+    assert deleted["operationMetrics"]["numRemovedFiles"] == "1"
+    assert committed_info(table, v_props)["operationParameters"] == {"properties": '{"delta.appendOnly":"false"}'}

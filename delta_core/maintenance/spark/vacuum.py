@@ -2,7 +2,7 @@
 
 ``vacuum`` reads the latest snapshot, lists the table root in parallel (one listing per
 top-level directory on a bounded thread pool; hidden top-level directories such as
-``_delta_log`` are never listed; all of it through the ``Storage`` contract only), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
+``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
 parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
 ``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
@@ -12,7 +12,8 @@ parallel — on a thread pool, or as Spark tasks when a session is given. Like D
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
 refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``now`` (an
 injectable clock) so tests and schedules decide what "old" means. The write protocol is checked
-first (PROTOCOL.md "VACUUM Protocol Check").
+first (PROTOCOL.md "VACUUM Protocol Check"). All IO goes through the ``Storage`` contract (the
+local store's fast listing and directory removal live inside it).
 """
 
 from __future__ import annotations
