@@ -158,7 +158,7 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
 
 
 def _delete_chunk(task: DeleteChunkTask) -> list[str]:
-    """Spark task: delete one chunk of keys; returns how many as a one-element list."""
+    """Spark task (or thread): delete one chunk of keys; returns how many as a one-element list."""
     task.storage.delete_many(list(task.keys))
     return [str(len(task.keys))]
 
@@ -166,19 +166,18 @@ def _delete_chunk(task: DeleteChunkTask) -> list[str]:
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
                  table_uri: str = "") -> int:
     """Delete ``keys`` in parallel chunks (threads, or Spark tasks); logs progress."""
-    chunks = [list(keys[i:i + DELETE_CHUNK]) for i in range(0, len(keys), DELETE_CHUNK)]
+    chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK])) for i in range(0, len(keys), DELETE_CHUNK)]
     if not chunks:
         return 0
     if spark is not None:
         from delta_core.maintenance.spark.tasks import run_tasks
 
-        results = run_tasks(spark, _delete_chunk, [DeleteChunkTask(storage, tuple(c)) for c in chunks],
-                            description=f"vacuum delete of {table_uri}")
+        results = run_tasks(spark, _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
         return sum(int(r[0]) for r in results if r)
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for n in pool.map(lambda c: (storage.delete_many(c), len(c))[1], chunks):
-            done += n
+        for result in pool.map(_delete_chunk, chunks):
+            done += int(result[0])
             if len(chunks) > 1:
                 log.info("table=%s vacuum: deleted %d/%d files", table_uri, done, len(keys))
     return done
