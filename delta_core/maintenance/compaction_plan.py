@@ -18,7 +18,6 @@ files. ``batches()`` groups bins into commits so progress survives a failure.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Sequence, TypeVar
 
@@ -29,6 +28,7 @@ from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
+from delta_core.write.operation_records import OptimizeParameters
 
 DEFAULT_MIN_FILE_FRACTION = 0.75
 DEFAULT_BATCH_BYTES = 8 * 1024**3  # one commit per ~8 GiB of input: progress survives failures
@@ -98,13 +98,8 @@ class CompactionPlan:
         """Consecutive groups of bins of at most ``max_bytes`` input (at least one bin each)."""
         return batch_bins(self.bins, max_bytes)
 
-    def operation_parameters(self) -> dict[str, Any]:
-        return {
-            "predicate": json.dumps([self.predicate] if self.predicate else []),
-            "zOrderBy": "[]",
-            "clusterBy": "[]",
-            "auto": False,
-        }
+    def operation_parameters(self) -> OptimizeParameters:
+        return OptimizeParameters(predicate=self.predicate)
 
 
 G = TypeVar("G", bound=FileGroup)

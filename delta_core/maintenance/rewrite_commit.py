@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Mapping, Sequence
+from typing import Any, Callable, Collection, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -51,6 +51,8 @@ from delta_core.maintenance.compaction_plan import check_no_deletion_vectors
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
+from delta_core.write.commit_info import CommitInfoFields
+from delta_core.write.operation_records import OptimizeMetrics, OptimizeParameters, OptimizeScan
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 
@@ -98,8 +100,8 @@ def commit_rewrite(
     *,
     input_paths: Sequence[str],
     adds: Sequence[Add],
-    operation_parameters: Mapping[str, Any],
-    operation_metrics: Mapping[str, Any],
+    operation_parameters: CommitInfoFields,
+    operation_metrics: CommitInfoFields,
     max_conflict_retries: int = MAX_CONFLICT_RETRIES,
     input_summaries: Sequence[InputSummary] = (),
 ) -> BatchOutcome:
@@ -153,8 +155,8 @@ def run_rewrite_batches(
     batches: Sequence[Sequence[Any]],
     *,
     rewrite: Callable[[Any, Sequence[Any], str, list[str]], RewriteOutput],
-    operation_parameters: Mapping[str, Any],
-    extra_metrics: Mapping[str, Any],
+    operation_parameters: OptimizeParameters,
+    scan: OptimizeScan | None,
     label: str,
 ) -> RewriteTally:
     """Rewrite and commit ``batches`` of file groups (anything with ``paths`` and ``total_size``).
@@ -168,7 +170,7 @@ def run_rewrite_batches(
     file it may write before any is written, writes them and returns their ``add`` actions
     (``RewriteOutput``); if it fails, those files are deleted and an input missing from storage is
     named (``MissingDataFileError``). Each batch is then proven and committed by ``commit_rewrite``
-    with Delta's OPTIMIZE metrics plus ``extra_metrics``.
+    with Delta's OPTIMIZE metrics (``OptimizeMetrics``, with ``scan`` in each batch's).
     """
     versions: list[int] = []
     removed_files = added_files = removed_bytes = added_bytes = aborted = 0
@@ -191,11 +193,9 @@ def run_rewrite_batches(
         adds = list(output.adds)
         in_bytes = sum(g.total_size for g in batch)
         out_bytes = sum(a.size for a in adds)
-        metrics = {
-            "numRemovedFiles": len(inputs), "numAddedFiles": len(adds),
-            "numRemovedBytes": in_bytes, "numAddedBytes": out_bytes, **file_size_metrics(adds),
-            "numBatches": 1, "numDeletionVectorsRemoved": 0, **extra_metrics,
-        }
+        metrics = OptimizeMetrics(num_removed_files=len(inputs), num_added_files=len(adds),
+                                  num_removed_bytes=in_bytes, num_added_bytes=out_bytes,
+                                  added_file_sizes=tuple(a.size for a in adds), scan=scan)
         outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
                                  operation_parameters=operation_parameters, operation_metrics=metrics,
                                  input_summaries=output.input_summaries)
@@ -266,15 +266,3 @@ def _delete_uncommitted(table: Any, keys: list[str]) -> None:
     except (OSError, StorageError) as exc:
         log.warning("table=%s could not delete %d uncommitted file(s): %s (vacuum will)", table.uri, len(keys), exc)
 
-
-def file_size_metrics(adds: Sequence[Add]) -> dict[str, int]:
-    """Delta's OPTIMIZE size metrics of the files added."""
-    sizes = sorted(a.size for a in adds)
-    if not sizes:
-        return {}
-
-    def pct(p: float) -> int:
-        return sizes[min(len(sizes) - 1, int(p * len(sizes)))]
-
-    return {"minFileSize": sizes[0], "maxFileSize": sizes[-1], "p25FileSize": pct(0.25),
-            "p50FileSize": pct(0.5), "p75FileSize": pct(0.75)}

@@ -11,7 +11,6 @@ clustering on them could never skip a file. Only top-level primitive, orderable 
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -34,6 +33,7 @@ from delta_core.maintenance.curves import CURVES, bits_per_column
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
+from delta_core.write.operation_records import OptimizeParameters
 
 _ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "decimal", "boolean",
               "date", "timestamp", "timestamp_ntz"}
@@ -76,14 +76,8 @@ class ZOrderPlan:
         """Consecutive groups of partitions of at most ``max_bytes`` input (at least one each)."""
         return batch_bins(self.partitions, max_bytes)
 
-    def operation_parameters(self) -> dict[str, Any]:
-        return {
-            "predicate": json.dumps([self.predicate] if self.predicate else []),
-            "zOrderBy": json.dumps(list(self.columns)),
-            "clusterBy": "[]",
-            "auto": False,
-            "curve": self.curve,
-        }
+    def operation_parameters(self) -> OptimizeParameters:
+        return OptimizeParameters(predicate=self.predicate, z_order_by=tuple(self.columns), curve=self.curve)
 
 
 def validate_columns(

@@ -11,6 +11,8 @@ Contract (implementations must honour every line):
   is ``>= start``, sorted by name, with size and modification time. It never lists the
   whole directory when the store can start from a key.
 - ``list_recursive(directory)`` yields every file below ``directory`` (any order).
+- ``list_directories(directory)`` returns the names of the directories directly inside
+  ``directory``, sorted (none on stores without directories but for common key prefixes).
 - ``read(key)`` returns the whole file; a missing file raises ``FileNotFoundError``.
 - ``put_if_absent(key, data)`` creates the file atomically or raises
   ``FileAlreadyExistsError``; it never replaces an existing file and a reader never sees a
@@ -59,6 +61,8 @@ class Storage(Protocol):
 
     def list_recursive(self, directory: str = "") -> Iterator[FileInfo]: ...
 
+    def list_directories(self, directory: str = "") -> list[str]: ...
+
     def head(self, key: str) -> FileInfo: ...
 
     def exists(self, key: str) -> bool: ...
@@ -78,6 +82,10 @@ class Storage(Protocol):
     def delete(self, key: str) -> None: ...
 
     def delete_many(self, keys: list[str]) -> None: ...
+
+    def remove_dir_if_empty(self, directory: str) -> bool:
+        """Remove ``directory`` if it is empty; ``True`` if it was removed (never on object
+        stores, which have no directories)."""
 
     def remove_empty_dirs(self, directory: str = "") -> int:
         """Remove empty directories below ``directory``; returns how many were removed."""

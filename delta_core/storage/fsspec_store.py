@@ -9,6 +9,10 @@ Atomic create-if-absent, the commit primitive, is done per scheme:
 - memory: a process-wide lock around check-and-write (the store lives in one process);
 - anything else: refused with ``AtomicWriteUnsupportedError`` unless the store was built with
   ``allow_unsafe_commits=True``.
+
+Listing a local root goes straight to ``os.scandir`` (one ``stat`` per file, no fsspec detail
+dictionaries): vacuum lists every file of a table through ``list_directories`` and
+``list_recursive`` and relies on that speed.
 """
 
 from __future__ import annotations
@@ -52,6 +56,28 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
             return int(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
         return int(float(value) * 1000)
     return 0
+
+
+def _scan_local(full_dir: str, key_prefix: str) -> Iterator[FileInfo]:
+    """Every file below ``full_dir`` (keys start with ``key_prefix``), depth first.
+
+    The rules are ``os.walk``'s: an unreadable or vanished directory is skipped, a symlinked
+    directory is not descended into, a symlinked file is listed with its target's size and
+    time, and a dangling link is skipped."""
+    try:
+        entries = list(os.scandir(full_dir))
+    except OSError:
+        return  # unreadable, or removed while listing: os.walk skips it the same way
+    for entry in entries:
+        if entry.is_dir():
+            if not entry.is_symlink():
+                yield from _scan_local(entry.path, f"{key_prefix}{entry.name}/")
+            continue
+        try:
+            st = entry.stat()
+        except FileNotFoundError:
+            continue
+        yield FileInfo(f"{key_prefix}{entry.name}", st.st_size, int(st.st_mtime * 1000))
 
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
@@ -199,17 +225,27 @@ class FsspecStorage:
             kwargs.pop("StartAfter", None)
 
     @needs_access("read")
+    def list_directories(self, directory: str = "") -> list[str]:
+        full_dir = self._full(directory)
+        if self._scheme == "file":
+            try:
+                # A symlinked directory is not ours to descend into (os.walk's rule too).
+                return sorted(e.name for e in os.scandir(full_dir) if e.is_dir(follow_symlinks=False))
+            except FileNotFoundError:
+                return []
+        try:
+            entries = self.fs.ls(full_dir, detail=True, refresh=True)
+        except FileNotFoundError:
+            return []
+        keys = (self._key_of(e["name"]) for e in entries if e.get("type") == "directory")
+        return sorted(k.rsplit("/", 1)[-1] for k in keys if k and k != normalize_key(directory))
+
+    @needs_access("read")
     def list_recursive(self, directory: str = "") -> Iterator[FileInfo]:
         full_dir = self._full(directory)
         if self._scheme == "file":
-            for dirpath, _dirs, files in os.walk(full_dir):
-                for name in files:
-                    path = os.path.join(dirpath, name)
-                    try:
-                        st = os.stat(path)
-                    except FileNotFoundError:
-                        continue
-                    yield FileInfo(self._key_of(path), st.st_size, int(st.st_mtime * 1000))
+            prefix = normalize_key(directory)
+            yield from _scan_local(full_dir, f"{prefix}/" if prefix else "")
             return
         try:
             found = self.fs.find(full_dir, detail=True, withdirs=False)
@@ -406,6 +442,16 @@ class FsspecStorage:
         except FileNotFoundError:
             for key in keys:
                 self.delete(key)
+
+    @needs_access("write")
+    def remove_dir_if_empty(self, directory: str) -> bool:
+        if self._scheme != "file":
+            return False  # object stores have no directories; other stores' are left alone
+        try:
+            os.rmdir(self._full(directory))
+        except OSError:
+            return False  # not empty, already gone, or not a directory: leave it
+        return True
 
     def remove_empty_dirs(self, directory: str = "") -> int:
         if self._scheme != "file":

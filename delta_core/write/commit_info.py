@@ -6,15 +6,41 @@ history tools (``DESCRIBE HISTORY``, delta-rs ``history()``) show them: ``timest
 ``operation``, ``operationParameters`` (string values, as Spark does), ``operationMetrics``,
 ``readVersion``, ``isolationLevel``, ``isBlindAppend``, ``engineInfo`` and ``txnId`` (lets a
 writer recognise its own commit after an ambiguous failure). Pure: no IO.
+
+Parameters and metrics come as typed records (``CommitInfoRecord``: a frozen dataclass whose
+``to_commit_info()`` names Delta's keys, e.g. ``operation_records.OptimizeMetrics``) or, for the
+plain writes, as a mapping already keyed by Delta's names; ``commit_info_fields`` is the one
+place either becomes the mapping written.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from typing import Any, Mapping, Protocol, runtime_checkable
 
 from delta_core import ENGINE_INFO
 from delta_core.model.actions import CommitInfo
+
+
+@runtime_checkable
+class CommitInfoRecord(Protocol):
+    """Typed ``operationParameters`` or ``operationMetrics`` of one operation."""
+
+    def to_commit_info(self) -> dict[str, Any]:
+        """The fields under Delta's exact key names, in the order they are written."""
+        ...
+
+
+CommitInfoFields = CommitInfoRecord | Mapping[str, Any]
+
+
+def commit_info_fields(fields: CommitInfoFields | None) -> dict[str, Any]:
+    """The ``{Delta key: value}`` mapping of a typed record or of a mapping (copied)."""
+    if fields is None:
+        return {}
+    if isinstance(fields, CommitInfoRecord):
+        return fields.to_commit_info()
+    return dict(fields)
 
 
 def _as_parameter(value: Any) -> str:
@@ -28,8 +54,8 @@ def build_commit_info(
     *,
     timestamp: int,
     operation: str,
-    operation_parameters: Mapping[str, Any] | None,
-    operation_metrics: Mapping[str, Any] | None,
+    operation_parameters: CommitInfoFields | None,
+    operation_metrics: CommitInfoFields | None,
     read_version: int | None,
     isolation_level: str,
     is_blind_append: bool,
@@ -42,13 +68,13 @@ def build_commit_info(
     values["timestamp"] = timestamp
     values["operation"] = operation
     values["operationParameters"] = {
-        k: _as_parameter(v) for k, v in (operation_parameters or {}).items() if v is not None
+        k: _as_parameter(v) for k, v in commit_info_fields(operation_parameters).items() if v is not None
     }
     if read_version is not None and read_version >= 0:
         values["readVersion"] = read_version
     values["isolationLevel"] = isolation_level
     values["isBlindAppend"] = is_blind_append
-    values["operationMetrics"] = {k: str(v) for k, v in (operation_metrics or {}).items()}
+    values["operationMetrics"] = {k: str(v) for k, v in commit_info_fields(operation_metrics).items()}
     values["engineInfo"] = ENGINE_INFO
     values["txnId"] = txn_id
     return CommitInfo(values)

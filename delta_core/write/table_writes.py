@@ -19,7 +19,17 @@ import pyarrow as pa
 from delta_core.model.actions import Add, Metadata, Protocol
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
+from delta_core.write.commit_info import CommitInfoFields
 from delta_core.write.data_writer import conform_to_schema, write_table_data
+from delta_core.write.operation_records import (
+    CreateTableParameters,
+    DeleteMetrics,
+    DeleteParameters,
+    RewriteMetrics,
+    SetPropertiesParameters,
+    WriteMetrics,
+    WriteParameters,
+)
 from delta_core.errors import (
     AppendOnlyViolationError, InvalidTransactionError, PartitionValueError, SchemaMismatchError,
 )
@@ -146,10 +156,8 @@ def create_table(
         raise InvalidTransactionError(f"{uri} already holds a Delta log; open it with DeltaTable instead",
                                       path=uri)
     table = DeltaTable(uri, storage_options, storage=storage, clock=clock)
-    txn = Transaction(table, new_table=True, operation="CREATE TABLE", operation_parameters={
-        "isManaged": "false", "description": description, "partitionBy": list(partition_columns),
-        "properties": configuration,
-    })
+    txn = Transaction(table, new_table=True, operation="CREATE TABLE", operation_parameters=CreateTableParameters(
+        partition_by=tuple(partition_columns), properties=configuration, description=description))
     txn.add_actions([protocol, metadata])
     txn.commit(checkpoint=False)
     return table
@@ -169,8 +177,9 @@ def _check_writable(txn: Transaction, *, removes_data: bool) -> None:
             path=txn.table.uri, version=snap.version)
 
 
-def _write_metrics(adds: Sequence[Add], rows: int) -> dict[str, int]:
-    return {"numFiles": len(adds), "numOutputRows": rows, "numOutputBytes": sum(a.size for a in adds)}
+def _write_metrics(adds: Sequence[Add], rows: int, *, removed: int | None = None) -> WriteMetrics:
+    return WriteMetrics(num_files=len(adds), num_output_rows=rows, num_output_bytes=sum(a.size for a in adds),
+                        num_removed_files=removed)
 
 
 def append(
@@ -187,8 +196,8 @@ def append(
     if (app_id is None) != (app_version is None):
         raise InvalidTransactionError("pass both app_id and app_version, or neither")
     snap = read_snapshot if read_snapshot is not None else table.snapshot()
-    txn = Transaction(table, read_snapshot=snap, operation="WRITE", operation_parameters={
-        "mode": "Append", "partitionBy": list(snap.partition_columns)})
+    txn = Transaction(table, read_snapshot=snap, operation="WRITE",
+                      operation_parameters=WriteParameters(mode="Append", partition_by=tuple(snap.partition_columns)))
     if app_id is not None:
         seen = snap.txns.get(app_id)
         if seen is not None and seen.version >= int(app_version):  # type: ignore[arg-type]
@@ -215,7 +224,7 @@ def overwrite(
     app_version: int | None = None,
 ) -> CommitResult:
     """Replace every file of the table with ``data`` (one commit: removes + adds)."""
-    txn = Transaction(table, operation="WRITE", operation_parameters={"mode": "Overwrite"})
+    txn = Transaction(table, operation="WRITE", operation_parameters=WriteParameters(mode="Overwrite"))
     snap = txn.snapshot
     if app_id is not None:
         seen = snap.txns.get(app_id)
@@ -234,9 +243,7 @@ def overwrite(
         txn.add_actions(adds)
         if app_id is not None and app_version is not None:
             txn.set_app_transaction(app_id, int(app_version))
-        metrics = _write_metrics(adds, table_data.num_rows)
-        metrics["numRemovedFiles"] = len(removes)
-        txn.set_operation_metrics(metrics)
+        txn.set_operation_metrics(_write_metrics(adds, table_data.num_rows, removed=len(removes)))
         return txn.commit()
 
 
@@ -245,7 +252,7 @@ def delete_files(
 ) -> CommitResult:
     """Logically delete whole files (``remove`` with ``dataChange=true``) by their log path."""
     txn = Transaction(table, read_snapshot=read_snapshot, operation="DELETE",
-                      operation_parameters={"predicate": "[]"})
+                      operation_parameters=DeleteParameters())
     _check_writable(txn, removes_data=True)
     wanted = list(dict.fromkeys(paths))
     live = {a.path: a for a in txn.snapshot.add_actions() if a.path in set(wanted)}
@@ -257,17 +264,17 @@ def delete_files(
             path=table.uri, version=txn.snapshot.version)
     now = table.clock()
     txn.add_actions(live[p].to_remove(now) for p in wanted)
-    txn.set_operation_metrics({
-        "numRemovedFiles": len(wanted),
-        "numDeletedRows": sum(json.loads(live[p].stats or "{}").get("numRecords", 0) for p in wanted),
-    })
+    txn.set_operation_metrics(DeleteMetrics(
+        num_removed_files=len(wanted),
+        num_deleted_rows=sum(json.loads(live[p].stats or "{}").get("numRecords", 0) for p in wanted),
+    ))
     return txn.commit()
 
 
 def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitResult:
     """Merge ``properties`` into ``metaData.configuration`` (upgrading the protocol if needed)."""
     txn = Transaction(table, operation="SET TBLPROPERTIES",
-                      operation_parameters={"properties": dict(properties)})
+                      operation_parameters=SetPropertiesParameters(properties=dict(properties)))
     snap = txn.snapshot
     # A metadata-only commit adds no rows, so row constraints cannot stop it (rewrite_only).
     check_write_supported(snap.protocol, snap.metadata, rewrite_only=True, path=table.uri,
@@ -299,9 +306,9 @@ def commit_rewrite(
     removed: Sequence[Add],
     added: Sequence[Add],
     operation: str = OPTIMIZE,
-    operation_parameters: Mapping[str, Any] | None = None,
+    operation_parameters: CommitInfoFields | None = None,
     read_snapshot: "Snapshot | None" = None,
-    metrics: Mapping[str, Any] | None = None,
+    metrics: CommitInfoFields | None = None,
     discard_on_failure: bool = True,
     input_summaries: Sequence[InputSummary] = (),
 ) -> CommitResult:
@@ -330,8 +337,8 @@ def commit_rewrite(
         txn.add_actions(a.to_remove(now, data_change=False) for a in removed)
         outputs = [replace(a, data_change=False) for a in added]
         txn.add_actions(outputs)
-        txn.set_operation_metrics(dict(metrics or {
-            "numRemovedFiles": len(removed), "numAddedFiles": len(added),
-            "numRemovedBytes": sum(a.size for a in removed), "numAddedBytes": sum(a.size for a in added),
-        }))
+        txn.set_operation_metrics(metrics or RewriteMetrics(
+            num_removed_files=len(removed), num_added_files=len(added),
+            num_removed_bytes=sum(a.size for a in removed), num_added_bytes=sum(a.size for a in added),
+        ))
         return txn.commit()

@@ -38,7 +38,7 @@ from delta_core.model.actions import (
     Action, Add, AddCDCFile, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn,
     encode_actions, parse_actions,
 )
-from delta_core.write.commit_info import build_commit_info
+from delta_core.write.commit_info import CommitInfoFields, build_commit_info, commit_info_fields
 from delta_core.write.commit_outcome import CommitResult, ResolvedConflict, RetryPolicy
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.write.conflict import (
@@ -74,7 +74,7 @@ class Transaction:
         *,
         read_snapshot: "Snapshot | None" = None,
         operation: str,
-        operation_parameters: Mapping[str, Any] | None = None,
+        operation_parameters: CommitInfoFields | None = None,
         isolation_level: str = SERIALIZABLE,
         new_table: bool = False,
     ):
@@ -83,7 +83,7 @@ class Transaction:
                 f"isolation level {isolation_level!r} is not one of {', '.join(ISOLATION_LEVELS)}")
         self.table = table
         self.operation = operation
-        self.operation_parameters = dict(operation_parameters or {})
+        self.operation_parameters = commit_info_fields(operation_parameters)
         self.isolation_level = isolation_level
         self._snapshot: Snapshot | None
         if new_table:
@@ -164,8 +164,9 @@ class Transaction:
             self.track_written_file(a)
             self.add_action(a)
 
-    def set_operation_metrics(self, metrics: Mapping[str, Any]) -> None:
-        self._metrics.update(metrics)
+    def set_operation_metrics(self, metrics: CommitInfoFields) -> None:
+        """Record ``operationMetrics``: a typed record (``operation_records``) or a mapping."""
+        self._metrics.update(commit_info_fields(metrics))
 
     @property
     def actions(self) -> list[Action]:

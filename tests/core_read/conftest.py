@@ -37,6 +37,10 @@ class RecordingStorage:
         self.list_calls.append((directory, "<recursive>"))
         return self._inner.list_recursive(directory)
 
+    def list_directories(self, directory: str = "") -> list[str]:
+        self.list_calls.append((directory, "<directories>"))
+        return self._inner.list_directories(directory)
+
     def head(self, key: str) -> FileInfo:
         return self._inner.head(key)
 
@@ -65,6 +69,9 @@ class RecordingStorage:
 
     def delete_many(self, keys: list[str]) -> None:
         self._inner.delete_many(keys)
+
+    def remove_dir_if_empty(self, directory: str) -> bool:
+        return self._inner.remove_dir_if_empty(directory)
 
     def remove_empty_dirs(self, directory: str = "") -> int:
         return self._inner.remove_empty_dirs(directory)

@@ -320,6 +320,6 @@ def test_unclear_attempt_resolved_by_another_winner(table_dir):
     victim.add_written_files([add])
     # the retry of version 1 finds another writer's commit there: our attempt surely did not
     # land, so the append conflict that follows may clean up our file
-    with pytest.raises(ConcurrentAppendError) as e:
+    with pytest.raises(ConcurrentAppendError):
         victim.commit(retry=RetryPolicy(sleep=lambda s: None))
     assert not t.storage.exists(add.path)

@@ -82,7 +82,7 @@ def test_plan_on_real_snapshot(table_uri):
     assert {b.partition_dict["region"] for b in plan.bins} == {"eu", "us"}
     plan = plan_compaction(snap, where="region = 'eu'")
     assert [b.partition_dict["region"] for b in plan.bins] == ["eu"] and plan.files_considered == 4
-    assert plan.operation_parameters()["predicate"] == '["region = \'eu\'"]'
+    assert plan.operation_parameters().to_commit_info()["predicate"] == '["region = \'eu\'"]'
     assert plan_compaction(snap, where="region = 'nowhere'").is_empty
     with pytest.raises(ConfigError, match="partition column"):
         plan_compaction(snap, where="id > 3")
@@ -99,7 +99,7 @@ def test_zorder_plan_validates_columns(table_uri):
     snap = table.snapshot()
     plan = plan_zorder(snap, ["X", "id"], curve="hilbert")
     assert plan.columns == ("x", "id") and plan.num_input_files == 4 and len(plan.partitions) == 2
-    assert plan.operation_parameters()["zOrderBy"] == '["x", "id"]'
+    assert plan.operation_parameters().to_commit_info()["zOrderBy"] == '["x", "id"]'
     with pytest.raises(ConfigError, match="partition column"):
         plan_zorder(snap, ["region"])
     with pytest.raises(ConfigError, match="not in the table schema"):

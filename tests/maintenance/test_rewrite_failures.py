@@ -108,7 +108,7 @@ def test_zorder_batch_refuses_an_input_that_gained_a_deletion_vector(spark, tabl
     before = multiset(rows_applying_dvs(table_uri))
     with pytest.raises(UnsupportedTableForOperationError, match="deletion vectors") as info:
         run_rewrite_batches(table, snap, batches, rewrite=rewrite, operation_parameters=plan.operation_parameters(),
-                            extra_metrics={}, label="zorder")
+                            scan=None, label="zorder")
     assert victim in str(info.value) and info.value.version == table.latest_version()
     # batch 1 committed after the DELETE; batch 2 wrote nothing and its file keeps its vector
     assert table.latest_version() == dv_versions[0] + 1
@@ -181,7 +181,7 @@ def test_refused_commit_deletes_the_batch_files(spark, table_uri):
 
     before = data_files(table_uri)
     tally = run_rewrite_batches(table, snap, plan.batches(), rewrite=rewrite,
-                                operation_parameters=plan.operation_parameters(), extra_metrics={}, label="compaction")
+                                operation_parameters=plan.operation_parameters(), scan=None, label="compaction")
     assert tally.versions == () and tally.batches_aborted == 1 and len(written) == 2
     assert data_files(table_uri) == before
     assert table.latest_version() == snap.version + 1  # only the other writer's DELETE

@@ -11,8 +11,10 @@ import pytest
 from delta_core.model.actions import Add, encode_actions
 from delta_core.errors import RetentionTooShortError
 from delta_core.log.log_path import commit_key
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.vacuum import vacuum
 from delta_core.model.partition_values import url_decode_path
+from delta_core.storage.base import Storage
 from delta_core.write.table_writes import delete_files
 
 from tests.maintenance.conftest import commit_info, deltars_rows, make_table, multiset
@@ -90,6 +92,41 @@ def test_dry_run_then_vacuum_delete_exactly_the_expected_set(scene, table_uri):
     assert start["operationMetrics"]["numFilesToDelete"] == str(len(expected))
     assert end["operationMetrics"]["numDeletedFiles"] == str(len(expected))
     assert end["operationParameters"]["status"] == "COMPLETED"
+
+
+class ContractOnlyStorage:
+    """A real store seen only through the ``Storage`` contract: any other attribute (``fs``,
+    ``local_path``, ...) does not exist. Records the directories listed recursively."""
+
+    CONTRACT = frozenset(n for n in vars(Storage) if not n.startswith("_"))
+
+    def __init__(self, inner: Storage) -> None:
+        self._inner = inner
+        self.recursive: list[str] = []
+
+    def list_recursive(self, directory: str = ""):
+        self.recursive.append(directory)
+        return self._inner.list_recursive(directory)
+
+    def __getattr__(self, name: str):
+        if name not in self.CONTRACT:
+            raise AttributeError(f"{name!r} is not part of the Storage contract")
+        return getattr(self._inner, name)
+
+
+def test_vacuum_uses_only_the_storage_contract(scene, table_uri):
+    table, removed, extra, now = scene
+    later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
+    expected = sorted(removed + [extra["orphan_old"], extra["orphan_root"], extra["gone_partition"]])
+    storage = ContractOnlyStorage(table.storage)
+    before = all_files(table_uri)
+    metrics = vacuum(DeltaTable(storage=storage), now=later)
+    assert metrics.num_deleted_files == len(expected)
+    assert all_files(table_uri) == before - set(expected)
+    assert not os.path.exists(os.path.join(table_uri, "region=zz"))  # emptied, then removed
+    assert metrics.num_vacuumed_directories >= 1
+    # only the non-hidden top-level directories were walked; never _delta_log or "_"/"." ones
+    assert sorted(storage.recursive) == ["region=eu", "region=us", "region=zz"]
 
 
 def test_tombstones_inside_retention_are_kept(scene, table_uri):

@@ -122,3 +122,50 @@ def test_store_without_atomic_create_refuses_to_commit(tmp_path):
     opted_in.put_if_absent("_delta_log/00000000000000000000.json", b"{}\n")
     with pytest.raises(FileAlreadyExistsError):
         opted_in.put_if_absent("_delta_log/00000000000000000000.json", b"{}\n")
+
+
+def test_list_directories_names_the_directories_directly_inside(store):
+    for key in ("z.parquet", "a/x.parquet", "a/b/y.parquet", "region=eu/w.parquet", "_delta_log/0.json"):
+        store.write(key, b"x")
+    assert store.list_directories("") == ["_delta_log", "a", "region=eu"]
+    assert store.list_directories("a") == ["b"]
+    assert store.list_directories("a/b") == []
+    assert store.list_directories("missing") == []
+
+
+def test_remove_dir_if_empty_removes_only_empty_local_directories(tmp_path):
+    store = open_storage(str(tmp_path / "t"))
+    store.write("full/a.parquet", b"x")
+    (tmp_path / "t" / "empty" / "inner").mkdir(parents=True)
+    assert store.remove_dir_if_empty("empty") is False  # holds a directory
+    assert store.remove_dir_if_empty("empty/inner") is True
+    assert store.remove_dir_if_empty("empty") is True
+    assert store.remove_dir_if_empty("full") is False and store.exists("full/a.parquet")
+    assert store.remove_dir_if_empty("never-there") is False
+    assert sorted(p.name for p in (tmp_path / "t").iterdir()) == ["full"]
+
+
+def test_remove_dir_if_empty_is_a_no_op_on_stores_without_directories():
+    store = open_storage(f"memory://t-{uuid.uuid4().hex}")
+    store.write("d/a.parquet", b"x")
+    store.delete("d/a.parquet")
+    assert store.remove_dir_if_empty("d") is False
+
+
+def test_local_recursive_listing_keeps_os_walk_rules_for_links(tmp_path):
+    """The scandir listing inside the local store: symlinked directories are not descended into,
+    a symlinked file is listed with its target's size, a dangling link is skipped."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "big.parquet").write_bytes(b"y" * 7)
+    store = open_storage(str(tmp_path / "t"))
+    store.write("p=1/a.parquet", b"xyz")
+    store.write("p=1/deep/b.parquet", b"x")
+    root = tmp_path / "t"
+    (root / "p=1" / "linked-dir").symlink_to(outside, target_is_directory=True)
+    (root / "p=1" / "linked-file.parquet").symlink_to(outside / "big.parquet")
+    (root / "p=1" / "dangling.parquet").symlink_to(tmp_path / "nowhere")
+    listed = {(f.key, f.size) for f in store.list_recursive("p=1")}
+    assert listed == {("p=1/a.parquet", 3), ("p=1/deep/b.parquet", 1), ("p=1/linked-file.parquet", 7)}
+    assert {f.key for f in store.list_recursive("")} == {k for k, _ in listed}
+    assert store.list_directories("p=1") == ["deep"]  # the symlinked directory is not ours

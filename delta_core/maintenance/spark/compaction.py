@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
@@ -33,12 +33,31 @@ from delta_core.maintenance.spark.tasks import (
     run_tasks,
     settled_on_failure,
 )
+from delta_core.model.actions import Metadata
 from delta_core.model.table_features import check_write_supported
+from delta_core.storage.base import Storage
+from delta_core.write.operation_records import OptimizeScan
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CompactionMetrics", "CompactionPlan", "compact", "plan_compaction"]
+__all__ = ["CompactBinTask", "CompactionMetrics", "CompactionPlan", "compact", "plan_compaction"]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactBinTask:
+    """What one Spark task needs to rewrite one bin (pickled to the executor): the table's
+    ``storage`` (it carries its own options, nothing more is added), its ``metadata``, the
+    bin's input ``paths`` (as in the log) with their ``sizes``, the bin's ``partition_values``,
+    the output ``key`` chosen on the driver, and the inputs to ``summarise`` for the proof."""
+
+    storage: Storage
+    metadata: Metadata
+    paths: tuple[str, ...]
+    sizes: tuple[int, ...]
+    partition_values: Mapping[str, str | None]
+    key: str
+    summarise: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +82,13 @@ class CompactionMetrics(MetricsRecord):
     duration_seconds: float
 
 
-def _compact_bin(payload: dict[str, Any]) -> list[str]:
+def _compact_bin(task: CompactBinTask) -> list[str]:
     """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON, then the
     summaries of the inputs in ``summarise`` (``InputSummary`` JSON)."""
-    reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=payload["summarise"])
-    add = rewrite_files(payload["storage"], payload["paths"], metadata=payload["metadata"],
-                        partition_values=payload["partition_values"], sizes=payload["sizes"], reader=reader,
-                        key=payload["key"])
+    reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise)
+    add = rewrite_files(task.storage, task.paths, metadata=task.metadata,
+                        partition_values=task.partition_values, sizes=task.sizes, reader=reader,
+                        key=task.key)
     return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
 
 
@@ -78,14 +97,14 @@ def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], l
     """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
     (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
     summarise = paths_to_summarise(snapshot, [p for b in batch for p in b.paths])
-    payloads = []
+    tasks = []
     for b in sorted(batch, key=lambda b: -b.total_size):
         key = rewrite_output_key(snapshot.metadata, b.partition_dict)
         outputs.append(key)
-        payloads.append({"storage": table.storage, "metadata": snapshot.metadata, "paths": b.paths,
-                         "sizes": [f.size for f in b.files], "partition_values": b.partition_dict, "key": key,
-                         "summarise": [p for p in b.paths if p in summarise]})
-    results = run_tasks(spark, _compact_bin, payloads, description=label)
+        tasks.append(CompactBinTask(storage=table.storage, metadata=snapshot.metadata, paths=tuple(b.paths),
+                                    sizes=tuple(f.size for f in b.files), partition_values=b.partition_dict,
+                                    key=key, summarise=tuple(p for p in b.paths if p in summarise)))
+    results = run_tasks(spark, _compact_bin, tasks, description=label)
     adds, summaries = split_results(r for rs in results for r in rs)
     return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
 
@@ -122,9 +141,9 @@ def compact(
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",
         operation_parameters=plan.operation_parameters(),
-        extra_metrics={"totalConsideredFiles": plan.files_considered,
-                       "totalFilesSkipped": plan.files_considered - plan.num_input_files,
-                       "preserveInsertionOrder": True},
+        scan=OptimizeScan(total_considered_files=plan.files_considered,
+                          total_files_skipped=plan.files_considered - plan.num_input_files,
+                          preserve_insertion_order=True),
     )
     return CompactionMetrics(
         version=tally.versions[-1] if tally.versions else None,

@@ -1,7 +1,8 @@
 """Running maintenance work on Spark: one Python call per payload, spread over tasks.
 
-Compaction needs no shuffle: the driver turns each bin into a payload (the picklable
-``Storage``, the table ``Metadata`` and the file paths) and ``run_tasks`` runs a plain Python
+Compaction needs no shuffle: the driver turns each bin into a payload (a frozen dataclass
+defined next to its operation, e.g. ``CompactBinTask``: the picklable ``Storage``, the table
+``Metadata`` and the file paths) and ``run_tasks`` runs a plain Python
 function on each payload inside the executors, through the RDD API: one Python stage, no
 DataFrame conversions, no Arrow round trip for a handful of small results (``add`` actions as
 JSON), which keeps the fixed cost of a job low. Payloads are spread round-robin over a few
@@ -21,7 +22,7 @@ import pickle
 import time
 import uuid
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
 
 import pyarrow as pa
 
@@ -42,10 +43,11 @@ TASKS_PER_CORE = 4  # per-task overhead is ~0.1 s: a few waves balance load with
 SETTLE_SECONDS = 60.0
 _GROUP_KEY = "spark.jobGroup.id"
 _INTERRUPT_KEY = "spark.job.interruptOnCancel"
+T = TypeVar("T")  # a task payload: a frozen, picklable dataclass of the operation's own
 
 
-def _task_runner(fn: Callable[[Any], list[str]]) -> Callable[[Iterator[tuple[int, Any]]], Iterator[tuple[int, str]]]:
-    def run(rows: Iterator[tuple[int, Any]]) -> Iterator[tuple[int, str]]:
+def _task_runner(fn: Callable[[T], list[str]]) -> Callable[[Iterable[tuple[int, T]]], Iterator[tuple[int, str]]]:
+    def run(rows: Iterable[tuple[int, T]]) -> Iterator[tuple[int, str]]:
         for task_id, payload in rows:
             for result in fn(payload):
                 yield task_id, result
@@ -64,7 +66,7 @@ def _round_robin(n: int, k: int) -> list[int]:
     return [i for start in range(k) for i in range(start, n, k)]
 
 
-def tasks_frame(spark: "SparkSession", payloads: Sequence[Any], *, slices: int | None = None) -> "DataFrame":
+def tasks_frame(spark: "SparkSession", payloads: Sequence[T], *, slices: int | None = None) -> "DataFrame":
     """A DataFrame with one row per payload, spread over ``slices`` partitions round-robin (so
     payloads sorted largest first spread the big ones over all tasks)."""
     k = default_slices(spark, len(payloads)) if slices is None else max(1, min(slices, len(payloads)))
@@ -74,8 +76,8 @@ def tasks_frame(spark: "SparkSession", payloads: Sequence[Any], *, slices: int |
 
 def payload_frame(
     spark: "SparkSession",
-    payloads: Sequence[Any],
-    fn: Callable[[Any], Iterator[pa.RecordBatch]],
+    payloads: Sequence[T],
+    fn: Callable[[T], Iterator[pa.RecordBatch]],
     schema: Any,
     *,
     slices: int | None = None,
@@ -110,8 +112,8 @@ def collect_arrow(frame: "DataFrame", *, description: str) -> pa.Table:
 
 def run_tasks(
     spark: "SparkSession",
-    fn: Callable[[Any], list[str]],
-    payloads: Sequence[Any],
+    fn: Callable[[T], list[str]],
+    payloads: Sequence[T],
     *,
     description: str = "delta maintenance",
     slices: int | None = None,

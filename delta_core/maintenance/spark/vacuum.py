@@ -12,14 +12,14 @@ parallel — on a thread pool, or as Spark tasks when a session is given. Like D
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
 refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``clock``
 (default: the table's clock) so tests and schedules decide what "old" means. The write protocol is checked
-first (PROTOCOL.md "VACUUM Protocol Check").
+first (PROTOCOL.md "VACUUM Protocol Check"). All IO goes through the ``Storage`` contract (the
+local store's fast listing and directory removal live inside it).
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
@@ -43,11 +43,17 @@ from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.path_identity import TableRoot, Where
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.model.table_features import check_write_supported
+from delta_core.write.operation_records import (
+    VacuumEndMetrics,
+    VacuumEndParameters,
+    VacuumStartMetrics,
+    VacuumStartParameters,
+)
 from delta_core.write.transaction import Transaction
 
 log = logging.getLogger(__name__)
 
-__all__ = ["VacuumMetrics", "VacuumPlan", "plan_vacuum", "referenced_keys", "vacuum"]
+__all__ = ["DeleteChunkTask", "VacuumMetrics", "VacuumPlan", "plan_vacuum", "referenced_keys", "vacuum"]
 
 DEFAULT_THREADS = 16
 DELETE_CHUNK = 1000
@@ -72,6 +78,14 @@ class VacuumMetrics(MetricsRecord):
     ignored_log_paths: int  # paths in the log outside the root (warned about, never touched)
     paths: tuple[str, ...]  # dry run: what would be deleted (absolute URIs)
     duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteChunkTask:
+    """One chunk of ``keys`` (relative to the root of ``storage``) for a Spark task to delete."""
+
+    storage: Storage
+    keys: tuple[str, ...]
 
 
 def _keys(paths: Iterable[str | None], root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
@@ -114,29 +128,12 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
     return refs
 
 
-def _top_level(storage: Storage) -> tuple[list[FileInfo], list[str]]:
-    """Files directly under the root and the names of the directories there."""
-    local = storage.local_path("") if hasattr(storage, "local_path") else None
-    files = list(storage.list_from(""))
-    if local is not None:
-        try:
-            dirs = [e.name for e in os.scandir(local) if e.is_dir(follow_symlinks=False)]
-        except FileNotFoundError:
-            dirs = []
-        return files, dirs
-    fs = storage.fs
-    base = fs._strip_protocol(storage.root).rstrip("/")
-    entries = fs.ls(base, detail=True, refresh=True)
-    dirs = [e["name"].rstrip("/")[len(base) + 1:] for e in entries if e.get("type") == "directory"]
-    return files, [d for d in dirs if d]
-
-
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS) -> pa.Table:
     """Every non-hidden file under the root (``key``, ``size``, ``modification_time``), listed
     per top-level directory in parallel; hidden top-level directories are not listed at all."""
-    root_files, dirs = _top_level(storage)
-    wanted = [d for d in dirs if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
-    infos: list[FileInfo] = list(root_files)
+    wanted = [d for d in storage.list_directories("")
+              if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
+    infos: list[FileInfo] = list(storage.list_from(""))  # the files directly under the root
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
             infos.extend(listed)
@@ -148,48 +145,36 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
     })
 
 
-def _delete_chunk(payload: dict[str, Any]) -> list[str]:
-    """Spark task: delete one chunk of keys; returns how many as a one-element list."""
-    payload["storage"].delete_many(payload["keys"])
-    return [str(len(payload["keys"]))]
+def _delete_chunk(task: DeleteChunkTask) -> list[str]:
+    """Spark task (or thread): delete one chunk of keys; returns how many as a one-element list."""
+    task.storage.delete_many(list(task.keys))
+    return [str(len(task.keys))]
 
 
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
                  table_uri: str = "") -> int:
     """Delete ``keys`` in parallel chunks (threads, or Spark tasks); logs progress."""
-    chunks = [list(keys[i:i + DELETE_CHUNK]) for i in range(0, len(keys), DELETE_CHUNK)]
+    chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK])) for i in range(0, len(keys), DELETE_CHUNK)]
     if not chunks:
         return 0
     if spark is not None:
         from delta_core.maintenance.spark.tasks import run_tasks
 
-        results = run_tasks(spark, _delete_chunk, [{"storage": storage, "keys": c} for c in chunks],
-                            description=f"vacuum delete of {table_uri}")
+        results = run_tasks(spark, _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
         return sum(int(r[0]) for r in results if r)
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for n in pool.map(lambda c: (storage.delete_many(c), len(c))[1], chunks):
-            done += n
+        for result in pool.map(_delete_chunk, chunks):
+            done += int(result[0])
             if len(chunks) > 1:
                 log.info("table=%s vacuum: deleted %d/%d files", table_uri, done, len(keys))
     return done
 
 
 def remove_empty_directories(storage: Storage, deleted: Sequence[str]) -> int:
-    """Remove the now-empty parent directories of ``deleted`` keys (local stores only; object
-    stores have no directories)."""
-    removed = 0
-    local = getattr(storage, "local_path", None)
-    for directory in empty_dir_candidates(deleted):
-        path = local(directory) if local else None
-        if path is None:
-            continue
-        try:
-            os.rmdir(path)
-            removed += 1
-        except OSError:
-            continue  # not empty (or already gone): leave it
-    return removed
+    """Remove the now-empty parent directories of ``deleted`` keys, deepest first (object stores
+    have no directories: nothing to do there)."""
+    return sum(storage.remove_dir_if_empty(directory) for directory in empty_dir_candidates(deleted))
 
 
 def vacuum(
@@ -245,21 +230,22 @@ def vacuum(
     if dry_run:
         return _metrics(snapshot, plan, retention, None, None, True, not force, 0, 0, ignored,
                         tuple(storage.uri(k) for k in plan.to_delete), watch)
-    params = {"retentionCheckEnabled": not force, "defaultRetentionMillis": default_ms}
-    if retention_hours is not None:
-        params["specifiedRetentionMillis"] = retention_ms
+    params = VacuumStartParameters(retention_check_enabled=not force, default_retention_millis=default_ms,
+                                   specified_retention_millis=retention_ms if retention_hours is not None else None)
     start = _commit(table, VACUUM_START, params,
-                    {"numFilesToDelete": plan.num_files_to_delete, "sizeOfDataToDelete": plan.bytes_to_delete})
+                    VacuumStartMetrics(num_files_to_delete=plan.num_files_to_delete,
+                                       size_of_data_to_delete=plan.bytes_to_delete))
     deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri)
     dirs = remove_empty_directories(storage, plan.to_delete)
-    end = _commit(table, VACUUM_END, {"status": "COMPLETED"},
-                  {"numDeletedFiles": deleted, "numVacuumedDirectories": dirs})
+    end = _commit(table, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
+                  VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
     log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
              table.uri, deleted, dirs, start, end)
     return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch)
 
 
-def _commit(table: Any, operation: str, params: dict[str, Any], metrics: dict[str, Any]) -> int:
+def _commit(table: Any, operation: str, params: VacuumStartParameters | VacuumEndParameters,
+            metrics: VacuumStartMetrics | VacuumEndMetrics) -> int:
     txn = Transaction(table, operation=operation, operation_parameters=params)
     txn.set_operation_metrics(metrics)
     return txn.commit().version

@@ -55,11 +55,12 @@ from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.storage.base import Storage
 from delta_core.model.table_features import check_write_supported
+from delta_core.write.operation_records import OptimizeScan
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
+__all__ = ["ZOrderFileTask", "ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
 
 PART_COL = "__part"
 FILE_COL = "__file"
@@ -87,6 +88,23 @@ class ZOrderMetrics(MetricsRecord):
     removed_bytes: int
     added_bytes: int
     duration_seconds: float
+
+
+@dataclass(frozen=True, slots=True)
+class ZOrderFileTask:
+    """One input file for the sample and key tasks (pickled to the executor): the table's
+    ``storage`` (with its own options only), its ``metadata``, the file's ``path`` (as in the
+    log) and ``size``, the index ``part`` of its table partition in the batch, the clustering
+    ``columns``, the ``fraction`` of rows to sample, and whether to ``summarise`` it."""
+
+    storage: Storage
+    metadata: Metadata
+    path: str
+    size: int
+    part: int
+    columns: tuple[str, ...]
+    fraction: float
+    summarise: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,25 +164,24 @@ def _spark_schema(arrow_schema: pa.Schema) -> Any:
     return from_arrow_schema(arrow_schema)
 
 
-def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
+def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
     """Spark task: evenly spaced rows of the clustering columns of one file, with its partition.
 
     A file to ``summarise`` (its stats cannot stand in the rewrite's proof) is read whole and one
     more row carries its ``InputSummary`` in ``__summary``."""
     summary = None
-    if payload["summarise"]:
-        reader = SummarisingReader(payload["storage"], payload["metadata"], summarise=[payload["path"]])
-        data = reader.read(payload["path"], size=payload["size"])
+    if task.summarise:
+        reader = SummarisingReader(task.storage, task.metadata, summarise=[task.path])
+        data = reader.read(task.path, size=task.size)
         summary = reader.summaries()[0].to_json()
     else:
-        data = read_data_file(payload["storage"], payload["path"], payload["metadata"], columns=payload["columns"],
-                              size=payload["size"])
-    data = data.select(payload["columns"])
-    k = min(data.num_rows, max(1, math.ceil(data.num_rows * payload["fraction"])))
+        data = read_data_file(task.storage, task.path, task.metadata, columns=task.columns, size=task.size)
+    data = data.select(list(task.columns))
+    k = min(data.num_rows, max(1, math.ceil(data.num_rows * task.fraction)))
     if data.num_rows:
         idx = np.unique(np.linspace(0, data.num_rows - 1, k).astype(np.int64))
         data = data.take(pa.array(idx))
-    data = data.append_column(PART_COL, pa.array(np.full(data.num_rows, payload["part"], np.int32)))
+    data = data.append_column(PART_COL, pa.array(np.full(data.num_rows, task.part, np.int32)))
     data = data.append_column(SUMMARY_COL, pa.nulls(data.num_rows, pa.string()))
     yield from data.to_batches()
     if summary is not None:
@@ -173,11 +190,11 @@ def _sample_file(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pydict(row, schema=data.schema)
 
 
-def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[dict[str, Any]], Iterator[pa.RecordBatch]]:
-    def read(payload: dict[str, Any]) -> Iterator[pa.RecordBatch]:
-        data = read_data_file(payload["storage"], payload["path"], payload["metadata"], size=payload["size"])
+def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
+    def read(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
+        data = read_data_file(task.storage, task.path, task.metadata, size=task.size)
         keys = layout.keys(data)
-        data = data.append_column(FILE_COL, pa.array(layout.file_ids(payload["part"], keys), pa.int32()))
+        data = data.append_column(FILE_COL, pa.array(layout.file_ids(task.part, keys), pa.int32()))
         data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
         yield from data.cast(out_schema).to_batches()
 
@@ -220,14 +237,14 @@ def _run_batch(
     total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
     summarise = paths_to_summarise(snapshot, [f.path for p in batch for f in p.files])
-    file_payloads = [
-        {"storage": table.storage, "metadata": metadata, "path": f.path, "size": f.size, "part": i,
-         "columns": list(plan.columns), "fraction": fraction, "summarise": f.path in summarise}
+    file_tasks = [
+        ZOrderFileTask(storage=table.storage, metadata=metadata, path=f.path, size=f.size, part=i,
+                       columns=tuple(plan.columns), fraction=fraction, summarise=f.path in summarise)
         for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
                               + [pa.field(PART_COL, pa.int32()), pa.field(SUMMARY_COL, pa.string())])
-    sampled = collect_arrow(payload_frame(spark, file_payloads, _sample_file, _spark_schema(sample_schema)),
+    sampled = collect_arrow(payload_frame(spark, file_tasks, _sample_file, _spark_schema(sample_schema)),
                             description=f"{label}: sample")
     is_summary = pc.is_valid(sampled.column(SUMMARY_COL))
     summaries = [InputSummary.from_json(t) for t in sampled.filter(is_summary).column(SUMMARY_COL).to_pylist()]
@@ -237,7 +254,7 @@ def _run_batch(
                                 files_per_partition=files_per_partition)
     keyed_schema = data_schema.append(pa.field(FILE_COL, pa.int32())).append(pa.field(KEY_COL, pa.int64()))
     keyed_schema = pa.schema([f.with_nullable(True) for f in keyed_schema])
-    rows = payload_frame(spark, file_payloads, _keyed_reader(layout, keyed_schema), _spark_schema(keyed_schema))
+    rows = payload_frame(spark, file_tasks, _keyed_reader(layout, keyed_schema), _spark_schema(keyed_schema))
     partition_of_file: list[dict[str, str | None]] = []
     for p, cuts in zip(batch, layout.key_cuts):
         partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
@@ -290,8 +307,8 @@ def zorder(
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label=curve,
         operation_parameters=plan.operation_parameters(),
-        extra_metrics={"totalConsideredFiles": plan.files_considered, "totalFilesSkipped": 0,
-                       "preserveInsertionOrder": False},
+        scan=OptimizeScan(total_considered_files=plan.files_considered, total_files_skipped=0,
+                          preserve_insertion_order=False),
     )
     return ZOrderMetrics(
         version=tally.versions[-1] if tally.versions else None, versions=tally.versions, read_version=snapshot.version,
