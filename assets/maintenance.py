@@ -20,7 +20,8 @@ run's log says what went wrong and what to do without opening the stack trace.
 import dataclasses
 import functools
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from dagster import (
     AssetExecutionContext,

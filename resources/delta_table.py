@@ -34,7 +34,7 @@ class DeltaTableResource(ConfigurableResource):
     )
 
     @classmethod
-    def from_table_config(cls, table: TableConfig) -> "DeltaTableResource":
+    def from_table_config(cls, table: TableConfig) -> DeltaTableResource:
         options: dict[str, Any] = {}
         types: dict[str, str] = {}
         for key, value in table.storage_options:

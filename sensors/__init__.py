@@ -17,8 +17,8 @@ a second run. The first tick (no cursor) starts watching at the current version.
 
 
 import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from dagster import (
     AssetObservation,
@@ -33,10 +33,10 @@ from dagster import (
 
 from assets.maintenance import TABLE_TAG
 from assets.table import table_asset_key, table_observation_metadata
-from delta_core.model.actions import Action
-from delta_core.log.commit_summary import CommitSummary
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
+from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
+from delta_core.model.actions import Action
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig

@@ -16,7 +16,8 @@ import argparse
 import json
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from delta_core.errors import ConfigError, DeltaError, UsageError
 
@@ -68,7 +69,7 @@ def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def open_table(args: argparse.Namespace) -> "DeltaTable":
+def open_table(args: argparse.Namespace) -> DeltaTable:
     """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
     from delta_core.log.table import DeltaTable  # deferred: --help must not need the read path
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.arguments import byte_size, retention_hours
+from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import COMPACT, MANIFEST, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import ZORDER_CURVES

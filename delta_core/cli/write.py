@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.maintenance import add_operation_parser
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 
 

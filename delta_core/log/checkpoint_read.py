@@ -15,24 +15,36 @@ and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Sequence
+from typing import IO, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_core.model.actions import (
-    CheckpointMetadata, DomainMetadata, Metadata, Protocol, Sidecar, Txn, action_from_json,
-    iter_log_lines,
-)
 from delta_core.errors import CorruptLogError
 from delta_core.log.file_actions import (
-    ADD_FIELDS, FILES_SCHEMA, REMOVE_FIELDS, TOMBSTONES_SCHEMA, conform_array, num_records_from_stats,
+    ADD_FIELDS,
+    FILES_SCHEMA,
+    REMOVE_FIELDS,
+    TOMBSTONES_SCHEMA,
+    conform_array,
+    num_records_from_stats,
     table_from_json,
 )
 from delta_core.log.log_path import SIDECAR_DIR, LogFileKind, LogPath
+from delta_core.model.actions import (
+    CheckpointMetadata,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    Sidecar,
+    Txn,
+    action_from_json,
+    iter_log_lines,
+)
 from delta_core.model.stats import stats_json_from_parsed
 from delta_core.storage.base import Storage
 

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from delta_core.errors import CorruptLogError, VersionNotFoundError
 from delta_core.log.log_path import LogFileKind, LogPath, commit_key
@@ -48,10 +49,10 @@ def to_epoch_ms(value: int | float | dt.datetime | dt.date | str) -> int:
         value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1000)
     if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
     raise TypeError(f"cannot use {value!r} as a timestamp")
 
 

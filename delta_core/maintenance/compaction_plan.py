@@ -18,16 +18,17 @@ files. ``batches()`` groups bins into commits so progress survives a failure.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
+from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
 
 DEFAULT_MIN_FILE_FRACTION = 0.75

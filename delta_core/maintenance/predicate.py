@@ -28,8 +28,9 @@ case-insensitively, as in Delta.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any, Union
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,7 +115,7 @@ class Between:
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    operand: "Expr"
+    operand: Expr
 
     def sql(self) -> str:
         return f"NOT ({self.operand.sql()})"
@@ -123,7 +124,7 @@ class Not:
 @dataclass(frozen=True, slots=True)
 class BoolOp:
     op: str  # "AND" | "OR"
-    operands: tuple["Expr", ...]
+    operands: tuple[Expr, ...]
 
     def sql(self) -> str:
         return f" {self.op} ".join(f"({o.sql()})" if isinstance(o, BoolOp) else o.sql() for o in self.operands)

@@ -12,12 +12,12 @@ clustering on them could never skip a file. Only top-level primitive, orderable 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
@@ -33,6 +33,7 @@ from delta_core.maintenance.curves import CURVES, bits_per_column
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
+from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
 
 _ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "decimal", "boolean",

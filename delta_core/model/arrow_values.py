@@ -9,7 +9,7 @@ through the buffer protocol, so a process that only reads a table never pays tha
 from __future__ import annotations
 
 from array import array
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc

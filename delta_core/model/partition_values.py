@@ -17,7 +17,8 @@ import decimal
 import math
 import struct
 import urllib.parse
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -94,7 +95,7 @@ def serialize_partition_value(value: Any, delta_type: DataType | str) -> str | N
             if not isinstance(value, dt.datetime):
                 raise TypeError("expected datetime.datetime")
             # Naive datetimes are taken as UTC; the protocol recommends ISO8601 adjusted to UTC.
-            utc = value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+            utc = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
             # isoformat, not strftime("%Y"): glibc spells year 1 as "1", which no reader parses.
             return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
         if name == "timestamp_ntz":
@@ -204,7 +205,7 @@ def _parse_timestamp(text: str, *, utc: bool) -> dt.datetime:
     if utc:
         # A timestamp without zone was written in the writer's zone, which the log does not
         # record; UTC is the only defensible reading (and what Delta writers use by default).
-        return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
     if value.tzinfo is not None:
         raise ValueError("timestamp_ntz value carries a time zone")
     return value

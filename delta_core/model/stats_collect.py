@@ -26,7 +26,8 @@ import datetime as dt
 import decimal
 import json
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc

@@ -22,7 +22,8 @@ import logging
 import os
 import threading
 import uuid
-from typing import IO, Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import IO, Any
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -50,7 +51,7 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
             continue
         if isinstance(value, _dt.datetime):
             if value.tzinfo is None:
-                value = value.replace(tzinfo=_dt.timezone.utc)
+                value = value.replace(tzinfo=_dt.UTC)
             return int(value.timestamp() * 1000)
         if isinstance(value, str):
             return int(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)

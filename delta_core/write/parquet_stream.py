@@ -11,7 +11,8 @@ finds it would be dropped anyway (PROTOCOL.md "Data Files" leaves all of this to
 
 from __future__ import annotations
 
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.compute as pc
