@@ -30,7 +30,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -130,7 +130,7 @@ class BoolOp:
         return f" {self.op} ".join(f"({o.sql()})" if isinstance(o, BoolOp) else o.sql() for o in self.operands)
 
 
-Expr = Union[Comparison, IsNull, InList, Between, Not, BoolOp]
+Expr = Comparison | IsNull | InList | Between | Not | BoolOp
 
 
 def _quote(name: str) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from delta_core.errors import CorruptLogError
 
@@ -205,10 +205,10 @@ class UnknownAction:
     value: Any
 
 
-Action = Union[
-    Protocol, Metadata, Add, Remove, AddCDCFile, Txn, CommitInfo, DomainMetadata,
-    CheckpointMetadata, Sidecar, UnknownAction,
-]
+Action = (
+    Protocol | Metadata | Add | Remove | AddCDCFile | Txn | CommitInfo | DomainMetadata
+    | CheckpointMetadata | Sidecar | UnknownAction
+)
 
 # JSON name of each action type, and for each record field its JSON name.
 _ACTION_KEYS: dict[type, str] = {

@@ -18,7 +18,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -241,7 +241,7 @@ class StructType:
         return out
 
 
-DataType = Union[PrimitiveType, ArrayType, MapType, StructType]
+DataType = PrimitiveType | ArrayType | MapType | StructType
 
 
 def parse_data_type(obj: Any) -> DataType:
