@@ -32,7 +32,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a usage error raises ``UsageError`` (subparsers inherit the class), so
     ``main`` reports it like any other error: one line, or one JSON document with ``--json``."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
 
 

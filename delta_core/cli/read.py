@@ -22,7 +22,7 @@ from delta_core.errors import ConfigError
 from delta_core.model.schema import ArrayType, DataType, MapType, StructType
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("describe", help="summarise a table version",
                               description="Summarise a table's snapshot (latest, or a given version/time).")
     add_table_arguments(p)

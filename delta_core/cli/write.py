@@ -19,7 +19,7 @@ from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = add_operation_parser(subparsers, CHECKPOINT)
     add_table_arguments(c)
     c.add_argument("--version", type=int, default=None, metavar="N", help="checkpoint version N")

@@ -121,7 +121,8 @@ def _actions_from_column(column: pa.ChunkedArray, key: str, *, source: str) -> l
     return out
 
 
-def _state_from_actions(version: int, actions: Sequence[Any], json_bodies: dict | None = None) -> CheckpointState:
+def _state_from_actions(version: int, actions: Sequence[Any],
+                        json_bodies: dict[str, list[dict[str, Any]]] | None = None) -> CheckpointState:
     protocol = metadata = cp_meta = None
     txns: list[Txn] = []
     domains: list[DomainMetadata] = []
@@ -146,10 +147,10 @@ def _state_from_actions(version: int, actions: Sequence[Any], json_bodies: dict 
     )
 
 
-def _parse_json_checkpoint(storage: Storage, f: LogPath) -> tuple[list[Any], dict[str, list[dict]]]:
+def _parse_json_checkpoint(storage: Storage, f: LogPath) -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
     data = _read_bytes(storage, f.key, version=f.version)
     actions: list[Any] = []
-    bodies: dict[str, list[dict]] = {"add": [], "remove": []}
+    bodies: dict[str, list[dict[str, Any]]] = {"add": [], "remove": []}
     for lineno, key, body in iter_log_lines(
         data, source=storage.uri(f.key), version=f.version,
         remedy="delete this checkpoint so readers use the commits",
@@ -171,8 +172,8 @@ def read_checkpoint_state(storage: Storage, files: Sequence[LogPath]) -> Checkpo
         raise ValueError("read_checkpoint_state needs at least one checkpoint file")
     version = files[0].version
     if len(files) == 1 and files[0].kind is LogFileKind.V2_CHECKPOINT and files[0].file_format == "json":
-        actions, bodies = _parse_json_checkpoint(storage, files[0])
-        return _state_from_actions(version, actions, bodies)
+        json_actions, bodies = _parse_json_checkpoint(storage, files[0])
+        return _state_from_actions(version, json_actions, bodies)
     actions: list[Any] = []
     for f in files:
         fh, pf = _open_parquet(storage, f.key, version=version)

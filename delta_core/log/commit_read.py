@@ -184,7 +184,7 @@ class CommitBatch:
 
     @property
     def has_file_actions(self) -> bool:
-        return self.adds.num_rows > 0 or self.removes.num_rows > 0
+        return bool(self.adds.num_rows > 0 or self.removes.num_rows > 0)
 
 
 def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:

@@ -59,7 +59,7 @@ class CommitSummary:
     @property
     def changes_data(self) -> bool:
         """Some ``add``/``remove`` has ``dataChange=true`` (compaction and z-order commits do not)."""
-        return any(a.data_change for a in (*self.added_files, *self.removed_files))
+        return any(a.data_change for a in self.added_files) or any(r.data_change for r in self.removed_files)
 
     @property
     def operation(self) -> str | None:

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from delta_core.errors import CorruptLogError, VersionNotFoundError
 from delta_core.log.log_path import LogFileKind, LogPath, commit_key
@@ -81,7 +81,7 @@ def read_commit_info(storage: Storage, version: int) -> dict[str, Any]:
                 "from a backup", path=storage.uri(key), version=version,
             ) from exc
         if isinstance(obj, dict) and isinstance(obj.get("commitInfo"), dict):
-            return obj["commitInfo"]
+            return cast(dict[str, Any], obj["commitInfo"])  # checked to be a dict just above
     return {}
 
 
@@ -114,7 +114,7 @@ def history(
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(commits)))) as pool:
         infos = list(pool.map(lambda f: read_commit_info(storage, f.version), commits))
     records = [
-        CommitRecord(c.version, _ict(info) if _ict(info) is not None else t, info)
+        CommitRecord(c.version, ict if (ict := _ict(info)) is not None else t, info)
         for c, t, info in zip(commits, times, infos)
     ]
     records.reverse()

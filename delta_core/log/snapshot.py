@@ -151,11 +151,12 @@ class Snapshot:
     @property
     def file_paths(self) -> list[str]:
         """``add.path`` of each live file, exactly as written (still URI-encoded)."""
-        return self._state.files["path"].to_pylist()
+        paths: list[str] = self._state.files["path"].to_pylist()
+        return paths
 
     @property
     def num_files(self) -> int:
-        return self._state.files.num_rows
+        return int(self._state.files.num_rows)
 
     @property
     def num_records(self) -> int | None:

@@ -240,7 +240,7 @@ def _greedy(work: pa.Table, partition_columns: Sequence[str], target_size: int) 
     paths = work.column("path").to_pylist()
     sizes = work.column("size").to_pylist()
     records = work.column("num_records").to_pylist()
-    current_key: tuple | None = None
+    current_key: tuple[Any, ...] | None = None
     current: list[FileRef] = []
     current_size = 0
 
@@ -280,7 +280,7 @@ def plan_compaction(
     mask = selection_mask(files, typed, predicate)
     # partitionValues are keyed by physical names under column mapping.
     schema = table_schema(snapshot.metadata)  # mode none: leftover physical names do not count
-    key_names = [schema.get(c).physical_name if schema.get(c) else c for c in partition_columns]
+    key_names = [f.physical_name if (f := schema.get(c)) else c for c in partition_columns]
     bins, considered, partitions = pack_files(
         files, partition_columns=key_names, target_size=target, min_file_size=minimum,
         selected=mask, table_uri=getattr(snapshot.storage, "root", None),

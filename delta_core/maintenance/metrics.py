@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 
 def _jsonable(value: Any) -> Any:
@@ -29,7 +29,7 @@ class MetricsRecord:
     """Base of all metrics records (fields are added by the subclasses)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(self)
+        return cast(dict[str, Any], _jsonable(self))  # a dataclass becomes a dict
 
 
 class Stopwatch:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from delta_core.errors import CorruptLogError
 
@@ -384,7 +384,7 @@ def action_from_json(obj: Mapping[str, Any]) -> Action:
     known = set(mapping.values())
     kwargs["extra"] = {k: v for k, v in body.items() if k not in known}
     try:
-        return cls(**kwargs)
+        return cast(Action, cls(**kwargs))  # cls comes from _ACTION_KEYS: an Action class
     except (TypeError, ValueError, KeyError) as exc:
         raise CorruptLogError(f"malformed {key} action: {exc}") from exc
 

@@ -212,7 +212,9 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
             if isinstance(v, bool):
                 return None
             d = decimal.Decimal(str(v))
-            q = d.quantize(decimal.Decimal(1).scaleb(-col.type.scale))  # type: ignore[union-attr]
+            t = col.type
+            assert isinstance(t, PrimitiveType) and t.scale is not None  # a decimal leaf has a scale
+            q = d.quantize(decimal.Decimal(1).scaleb(-t.scale))
             return q if q == d else None
         if name == "boolean":
             return v if isinstance(v, bool) else None

@@ -23,7 +23,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator, Mapping
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -83,7 +83,7 @@ def _scan_local(full_dir: str, key_prefix: str) -> Iterator[FileInfo]:
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
     proto = fs.protocol
-    return proto[0] if isinstance(proto, (tuple, list)) else proto
+    return str(proto[0] if isinstance(proto, (tuple, list)) else proto)  # already str; fsspec is untyped
 
 
 class FsspecStorage:
@@ -282,7 +282,7 @@ class FsspecStorage:
                     return fh.read()
             if self._scheme in ("s3", "s3a"):
                 return self._read_s3(full)
-            return self.fs.cat_file(full)
+            return cast(bytes, self.fs.cat_file(full))
         except (FileNotFoundError, PermissionError):
             raise
         except OSError as exc:
@@ -299,16 +299,16 @@ class FsspecStorage:
         async def get() -> bytes:
             resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
             async with resp["Body"] as body:
-                return await body.read()
+                return cast(bytes, await body.read())
 
-        return sync(fs.loop, get)
+        return cast(bytes, sync(fs.loop, get))
 
     @needs_access("read")
     def open_input(self, key: str) -> IO[bytes]:
         full = self._full(key)
         if self._scheme == "file":
             return open(full, "rb")
-        return self.fs.open(full, "rb")
+        return cast(IO[bytes], self.fs.open(full, "rb"))
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -416,7 +416,7 @@ class FsspecStorage:
     def open_output(self, key: str) -> IO[bytes]:
         full = self._full(key)
         self._makedirs_for(full)
-        return self.fs.open(full, "wb")
+        return cast(IO[bytes], self.fs.open(full, "wb"))
 
     @needs_access("write")
     def delete(self, key: str) -> None:

@@ -274,7 +274,7 @@ def _above(out_max: Any, in_max: Any) -> bool:
         if out_max.endswith(_TIE_BREAKS):
             out_max = out_max[:-1]  # what remains is a prefix of the true maximum
         n = min(len(out_max), len(in_max))
-        return out_max[:n] > in_max[:n]
+        return bool(out_max[:n] > in_max[:n])
     if isinstance(out_max, dt.datetime) and isinstance(in_max, dt.datetime):
         return _ms(out_max) > _ms(in_max)
     if isinstance(out_max, float) and isinstance(in_max, float):

@@ -47,6 +47,7 @@ from delta_core.model.table_properties import (
 )
 from delta_core.storage import open_storage
 from delta_core.write.commit_info import CommitInfoFields
+from delta_core.write.commit_outcome import CommitResult
 from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
 from delta_core.write.data_writer import conform_to_schema, write_table_data
 from delta_core.write.feature_enablement import protocol_for, required_features, upgrade_protocol
@@ -60,7 +61,7 @@ from delta_core.write.operation_records import (
     WriteParameters,
 )
 from delta_core.write.rewrite_proof import InputSummary, verify_rewrite
-from delta_core.write.transaction import CommitResult, Transaction
+from delta_core.write.transaction import Transaction
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot

@@ -344,10 +344,14 @@ class Transaction:
 
         adds = [live_rows(a) for a in file_actions if isinstance(a, Add)]
         removes = [live_rows(a) for a in file_actions if isinstance(a, Remove)]
-        if adds and removes and None not in adds and None not in removes and sum(adds) != sum(removes):
+        added = [n for n in adds if n is not None]
+        removed = [n for n in removes if n is not None]
+        # Checked only when every file on both sides carries numRecords.
+        if added and removed and len(added) == len(adds) and len(removed) == len(removes) \
+                and sum(added) != sum(removed):
             raise InvalidTransactionError(
-                f"a dataChange=false rewrite must keep the rows: it adds {sum(adds)} rows but removes "
-                f"{sum(removes)}; commit it with dataChange=true if rows really change",
+                f"a dataChange=false rewrite must keep the rows: it adds {sum(added)} rows but removes "
+                f"{sum(removed)}; commit it with dataChange=true if rows really change",
                 path=self.table.uri, version=target)
 
     # -- committing -------------------------------------------------------------------------

@@ -23,7 +23,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pyarrow as pa
 
@@ -108,7 +108,7 @@ def collect_arrow(frame: DataFrame, *, description: str) -> pa.Table:
     except (PySparkException, Py4JError) as exc:
         raise task_error(exc, description=description) from exc
     finally:
-        spark.sparkContext.setJobDescription(None)
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]  # stub says str; None clears it
 
 
 def run_tasks(
@@ -139,7 +139,7 @@ def run_tasks(
     except (PySparkException, Py4JError) as exc:
         raise task_error(exc, description=description) from exc
     finally:
-        sc.setJobDescription(None)
+        sc.setJobDescription(None)  # type: ignore[arg-type]  # stub says str; None clears it
     out: list[list[str]] = [[] for _ in payloads]
     for task_id, result in results:
         out[task_id].append(result)
@@ -166,8 +166,8 @@ def resolve_spark(spark: Any) -> SparkSession:
     """``spark`` itself, or the session a zero-argument factory returns (so callers can defer
     starting Spark until an operation actually has work)."""
     if spark is not None and not hasattr(spark, "sparkContext") and callable(spark):
-        return spark()
-    return spark
+        return cast(SparkSession, spark())
+    return cast(SparkSession, spark)
 
 
 def add_to_json(add: Add) -> str:
