@@ -24,6 +24,7 @@ from dagster import (
     AssetObservation,
     AssetsDefinition,
     DefaultSensorStatus,
+    MetadataValue,
     RunRequest,
     SensorDefinition,
     SensorEvaluationContext,
@@ -186,9 +187,9 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                                               timestamp_ms=None)
         if batch is not None:
             metadata.update({
-                "new_commits": batch.commits,
-                "data_change_commits": batch.data_change_commits,
-                "operations": ", ".join(sorted(set(batch.operations))),
+                "new_commits": MetadataValue.int(batch.commits),
+                "data_change_commits": MetadataValue.int(batch.data_change_commits),
+                "operations": MetadataValue.text(", ".join(sorted(set(batch.operations)))),
             })
         observation = AssetObservation(asset_key=asset_key, metadata=metadata,
                                        tags={DATA_VERSION_TAG: str(latest)})
