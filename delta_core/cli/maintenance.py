@@ -23,7 +23,8 @@ def _spark_argument(parser: argparse.ArgumentParser) -> None:
                         help="Spark master (default $SPARK_MASTER or local[*]); any spark.master value works")
 
 
-def add_operation_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser], op: Operation) -> argparse.ArgumentParser:
+def add_operation_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+                         op: Operation) -> argparse.ArgumentParser:
     """The registry entry's subcommand: its command name, help and description."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         op.cli_command, help=op.summary, description=op.description)
