@@ -166,8 +166,8 @@ def resolve_spark(spark: Any) -> SparkSession:
     """``spark`` itself, or the session a zero-argument factory returns (so callers can defer
     starting Spark until an operation actually has work)."""
     if spark is not None and not hasattr(spark, "sparkContext") and callable(spark):
-        return cast(SparkSession, spark())
-    return cast(SparkSession, spark)
+        return cast("SparkSession", spark())
+    return cast("SparkSession", spark)  # quoted: imported only for type checking
 
 
 def add_to_json(add: Add) -> str:
