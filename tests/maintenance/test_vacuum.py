@@ -119,7 +119,7 @@ def test_vacuum_uses_only_the_storage_contract(scene, table_uri):
     expected = sorted(removed + [extra["orphan_old"], extra["orphan_root"], extra["gone_partition"]])
     storage = ContractOnlyStorage(table.storage)
     before = all_files(table_uri)
-    metrics = vacuum(DeltaTable(storage=storage), now=later)
+    metrics = vacuum(DeltaTable(storage=storage), clock=lambda: int(later.timestamp() * 1000))
     assert metrics.num_deleted_files == len(expected)
     assert all_files(table_uri) == before - set(expected)
     assert not os.path.exists(os.path.join(table_uri, "region=zz"))  # emptied, then removed
