@@ -20,7 +20,8 @@ run's log says what went wrong and what to do without opening the stack trace.
 import dataclasses
 import functools
 import time
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from dagster import (
     AssetExecutionContext,
@@ -292,7 +293,8 @@ def _result(table_name: str, title: str, metrics, before: FileStats, after: File
                 f"duration {view.duration_seconds:.1f} s"]
     body = before_after_markdown(before, after) + ([""] + view.extra_lines if view.extra_lines else [])
     # Insertion order is display order: the summary first, raw JSON last.
-    metadata = {"summary": MetadataValue.md(summary_markdown(f"{title} of {table_name}", headline, body))}
+    metadata: dict[str, MetadataValue] = {
+        "summary": MetadataValue.md(summary_markdown(f"{title} of {table_name}", headline, body))}
     metadata.update(scalar_metadata(extra or {}))
     metadata.update(before_after_metadata(before, after))
     metadata.update(scalar_metadata(view.values))
@@ -324,6 +326,7 @@ def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, c
         else:
             headline.append(f"log cleanup: {cleanup.files_deleted} expired log file(s) deleted")
     headline.append(f"duration {duration_seconds:.1f} s")
-    metadata = {"summary": MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))}
+    metadata: dict[str, MetadataValue] = {
+        "summary": MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))}
     metadata.update(scalar_metadata(values))
     return MaterializeResult(metadata=metadata)

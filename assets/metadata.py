@@ -6,8 +6,9 @@ the operation's typed metrics record; nothing here reads or interprets the Delta
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,7 +37,7 @@ class FileStats:
     buckets: tuple[int, ...]  # file count per SIZE_BUCKETS entry
 
     @classmethod
-    def of(cls, snapshot: Any) -> "FileStats":
+    def of(cls, snapshot: Any) -> FileStats:
         files: pa.Table = snapshot.files
         sizes = files.column("size")
         n = len(sizes)

@@ -4,8 +4,9 @@ One function per metrics record type; the record's fields are read by name here 
 else in the Dagster layer.
 """
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from assets.metadata import human_bytes
 from delta_core.maintenance.operations import VACUUM
@@ -130,8 +131,8 @@ def _generic(m: Any) -> MetricsView:
 
 
 def _describers() -> dict[type, Callable[[Any], MetricsView]]:
-    from delta_core.maintenance.spark.compaction import CompactionMetrics
     from delta_core.maintenance.manifest import ManifestMetrics
+    from delta_core.maintenance.spark.compaction import CompactionMetrics
     from delta_core.maintenance.spark.vacuum import VacuumMetrics
     from delta_core.maintenance.spark.zorder import ZOrderMetrics
 

@@ -28,7 +28,8 @@ import shutil
 import tempfile
 import time
 import uuid
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 SCHEMA = {"type": "struct", "fields": [
     {"name": "id", "type": "long", "nullable": True, "metadata": {}},
@@ -103,8 +104,8 @@ def _cpu_seconds() -> float:
 
 def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
     started = time.perf_counter()
-    from delta_core.write.checkpoint_write import write_checkpoint
     from delta_core.log.table import DeltaTable
+    from delta_core.write.checkpoint_write import write_checkpoint
 
     imported, cpu = time.perf_counter(), _cpu_seconds()
     table = DeltaTable(path)

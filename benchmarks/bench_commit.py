@@ -22,7 +22,8 @@ import shutil
 import statistics
 import tempfile
 import time
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 SPAWN = multiprocessing.get_context("spawn")
 

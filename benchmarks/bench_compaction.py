@@ -18,7 +18,7 @@ import argparse
 import shutil
 import tempfile
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -82,10 +82,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import deltalake
 
-    from delta_core.maintenance.spark.compaction import compact
-    from delta_core.maintenance.spark.tasks import warm_up
-    from delta_core.maintenance.spark.session import build_spark_session
     from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.compaction import compact
+    from delta_core.maintenance.spark.session import build_spark_session
+    from delta_core.maintenance.spark.tasks import warm_up
 
     work = tempfile.mkdtemp(prefix="bench_compaction_")
     try:

@@ -15,7 +15,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 
 def add_orphans(root: str, files: int, dirs: int, mtime: float) -> None:
@@ -44,8 +44,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     import deltalake
     import pyarrow as pa
 
-    from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
     work = tempfile.mkdtemp(prefix="bench_vacuum_")

@@ -18,7 +18,7 @@ import argparse
 import shutil
 import tempfile
 import time
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -38,8 +38,8 @@ def make_data(rows: int, seed: int = 7) -> pa.Table:
 
 def skipping(uri: str, data: pa.Table, probes: int, seed: int = 11) -> tuple[int, dict[str, float]]:
     """(number of files, share of files skipped per column for point queries on data values)."""
-    from delta_core.maintenance.skipping import skipped_shares
     from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.skipping import skipped_shares
 
     snapshot = DeltaTable(uri).snapshot()
     rng = np.random.default_rng(seed)
@@ -58,10 +58,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     import deltalake
 
-    from delta_core.maintenance.spark.tasks import warm_up
-    from delta_core.maintenance.spark.session import build_spark_session
-    from delta_core.maintenance.spark.zorder import zorder
     from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.session import build_spark_session
+    from delta_core.maintenance.spark.tasks import warm_up
+    from delta_core.maintenance.spark.zorder import zorder
     from delta_core.write.table_writes import append, create_table
 
     work = tempfile.mkdtemp(prefix="bench_zorder_")

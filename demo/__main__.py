@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> int:
     from dagster import DagsterInstance
 
     from assets.maintenance import maintenance_asset_key
-    from demo.table import build_demo_table
     from assets.metadata import FileStats, human_bytes
     from definitions import build_definitions
+    from demo.table import build_demo_table
     from jobs import downstream_job_name, maintenance_job_name
     from resources.config import load_config
     from schedules import op_run_config

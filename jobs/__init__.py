@@ -48,12 +48,12 @@ def downstream_keys(table: TableConfig) -> list[AssetKey]:
 
 @dataclass(frozen=True, slots=True)
 class TableJobs:
-    maintenance: "UnresolvedAssetJobDefinition"
-    operations: "dict[str, UnresolvedAssetJobDefinition]"
-    downstream: "UnresolvedAssetJobDefinition | None"
+    maintenance: UnresolvedAssetJobDefinition
+    operations: dict[str, UnresolvedAssetJobDefinition]
+    downstream: UnresolvedAssetJobDefinition | None
 
 
-def _job(name: str, selection: AssetSelection, description: str) -> "UnresolvedAssetJobDefinition":
+def _job(name: str, selection: AssetSelection, description: str) -> UnresolvedAssetJobDefinition:
     return define_asset_job(name, selection=selection, executor_def=in_process_executor,
                             description=description)
 
@@ -76,7 +76,7 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
     return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream)
 
 
-def build_cross_table_jobs(config: MaintenanceConfig) -> "list[UnresolvedAssetJobDefinition]":
+def build_cross_table_jobs(config: MaintenanceConfig) -> list[UnresolvedAssetJobDefinition]:
     jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
                  "Full maintenance of every managed table.")] if config.tables else []
     for op in OPERATIONS:

@@ -7,6 +7,7 @@ transactions. All protocol work stays in ``delta_core``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar
@@ -15,7 +16,7 @@ from pydantic import Field
 from delta_core.errors import ConfigError
 from resources.config import EnvRef, OptionValue, TableConfig
 
-_COERCE = {"bool": lambda v: v.strip().lower() == "true", "int": int, "float": float}
+_COERCE: dict[str, Callable[[str], Any]] = {"bool": lambda v: v.strip().lower() == "true", "int": int, "float": float}
 
 
 class DeltaTableResource(ConfigurableResource):
@@ -34,7 +35,7 @@ class DeltaTableResource(ConfigurableResource):
     )
 
     @classmethod
-    def from_table_config(cls, table: TableConfig) -> "DeltaTableResource":
+    def from_table_config(cls, table: TableConfig) -> DeltaTableResource:
         options: dict[str, Any] = {}
         types: dict[str, str] = {}
         for key, value in table.storage_options:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
 
-def _active_session() -> "SparkSession | None":
+def _active_session() -> SparkSession | None:
     from pyspark.sql import SparkSession
 
     return SparkSession.getActiveSession()
@@ -38,7 +38,7 @@ class SparkResource(ConfigurableResource):
     _owned: bool = PrivateAttr(default=False)
 
     @classmethod
-    def from_settings(cls, settings: SparkSettings) -> "SparkResource":
+    def from_settings(cls, settings: SparkSettings) -> SparkResource:
         def value(v: str | EnvRef) -> str:
             return EnvVar(v.name) if isinstance(v, EnvRef) else v
 
@@ -47,7 +47,7 @@ class SparkResource(ConfigurableResource):
                    conf={k: value(v) for k, v in settings.conf})
 
     @property
-    def spark_session(self) -> "SparkSession":
+    def spark_session(self) -> SparkSession:
         """The session, created (or joined) on first access."""
         if self._session is None:
             from delta_core.maintenance.spark.session import build_spark_session

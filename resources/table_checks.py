@@ -20,13 +20,13 @@ import dataclasses
 import functools
 import logging
 import os
-from typing import Callable
+from collections.abc import Callable
 
-from delta_core.model.actions import Metadata
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
 from delta_core.maintenance.operations import COMPACT, ZORDER
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.maintenance.zorder_plan import validate_columns
+from delta_core.model.actions import Metadata
 from delta_core.model.schema import StructType
 from delta_core.model.table_properties import TableProperties
 from resources.config import EnvRef, MaintenanceConfig, TableConfig, TableConfigError

@@ -17,13 +17,14 @@ a second run. The first tick (no cursor) starts watching at the current version.
 
 
 import itertools
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from dagster import (
     AssetObservation,
     AssetsDefinition,
     DefaultSensorStatus,
+    MetadataValue,
     RunRequest,
     SensorDefinition,
     SensorEvaluationContext,
@@ -33,10 +34,10 @@ from dagster import (
 
 from assets.maintenance import TABLE_TAG
 from assets.table import table_asset_key, table_observation_metadata
-from delta_core.model.actions import Action
-from delta_core.log.commit_summary import CommitSummary
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
+from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
+from delta_core.model.actions import Action
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
@@ -186,9 +187,9 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                                               timestamp_ms=None)
         if batch is not None:
             metadata.update({
-                "new_commits": batch.commits,
-                "data_change_commits": batch.data_change_commits,
-                "operations": ", ".join(sorted(set(batch.operations))),
+                "new_commits": MetadataValue.int(batch.commits),
+                "data_change_commits": MetadataValue.int(batch.data_change_commits),
+                "operations": MetadataValue.text(", ".join(sorted(set(batch.operations)))),
             })
         observation = AssetObservation(asset_key=asset_key, metadata=metadata,
                                        tags={DATA_VERSION_TAG: str(latest)})

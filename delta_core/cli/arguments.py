@@ -14,6 +14,7 @@ import math
 
 from delta_core.errors import ConfigError
 from delta_core.model.sizes import parse_size
+
 MAX_RETENTION_HOURS = 1_000_000.0  # ~114 years: beyond it `now - retention` leaves datetime's range
 
 

@@ -16,7 +16,8 @@ import argparse
 import json
 import sys
 import traceback
-from typing import TYPE_CHECKING, Any, NoReturn, Sequence, TextIO
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from delta_core.errors import ConfigError, DeltaError, UsageError
 
@@ -31,7 +32,7 @@ class Parser(argparse.ArgumentParser):
     """argparse, but a usage error raises ``UsageError`` (subparsers inherit the class), so
     ``main`` reports it like any other error: one line, or one JSON document with ``--json``."""
 
-    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
 
 
@@ -68,7 +69,7 @@ def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
-def open_table(args: argparse.Namespace) -> "DeltaTable":
+def open_table(args: argparse.Namespace) -> DeltaTable:
     """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
     from delta_core.log.table import DeltaTable  # deferred: --help must not need the read path
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from delta_core.cli import maintenance, read, write
 from delta_core.cli.common import EXIT_ERROR, EXIT_OK, Parser, report_error

@@ -11,8 +11,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.arguments import byte_size, retention_hours
+from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import COMPACT, MANIFEST, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import ZORDER_CURVES
@@ -23,14 +23,15 @@ def _spark_argument(parser: argparse.ArgumentParser) -> None:
                         help="Spark master (default $SPARK_MASTER or local[*]); any spark.master value works")
 
 
-def add_operation_parser(subparsers: argparse._SubParsersAction, op: Operation) -> argparse.ArgumentParser:
+def add_operation_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+                         op: Operation) -> argparse.ArgumentParser:
     """The registry entry's subcommand: its command name, help and description."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         op.cli_command, help=op.summary, description=op.description)
     return parser
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = add_operation_parser(subparsers, COMPACT)
     add_table_arguments(c)
     _spark_argument(c)

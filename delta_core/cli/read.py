@@ -22,7 +22,7 @@ from delta_core.errors import ConfigError
 from delta_core.model.schema import ArrayType, DataType, MapType, StructType
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = subparsers.add_parser("describe", help="summarise a table version",
                               description="Summarise a table's snapshot (latest, or a given version/time).")
     add_table_arguments(p)
@@ -46,7 +46,7 @@ def _parse_when(text: str) -> dt.datetime:
     except ValueError:
         raise ConfigError(f"--timestamp {text!r} is not an ISO-8601 time; write it like "
                           "2024-01-31T12:00:00Z or 2024-01-31") from None
-    return value if value.tzinfo else value.replace(tzinfo=dt.timezone.utc)
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
 def _features(values: Any) -> list[str] | None:
@@ -95,7 +95,7 @@ def _type_text(t: DataType) -> str:
 def _iso(ms: int | None) -> str:
     if ms is None:
         return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
 def _size(n: int) -> str:

@@ -12,14 +12,14 @@ from __future__ import annotations
 
 import argparse
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.maintenance import add_operation_parser
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 
 
-def register(subparsers: argparse._SubParsersAction) -> None:
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = add_operation_parser(subparsers, CHECKPOINT)
     add_table_arguments(c)
     c.add_argument("--version", type=int, default=None, metavar="N", help="checkpoint version N")

@@ -15,24 +15,36 @@ and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any, Sequence
+from typing import IO, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_core.model.actions import (
-    CheckpointMetadata, DomainMetadata, Metadata, Protocol, Sidecar, Txn, action_from_json,
-    iter_log_lines,
-)
 from delta_core.errors import CorruptLogError
 from delta_core.log.file_actions import (
-    ADD_FIELDS, FILES_SCHEMA, REMOVE_FIELDS, TOMBSTONES_SCHEMA, conform_array, num_records_from_stats,
+    ADD_FIELDS,
+    FILES_SCHEMA,
+    REMOVE_FIELDS,
+    TOMBSTONES_SCHEMA,
+    conform_array,
+    num_records_from_stats,
     table_from_json,
 )
 from delta_core.log.log_path import SIDECAR_DIR, LogFileKind, LogPath
+from delta_core.model.actions import (
+    CheckpointMetadata,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    Sidecar,
+    Txn,
+    action_from_json,
+    iter_log_lines,
+)
 from delta_core.model.stats import stats_json_from_parsed
 from delta_core.storage.base import Storage
 
@@ -109,7 +121,8 @@ def _actions_from_column(column: pa.ChunkedArray, key: str, *, source: str) -> l
     return out
 
 
-def _state_from_actions(version: int, actions: Sequence[Any], json_bodies: dict | None = None) -> CheckpointState:
+def _state_from_actions(version: int, actions: Sequence[Any],
+                        json_bodies: dict[str, list[dict[str, Any]]] | None = None) -> CheckpointState:
     protocol = metadata = cp_meta = None
     txns: list[Txn] = []
     domains: list[DomainMetadata] = []
@@ -134,10 +147,10 @@ def _state_from_actions(version: int, actions: Sequence[Any], json_bodies: dict 
     )
 
 
-def _parse_json_checkpoint(storage: Storage, f: LogPath) -> tuple[list[Any], dict[str, list[dict]]]:
+def _parse_json_checkpoint(storage: Storage, f: LogPath) -> tuple[list[Any], dict[str, list[dict[str, Any]]]]:
     data = _read_bytes(storage, f.key, version=f.version)
     actions: list[Any] = []
-    bodies: dict[str, list[dict]] = {"add": [], "remove": []}
+    bodies: dict[str, list[dict[str, Any]]] = {"add": [], "remove": []}
     for lineno, key, body in iter_log_lines(
         data, source=storage.uri(f.key), version=f.version,
         remedy="delete this checkpoint so readers use the commits",
@@ -159,8 +172,8 @@ def read_checkpoint_state(storage: Storage, files: Sequence[LogPath]) -> Checkpo
         raise ValueError("read_checkpoint_state needs at least one checkpoint file")
     version = files[0].version
     if len(files) == 1 and files[0].kind is LogFileKind.V2_CHECKPOINT and files[0].file_format == "json":
-        actions, bodies = _parse_json_checkpoint(storage, files[0])
-        return _state_from_actions(version, actions, bodies)
+        json_actions, bodies = _parse_json_checkpoint(storage, files[0])
+        return _state_from_actions(version, json_actions, bodies)
     actions: list[Any] = []
     for f in files:
         fh, pf = _open_parquet(storage, f.key, version=version)

@@ -33,11 +33,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from delta_core.log.file_actions import (
+    FILES_SCHEMA,
+    MAP_JSON_FIELDS,
+    TOMBSTONES_SCHEMA,
+    json_body_type,
+    map_from_struct,
+    table_from_json_struct,
+)
 from delta_core.model.actions import ACTION_KEYS, line_action
 from delta_core.model.arrow_values import empty_table, int_array, int_scalar
-from delta_core.log.file_actions import (
-    FILES_SCHEMA, MAP_JSON_FIELDS, TOMBSTONES_SCHEMA, json_body_type, map_from_struct, table_from_json_struct,
-)
 
 _FILE_KEYS = ("add", "remove")
 # Lines decoded with json.loads up front to learn the map keys (partition columns, tags).

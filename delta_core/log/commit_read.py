@@ -15,20 +15,27 @@ Commit files are fetched concurrently: on object stores the latency, not parsing
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from delta_core.model.actions import (
-    CommitInfo, DomainMetadata, Metadata, Protocol, Txn, action_from_json, iter_log_lines,
-)
-from delta_core.model.arrow_values import empty_table, int_array
-from delta_core.log.commit_json import CommitColumns, decode_commit
 from delta_core.errors import CorruptLogError, LogGapError
+from delta_core.log.commit_json import CommitColumns, decode_commit
 from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, table_from_json
 from delta_core.log.log_path import LogPath
+from delta_core.model.actions import (
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    Txn,
+    action_from_json,
+    iter_log_lines,
+)
+from delta_core.model.arrow_values import empty_table, int_array
 from delta_core.storage.base import Storage
 
 _MAX_PARALLEL_READS = 8
@@ -177,7 +184,7 @@ class CommitBatch:
 
     @property
     def has_file_actions(self) -> bool:
-        return self.adds.num_rows > 0 or self.removes.num_rows > 0
+        return bool(self.adds.num_rows > 0 or self.removes.num_rows > 0)
 
 
 def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:

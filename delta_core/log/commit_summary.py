@@ -6,8 +6,8 @@ and by anything watching the log for what changed. Pure: no IO.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from delta_core.model.actions import Action, Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
 
@@ -26,7 +26,7 @@ class CommitSummary:
     commit_info: Mapping[str, object] | None = None
 
     @classmethod
-    def from_actions(cls, version: int, actions: Iterable[Action]) -> "CommitSummary":
+    def from_actions(cls, version: int, actions: Iterable[Action]) -> CommitSummary:
         protocol = metadata = None
         adds: list[Add] = []
         removes: list[Remove] = []
@@ -59,7 +59,7 @@ class CommitSummary:
     @property
     def changes_data(self) -> bool:
         """Some ``add``/``remove`` has ``dataChange=true`` (compaction and z-order commits do not)."""
-        return any(a.data_change for a in (*self.added_files, *self.removed_files))
+        return any(a.data_change for a in self.added_files) or any(r.data_change for r in self.removed_files)
 
     @property
     def operation(self) -> str | None:

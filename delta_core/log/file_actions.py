@@ -17,14 +17,15 @@ the fast path of ``commit_read``). That reader has no map type, so ``partitionVa
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.errors import CorruptLogError
 from delta_core.model.actions import ADD_JSON_FIELDS, REMOVE_JSON_FIELDS, Add, DeletionVectorDescriptor, Remove
 from delta_core.model.arrow_values import empty_table, int_array, int_scalar, repeat_string
-from delta_core.errors import CorruptLogError
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
 DV_TYPE = pa.struct([

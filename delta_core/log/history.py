@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any, cast
 
 from delta_core.errors import CorruptLogError, VersionNotFoundError
 from delta_core.log.log_path import LogFileKind, LogPath, commit_key
@@ -48,10 +49,10 @@ def to_epoch_ms(value: int | float | dt.datetime | dt.date | str) -> int:
         value = dt.datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
     if isinstance(value, dt.datetime):
         if value.tzinfo is None:
-            value = value.replace(tzinfo=dt.timezone.utc)
+            value = value.replace(tzinfo=dt.UTC)
         return int(value.timestamp() * 1000)
     if isinstance(value, dt.date):
-        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.timezone.utc).timestamp() * 1000)
+        return int(dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC).timestamp() * 1000)
     raise TypeError(f"cannot use {value!r} as a timestamp")
 
 
@@ -80,7 +81,7 @@ def read_commit_info(storage: Storage, version: int) -> dict[str, Any]:
                 "from a backup", path=storage.uri(key), version=version,
             ) from exc
         if isinstance(obj, dict) and isinstance(obj.get("commitInfo"), dict):
-            return obj["commitInfo"]
+            return cast(dict[str, Any], obj["commitInfo"])  # checked to be a dict just above
     return {}
 
 
@@ -113,7 +114,7 @@ def history(
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(commits)))) as pool:
         infos = list(pool.map(lambda f: read_commit_info(storage, f.version), commits))
     records = [
-        CommitRecord(c.version, _ict(info) if _ict(info) is not None else t, info)
+        CommitRecord(c.version, ict if (ict := _ict(info)) is not None else t, info)
         for c, t, info in zip(commits, times, infos)
     ]
     records.reverse()

@@ -16,8 +16,8 @@ them is ``checkpoint_read`` and ``replay``.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 from delta_core.errors import LogGapError, NotADeltaTableError, VersionNotFoundError
 from delta_core.log.last_checkpoint import LastCheckpoint, read_last_checkpoint

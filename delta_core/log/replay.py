@@ -21,16 +21,16 @@ with hash lookups against the keys the commits touched; only the commit rows are
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
-from delta_core.model.arrow_values import bool_array, empty_table, int_scalar
 from delta_core.log.commit_read import CommitBatch
 from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
+from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
+from delta_core.model.arrow_values import bool_array, empty_table, int_scalar
 from delta_core.model.path_identity import TableRoot, canonical_paths
 
 
@@ -46,7 +46,7 @@ class ReplayState:
     domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=dict)
 
     @classmethod
-    def empty(cls) -> "ReplayState":
+    def empty(cls) -> ReplayState:
         return cls(None, None, empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA))
 
 

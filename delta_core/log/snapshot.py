@@ -11,28 +11,29 @@ actions read from the checkpoint and reconciled with the commits. Files are an A
 
 from __future__ import annotations
 
-from typing import Iterator
+from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model import table_features
-from delta_core.model.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
+from delta_core.errors import MissingMetadataError, MissingProtocolError, VersionNotFoundError
 from delta_core.log.checkpoint_read import read_checkpoint_files, read_checkpoint_state
 from delta_core.log.commit_read import ParsedCommit, build_batch, parse_commit, read_commits
-from delta_core.errors import MissingMetadataError, MissingProtocolError, VersionNotFoundError
 from delta_core.log.file_actions import iter_adds, iter_removes
 from delta_core.log.history import read_commit_info
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import LogSegment, build_log_segment, list_log
+from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile
+from delta_core.model import table_features
+from delta_core.model.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
+from delta_core.model.clock import Clock, system_clock
 from delta_core.model.metadata_validation import validate_metadata
 from delta_core.model.partition_values import typed_partition_values
-from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile
 from delta_core.model.schema import StructType, schema_to_arrow
 from delta_core.model.stats import parse_stats
-from delta_core.storage.base import Storage
 from delta_core.model.table_properties import TableProperties
-from delta_core.model.clock import Clock, system_clock
+from delta_core.storage.base import Storage
+
 
 class Snapshot:
     """The table at ``version``. Immutable; ``update()`` returns a newer snapshot."""
@@ -150,11 +151,12 @@ class Snapshot:
     @property
     def file_paths(self) -> list[str]:
         """``add.path`` of each live file, exactly as written (still URI-encoded)."""
-        return self._state.files["path"].to_pylist()
+        paths: list[str] = self._state.files["path"].to_pylist()
+        return paths
 
     @property
     def num_files(self) -> int:
-        return self._state.files.num_rows
+        return int(self._state.files.num_rows)
 
     @property
     def num_records(self) -> int | None:
@@ -220,7 +222,7 @@ class Snapshot:
 
     # --- refresh ------------------------------------------------------------------------
 
-    def update(self) -> "Snapshot":
+    def update(self) -> Snapshot:
         """The latest snapshot, reading only commits after this version (``self`` if none)."""
         newer = list_log(self._storage, start_version=self.version + 1)
         commits = [f for f in newer if f.kind is LogFileKind.COMMIT]

@@ -9,18 +9,19 @@ is now; callers that want to follow a table keep a ``Snapshot`` and call ``updat
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import Any
 
-from delta_core.model.actions import Action, Metadata, Protocol, parse_actions
 from delta_core.errors import LogGapError, VersionNotFoundError
 from delta_core.log.history import CommitRecord, history, to_epoch_ms, version_at_timestamp
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import latest_checkpoint_version, latest_version, list_log
 from delta_core.log.snapshot import Snapshot, load_protocol_metadata, load_snapshot
+from delta_core.model.actions import Action, Metadata, Protocol, parse_actions
+from delta_core.model.clock import Clock, system_clock
+from delta_core.model.table_properties import TableProperties
 from delta_core.storage import open_storage
 from delta_core.storage.base import Storage
-from delta_core.model.table_properties import TableProperties
-from delta_core.model.clock import Clock, system_clock
 
 Timestamp = int | float | dt.datetime | dt.date | str
 

@@ -18,16 +18,17 @@ files. ``batches()`` groups bins into commits so progress survives a failure.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Sequence, TypeVar
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
+from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
 
 DEFAULT_MIN_FILE_FRACTION = 0.75
@@ -239,7 +240,7 @@ def _greedy(work: pa.Table, partition_columns: Sequence[str], target_size: int) 
     paths = work.column("path").to_pylist()
     sizes = work.column("size").to_pylist()
     records = work.column("num_records").to_pylist()
-    current_key: tuple | None = None
+    current_key: tuple[Any, ...] | None = None
     current: list[FileRef] = []
     current_size = 0
 
@@ -279,7 +280,7 @@ def plan_compaction(
     mask = selection_mask(files, typed, predicate)
     # partitionValues are keyed by physical names under column mapping.
     schema = table_schema(snapshot.metadata)  # mode none: leftover physical names do not count
-    key_names = [schema.get(c).physical_name if schema.get(c) else c for c in partition_columns]
+    key_names = [f.physical_name if (f := schema.get(c)) else c for c in partition_columns]
     bins, considered, partitions = pack_files(
         files, partition_columns=key_names, target_size=target, min_file_size=minimum,
         selected=mask, table_uri=getattr(snapshot.storage, "root", None),

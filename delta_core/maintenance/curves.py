@@ -48,15 +48,16 @@ def sortable(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     if pa.types.is_dictionary(typ):
         values = values.dictionary_decode()
         typ = values.type
+    # np.asarray (no copy) gives the untyped pyarrow results a type.
     if pa.types.is_boolean(typ):
-        return values.cast(pa.int8()).to_numpy(zero_copy_only=False)
+        return np.asarray(values.cast(pa.int8()).to_numpy(zero_copy_only=False))
     if pa.types.is_integer(typ) or pa.types.is_floating(typ):
-        return values.to_numpy(zero_copy_only=False)
+        return np.asarray(values.to_numpy(zero_copy_only=False))
     if pa.types.is_decimal(typ):
-        return values.cast(pa.float64()).to_numpy(zero_copy_only=False)
+        return np.asarray(values.cast(pa.float64()).to_numpy(zero_copy_only=False))
     if pa.types.is_temporal(typ):
         width = pa.int32() if typ.bit_width == 32 else pa.int64()
-        return values.view(width).to_numpy(zero_copy_only=False)
+        return np.asarray(values.view(width).to_numpy(zero_copy_only=False))
     if pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_binary(typ) \
             or pa.types.is_large_binary(typ):
         return np.asarray(values.to_pylist(), dtype=object)

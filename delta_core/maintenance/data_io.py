@@ -25,21 +25,22 @@ from __future__ import annotations
 
 import dataclasses
 from collections import deque
+from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any, Generator, Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_core.model.actions import Add, Metadata
-from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.field_ids import FieldIdResolver
 from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.model.actions import Add, Metadata
 from delta_core.model.partition_values import deserialize_partition_value
 from delta_core.model.schema import StructType, schema_to_arrow
-from delta_core.storage.base import Storage
 from delta_core.model.table_properties import TableProperties
+from delta_core.storage.base import Storage
+from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 
 # Reader threads per bin. Object-store reads are latency-bound, so many requests in flight pay;
 # local (and in-memory) reads are CPU-bound decoding, which runs beside the writer on a thread or

@@ -16,7 +16,7 @@ and nested as that schema. Pure Arrow: no IO.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc

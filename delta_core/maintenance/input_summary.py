@@ -9,17 +9,18 @@ logical names) while the rows stream past, and hands them back as ``InputSummary
 
 from __future__ import annotations
 
-from typing import Any, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from delta_core.model.actions import Metadata
 from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.maintenance.rewrite_commit import live_subset
-from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
+from delta_core.model.actions import Metadata
 from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
+from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
 
 
 class SummarisingReader(DataFileReader):

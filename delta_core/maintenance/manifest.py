@@ -22,14 +22,14 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.actions import Add, Metadata, Remove
 from delta_core.errors import (
     CorruptLogError,
     DeltaError,
@@ -38,6 +38,7 @@ from delta_core.errors import (
     VersionNotFoundError,
 )
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.model.actions import Add, Metadata, Remove
 from delta_core.model.partition_values import partition_path, url_decode_path
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_DELETION_VECTORS

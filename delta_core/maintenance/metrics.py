@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any, cast
 
 
 def _jsonable(value: Any) -> Any:
@@ -28,7 +29,7 @@ class MetricsRecord:
     """Base of all metrics records (fields are added by the subclasses)."""
 
     def to_dict(self) -> dict[str, Any]:
-        return _jsonable(self)
+        return cast(dict[str, Any], _jsonable(self))  # a dataclass becomes a dict
 
 
 class Stopwatch:

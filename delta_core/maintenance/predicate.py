@@ -28,8 +28,9 @@ case-insensitively, as in Delta.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence, Union
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -114,7 +115,7 @@ class Between:
 
 @dataclass(frozen=True, slots=True)
 class Not:
-    operand: "Expr"
+    operand: Expr
 
     def sql(self) -> str:
         return f"NOT ({self.operand.sql()})"
@@ -123,13 +124,13 @@ class Not:
 @dataclass(frozen=True, slots=True)
 class BoolOp:
     op: str  # "AND" | "OR"
-    operands: tuple["Expr", ...]
+    operands: tuple[Expr, ...]
 
     def sql(self) -> str:
         return f" {self.op} ".join(f"({o.sql()})" if isinstance(o, BoolOp) else o.sql() for o in self.operands)
 
 
-Expr = Union[Comparison, IsNull, InList, Between, Not, BoolOp]
+Expr = Comparison | IsNull | InList | Between | Not | BoolOp
 
 
 def _quote(name: str) -> str:

@@ -28,13 +28,13 @@ bring them back).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Collection, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.actions import Add
 from delta_core.errors import (
     CommitConflictError,
     CommitStateUnknownError,
@@ -49,6 +49,7 @@ from delta_core.errors import (
 from delta_core.log.file_actions import file_keys, iter_adds
 from delta_core.maintenance.compaction_plan import check_no_deletion_vectors
 from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.model.actions import Add
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.commit_info import CommitInfoFields

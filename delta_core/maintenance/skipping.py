@@ -9,7 +9,8 @@ columns) or over its distinct file minimums (others). Pure and columnar: only th
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 DEFAULT_PROBES = 32
 
 
-def probe_values(snapshot: "Snapshot", columns: Sequence[str], *,
+def probe_values(snapshot: Snapshot, columns: Sequence[str], *,
                  probes: int = DEFAULT_PROBES) -> dict[str, pa.Array]:
     """Up to ``probes`` evenly spread values per column (columns without stats are left out)."""
     stats = snapshot.file_stats()
@@ -49,7 +50,7 @@ def probe_values(snapshot: "Snapshot", columns: Sequence[str], *,
     return out
 
 
-def skipped_shares(snapshot: "Snapshot", probes: Mapping[str, pa.Array]) -> dict[str, list[float]]:
+def skipped_shares(snapshot: Snapshot, probes: Mapping[str, pa.Array]) -> dict[str, list[float]]:
     """Per column with min/max stats, the share of live files that ``col = v`` skips, per probe ``v``."""
     stats = snapshot.file_stats()
     n = stats.num_rows
@@ -68,7 +69,7 @@ def skipped_shares(snapshot: "Snapshot", probes: Mapping[str, pa.Array]) -> dict
     return out
 
 
-def skipped_file_ratio(snapshot: "Snapshot", probes: Mapping[str, pa.Array]) -> float | None:
+def skipped_file_ratio(snapshot: Snapshot, probes: Mapping[str, pa.Array]) -> float | None:
     """Mean share of live files a point query on a probe value skips (over probes and columns,
     rounded to 4 places); None without stats."""
     shares = [s for per_column in skipped_shares(snapshot, probes).values() for s in per_column]

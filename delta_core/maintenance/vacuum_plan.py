@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import datetime as dt
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+
 import pyarrow as pa
 import pyarrow.compute as pc
 

@@ -12,12 +12,12 @@ clustering on them could never skip a file. Only top-level primitive, orderable 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import pyarrow as pa
 
-from delta_core.write.data_writer import table_schema
 from delta_core.errors import ConfigError
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
@@ -29,10 +29,12 @@ from delta_core.maintenance.compaction_plan import (
     resolve_sizes,
     selection_mask,
 )
-from delta_core.maintenance.curves import CURVES, bits_per_column
+from delta_core.maintenance.curves import bits_per_column
+from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
+from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
 
 _ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "decimal", "boolean",
@@ -133,7 +135,7 @@ def group_partitions(files: pa.Table, key_names: Sequence[str]) -> list[Partitio
     work = pa.table(cols).sort_by([(f"p{i}", "ascending") for i in range(len(keys))] + [("path", "ascending")])
     key_lists = [work.column(f"p{i}").to_pylist() for i in range(len(keys))]
     out: list[PartitionFiles] = []
-    current_key: tuple | None = None
+    current_key: tuple[Any, ...] | None = None
     current: list[FileRef] = []
     for i, (path, size, rec) in enumerate(zip(work.column("path").to_pylist(), work.column("size").to_pylist(),
                                               work.column("num_records").to_pylist())):

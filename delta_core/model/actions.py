@@ -14,8 +14,9 @@ is corrupt.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Mapping, Union
+from typing import Any, cast
 
 from delta_core.errors import CorruptLogError
 
@@ -37,7 +38,7 @@ class DeletionVectorDescriptor:
         return f"{uid}@{self.offset}" if self.offset is not None else uid
 
     @classmethod
-    def from_json(cls, d: Mapping[str, Any]) -> "DeletionVectorDescriptor":
+    def from_json(cls, d: Mapping[str, Any]) -> DeletionVectorDescriptor:
         return cls(
             storage_type=d["storageType"],
             path_or_inline_dv=d["pathOrInlineDv"],
@@ -102,7 +103,7 @@ class Add:
     def dv_unique_id(self) -> str | None:
         return self.deletion_vector.unique_id if self.deletion_vector else None
 
-    def to_remove(self, deletion_timestamp: int, *, data_change: bool = True) -> "Remove":
+    def to_remove(self, deletion_timestamp: int, *, data_change: bool = True) -> Remove:
         """The ``remove`` that logically deletes this file (extended metadata included)."""
         return Remove(
             path=self.path,
@@ -204,10 +205,10 @@ class UnknownAction:
     value: Any
 
 
-Action = Union[
-    Protocol, Metadata, Add, Remove, AddCDCFile, Txn, CommitInfo, DomainMetadata,
-    CheckpointMetadata, Sidecar, UnknownAction,
-]
+Action = (
+    Protocol | Metadata | Add | Remove | AddCDCFile | Txn | CommitInfo | DomainMetadata
+    | CheckpointMetadata | Sidecar | UnknownAction
+)
 
 # JSON name of each action type, and for each record field its JSON name.
 _ACTION_KEYS: dict[type, str] = {
@@ -383,7 +384,7 @@ def action_from_json(obj: Mapping[str, Any]) -> Action:
     known = set(mapping.values())
     kwargs["extra"] = {k: v for k, v in body.items() if k not in known}
     try:
-        return cls(**kwargs)
+        return cast(Action, cls(**kwargs))  # cls comes from _ACTION_KEYS: an Action class
     except (TypeError, ValueError, KeyError) as exc:
         raise CorruptLogError(f"malformed {key} action: {exc}") from exc
 

@@ -9,21 +9,22 @@ through the buffer protocol, so a process that only reads a table never pays tha
 from __future__ import annotations
 
 from array import array
-from typing import Iterable
+from collections.abc import Iterable
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 _CODES = {pa.int32(): "i", pa.int64(): "q", pa.uint8(): "B", pa.uint64(): "Q"}
+_INT64 = pa.int64()  # module-level so the default below is not a call in the signature (immutable anyway)
 
 
-def int_array(values: Iterable[int], typ: pa.DataType = pa.int64()) -> pa.Array:
+def int_array(values: Iterable[int], typ: pa.DataType = _INT64) -> pa.Array:
     """A non-null integer array (``typ`` one of int32, int64, uint8, uint64)."""
     buf = array(_CODES[typ], values)
     return pa.Array.from_buffers(typ, len(buf), [None, pa.py_buffer(buf)])
 
 
-def int_scalar(value: int, typ: pa.DataType = pa.int64()) -> pa.Scalar:
+def int_scalar(value: int, typ: pa.DataType = _INT64) -> pa.Scalar:
     return int_array([value], typ)[0]
 
 

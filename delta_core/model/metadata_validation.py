@@ -10,8 +10,8 @@ parsable struct type, and every partition column names a top-level column of it.
 
 from __future__ import annotations
 
-from delta_core.model.actions import Metadata
 from delta_core.errors import CorruptLogError
+from delta_core.model.actions import Metadata
 from delta_core.model.schema import StructType
 
 _REMEDY = "restore the log from a backup, or re-create the table"

@@ -17,7 +17,8 @@ import decimal
 import math
 import struct
 import urllib.parse
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -81,7 +82,7 @@ def serialize_partition_value(value: Any, delta_type: DataType | str) -> str | N
         if name == "decimal":
             d = value if isinstance(value, decimal.Decimal) else decimal.Decimal(str(value))
             _check_decimal(d, t)
-            return str(d.quantize(decimal.Decimal(1).scaleb(-t.scale)))
+            return str(d.quantize(decimal.Decimal(1).scaleb(-_precision_scale(t)[1])))
         if name == "boolean":
             if not isinstance(value, bool):
                 raise TypeError("expected bool")
@@ -94,7 +95,7 @@ def serialize_partition_value(value: Any, delta_type: DataType | str) -> str | N
             if not isinstance(value, dt.datetime):
                 raise TypeError("expected datetime.datetime")
             # Naive datetimes are taken as UTC; the protocol recommends ISO8601 adjusted to UTC.
-            utc = value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+            utc = value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
             # isoformat, not strftime("%Y"): glibc spells year 1 as "1", which no reader parses.
             return utc.replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
         if name == "timestamp_ntz":
@@ -136,15 +137,22 @@ def _format_float(x: float, *, single: bool) -> str:
     return r
 
 
+def _precision_scale(t: PrimitiveType) -> tuple[int, int]:
+    # PrimitiveType.__post_init__ rejects a decimal lacking either: this only narrows the type.
+    assert t.precision is not None and t.scale is not None
+    return t.precision, t.scale
+
+
 def _check_decimal(d: decimal.Decimal, t: PrimitiveType) -> None:
     if not d.is_finite():
         raise ValueError(f"{d} is not a finite decimal")
-    quantized = d.quantize(decimal.Decimal(1).scaleb(-t.scale), rounding=decimal.ROUND_HALF_UP)
+    precision, scale = _precision_scale(t)
+    quantized = d.quantize(decimal.Decimal(1).scaleb(-scale), rounding=decimal.ROUND_HALF_UP)
     if quantized != d:
-        raise ValueError(f"{d} has more than {t.scale} fractional digits")
+        raise ValueError(f"{d} has more than {scale} fractional digits")
     digits = len(quantized.as_tuple().digits) if quantized != 0 else 1
-    if max(digits, t.scale) - t.scale > t.precision - t.scale:
-        raise ValueError(f"{d} does not fit decimal({t.precision},{t.scale})")
+    if max(digits, scale) - scale > precision - scale:
+        raise ValueError(f"{d} does not fit decimal({precision},{scale})")
 
 
 # --- deserialise ---------------------------------------------------------------------------
@@ -167,8 +175,7 @@ def deserialize_partition_value(text: str | None, delta_type: DataType | str, *,
                 raise ValueError("out of range")
             return v
         if name in ("float", "double"):
-            v = float(text.strip())  # also accepts NaN, Infinity, -Infinity
-            return v
+            return float(text.strip())  # also accepts NaN, Infinity, -Infinity
         if name == "decimal":
             d = decimal.Decimal(text.strip())
             _check_decimal(d, t)
@@ -204,7 +211,7 @@ def _parse_timestamp(text: str, *, utc: bool) -> dt.datetime:
     if utc:
         # A timestamp without zone was written in the writer's zone, which the log does not
         # record; UTC is the only defensible reading (and what Delta writers use by default).
-        return value.replace(tzinfo=dt.timezone.utc) if value.tzinfo is None else value.astimezone(dt.timezone.utc)
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
     if value.tzinfo is not None:
         raise ValueError("timestamp_ntz value carries a time zone")
     return value

@@ -144,7 +144,7 @@ class TableRoot:
     _real_dirs: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
-    def of(cls, root: str) -> "TableRoot":
+    def of(cls, root: str) -> TableRoot:
         loc = parse_location(root if scheme_of(root) else os.path.abspath(root))
         assert loc is not None  # a URI, or an absolute path: always a location
         if loc.scheme == "file" and not loc.authority:

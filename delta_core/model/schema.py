@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterator, Mapping, Sequence, Union
+from typing import Any
 
 import pyarrow as pa
 
@@ -65,7 +66,7 @@ class PrimitiveType:
             )
 
     @classmethod
-    def decimal(cls, precision: int, scale: int) -> "PrimitiveType":
+    def decimal(cls, precision: int, scale: int) -> PrimitiveType:
         return cls("decimal", precision, scale)
 
     @property
@@ -83,7 +84,7 @@ class PrimitiveType:
 
 @dataclass(frozen=True, slots=True)
 class ArrayType:
-    element_type: "DataType"
+    element_type: DataType
     contains_null: bool = True
 
     def to_json_value(self) -> Any:
@@ -93,8 +94,8 @@ class ArrayType:
 
 @dataclass(frozen=True, slots=True)
 class MapType:
-    key_type: "DataType"
-    value_type: "DataType"
+    key_type: DataType
+    value_type: DataType
     value_contains_null: bool = True
 
     def to_json_value(self) -> Any:
@@ -106,7 +107,7 @@ class MapType:
 @dataclass(frozen=True, slots=True)
 class StructField:
     name: str
-    type: "DataType"
+    type: DataType
     nullable: bool = True
     metadata: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
@@ -202,7 +203,7 @@ class StructType:
         return json.dumps(self.to_json_value(), separators=(",", ":"), ensure_ascii=False)
 
     @classmethod
-    def from_json(cls, text: str | None) -> "StructType":
+    def from_json(cls, text: str | None) -> StructType:
         """Parse a schemaString; anything malformed raises ``CorruptLogError``."""
         if not isinstance(text, str) or not text.strip():
             raise CorruptLogError(
@@ -222,7 +223,7 @@ class StructType:
         return parsed
 
     # --- column mapping -----------------------------------------------------------------
-    def physical(self) -> "StructType":
+    def physical(self) -> StructType:
         """This schema with every field (nested too) renamed to its physical name."""
         return _rename_struct(self)
 
@@ -240,7 +241,7 @@ class StructType:
         return out
 
 
-DataType = Union[PrimitiveType, ArrayType, MapType, StructType]
+DataType = PrimitiveType | ArrayType | MapType | StructType
 
 
 def parse_data_type(obj: Any) -> DataType:

@@ -21,8 +21,9 @@ import datetime as dt
 import decimal
 import json
 import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -168,7 +169,7 @@ def _parse_timestamp(s: Any, *, utc: bool) -> dt.datetime | None:
     except ValueError:
         return None
     if utc:
-        return v.replace(tzinfo=dt.timezone.utc) if v.tzinfo is None else v.astimezone(dt.timezone.utc)
+        return v.replace(tzinfo=dt.UTC) if v.tzinfo is None else v.astimezone(dt.UTC)
     return v.replace(tzinfo=None) if v.tzinfo is not None else v
 
 
@@ -211,7 +212,9 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
             if isinstance(v, bool):
                 return None
             d = decimal.Decimal(str(v))
-            q = d.quantize(decimal.Decimal(1).scaleb(-col.type.scale))  # type: ignore[union-attr]
+            t = col.type
+            assert isinstance(t, PrimitiveType) and t.scale is not None  # a decimal leaf has a scale
+            q = d.quantize(decimal.Decimal(1).scaleb(-t.scale))
             return q if q == d else None
         if name == "boolean":
             return v if isinstance(v, bool) else None
@@ -414,7 +417,7 @@ def _format_timestamp(v: dt.datetime) -> str:
     # isoformat, not strftime("%Y"): glibc spells year 1 as "1", which no reader parses.
     utc = v.tzinfo is not None
     if utc:
-        v = v.astimezone(dt.timezone.utc)
+        v = v.astimezone(dt.UTC)
     return v.replace(tzinfo=None).isoformat(timespec="milliseconds") + ("Z" if utc else "")
 
 

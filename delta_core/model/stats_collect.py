@@ -26,7 +26,8 @@ import datetime as dt
 import decimal
 import json
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -190,7 +191,7 @@ def indexed_leaves(
 
 
 def _eligible_for_min_max(t: pa.DataType) -> bool:
-    return (
+    return bool(  # pyarrow is untyped; its predicates return bool
         pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
         or pa.types.is_date(t) or pa.types.is_timestamp(t)
         or pa.types.is_string(t) or pa.types.is_large_string(t)

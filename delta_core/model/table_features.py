@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
-from delta_core.model.actions import Metadata, Protocol
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
+from delta_core.model.actions import Metadata, Protocol
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7

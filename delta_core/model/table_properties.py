@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from delta_core.errors import ConfigError
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from typing import Any, Callable, Literal, TypeVar
+from collections.abc import Callable
+from typing import Any, Literal, TypeVar
 
 from delta_core.errors import AccessDeniedError
 

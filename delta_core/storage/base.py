@@ -27,8 +27,9 @@ Contract (implementations must honour every line):
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Iterator, Protocol, runtime_checkable
+from typing import IO, Protocol, runtime_checkable
 
 from delta_core.errors import PathEscapesTableError
 

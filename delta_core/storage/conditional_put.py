@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from delta_core.errors import UnsafeStoreError
 

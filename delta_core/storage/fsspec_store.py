@@ -22,7 +22,8 @@ import logging
 import os
 import threading
 import uuid
-from typing import IO, Any, Iterator, Mapping
+from collections.abc import Iterator, Mapping
+from typing import IO, Any, cast
 
 import fsspec
 from fsspec.core import url_to_fs
@@ -50,7 +51,7 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
             continue
         if isinstance(value, _dt.datetime):
             if value.tzinfo is None:
-                value = value.replace(tzinfo=_dt.timezone.utc)
+                value = value.replace(tzinfo=_dt.UTC)
             return int(value.timestamp() * 1000)
         if isinstance(value, str):
             return int(_dt.datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
@@ -82,7 +83,7 @@ def _scan_local(full_dir: str, key_prefix: str) -> Iterator[FileInfo]:
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:
     proto = fs.protocol
-    return proto[0] if isinstance(proto, (tuple, list)) else proto
+    return str(proto[0] if isinstance(proto, (tuple, list)) else proto)  # already str; fsspec is untyped
 
 
 class FsspecStorage:
@@ -281,7 +282,7 @@ class FsspecStorage:
                     return fh.read()
             if self._scheme in ("s3", "s3a"):
                 return self._read_s3(full)
-            return self.fs.cat_file(full)
+            return cast(bytes, self.fs.cat_file(full))
         except (FileNotFoundError, PermissionError):
             raise
         except OSError as exc:
@@ -298,16 +299,16 @@ class FsspecStorage:
         async def get() -> bytes:
             resp = await fs._call_s3("get_object", Bucket=bucket, Key=key)
             async with resp["Body"] as body:
-                return await body.read()
+                return cast(bytes, await body.read())
 
-        return sync(fs.loop, get)
+        return cast(bytes, sync(fs.loop, get))
 
     @needs_access("read")
     def open_input(self, key: str) -> IO[bytes]:
         full = self._full(key)
         if self._scheme == "file":
             return open(full, "rb")
-        return self.fs.open(full, "rb")
+        return cast(IO[bytes], self.fs.open(full, "rb"))
 
     # -- writing ---------------------------------------------------------------------------
 
@@ -415,7 +416,7 @@ class FsspecStorage:
     def open_output(self, key: str) -> IO[bytes]:
         full = self._full(key)
         self._makedirs_for(full)
-        return self.fs.open(full, "wb")
+        return cast(IO[bytes], self.fs.open(full, "wb"))
 
     @needs_access("write")
     def delete(self, key: str) -> None:

@@ -20,12 +20,13 @@ Protected checkpoints hide, from older readers, commits whose protocol they do n
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from delta_core.model.actions import Metadata, Protocol
-from delta_core.log.commit_read import parse_commit
 from delta_core.errors import DeltaError, UnsupportedWriterFeatureError
+from delta_core.log.commit_read import parse_commit
 from delta_core.log.log_path import LogFileKind, LogPath, commit_key
+from delta_core.model.actions import Metadata, Protocol
 from delta_core.model.table_features import check_write_supported, writer_features
 from delta_core.model.table_properties import REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION, TableProperties
 
@@ -44,7 +45,7 @@ def protected_before(protocol: Protocol, metadata: Metadata) -> int:
     return TableProperties(metadata.configuration).require_checkpoint_protection_before_version
 
 
-def _first_unsupported(table: "DeltaTable", start: int, end: int) -> str | None:
+def _first_unsupported(table: DeltaTable, start: int, end: int) -> str | None:
     """Why some version in ``[start, end]`` has a protocol we cannot write, or None if none has."""
     try:
         protocol, metadata = table.protocol_and_metadata(start)
@@ -72,7 +73,7 @@ def _first_unsupported(table: "DeltaTable", start: int, end: int) -> str | None:
 
 
 def protect_checkpoints(
-    table: "DeltaTable", doomed: Sequence[LogPath], *, keep_from: int, boundary: int,
+    table: DeltaTable, doomed: Sequence[LogPath], *, keep_from: int, boundary: int,
 ) -> tuple[list[LogPath], str | None]:
     """Rules (a), (c) and (d) applied to a planned cleanup that keeps checkpoint ``keep_from``.
 

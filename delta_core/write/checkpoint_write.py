@@ -32,8 +32,9 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -43,10 +44,10 @@ from delta_core.errors import ConfigError
 from delta_core.log.file_actions import DV_TYPE, STRING_MAP
 from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoint, read_last_checkpoint
 from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, multipart_checkpoint_key
+from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
 from delta_core.model.stats import parse_stats_struct
-from delta_core.model.clock import Clock, system_clock
 from delta_core.model.table_features import check_write_supported, column_mapping_mode, has_feature
 
 if TYPE_CHECKING:
@@ -148,7 +149,7 @@ def _remove_struct(tomb: pa.Table) -> pa.StructArray:
     return pa.StructArray.from_arrays(arrays, fields=list(REMOVE_TYPE))
 
 
-def _parsed_columns(snapshot: "Snapshot", files: pa.Table) -> list[tuple[str, pa.Array]]:
+def _parsed_columns(snapshot: Snapshot, files: pa.Table) -> list[tuple[str, pa.Array]]:
     """``partitionValues_parsed`` and ``stats_parsed`` for writeStatsAsStruct tables."""
     metadata = snapshot.metadata
     schema = StructType.from_json(metadata.schema_string)
@@ -203,7 +204,7 @@ def _has_empty_struct(typ: pa.DataType) -> bool:
     return False
 
 
-def _header_rows(snapshot: "Snapshot", *, now_ms: int, v2: bool) -> dict[str, pa.Array]:
+def _header_rows(snapshot: Snapshot, *, now_ms: int, v2: bool) -> dict[str, pa.Array]:
     """protocol, metaData, txn, domainMetadata (and checkpointMetadata) rows, one action each."""
     p, m = snapshot.protocol, snapshot.metadata
     protocol_type, protocol_body = _with_unknown_fields(PROTOCOL_TYPE, {
@@ -247,7 +248,7 @@ def _segment(columns: dict[str, pa.Array], n: int, types: dict[str, pa.DataType]
 
 
 def build_checkpoint_table(
-    snapshot: "Snapshot",
+    snapshot: Snapshot,
     *,
     clock: Clock = system_clock,
     sort_by_path: bool = False,
@@ -305,13 +306,13 @@ def _parquet_bytes(table: pa.Table) -> pa.Buffer:
 
 
 def write_checkpoint(
-    table: "DeltaTable",
+    table: DeltaTable,
     *,
     version: int | None = None,
     part_size: int | None = None,
     clock: Clock | None = None,
     update_last_checkpoint: bool = True,
-    snapshot: "Snapshot | None" = None,
+    snapshot: Snapshot | None = None,
 ) -> CheckpointResult:
     """Write the checkpoint of ``version`` (default: latest) and point ``_last_checkpoint`` at it.
 

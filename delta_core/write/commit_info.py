@@ -16,7 +16,8 @@ place either becomes the mapping written.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Any, Protocol, runtime_checkable
 
 from delta_core import ENGINE_INFO
 from delta_core.model.actions import CommitInfo

@@ -23,12 +23,9 @@ hand-built actions.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Mapping, Sequence
 
-from delta_core.model.actions import Action, Add, DomainMetadata, Metadata, Protocol, Remove
-from delta_core.log.commit_summary import CommitSummary
-from delta_core.model.path_identity import TableRoot
 from delta_core.errors import (
     CommitConflictError,
     ConcurrentAppendError,
@@ -39,6 +36,9 @@ from delta_core.errors import (
     ProtocolChangedError,
     UnsupportedProtocolError,
 )
+from delta_core.log.commit_summary import CommitSummary
+from delta_core.model.actions import Action, Add, DomainMetadata, Metadata, Protocol, Remove
+from delta_core.model.path_identity import TableRoot
 
 SERIALIZABLE = "Serializable"
 WRITE_SERIALIZABLE = "WriteSerializable"

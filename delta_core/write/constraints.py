@@ -20,7 +20,7 @@ guarded.
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from delta_core.errors import ConfigError, UnsupportedWriterFeatureError
 

@@ -21,19 +21,20 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.actions import Add, Metadata
 from delta_core.errors import PartitionValueError, SchemaMismatchError
-from delta_core.write.parquet_stream import ParquetStream
+from delta_core.model.actions import Add, Metadata
 from delta_core.model.partition_values import partition_path, serialize_partition_value, url_encode_path
 from delta_core.model.schema import StructField, StructType, schema_to_arrow, to_physical_path, without_column_mapping
 from delta_core.model.stats_collect import StatsCollector, split_column_name
-from delta_core.storage.base import Storage
 from delta_core.model.table_properties import TableProperties
+from delta_core.storage.base import Storage
+from delta_core.write.parquet_stream import ParquetStream
 from delta_core.write.void_columns import check_void_writable, drop_void, without_void
 
 # Arrow type families that may be cast into one another without changing meaning.

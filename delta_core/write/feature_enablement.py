@@ -21,17 +21,20 @@ promise what our writes do not keep.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Callable, Mapping, Sequence
 
-from delta_core.model.actions import Action, Metadata, Protocol
-from delta_core.write.constraints import CONSTRAINT_PREFIX
 from delta_core.errors import ConfigError
 from delta_core.log.history import ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION
+from delta_core.model.actions import Action, Metadata, Protocol
 from delta_core.model.table_features import (
-    ROW_CONSTRAINT_FEATURES, SUPPORTED_WRITER_FEATURES, reader_features, writer_features,
+    ROW_CONSTRAINT_FEATURES,
+    SUPPORTED_WRITER_FEATURES,
+    reader_features,
+    writer_features,
 )
 from delta_core.model.table_properties import ENABLE_IN_COMMIT_TIMESTAMPS, parse_bool
+from delta_core.write.constraints import CONSTRAINT_PREFIX
 
 CHECKPOINT_POLICY = "delta.checkpointPolicy"
 

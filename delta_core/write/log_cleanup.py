@@ -32,11 +32,11 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from delta_core.write.checkpoint_protection import protect_checkpoints, protected_before
 from delta_core.log.log_path import LOG_DIR, LogFileKind, LogPath, parse_log_name
+from delta_core.model.clock import Clock
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_EXPIRED_LOG_CLEANUP, TableProperties
-from delta_core.model.clock import Clock
+from delta_core.write.checkpoint_protection import protect_checkpoints, protected_before
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -66,7 +66,7 @@ class LogCleanupResult:
     def to_dict(self) -> dict[str, Any]:
         return {
             "checkpoint_version": self.checkpoint_version,
-            "cutoff": dt.datetime.fromtimestamp(self.cutoff_ms / 1000, dt.timezone.utc).isoformat(),
+            "cutoff": dt.datetime.fromtimestamp(self.cutoff_ms / 1000, dt.UTC).isoformat(),
             "files_deleted": self.files_deleted,
             "deleted": list(self.deleted),
             "dry_run": self.dry_run,
@@ -121,7 +121,7 @@ def plan_log_cleanup(files: list[LogPath], *, cutoff_ms: int) -> tuple[int | Non
 
 
 def cleanup_log(
-    table: "DeltaTable",
+    table: DeltaTable,
     *,
     clock: Clock | None = None,
     dry_run: bool = False,

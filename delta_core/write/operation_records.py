@@ -12,8 +12,9 @@ strings; nothing here does IO.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 __all__ = [
     "CreateTableParameters",

@@ -11,7 +11,8 @@ finds it would be dropped anyway (PROTOCOL.md "Data Files" leaves all of this to
 
 from __future__ import annotations
 
-from typing import IO, Callable
+from collections.abc import Callable
+from typing import IO
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -47,7 +48,7 @@ def _plain_width(t: pa.DataType, column: pa.ChunkedArray) -> float | None:
     if pa.types.is_boolean(t) or pa.types.is_nested(t) or pa.types.is_dictionary(t):
         return None
     try:
-        return max(1, t.bit_width // 8)
+        return max(1, int(t.bit_width) // 8)
     except (ValueError, AttributeError):
         return None
 
@@ -179,7 +180,7 @@ class ParquetStream:
         writer = self._open(None)  # a stream without rows still makes a valid (empty) file
         writer.close()
         assert self._sink is not None and self._file is not None
-        size = self._sink.tell()
+        size: int = self._sink.tell()
         self._sink.close()
         self._file.close()  # commits the object on stores that upload on close
         return size

@@ -36,18 +36,19 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.actions import Add, Metadata
-from delta_core.write.data_writer import table_schema
 from delta_core.errors import RewriteVerificationError
+from delta_core.model.actions import Add, Metadata
 from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, NULL_COUNT_PREFIX, NUM_RECORDS, parse_stats, stats_columns
 from delta_core.model.stats_collect import STRING_PREFIX_LENGTH, split_column_name
 from delta_core.model.table_properties import TableProperties
+from delta_core.write.data_writer import table_schema
 
 _TIE_BREAKS = ("\x7f", "\U0010ffff")
 FLOAT32_EPSILON = 2.0 ** -23
@@ -66,7 +67,7 @@ class InputSummary:
         return json.dumps({"inputSummary": {"path": self.path, "stats": self.stats}}, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, text: str) -> "InputSummary | None":
+    def from_json(cls, text: str) -> InputSummary | None:
         """The summary encoded by ``to_json``, or None if ``text`` is something else."""
         obj = json.loads(text)
         body = obj.get("inputSummary") if isinstance(obj, dict) else None
@@ -141,7 +142,7 @@ class _Side:
     labels: list[str]
     table: pa.Table
 
-    def subset(self, rows: list[int]) -> "_Side":
+    def subset(self, rows: list[int]) -> _Side:
         return _Side([self.labels[i] for i in rows], self.table.take(pa.array(rows, pa.int64())))
 
     def values(self, column: str) -> list[Any] | None:
@@ -273,7 +274,7 @@ def _above(out_max: Any, in_max: Any) -> bool:
         if out_max.endswith(_TIE_BREAKS):
             out_max = out_max[:-1]  # what remains is a prefix of the true maximum
         n = min(len(out_max), len(in_max))
-        return out_max[:n] > in_max[:n]
+        return bool(out_max[:n] > in_max[:n])
     if isinstance(out_max, dt.datetime) and isinstance(in_max, dt.datetime):
         return _ms(out_max) > _ms(in_max)
     if isinstance(out_max, float) and isinstance(in_max, float):

@@ -11,16 +11,46 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from delta_core.errors import (
+    AppendOnlyViolationError,
+    InvalidTransactionError,
+    PartitionValueError,
+    SchemaMismatchError,
+)
+from delta_core.log.log_path import LOG_DIR
+from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Add, Metadata, Protocol
+from delta_core.model.clock import Clock, system_clock
 from delta_core.model.delta_operations import OPTIMIZE
-from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
+from delta_core.model.schema import (
+    FIELD_ID_KEY,
+    PHYSICAL_NAME_KEY,
+    ArrayType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    map_fields,
+    schema_from_arrow,
+)
+from delta_core.model.table_features import check_write_supported
+from delta_core.model.table_properties import (
+    APPEND_ONLY,
+    COLUMN_MAPPING_MODE,
+    TableProperties,
+)
+from delta_core.storage import open_storage
 from delta_core.write.commit_info import CommitInfoFields
+from delta_core.write.commit_outcome import CommitResult
+from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
 from delta_core.write.data_writer import conform_to_schema, write_table_data
+from delta_core.write.feature_enablement import protocol_for, required_features, upgrade_protocol
 from delta_core.write.operation_records import (
     CreateTableParameters,
     DeleteMetrics,
@@ -30,24 +60,8 @@ from delta_core.write.operation_records import (
     WriteMetrics,
     WriteParameters,
 )
-from delta_core.errors import (
-    AppendOnlyViolationError, InvalidTransactionError, PartitionValueError, SchemaMismatchError,
-)
-from delta_core.write.feature_enablement import protocol_for, required_features, upgrade_protocol
-from delta_core.log.log_path import LOG_DIR
 from delta_core.write.rewrite_proof import InputSummary, verify_rewrite
-from delta_core.model.schema import (
-    FIELD_ID_KEY, PHYSICAL_NAME_KEY, ArrayType, MapType, PrimitiveType, StructField, StructType, map_fields,
-    schema_from_arrow,
-)
-from delta_core.storage import open_storage
-from delta_core.log.table import DeltaTable
-from delta_core.model.clock import Clock, system_clock
-from delta_core.model.table_features import check_write_supported
-from delta_core.model.table_properties import (
-    APPEND_ONLY, COLUMN_MAPPING_MODE, TableProperties,
-)
-from delta_core.write.transaction import CommitResult, Transaction
+from delta_core.write.transaction import Transaction
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -114,7 +128,7 @@ def create_table(
     storage_options: Mapping[str, Any] | None = None,
     name: str | None = None,
     description: str | None = None,
-    storage: "Storage | None" = None,
+    storage: Storage | None = None,
     clock: Clock = system_clock,
 ) -> DeltaTable:
     """Create an empty table at ``uri`` (version 0: protocol + metaData); the returned table
@@ -189,7 +203,7 @@ def append(
     app_id: str | None = None,
     app_version: int | None = None,
     target_file_size: int | None = None,
-    read_snapshot: "Snapshot | None" = None,
+    read_snapshot: Snapshot | None = None,
 ) -> CommitResult:
     """Append rows as new files. With ``app_id``/``app_version`` the write is idempotent:
     if the table already records that appId at ``app_version`` or later, nothing is written."""
@@ -248,7 +262,7 @@ def overwrite(
 
 
 def delete_files(
-    table: DeltaTable, paths: Iterable[str], *, read_snapshot: "Snapshot | None" = None
+    table: DeltaTable, paths: Iterable[str], *, read_snapshot: Snapshot | None = None
 ) -> CommitResult:
     """Logically delete whole files (``remove`` with ``dataChange=true``) by their log path."""
     txn = Transaction(table, read_snapshot=read_snapshot, operation="DELETE",
@@ -307,7 +321,7 @@ def commit_rewrite(
     added: Sequence[Add],
     operation: str = OPTIMIZE,
     operation_parameters: CommitInfoFields | None = None,
-    read_snapshot: "Snapshot | None" = None,
+    read_snapshot: Snapshot | None = None,
     metrics: CommitInfoFields | None = None,
     discard_on_failure: bool = True,
     input_summaries: Sequence[InputSummary] = (),

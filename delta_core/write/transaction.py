@@ -32,31 +32,55 @@ import json
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from delta_core.model.actions import (
-    Action, Add, AddCDCFile, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn,
-    encode_actions, parse_actions,
+from delta_core.errors import (
+    AccessDeniedError,
+    AppendOnlyViolationError,
+    AtomicWriteUnsupportedError,
+    CommitConflictError,
+    CommitRetriesExhaustedError,
+    CommitStateUnknownError,
+    DeltaError,
+    FileAlreadyExistsError,
+    InvalidTransactionError,
+    LogGapError,
+    NotADeltaTableError,
+    PartitionValueError,
+    StorageError,
 )
+from delta_core.log.commit_summary import CommitSummary
+from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
+from delta_core.model.actions import (
+    Action,
+    Add,
+    AddCDCFile,
+    CommitInfo,
+    DomainMetadata,
+    Metadata,
+    Protocol,
+    Remove,
+    Txn,
+    encode_actions,
+    parse_actions,
+)
+from delta_core.model.partition_values import url_decode_path
+from delta_core.model.table_features import check_write_supported
+from delta_core.model.table_properties import TableProperties
+from delta_core.storage.base import Storage
 from delta_core.write.commit_info import CommitInfoFields, build_commit_info, commit_info_fields
 from delta_core.write.commit_outcome import CommitResult, ResolvedConflict, RetryPolicy
-from delta_core.log.commit_summary import CommitSummary
 from delta_core.write.conflict import (
-    ISOLATION_LEVELS, SERIALIZABLE, PartitionPredicate, TransactionReadInfo, check_conflicts,
+    ISOLATION_LEVELS,
+    SERIALIZABLE,
+    PartitionPredicate,
+    TransactionReadInfo,
+    check_conflicts,
 )
 from delta_core.write.constraints import check_new_rows_allowed
 from delta_core.write.data_writer import table_schema
-from delta_core.errors import (
-    AccessDeniedError, AppendOnlyViolationError, AtomicWriteUnsupportedError, CommitConflictError,
-    CommitRetriesExhaustedError, CommitStateUnknownError, DeltaError, FileAlreadyExistsError,
-    InvalidTransactionError, LogGapError, NotADeltaTableError, PartitionValueError, StorageError,
-)
 from delta_core.write.feature_enablement import stamp_ict_enablement
-from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
-from delta_core.model.partition_values import url_decode_path
-from delta_core.storage.base import Storage
-from delta_core.model.table_features import check_write_supported
-from delta_core.model.table_properties import TableProperties
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -70,9 +94,9 @@ class Transaction:
 
     def __init__(
         self,
-        table: "DeltaTable",
+        table: DeltaTable,
         *,
-        read_snapshot: "Snapshot | None" = None,
+        read_snapshot: Snapshot | None = None,
         operation: str,
         operation_parameters: CommitInfoFields | None = None,
         isolation_level: str = SERIALIZABLE,
@@ -105,7 +129,7 @@ class Transaction:
     # -- reading ----------------------------------------------------------------------------
 
     @property
-    def snapshot(self) -> "Snapshot":
+    def snapshot(self) -> Snapshot:
         if self._snapshot is None:
             raise NotADeltaTableError(
                 f"{self.table.uri} has no table yet; this transaction creates it", path=self.table.uri)
@@ -179,7 +203,7 @@ class Transaction:
 
     # -- context manager: files written by an abandoned transaction are cleaned up -----------
 
-    def __enter__(self) -> "Transaction":
+    def __enter__(self) -> Transaction:
         return self
 
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
@@ -320,10 +344,14 @@ class Transaction:
 
         adds = [live_rows(a) for a in file_actions if isinstance(a, Add)]
         removes = [live_rows(a) for a in file_actions if isinstance(a, Remove)]
-        if adds and removes and None not in adds and None not in removes and sum(adds) != sum(removes):
+        added = [n for n in adds if n is not None]
+        removed = [n for n in removes if n is not None]
+        # Checked only when every file on both sides carries numRecords.
+        if added and removed and len(added) == len(adds) and len(removed) == len(removes) \
+                and sum(added) != sum(removed):
             raise InvalidTransactionError(
-                f"a dataChange=false rewrite must keep the rows: it adds {sum(adds)} rows but removes "
-                f"{sum(removes)}; commit it with dataChange=true if rows really change",
+                f"a dataChange=false rewrite must keep the rows: it adds {sum(added)} rows but removes "
+                f"{sum(removed)}; commit it with dataChange=true if rows really change",
                 path=self.table.uri, version=target)
 
     # -- committing -------------------------------------------------------------------------

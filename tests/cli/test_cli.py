@@ -12,7 +12,8 @@ import types
 import pyarrow as pa
 import pytest
 
-from delta_core.cli import common, main as cli
+from delta_core.cli import common
+from delta_core.cli import main as cli
 from delta_core.errors import ConfigError
 
 CONFORMANCE = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "tables"
@@ -119,7 +120,7 @@ def test_describe_delta_rs_table_json_and_time_travel(tmp_path):
     assert v1["num_files"] == 3 and v1["num_records"] == 3
     # a time after every commit selects the latest version
     status, by_time = run_json("describe", str(table), "--timestamp",
-                               (dt.datetime.now(dt.timezone.utc) + dt.timedelta(minutes=5)).isoformat())
+                               (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat())
     assert status == 0 and by_time["version"] == 2
 
 

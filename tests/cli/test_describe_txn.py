@@ -51,7 +51,7 @@ def test_describe_text_shows_last_updated_and_expiry(tmp_path, capsys):
     old = _table(root)
     assert main(["describe", root]) == 0
     text = capsys.readouterr().out
-    when = dt.datetime.fromtimestamp(old / 1000, tz=dt.timezone.utc).isoformat(timespec="milliseconds")
+    when = dt.datetime.fromtimestamp(old / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
     assert "App transactions: (delta.setTransactionRetentionDuration = interval 1 days)" in text
     assert f"  old: version 5, last updated {when}, expired" in text
     fresh = next(line for line in text.splitlines() if line.startswith("  fresh:"))

@@ -15,13 +15,13 @@ import pathlib
 import pyarrow as pa
 import pytest
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.cli.main import main
 from delta_core.errors import CorruptLogError
-from delta_core.write.log_cleanup import cleanup_log
 from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import Transaction
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append
+from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
 
 COMMANDS = [

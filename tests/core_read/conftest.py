@@ -6,7 +6,8 @@ import json
 import pathlib
 import shutil
 import stat
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 import pytest
 

@@ -7,7 +7,11 @@ import pathlib
 import pytest
 
 from delta_core.errors import (
-    CorruptLogError, DeltaError, MissingMetadataError, MissingProtocolError, UnsupportedProtocolError,
+    CorruptLogError,
+    DeltaError,
+    MissingMetadataError,
+    MissingProtocolError,
+    UnsupportedProtocolError,
 )
 from delta_core.log.table import DeltaTable
 from tests.core_read.conftest import add, commit_info, metadata, protocol

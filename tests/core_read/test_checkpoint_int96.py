@@ -10,12 +10,12 @@ import json
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.log.log_path import checkpoint_key
 from delta_core.log.table import DeltaTable
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def test_int96_stats_parsed_keeps_years_1_and_9999(tmp_path):

@@ -13,8 +13,8 @@ import sys
 import pyarrow as pa
 import pytest
 
-from delta_core.log.commit_read import COLUMNAR_MIN_BYTES, ParsedCommit, build_batch, parse_commit
 from delta_core.errors import CorruptLogError
+from delta_core.log.commit_read import COLUMNAR_MIN_BYTES, ParsedCommit, build_batch, parse_commit
 from delta_core.log.log_path import LogFileKind, parse_log_name
 from delta_core.log.table import DeltaTable
 from tests.conftest import CONFORMANCE_DIR

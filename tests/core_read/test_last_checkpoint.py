@@ -9,8 +9,13 @@ import pathlib
 import pytest
 
 from delta_core.log.last_checkpoint import (
-    LastCheckpoint, canonicalize, compute_checksum, decode_last_checkpoint, encode_last_checkpoint,
-    parse_checkpoint_json, read_last_checkpoint,
+    LastCheckpoint,
+    canonicalize,
+    compute_checksum,
+    decode_last_checkpoint,
+    encode_last_checkpoint,
+    parse_checkpoint_json,
+    read_last_checkpoint,
 )
 from delta_core.storage import open_storage
 from tests.conftest import CONFORMANCE_DIR

@@ -13,8 +13,8 @@ from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoin
 from delta_core.log.log_path import LOG_DIR, LogFileKind, parse_log_name
 from delta_core.log.log_segment import LogSegment, build_log_segment, latest_checkpoint_version, latest_version
 from delta_core.log.snapshot import load_snapshot
-from delta_core.storage import open_storage
 from delta_core.log.table import DeltaTable
+from delta_core.storage import open_storage
 from tests.core_read.conftest import RecordingStorage, add, commit_info, metadata, protocol
 
 

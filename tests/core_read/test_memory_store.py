@@ -9,8 +9,8 @@ import uuid
 import fsspec
 import pytest
 
-from delta_core.storage import open_storage
 from delta_core.log.table import DeltaTable
+from delta_core.storage import open_storage
 from tests.core_read.conftest import RecordingStorage
 
 

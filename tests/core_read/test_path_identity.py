@@ -12,11 +12,10 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable as RsTable
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.cli.main import main
-from delta_core.model.path_identity import TableRoot, canonical_paths
 from delta_core.log.table import DeltaTable
-
+from delta_core.model.path_identity import TableRoot, canonical_paths
+from delta_core.write.checkpoint_write import write_checkpoint
 from tests.path_spelling import ROWS, add_commit, deltars_table, remove_json, respell_local
 
 SPELLINGS = {

@@ -6,9 +6,9 @@ import datetime as dt
 
 import pyarrow as pa
 
-from delta_core.model.actions import Txn
 from delta_core.log.replay import expire_tombstones_before, live_txns
 from delta_core.log.table import DeltaTable
+from delta_core.model.actions import Txn
 from tests.core_read.conftest import add, commit_info, metadata, protocol, remove
 
 DV1 = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4, "sizeInBytes": 40, "cardinality": 6}

@@ -8,11 +8,11 @@ import os
 
 import pytest
 
-from delta_core.model.actions import Add, CommitInfo, Remove
 from delta_core.errors import LogGapError, VersionNotFoundError
 from delta_core.log.log_path import LOG_DIR
-from delta_core.storage import open_storage
 from delta_core.log.table import DeltaTable
+from delta_core.model.actions import Add, CommitInfo, Remove
+from delta_core.storage import open_storage
 from tests.core_read.conftest import RecordingStorage, add, commit_info, metadata, protocol, remove
 
 T0 = 1_700_000_000_000  # epoch ms
@@ -81,7 +81,7 @@ def test_time_travel_by_file_time(log_writer) -> None:
     assert table.snapshot(timestamp=T0).version == 0
     assert table.snapshot(timestamp=T0 + 60_000 + 1).version == 1
     assert table.snapshot(timestamp=T0 + 10 * 60_000).version == 4
-    as_datetime = dt.datetime.fromtimestamp((T0 + 2 * 60_000) / 1000, tz=dt.timezone.utc)
+    as_datetime = dt.datetime.fromtimestamp((T0 + 2 * 60_000) / 1000, tz=dt.UTC)
     snap = table.snapshot(timestamp=as_datetime)
     assert snap.version == 2 and sorted(snap.file_paths) == ["b"]
     assert table.snapshot(timestamp=as_datetime.isoformat()).version == 2

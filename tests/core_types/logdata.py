@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import pathlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 TABLES = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "tables"
 

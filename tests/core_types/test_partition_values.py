@@ -13,14 +13,20 @@ import pytest
 
 from delta_core.errors import CorruptLogError, PartitionValueError
 from delta_core.model.partition_values import (
-    HIVE_DEFAULT_PARTITION, deserialize_partition_value, escape_path_name, partition_path,
-    serialize_partition_value, typed_partition_values, unescape_path_name, url_decode_path,
+    HIVE_DEFAULT_PARTITION,
+    deserialize_partition_value,
+    escape_path_name,
+    partition_path,
+    serialize_partition_value,
+    typed_partition_values,
+    unescape_path_name,
+    url_decode_path,
     url_encode_path,
 )
 from delta_core.model.schema import PrimitiveType, StructType
 from tests.core_types.logdata import actions, expected, last_metadata, table_dirs
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 def _partitioned_tables() -> list[pathlib.Path]:

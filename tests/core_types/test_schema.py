@@ -10,8 +10,17 @@ import pytest
 
 from delta_core.errors import CorruptLogError, SchemaMismatchError
 from delta_core.model.schema import (
-    ArrayType, MapType, PrimitiveType, StructField, StructType, parse_data_type, physical_name_map,
-    schema_from_arrow, schema_to_arrow, to_logical_path, to_physical_path,
+    ArrayType,
+    MapType,
+    PrimitiveType,
+    StructField,
+    StructType,
+    parse_data_type,
+    physical_name_map,
+    schema_from_arrow,
+    schema_to_arrow,
+    to_logical_path,
+    to_physical_path,
 )
 from tests.core_types.logdata import actions, expected, last_metadata, table_dirs
 

@@ -16,12 +16,18 @@ import pytest
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.schema import PrimitiveType, StructType
 from delta_core.model.stats import (
-    MAX_PREFIX, MIN_PREFIX, NULL_COUNT_PREFIX, NUM_RECORDS, _parse_chunk_slow, parse_stats,
-    stats_columns, stats_json_from_parsed,
+    MAX_PREFIX,
+    MIN_PREFIX,
+    NULL_COUNT_PREFIX,
+    NUM_RECORDS,
+    _parse_chunk_slow,
+    parse_stats,
+    stats_columns,
+    stats_json_from_parsed,
 )
 from tests.core_types.logdata import actions, last_metadata, table_dirs
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 # delta-rs issue 1374: this table was kept because its logged timestamp bounds are wrong
@@ -317,8 +323,8 @@ def test_stats_from_parsed_spell_year_one_with_four_digits():
     """Checkpoint ``stats_parsed`` timestamps of year 1 become JSON stats that readers parse."""
     ts_type = pa.timestamp("us", tz="UTC")
     struct = pa.array(
-        [{"numRecords": 1, "minValues": {"ts": dt.datetime(1, 1, 1, tzinfo=dt.timezone.utc)},
-          "maxValues": {"ts": dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.timezone.utc)}}],
+        [{"numRecords": 1, "minValues": {"ts": dt.datetime(1, 1, 1, tzinfo=dt.UTC)},
+          "maxValues": {"ts": dt.datetime(9999, 12, 31, 23, 59, 59, 999000, tzinfo=dt.UTC)}}],
         pa.struct([("numRecords", pa.int64()), ("minValues", pa.struct([("ts", ts_type)])),
                    ("maxValues", pa.struct([("ts", ts_type)]))]),
     )

@@ -8,11 +8,19 @@ import json
 import pyarrow as pa
 import pytest
 
-from delta_core.model.actions import Metadata, Protocol, action_from_json
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
+from delta_core.model.actions import Metadata, Protocol, action_from_json
 from delta_core.model.table_features import (
-    SUPPORTED_READER_FEATURES, SUPPORTED_WRITER_FEATURES, WRITER_FEATURES, Scope, check_read_supported,
-    check_write_supported, column_mapping_mode, has_feature, reader_features, writer_features,
+    SUPPORTED_READER_FEATURES,
+    SUPPORTED_WRITER_FEATURES,
+    WRITER_FEATURES,
+    Scope,
+    check_read_supported,
+    check_write_supported,
+    column_mapping_mode,
+    has_feature,
+    reader_features,
+    writer_features,
 )
 from tests.core_types.logdata import actions, expected, last_metadata, table_dirs
 

@@ -14,11 +14,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.log.last_checkpoint import decode_last_checkpoint
 from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import Transaction
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
+from delta_core.write.transaction import Transaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
                     ("st", pa.struct([("x", pa.int32())])), ("day", pa.date32())])
@@ -27,7 +27,7 @@ SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timesta
 def _data(ids: list[int]) -> pa.Table:
     return pa.table({
         "id": ids, "name": [f"n{i}" for i in ids],
-        "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc) + dt.timedelta(hours=i) for i in ids],
+        "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(hours=i) for i in ids],
         "st": [{"x": i} for i in ids], "day": [dt.date(2024, 1, 1 + i % 3) for i in ids],
     }, schema=SCHEMA)
 

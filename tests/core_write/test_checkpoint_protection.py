@@ -12,12 +12,11 @@ import time
 
 import pytest
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.errors import UnsupportedWriterFeatureError
-from delta_core.write.log_cleanup import cleanup_log
 from delta_core.log.table import DeltaTable
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append, create_table
-
 from tests.core_write import workers
 from tests.core_write.conftest import listing
 

@@ -10,7 +10,6 @@ import time
 
 from delta_core.cli.main import main
 from delta_core.write.table_writes import append, create_table
-
 from tests.core_write import workers
 
 

@@ -14,10 +14,9 @@ import pytest
 
 from delta_core.errors import AtomicWriteUnsupportedError, FileAlreadyExistsError
 from delta_core.log.log_path import commit_key
-from delta_core.storage import open_storage
 from delta_core.log.table import DeltaTable
+from delta_core.storage import open_storage
 from delta_core.write.table_writes import append, create_table
-
 from tests.core_write import workers
 
 SPAWN = multiprocessing.get_context("spawn")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from delta_core.model.actions import Add, CommitInfo
 from delta_core.log.commit_summary import CommitSummary
+from delta_core.model.actions import Add, CommitInfo
 from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, set_properties
 

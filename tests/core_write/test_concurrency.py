@@ -11,11 +11,10 @@ from concurrent.futures import ProcessPoolExecutor
 import pyarrow as pa
 import pytest
 
-from delta_core.model.actions import Add, CommitInfo, parse_actions
 from delta_core.log.log_path import commit_key
 from delta_core.log.table import DeltaTable
+from delta_core.model.actions import Add, CommitInfo, parse_actions
 from delta_core.write.table_writes import append, create_table
-
 from tests.core_write import workers
 
 SPAWN = multiprocessing.get_context("spawn")

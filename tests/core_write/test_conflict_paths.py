@@ -7,13 +7,12 @@ import time
 
 import pytest
 
-from delta_core.model.actions import Remove
-from delta_core.log.commit_summary import CommitSummary
-from delta_core.write.conflict import TransactionReadInfo, check_conflicts
 from delta_core.errors import ConcurrentDeleteDeleteError, ConcurrentDeleteReadError
+from delta_core.log.commit_summary import CommitSummary
 from delta_core.log.table import DeltaTable
+from delta_core.model.actions import Remove
+from delta_core.write.conflict import TransactionReadInfo, check_conflicts
 from delta_core.write.table_writes import delete_files
-
 from tests.core_write.conftest import listing
 from tests.path_spelling import add_commit, deltars_table, remove_json
 

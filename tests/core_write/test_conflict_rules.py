@@ -4,14 +4,23 @@ from __future__ import annotations
 
 import pytest
 
-from delta_core.model.actions import Add, CommitInfo, Metadata, Protocol, Remove, Txn
-from delta_core.log.commit_summary import CommitSummary
-from delta_core.write.conflict import (
-    SERIALIZABLE, SNAPSHOT_ISOLATION, WRITE_SERIALIZABLE, TransactionReadInfo, check_conflicts,
-)
 from delta_core.errors import (
-    ConcurrentAppendError, ConcurrentDeleteDeleteError, ConcurrentDeleteReadError,
-    ConcurrentTransactionError, MetadataChangedError, ProtocolChangedError, UnsupportedWriterFeatureError,
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentDeleteReadError,
+    ConcurrentTransactionError,
+    MetadataChangedError,
+    ProtocolChangedError,
+    UnsupportedWriterFeatureError,
+)
+from delta_core.log.commit_summary import CommitSummary
+from delta_core.model.actions import Add, CommitInfo, Metadata, Protocol, Remove, Txn
+from delta_core.write.conflict import (
+    SERIALIZABLE,
+    SNAPSHOT_ISOLATION,
+    WRITE_SERIALIZABLE,
+    TransactionReadInfo,
+    check_conflicts,
 )
 
 

@@ -13,13 +13,12 @@ import os
 import pyarrow as pa
 import pytest
 
-from delta_core.write.data_writer import write_data_file
 from delta_core.errors import ConfigError, UnsupportedWriterFeatureError
-from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import Transaction
+from delta_core.maintenance.data_io import read_data_file, rewrite_files
+from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, overwrite, set_properties
-
+from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
 from tests.core_write.handlog import field, struct, write_table
 

@@ -8,10 +8,9 @@ import os
 
 import pyarrow as pa
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.log.table import DeltaTable
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table
-
 from tests.core_write import workers
 
 SPAWN = multiprocessing.get_context("spawn")

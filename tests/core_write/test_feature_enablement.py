@@ -15,14 +15,13 @@ import deltalake
 import pyarrow as pa
 import pytest
 
-from delta_core.model.actions import Protocol
 from delta_core.errors import ConfigError
-from delta_core.write.feature_enablement import upgrade_protocol
 from delta_core.log.history import ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION
 from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import Transaction
+from delta_core.model.actions import Protocol
+from delta_core.write.feature_enablement import upgrade_protocol
 from delta_core.write.table_writes import append, create_table, set_properties
-
+from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string())])

@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.cli.main import main
-from delta_core.write.data_writer import write_data_file
 from delta_core.errors import CorruptLogError
-from delta_core.maintenance.spark.compaction import compact
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.spark.compaction import compact
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import commit_rewrite, set_properties
 from tests.conftest import CONFORMANCE_DIR
 from tests.core_write.conftest import listing

@@ -11,13 +11,12 @@ import shutil
 
 import pyarrow as pa
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.log.table import DeltaTable
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files, overwrite, set_properties
-
 from tests.core_write.conftest import deltars_files, deltars_rows, our_files
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 ALL_TYPES = pa.schema([
     ("id", pa.int64()),

@@ -13,12 +13,11 @@ import time
 import pyarrow as pa
 import pytest
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.errors import DeltaError
-from delta_core.write.log_cleanup import cleanup_log
 from delta_core.log.table import DeltaTable
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append, create_table, set_properties
-
 from tests.core_write import workers
 from tests.core_write.conftest import listing
 
@@ -96,7 +95,7 @@ def test_incomplete_checkpoint_is_not_a_start(table_dir):
     log_dir = os.path.join(table_dir, "_delta_log")
     part = next(n for n in os.listdir(log_dir) if n.startswith(f"{10:020d}.checkpoint.0000000002"))
     os.unlink(os.path.join(log_dir, part))
-    res = cleanup_log(t, clock=lambda: int((dt.datetime.now(dt.timezone.utc) + dt.timedelta(days=31)).timestamp() * 1000))
+    res = cleanup_log(t, clock=lambda: int((dt.datetime.now(dt.UTC) + dt.timedelta(days=31)).timestamp() * 1000))
     assert res.checkpoint_version == 5
     for v in range(5, 13):
         assert _readable(table_dir, v) == v

@@ -54,8 +54,8 @@ def test_stats_values_types_and_nesting():
         "dec": [decimal.Decimal("1.500"), decimal.Decimal("-20.125"), None],
         "s": ["b", "a", "c" * 50], "b": [True, None, False], "bin": [b"x", None, b"y"],
         "date": [dt.date(2020, 1, 2), dt.date(1999, 12, 31), None],
-        "ts": [dt.datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=dt.timezone.utc), None,
-               dt.datetime(1969, 12, 31, 23, 59, 59, 500, tzinfo=dt.timezone.utc)],
+        "ts": [dt.datetime(2024, 1, 1, 0, 0, 0, 999999, tzinfo=dt.UTC), None,
+               dt.datetime(1969, 12, 31, 23, 59, 59, 500, tzinfo=dt.UTC)],
         "ntz": [dt.datetime(2024, 5, 6, 7, 8, 9, 123456), None, None],
         "st": [{"x": 1, "y": {"z": "q"}}, None, {"x": None, "y": None}],
         "arr": [[1, 2], None, []], "m": [[("k", 1)], [], None],
@@ -102,7 +102,7 @@ def test_empty_file_stats():
 def test_stats_parse_back_into_struct():
     schema = pa.schema([("a", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("d", pa.date32()),
                         ("dec", pa.decimal128(5, 2)), ("st", pa.struct([("x", pa.string())]))])
-    data = pa.table({"a": [1, 2], "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)] * 2,
+    data = pa.table({"a": [1, 2], "ts": [dt.datetime(2024, 1, 1, tzinfo=dt.UTC)] * 2,
                      "d": [dt.date(2024, 1, 1), None], "dec": [decimal.Decimal("1.25"), None],
                      "st": [{"x": "u"}, {"x": "v"}]}, schema=schema)
     col = pa.array([stats_json(data), None], pa.string())
@@ -112,7 +112,7 @@ def test_stats_parse_back_into_struct():
     assert parsed[1] == {"numRecords": None, "tightBounds": None, "minValues": None, "maxValues": None,
                          "nullCount": None}
     assert parsed[0]["numRecords"] == 2
-    assert parsed[0]["minValues"]["ts"] == dt.datetime(2024, 1, 1, tzinfo=dt.timezone.utc)
+    assert parsed[0]["minValues"]["ts"] == dt.datetime(2024, 1, 1, tzinfo=dt.UTC)
     assert parsed[0]["maxValues"]["dec"] == decimal.Decimal("1.25")
     assert parsed[0]["maxValues"]["st"] == {"x": "v"}
     assert parsed[0]["nullCount"] == {"a": 0, "ts": 0, "d": 1, "dec": 1, "st": {"x": 0}}

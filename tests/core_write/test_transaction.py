@@ -10,20 +10,27 @@ import os
 import pyarrow as pa
 import pytest
 
-from delta_core.model.actions import Add, Protocol, encode_actions
-from delta_core.write.data_writer import write_data_file
 from delta_core.errors import (
-    AppendOnlyViolationError, CommitRetriesExhaustedError, ConcurrentAppendError, ConcurrentDeleteDeleteError,
-    ConcurrentDeleteReadError, ConcurrentTransactionError, InvalidTransactionError,
-    MetadataChangedError, PartitionValueError, SchemaMismatchError, UnsupportedWriterFeatureError,
+    AppendOnlyViolationError,
+    CommitRetriesExhaustedError,
+    ConcurrentAppendError,
+    ConcurrentDeleteDeleteError,
+    ConcurrentDeleteReadError,
+    ConcurrentTransactionError,
+    InvalidTransactionError,
+    MetadataChangedError,
+    PartitionValueError,
+    SchemaMismatchError,
+    UnsupportedWriterFeatureError,
 )
 from delta_core.log.log_path import commit_key
-from delta_core.storage import FsspecStorage
 from delta_core.log.table import DeltaTable
+from delta_core.model.actions import Add, Protocol, encode_actions
+from delta_core.storage import FsspecStorage
 from delta_core.write.commit_outcome import RetryPolicy
-from delta_core.write.transaction import Transaction
+from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import append, commit_rewrite, create_table, delete_files, overwrite, set_properties
-
+from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("s", pa.string()), ("p", pa.string())])

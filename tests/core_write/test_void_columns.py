@@ -14,13 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_core.errors import SchemaMismatchError
-from delta_core.maintenance.spark.compaction import compact
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file
+from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.partition_values import url_decode_path
-from delta_core.log.table import DeltaTable
 from delta_core.write.table_writes import append, overwrite
-
 from tests.core_write.conftest import listing
 from tests.core_write.handlog import field, struct, write_table
 

@@ -16,16 +16,15 @@ import time
 import pyarrow as pa
 import pytest
 
-from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
-from delta_core.write.log_cleanup import cleanup_log
-from delta_core.maintenance.spark.compaction import compact
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.manifest import generate_manifests
+from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.vacuum import vacuum
 from delta_core.maintenance.spark.zorder import zorder
-from delta_core.log.table import DeltaTable
+from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append
-
 from tests.core_write.conftest import listing
 
 DAY = 86400.0

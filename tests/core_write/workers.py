@@ -48,8 +48,8 @@ def run_op(uri: str, options: dict | None, op: str, arg: Any, barrier: Any,
     Returns ``ok:<version>`` or the error's ``kind``; sets ``done`` when finished so the
     other process may go.
     """
-    from delta_core.write.data_writer import write_data_file
     from delta_core.errors import DeltaError
+    from delta_core.write.data_writer import write_data_file
     from delta_core.write.table_writes import append, commit_rewrite, delete_files, set_properties
 
     t = open_table(uri, options)
@@ -99,9 +99,9 @@ def _key(path: str) -> str:
 
 def die_during(uri: str, step: str) -> None:
     """Run a write and ``os._exit`` at ``step`` (a crash, no clean-up, no finally blocks)."""
-    from delta_core.write import checkpoint_write
-    from delta_core.storage import FsspecStorage
     from delta_core.log.table import DeltaTable
+    from delta_core.storage import FsspecStorage
+    from delta_core.write import checkpoint_write
     from delta_core.write.table_writes import append
 
     class Dying(FsspecStorage):

@@ -8,7 +8,6 @@ import pathlib
 import subprocess
 import sys
 
-
 import pytest
 from dagster import AssetKey, DagsterInstance, build_schedule_context
 
@@ -51,7 +50,7 @@ def defs(tables_yaml, tmp_path):
 
 
 def test_schedules_carry_policy_config(defs):
-    when = dt.datetime(2024, 3, 3, 2, 0, tzinfo=dt.timezone.utc)
+    when = dt.datetime(2024, 3, 3, 2, 0, tzinfo=dt.UTC)
     with DagsterInstance.ephemeral() as instance:
         expected = {
             "events_compact_schedule": ("0 2 * * *", "events_compact", "events__compact",

@@ -9,10 +9,10 @@ import pytest
 from dagster import AssetKey, build_sensor_context, instance_for_test, materialize
 
 from definitions import build_definitions, build_resources
+from delta_core.errors import ConfigError
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, delete_files
 from demo.data import event_batch
-from delta_core.errors import ConfigError
 from sensors import checkpoint_due, parse_cursor
 
 TABLE_KEY = AssetKey(["events", "delta_table"])

@@ -8,7 +8,6 @@ import time
 def append_until(uri: str, start_id: int, rows: int, stop, started, max_batches: int, result) -> None:
     from delta_core.log.table import DeltaTable
     from delta_core.write.table_writes import append
-
     from tests.maintenance.conftest import batch
 
     table = DeltaTable(uri)

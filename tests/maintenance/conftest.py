@@ -6,7 +6,8 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pyarrow as pa
 import pytest

@@ -11,10 +11,10 @@ def rewrite_in_fresh_process(uri: str, budget: int) -> dict[str, Any]:
     read-ahead limited to ``budget`` bytes; returns the ``add`` and the pool's peak bytes."""
     import pyarrow as pa
 
-    from delta_core.write import parquet_stream
+    from delta_core.log.table import DeltaTable
     from delta_core.maintenance import data_io
     from delta_core.maintenance.spark.tasks import add_to_json
-    from delta_core.log.table import DeltaTable
+    from delta_core.write import parquet_stream
 
     parquet_stream.ROW_GROUP_BYTES = budget
     data_io.READ_AHEAD_BYTES = budget

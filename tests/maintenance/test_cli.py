@@ -7,7 +7,6 @@ import json
 import pytest
 
 from delta_core.cli.main import main
-
 from tests.maintenance.conftest import make_table
 
 

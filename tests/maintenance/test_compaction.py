@@ -7,13 +7,12 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.model.actions import Add, DeletionVectorDescriptor, encode_actions
 from delta_core.errors import UnsupportedTableForOperationError
 from delta_core.log.log_path import commit_key
-from delta_core.maintenance.spark.compaction import compact
-from delta_core.model.partition_values import url_decode_path
 from delta_core.log.table import DeltaTable
-
+from delta_core.maintenance.spark.compaction import compact
+from delta_core.model.actions import Add, DeletionVectorDescriptor, encode_actions
+from delta_core.model.partition_values import url_decode_path
 from tests.maintenance.conftest import (
     assert_versions_readable,
     commit_info,

@@ -15,7 +15,6 @@ from delta_core.maintenance.compaction_plan import (
 )
 from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
-
 from tests.maintenance.conftest import make_table
 
 

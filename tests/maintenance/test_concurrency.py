@@ -8,13 +8,12 @@ import os
 
 import pytest
 
-from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.data_io import rewrite_files
 from delta_core.maintenance.rewrite_commit import commit_rewrite
+from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.table_writes import append, delete_files
-
 from tests.maintenance.appender import append_until
 from tests.maintenance.conftest import assert_versions_readable, batch, deltars_rows, make_table, multiset
 

@@ -14,15 +14,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.errors import MaintenanceError, MissingFieldIdsError
-from delta_core.maintenance.spark.compaction import compact
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
+from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
+from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.schema import PARQUET_FIELD_ID
-from delta_core.log.table import DeltaTable
-
 from tests.core_write.conftest import listing
 
 

@@ -12,19 +12,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.model.actions import Add
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
+from delta_core.model.actions import Add
 from delta_core.model.partition_values import url_decode_path
-from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import Transaction
 from delta_core.write.table_writes import create_table
-
+from delta_core.write.transaction import Transaction
 from tests.maintenance.conftest import deltars_rows
 
 pytestmark = pytest.mark.spark
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC"))])
 EDGES = [
     dt.datetime(1, 1, 1, tzinfo=UTC),

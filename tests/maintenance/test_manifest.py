@@ -8,7 +8,6 @@ from delta_core.errors import UnsupportedTableForOperationError
 from delta_core.maintenance.manifest import MANIFEST_DIR, STATE_KEY, generate_manifests
 from delta_core.model.partition_values import partition_path, url_decode_path
 from delta_core.write.table_writes import append, delete_files
-
 from tests.maintenance.conftest import batch, make_table
 
 

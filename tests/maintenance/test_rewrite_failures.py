@@ -23,19 +23,23 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.model.actions import Add, DeletionVectorDescriptor
-from delta_core.errors import MaintenanceError, MissingDataFileError, RewriteTaskError, UnsupportedTableForOperationError
-from delta_core.maintenance.spark.compaction import _rewrite_bins, compact
+from delta_core.errors import (
+    MaintenanceError,
+    MissingDataFileError,
+    RewriteTaskError,
+    UnsupportedTableForOperationError,
+)
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.rewrite_commit import run_rewrite_batches
+from delta_core.maintenance.spark.compaction import _rewrite_bins, compact
 from delta_core.maintenance.spark.tasks import run_tasks, settled_on_failure
 from delta_core.maintenance.spark.zorder import _run_batch, zorder
 from delta_core.maintenance.zorder_plan import plan_zorder
+from delta_core.model.actions import Add, DeletionVectorDescriptor
 from delta_core.model.partition_values import url_decode_path
-from delta_core.log.table import DeltaTable
-from delta_core.write.transaction import Transaction
 from delta_core.write.table_writes import append, create_table, delete_files
-
+from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import SCHEMA, batch, make_table, multiset
 from tests.maintenance.test_vacuum_plan import _z85

@@ -16,17 +16,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
-from delta_core.write.data_writer import write_data_file
 from delta_core.errors import RewriteVerificationError
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
 from delta_core.maintenance.input_summary import SummarisingReader
 from delta_core.maintenance.rewrite_commit import commit_rewrite
+from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.model.partition_values import url_decode_path
-from delta_core.write.rewrite_proof import InputSummary, verify_rewrite
 from delta_core.model.stats_collect import stats_json
-from delta_core.log.table import DeltaTable
-
+from delta_core.write.data_writer import write_data_file
+from delta_core.write.rewrite_proof import InputSummary, verify_rewrite
 from tests.conftest import CONFORMANCE_DIR
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import make_table
@@ -107,7 +106,7 @@ def test_truncated_bounds_of_other_writers_raise_no_false_alarm(tmp_path):
     schema = {"type": "struct", "fields": [{"name": "s", "type": "string", "nullable": True, "metadata": {}},
                                             {"name": "ts", "type": "timestamp", "nullable": True, "metadata": {}}]}
     long_min, long_max = "a" * 39 + "b", "m" * 32 + "abcdefgh"
-    t0 = dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.timezone.utc)
+    t0 = dt.datetime(2024, 1, 1, 0, 0, 0, 123456, tzinfo=dt.UTC)
     data = pa.table({"s": [long_min, long_max, None], "ts": pa.array([t0, t0 + dt.timedelta(seconds=1), None],
                                                                      pa.timestamp("us", tz="UTC"))})
     pq.write_table(data, root / "in.parquet")

@@ -11,16 +11,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.write.data_writer import write_data_file
-from delta_core.maintenance.spark.compaction import compact
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import logical_partition_values, rewrite_files
+from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.tasks import add_from_json
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.stats_collect import stats_json
-from delta_core.log.table import DeltaTable
 from delta_core.model.table_properties import TableProperties
+from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import append, create_table
-
 from tests.maintenance.conftest import deltars_rows, make_table, multiset
 from tests.maintenance.rewrite_worker import rewrite_in_fresh_process
 

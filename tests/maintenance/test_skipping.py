@@ -5,10 +5,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from delta_core.maintenance.skipping import probe_values, skipped_file_ratio, skipped_shares
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.skipping import probe_values, skipped_file_ratio, skipped_shares
 from delta_core.write.table_writes import append, create_table
-
 from tests.maintenance.conftest import make_table
 
 

@@ -18,7 +18,6 @@ from delta_core.maintenance.spark.vacuum import DeleteChunkTask, _delete_chunk
 from delta_core.maintenance.spark.zorder import PART_COL, SUMMARY_COL, ZOrderFileTask, _sample_file
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.rewrite_proof import InputSummary
-
 from tests.maintenance.conftest import make_table
 
 

@@ -8,15 +8,14 @@ import time
 
 import pytest
 
-from delta_core.model.actions import Add, encode_actions
 from delta_core.errors import RetentionTooShortError
 from delta_core.log.log_path import commit_key
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.vacuum import vacuum
+from delta_core.model.actions import Add, encode_actions
 from delta_core.model.partition_values import url_decode_path
 from delta_core.storage.base import Storage
 from delta_core.write.table_writes import delete_files
-
 from tests.maintenance.conftest import commit_info, deltars_rows, make_table, multiset
 
 DAY = dt.timedelta(days=1)
@@ -68,7 +67,7 @@ def scene(table_uri):
 
 def test_dry_run_then_vacuum_delete_exactly_the_expected_set(scene, table_uri):
     table, removed, extra, now = scene
-    later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
+    later = dt.datetime.fromtimestamp(now, dt.UTC) + 10 * DAY
     live = {url_decode_path(p) for p in table.snapshot().file_paths}
     expected = sorted(removed + [extra["orphan_old"], extra["orphan_root"], extra["gone_partition"]])
     before_files = all_files(table_uri)
@@ -116,7 +115,7 @@ class ContractOnlyStorage:
 
 def test_vacuum_uses_only_the_storage_contract(scene, table_uri):
     table, removed, extra, now = scene
-    later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
+    later = dt.datetime.fromtimestamp(now, dt.UTC) + 10 * DAY
     expected = sorted(removed + [extra["orphan_old"], extra["orphan_root"], extra["gone_partition"]])
     storage = ContractOnlyStorage(table.storage)
     before = all_files(table_uri)
@@ -131,7 +130,7 @@ def test_vacuum_uses_only_the_storage_contract(scene, table_uri):
 
 def test_tombstones_inside_retention_are_kept(scene, table_uri):
     table, removed, extra, now = scene
-    soon = dt.datetime.fromtimestamp(now, dt.timezone.utc) + DAY
+    soon = dt.datetime.fromtimestamp(now, dt.UTC) + DAY
     metrics = vacuum(table, clock=lambda: int(soon.timestamp() * 1000), dry_run=True)
     deleted = {k.split(table.storage.root + "/", 1)[1] for k in metrics.paths}
     assert not deleted & set(removed)
@@ -217,7 +216,7 @@ def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
 @pytest.mark.spark
 def test_deletes_as_spark_tasks(spark, scene, table_uri):
     table, removed, extra, now = scene
-    later = dt.datetime.fromtimestamp(now, dt.timezone.utc) + 10 * DAY
+    later = dt.datetime.fromtimestamp(now, dt.UTC) + 10 * DAY
     metrics = vacuum(table, clock=lambda: int(later.timestamp() * 1000), spark=spark)
     assert metrics.num_deleted_files == len(removed) + 3  # the three old orphans outside "_" paths
     assert not any(os.path.exists(os.path.join(table_uri, k)) for k in removed)

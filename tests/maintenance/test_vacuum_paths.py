@@ -11,10 +11,9 @@ import time
 import pytest
 
 from delta_core.errors import UnplaceablePathError
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file
 from delta_core.maintenance.spark.vacuum import vacuum
-from delta_core.log.table import DeltaTable
-
 from tests.core_write.conftest import listing
 from tests.path_spelling import (
     ROWS,

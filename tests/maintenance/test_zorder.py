@@ -6,10 +6,9 @@ import json
 
 import pytest
 
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.maintenance.zorder_plan import plan_zorder
-from delta_core.log.table import DeltaTable
-
 from tests.maintenance.conftest import (
     assert_versions_readable,
     commit_info,

@@ -12,9 +12,9 @@ import pytest
 import s3fs
 
 from delta_core.errors import UnsafeStoreError
+from delta_core.log.table import DeltaTable
 from delta_core.storage import FsspecStorage, open_storage
 from delta_core.storage.conditional_put import PROBE_PREFIX
-from delta_core.log.table import DeltaTable
 from delta_core.write.table_writes import append, create_table
 
 SCHEMA = pa.schema([("id", pa.int64())])

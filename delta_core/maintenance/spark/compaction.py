@@ -13,8 +13,9 @@ still live.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
@@ -23,8 +24,8 @@ from delta_core.maintenance.compaction_plan import (
     plan_compaction,
 )
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
+from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
 from delta_core.maintenance.spark.tasks import (
     add_from_json,

@@ -18,7 +18,8 @@ import contextlib
 import os
 import sys
 import tempfile
-from typing import TYPE_CHECKING, Mapping
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -72,7 +73,7 @@ def build_spark_session(
     app_name: str = "delta-maintenance",
     conf: Mapping[str, str] | None = None,
     quiet: bool = False,
-) -> "SparkSession":
+) -> SparkSession:
     """Get or create a SparkSession.
 
     ``master`` defaults to ``$SPARK_MASTER`` or ``local[*]``. Local masters get the loopback

@@ -21,14 +21,15 @@ import logging
 import pickle
 import time
 import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import pyarrow as pa
 
-from delta_core.model.actions import Add, action_from_json, action_to_json
 from delta_core.errors import DeltaError
 from delta_core.maintenance.spark.task_errors import task_error
+from delta_core.model.actions import Add, action_from_json, action_to_json
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +56,7 @@ def _task_runner(fn: Callable[[T], list[str]]) -> Callable[[Iterable[tuple[int, 
     return run
 
 
-def default_slices(spark: "SparkSession", n: int) -> int:
+def default_slices(spark: SparkSession, n: int) -> int:
     """Task count for ``n`` payloads: a few waves over the cluster's cores, never more than ``n``."""
     return max(1, min(n, MAX_SLICES, spark.sparkContext.defaultParallelism * TASKS_PER_CORE))
 
@@ -66,7 +67,7 @@ def _round_robin(n: int, k: int) -> list[int]:
     return [i for start in range(k) for i in range(start, n, k)]
 
 
-def tasks_frame(spark: "SparkSession", payloads: Sequence[T], *, slices: int | None = None) -> "DataFrame":
+def tasks_frame(spark: SparkSession, payloads: Sequence[T], *, slices: int | None = None) -> DataFrame:
     """A DataFrame with one row per payload, spread over ``slices`` partitions round-robin (so
     payloads sorted largest first spread the big ones over all tasks)."""
     k = default_slices(spark, len(payloads)) if slices is None else max(1, min(slices, len(payloads)))
@@ -75,13 +76,13 @@ def tasks_frame(spark: "SparkSession", payloads: Sequence[T], *, slices: int | N
 
 
 def payload_frame(
-    spark: "SparkSession",
+    spark: SparkSession,
     payloads: Sequence[T],
     fn: Callable[[T], Iterator[pa.RecordBatch]],
     schema: Any,
     *,
     slices: int | None = None,
-) -> "DataFrame":
+) -> DataFrame:
     """A DataFrame of the record batches ``fn(payload)`` yields for every payload (lazy).
 
     ``schema`` is the Spark schema of the batches (``StructType`` or DDL string).
@@ -95,10 +96,10 @@ def payload_frame(
     return tasks_frame(spark, payloads, slices=slices).mapInArrow(run, schema)
 
 
-def collect_arrow(frame: "DataFrame", *, description: str) -> pa.Table:
+def collect_arrow(frame: DataFrame, *, description: str) -> pa.Table:
     """``frame.toArrow()``; a failed Spark job becomes a typed error (``task_error``)."""
-    from pyspark.errors import PySparkException
     from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
 
     spark = frame.sparkSession
     spark.sparkContext.setJobDescription(description)
@@ -107,11 +108,11 @@ def collect_arrow(frame: "DataFrame", *, description: str) -> pa.Table:
     except (PySparkException, Py4JError) as exc:
         raise task_error(exc, description=description) from exc
     finally:
-        spark.sparkContext.setJobDescription(None)
+        spark.sparkContext.setJobDescription(None)  # type: ignore[arg-type]  # stub says str; None clears it
 
 
 def run_tasks(
-    spark: "SparkSession",
+    spark: SparkSession,
     fn: Callable[[T], list[str]],
     payloads: Sequence[T],
     *,
@@ -124,8 +125,8 @@ def run_tasks(
     job; the error is re-raised typed (``task_error``): the executor's own ``DeltaError``, or
     ``RewriteTaskError`` naming the exception the executor raised.
     """
-    from pyspark.errors import PySparkException
     from py4j.protocol import Py4JError
+    from pyspark.errors import PySparkException
 
     if not payloads:
         return []
@@ -138,7 +139,7 @@ def run_tasks(
     except (PySparkException, Py4JError) as exc:
         raise task_error(exc, description=description) from exc
     finally:
-        sc.setJobDescription(None)
+        sc.setJobDescription(None)  # type: ignore[arg-type]  # stub says str; None clears it
     out: list[list[str]] = [[] for _ in payloads]
     for task_id, result in results:
         out[task_id].append(result)
@@ -153,7 +154,7 @@ def _warm(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     yield from batches
 
 
-def warm_up(spark: "SparkSession") -> None:
+def warm_up(spark: SparkSession) -> None:
     """Start the session's Python workers and import the maintenance code in them, so a timed
     operation measures the work, not interpreter start-up (used by the benchmarks)."""
     n = spark.sparkContext.defaultParallelism
@@ -161,12 +162,12 @@ def warm_up(spark: "SparkSession") -> None:
         .mapInArrow(_warm, TASK_SCHEMA).toArrow()
 
 
-def resolve_spark(spark: Any) -> "SparkSession":
+def resolve_spark(spark: Any) -> SparkSession:
     """``spark`` itself, or the session a zero-argument factory returns (so callers can defer
     starting Spark until an operation actually has work)."""
     if spark is not None and not hasattr(spark, "sparkContext") and callable(spark):
-        return spark()
-    return spark
+        return cast("SparkSession", spark())
+    return cast("SparkSession", spark)  # quoted: imported only for type checking
 
 
 def add_to_json(add: Add) -> str:
@@ -181,7 +182,7 @@ def add_from_json(text: str) -> Add:
 
 
 @contextmanager
-def settled_on_failure(spark: "SparkSession", *, timeout: float = SETTLE_SECONDS) -> Iterator[None]:
+def settled_on_failure(spark: SparkSession, *, timeout: float = SETTLE_SECONDS) -> Iterator[None]:
     """Run the block's Spark jobs in a job group of their own; if the block raises, return
     (re-raising) only once none of the group's tasks still runs, or after ``timeout`` seconds.
     A job fails as soon as one task fails while its other tasks may still be writing files: the

@@ -20,16 +20,16 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooShortError, UnplaceablePathError
 from delta_core.log.log_path import LOG_DIR
-from delta_core.model.clock import Clock
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.vacuum_plan import (
     VacuumPlan,
@@ -39,10 +39,11 @@ from delta_core.maintenance.vacuum_plan import (
     log_path_to_key,
     plan_vacuum,
 )
+from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.path_identity import TableRoot, Where
-from delta_core.storage.base import FileInfo, Storage
 from delta_core.model.table_features import check_write_supported
+from delta_core.storage.base import FileInfo, Storage
 from delta_core.write.operation_records import (
     VacuumEndMetrics,
     VacuumEndParameters,

@@ -23,14 +23,14 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.actions import Metadata
 from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
 from delta_core.maintenance.data_io import (
@@ -39,8 +39,8 @@ from delta_core.maintenance.data_io import (
     rewrite_output_key,
     write_rewritten,
 )
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
+from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
@@ -52,10 +52,11 @@ from delta_core.maintenance.spark.tasks import (
     settled_on_failure,
 )
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
-from delta_core.write.rewrite_proof import InputSummary
-from delta_core.storage.base import Storage
+from delta_core.model.actions import Metadata
 from delta_core.model.table_features import check_write_supported
+from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
+from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
