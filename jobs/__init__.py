@@ -9,7 +9,7 @@ registry names (``<table>_compact``, ``all_tables_vacuum``).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any, TypeAlias
 
 from dagster import AssetKey, AssetSelection, define_asset_job, in_process_executor
 
@@ -18,8 +18,9 @@ from assets.maintenance import OPERATION_TAG, maintenance_asset_key
 from delta_core.maintenance.operations import OPERATIONS
 from resources.config import MaintenanceConfig, TableConfig
 
-if TYPE_CHECKING:  # pragma: no cover - the type define_asset_job returns
-    from dagster._core.definitions.unresolved_asset_job_definition import UnresolvedAssetJobDefinition
+# What ``define_asset_job`` returns: Dagster 1.13 does not export that class publicly, and the
+# code location imports public Dagster API only.
+AssetJob: TypeAlias = Any
 
 ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
 
@@ -48,12 +49,12 @@ def downstream_keys(table: TableConfig) -> list[AssetKey]:
 
 @dataclass(frozen=True, slots=True)
 class TableJobs:
-    maintenance: UnresolvedAssetJobDefinition
-    operations: dict[str, UnresolvedAssetJobDefinition]
-    downstream: UnresolvedAssetJobDefinition | None
+    maintenance: AssetJob
+    operations: dict[str, AssetJob]
+    downstream: AssetJob | None
 
 
-def _job(name: str, selection: AssetSelection, description: str) -> UnresolvedAssetJobDefinition:
+def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
     return define_asset_job(name, selection=selection, executor_def=in_process_executor,
                             description=description)
 
@@ -76,7 +77,7 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
     return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream)
 
 
-def build_cross_table_jobs(config: MaintenanceConfig) -> list[UnresolvedAssetJobDefinition]:
+def build_cross_table_jobs(config: MaintenanceConfig) -> list[AssetJob]:
     jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
                  "Full maintenance of every managed table.")] if config.tables else []
     for op in OPERATIONS:

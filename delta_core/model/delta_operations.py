@@ -1,4 +1,4 @@
-"""The ``commitInfo.operation`` strings our maintenance commits write.
+"""The ``commitInfo.operation`` strings our commits write.
 
 PROTOCOL.md "Commit Provenance Information" leaves ``commitInfo`` free-form; these are the
 names Delta Spark writes for the same operations, so other engines' history views
@@ -12,3 +12,7 @@ from __future__ import annotations
 OPTIMIZE = "OPTIMIZE"  # compaction and Z-order: one dataChange=false rewrite commit per batch
 VACUUM_START = "VACUUM START"  # before vacuum deletes anything
 VACUUM_END = "VACUUM END"  # after it deleted
+CREATE_TABLE = "CREATE TABLE"  # the first commit of a table we create
+WRITE = "WRITE"  # append and overwrite
+DELETE = "DELETE"  # whole files removed with dataChange=true
+SET_TBLPROPERTIES = "SET TBLPROPERTIES"  # metadata (and protocol) changes from table properties

@@ -308,6 +308,20 @@ def _parse_field(obj: Any, where: str) -> StructField:
                        _bool(obj, "nullable", True, f"{where}.{name}"), dict(metadata))
 
 
+def contains_type(t: DataType, predicate: Callable[[DataType], bool]) -> bool:
+    """Whether ``t`` or any type nested in it (array elements, map keys and values, struct
+    fields, at any depth) satisfies ``predicate``."""
+    if predicate(t):
+        return True
+    if isinstance(t, ArrayType):
+        return contains_type(t.element_type, predicate)
+    if isinstance(t, MapType):
+        return contains_type(t.key_type, predicate) or contains_type(t.value_type, predicate)
+    if isinstance(t, StructType):
+        return any(contains_type(f.type, predicate) for f in t.fields)
+    return False
+
+
 def map_fields(t: DataType, fn: Callable[[StructField], StructField]) -> DataType:
     """``t`` with ``fn`` applied to every struct field at any depth (through structs, arrays and
     maps), to a field before the fields nested in its type."""

@@ -27,15 +27,15 @@ from delta_core.log.log_path import LOG_DIR
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Add, Metadata, Protocol
 from delta_core.model.clock import Clock, system_clock
-from delta_core.model.delta_operations import OPTIMIZE
+from delta_core.model.delta_operations import CREATE_TABLE, DELETE, OPTIMIZE, SET_TBLPROPERTIES, WRITE
 from delta_core.model.schema import (
     FIELD_ID_KEY,
     PHYSICAL_NAME_KEY,
-    ArrayType,
-    MapType,
+    DataType,
     PrimitiveType,
     StructField,
     StructType,
+    contains_type,
     map_fields,
     schema_from_arrow,
 )
@@ -84,16 +84,8 @@ def _as_table(data: pa.Table | pa.RecordBatch | Iterable[pa.RecordBatch]) -> pa.
 # --- create ------------------------------------------------------------------------------
 
 
-def _uses_ntz(t: Any) -> bool:
-    if isinstance(t, PrimitiveType):
-        return t.name == "timestamp_ntz"
-    if isinstance(t, ArrayType):
-        return _uses_ntz(t.element_type)
-    if isinstance(t, MapType):
-        return _uses_ntz(t.key_type) or _uses_ntz(t.value_type)
-    if isinstance(t, StructType):
-        return any(_uses_ntz(f.type) for f in t.fields)
-    return False
+def _is_ntz(t: DataType) -> bool:
+    return isinstance(t, PrimitiveType) and t.name == "timestamp_ntz"
 
 
 def _assign_column_mapping(struct: StructType) -> tuple[StructType, int]:
@@ -114,7 +106,7 @@ def initial_protocol(struct: StructType, configuration: Mapping[str, str], *, pa
     features = set(required_features(configuration, path=path, version=0))
     if TableProperties(configuration).column_mapping_mode != "none":
         features.add("columnMapping")
-    if _uses_ntz(struct):
+    if contains_type(struct, _is_ntz):
         features.add("timestampNtz")
     return upgrade_protocol(Protocol(1, 2), features)
 
@@ -170,7 +162,7 @@ def create_table(
         raise InvalidTransactionError(f"{uri} already holds a Delta log; open it with DeltaTable instead",
                                       path=uri)
     table = DeltaTable(uri, storage_options, storage=storage, clock=clock)
-    txn = Transaction(table, new_table=True, operation="CREATE TABLE", operation_parameters=CreateTableParameters(
+    txn = Transaction(table, new_table=True, operation=CREATE_TABLE, operation_parameters=CreateTableParameters(
         partition_by=tuple(partition_columns), properties=configuration, description=description))
     txn.add_actions([protocol, metadata])
     txn.commit(checkpoint=False)
@@ -210,7 +202,7 @@ def append(
     if (app_id is None) != (app_version is None):
         raise InvalidTransactionError("pass both app_id and app_version, or neither")
     snap = read_snapshot if read_snapshot is not None else table.snapshot()
-    txn = Transaction(table, read_snapshot=snap, operation="WRITE",
+    txn = Transaction(table, read_snapshot=snap, operation=WRITE,
                       operation_parameters=WriteParameters(mode="Append", partition_by=tuple(snap.partition_columns)))
     if app_id is not None:
         seen = snap.txns.get(app_id)
@@ -238,7 +230,7 @@ def overwrite(
     app_version: int | None = None,
 ) -> CommitResult:
     """Replace every file of the table with ``data`` (one commit: removes + adds)."""
-    txn = Transaction(table, operation="WRITE", operation_parameters=WriteParameters(mode="Overwrite"))
+    txn = Transaction(table, operation=WRITE, operation_parameters=WriteParameters(mode="Overwrite"))
     snap = txn.snapshot
     if app_id is not None:
         seen = snap.txns.get(app_id)
@@ -265,7 +257,7 @@ def delete_files(
     table: DeltaTable, paths: Iterable[str], *, read_snapshot: Snapshot | None = None
 ) -> CommitResult:
     """Logically delete whole files (``remove`` with ``dataChange=true``) by their log path."""
-    txn = Transaction(table, read_snapshot=read_snapshot, operation="DELETE",
+    txn = Transaction(table, read_snapshot=read_snapshot, operation=DELETE,
                       operation_parameters=DeleteParameters())
     _check_writable(txn, removes_data=True)
     wanted = list(dict.fromkeys(paths))
@@ -287,7 +279,7 @@ def delete_files(
 
 def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitResult:
     """Merge ``properties`` into ``metaData.configuration`` (upgrading the protocol if needed)."""
-    txn = Transaction(table, operation="SET TBLPROPERTIES",
+    txn = Transaction(table, operation=SET_TBLPROPERTIES,
                       operation_parameters=SetPropertiesParameters(properties=dict(properties)))
     snap = txn.snapshot
     # A metadata-only commit adds no rows, so row constraints cannot stop it (rewrite_only).

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from delta_core.errors import SchemaMismatchError
-from delta_core.model.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType
+from delta_core.model.schema import ArrayType, DataType, MapType, PrimitiveType, StructField, StructType, contains_type
 
 _HOW_TO_FIX = ("change the column's type first (Delta Spark: ALTER TABLE ... ALTER COLUMN ... TYPE), "
                "then write; the table stays readable meanwhile")
@@ -27,15 +27,7 @@ def is_void(t: DataType) -> bool:
 
 
 def _has_void(t: DataType) -> bool:
-    if is_void(t):
-        return True
-    if isinstance(t, ArrayType):
-        return _has_void(t.element_type)
-    if isinstance(t, MapType):
-        return _has_void(t.key_type) or _has_void(t.value_type)
-    if isinstance(t, StructType):
-        return any(_has_void(f.type) for f in t.fields)
-    return False
+    return contains_type(t, is_void)
 
 
 def _refusal(t: DataType, where: str) -> str | None:
