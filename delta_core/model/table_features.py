@@ -95,8 +95,6 @@ SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
     n for n, f in WRITER_FEATURES.items() if f.scope is Scope.ALWAYS)
 ROW_CONSTRAINT_FEATURES: frozenset[str] = frozenset(
     n for n, f in WRITER_FEATURES.items() if f.scope is Scope.ROW_CONSTRAINT)
-INACTIVE_ONLY_FEATURES: frozenset[str] = frozenset(
-    n for n, f in WRITER_FEATURES.items() if f.scope is Scope.INACTIVE_ONLY)
 
 # Catalog-managed tables: the catalog commits on the client's behalf (PROTOCOL.md
 # "Catalog-managed tables"), so a write through the storage path would bypass it.

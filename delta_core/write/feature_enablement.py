@@ -51,10 +51,10 @@ LEGACY_VERSIONS: Mapping[str, tuple[int, int]] = {
     "identityColumns": (1, 6),
 }
 
-# Features a property may turn on here. Row constraints count: new rows are refused on such
-# tables (``constraints``), which keeps the feature's promise. In-commit timestamps are
-# written by ``transaction``.
-_ENABLEABLE = SUPPORTED_WRITER_FEATURES | ROW_CONSTRAINT_FEATURES | frozenset({"inCommitTimestamp"})
+# Features a property may turn on here: those the write gate supports always (in-commit
+# timestamps among them, written by ``transaction``), and row constraints: new rows are refused
+# on such tables (``constraints``), which keeps the feature's promise.
+_ENABLEABLE = SUPPORTED_WRITER_FEATURES | ROW_CONSTRAINT_FEATURES
 
 
 def _when_true(*features: str) -> Callable[[str, str], tuple[str, ...]]:
@@ -68,10 +68,6 @@ def _checkpoint_policy(key: str, value: str) -> tuple[str, ...]:
     if policy not in ("classic", "v2"):
         raise ConfigError(f"{key}={value!r} must be 'classic' or 'v2'")
     return ("v2Checkpoint",) if policy == "v2" else ()
-
-
-def _no_feature(key: str, value: str) -> tuple[str, ...]:
-    return ()
 
 
 @dataclass(frozen=True, slots=True)
