@@ -35,13 +35,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
 
 DEFAULT_MIN_FILE_FRACTION = 0.75
-DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05  # Delta Spark's optimize.maxDeletedRowsRatio
 DEFAULT_BATCH_BYTES = 8 * 1024**3  # one commit per ~8 GiB of input: progress survives failures
 
 

@@ -173,3 +173,21 @@ def test_rows_of_new_files_are_the_live_rows(spark, tmp_path):
     assert (stats["minValues"]["id"], stats["maxValues"]["id"]) == (min(ids), max(ids))
     assert stats["nullCount"]["value"] == live.column("value").null_count
     assert isinstance(live, pa.Table)
+
+
+def test_cli_max_deleted_rows_ratio(spark, capsys, tmp_path):
+    """``compact --max-deleted-rows-ratio``: krs-with-short-dv's vector deletes 3 of 5 rows (0.6)."""
+    from delta_core.cli.main import main
+
+    uri = copy_table("krs-with-short-dv", tmp_path)
+    before = listing(uri)
+    common = ["compact", uri, "--json", "--spark-master", "local[2]", "--min-file-size", "1", "--target-size", "1"]
+    assert main([*common, "--max-deleted-rows-ratio", "1.5"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
+    assert main([*common, "--max-deleted-rows-ratio", "0.6"]) == 0  # 0.6 is not above 0.6
+    out = json.loads(capsys.readouterr().out)
+    assert out["version"] is None and out["max_deleted_rows_ratio"] == 0.6
+    assert listing(uri) == before
+    assert main([*common, "--max-deleted-rows-ratio", "0.59"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert (out["num_removed_files"], out["num_added_files"], out["num_deletion_vectors_removed"]) == (1, 1, 1)
