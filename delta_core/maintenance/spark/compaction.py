@@ -21,7 +21,6 @@ from typing import Any
 
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
-    DEFAULT_MAX_DELETED_ROWS_RATIO,
     Bin,
     CompactionPlan,
     plan_compaction,
@@ -29,6 +28,7 @@ from delta_core.maintenance.compaction_plan import (
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, run_rewrite_batches
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
