@@ -65,6 +65,9 @@ def dv_relative_path(storage_type: str, path_or_inline_dv: str) -> str | None:
     ``p``: an absolute path, returned as is; ``i``: inline, no file.
     """
     if storage_type == "u":
+        if len(path_or_inline_dv) < _UUID_CHARS:
+            raise DeletionVectorError(f"deletion vector path {path_or_inline_dv!r} is shorter than the "
+                                      f"{_UUID_CHARS} characters of a Z85 UUID: the log is corrupt")
         prefix, encoded = path_or_inline_dv[:-_UUID_CHARS], path_or_inline_dv[-_UUID_CHARS:]
         name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
         return f"{prefix}/{name}" if prefix else name
