@@ -86,9 +86,9 @@ def dv_file_key(dv: DeletionVectorDescriptor, table_root: str | TableRoot) -> st
     path = dv_relative_path(dv.storage_type, dv.path_or_inline_dv)
     if path is None:
         return None
+    if dv.storage_type == "u":  # relative: no need to resolve the root (a realpath per file read)
+        return normalize_key(path, root=table_root if isinstance(table_root, str) else table_root.location.uri)
     root = table_root if isinstance(table_root, TableRoot) else TableRoot.of(table_root)
-    if dv.storage_type == "u":
-        return normalize_key(path, root=root.location.uri)
     key = root.place(path).key
     if key is None:
         raise DeletionVectorError(
