@@ -86,7 +86,10 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     WriterFeature("generatedColumns", False, Scope.ROW_CONSTRAINT, None),
     WriterFeature("identityColumns", False, Scope.ROW_CONSTRAINT, None),
     WriterFeature("allowColumnDefaults", False, Scope.ROW_CONSTRAINT, None),
-    WriterFeature("rowTracking", False, Scope.INACTIVE_ONLY, None),
+    # every commit assigns baseRowId/defaultRowCommitVersion above the high-water mark and raises
+    # it (re-assigned on each retry); rewrites of enabled tables keep stable ids in the
+    # materialized columns
+    WriterFeature("rowTracking", False, Scope.ALWAYS, "delta_core.write.row_tracking"),
     WriterFeature("typeWidening", True, Scope.INACTIVE_ONLY, None),
     WriterFeature("typeWidening-preview", True, Scope.INACTIVE_ONLY, None),
 )}
@@ -276,10 +279,6 @@ def _active_reason(name: str, metadata: Metadata) -> str | None:
         return "the table has an identity column" if hit else None
     if name == "allowColumnDefaults":
         return "a column has a default value" if "CURRENT_DEFAULT" in keys or unreadable else None
-    if name == "rowTracking":
-        # Writers must assign row ids whenever the feature is supported and not suspended.
-        return (None if _truthy(conf, "delta.rowTrackingSuspended")
-                else "row ids must be assigned while delta.rowTrackingSuspended is not true")
     if name in ("typeWidening", "typeWidening-preview"):
         # Without recorded type changes every data file already has the table's types.
         hit = "delta.typeChanges" in keys or unreadable or _truthy(conf, "delta.enableTypeWidening")

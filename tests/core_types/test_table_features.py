@@ -195,10 +195,11 @@ def test_catalog_managed_tables_refuse_every_write(feature):
         assert (ei.value.kind, ei.value.path, ei.value.version) == ("unsupported_protocol", "/t", 3)
 
 
-def test_row_tracking_unless_suspended():
+def test_row_tracking_tables_are_writable_suspended_or_not():
+    # every commit assigns row ids (delta_core.write.row_tracking), so the gate lets them through
     p = Protocol(1, 7, None, ("rowTracking", "domainMetadata"))
-    with pytest.raises(UnsupportedWriterFeatureError, match="rowTracking"):
-        check_write_supported(p, PLAIN, rewrite_only=True)
+    check_write_supported(p, PLAIN, rewrite_only=True)
+    check_write_supported(p, _metadata([], {"delta.enableRowTracking": "true"}))
     check_write_supported(p, _metadata([], {"delta.rowTrackingSuspended": "true"}))
 
 
