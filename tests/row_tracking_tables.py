@@ -82,3 +82,33 @@ def high_water_mark(root: str, version: int | None = None) -> int:
 
 
 ROWS = pa.table({"id": pa.array([1, 2, 3], pa.int64()), "s": pa.array(["a", "b", "c"])})
+
+
+def stable_ids(root: str, version: int | None = None, *, key_columns: tuple[str, ...] = ("id", "s")
+               ) -> dict[tuple, tuple[int, int]]:
+    """Row (its ``key_columns``) -> (stable row id, stable row commit version), computed as
+    PROTOCOL.md "Reader Requirements for Row Tracking" says, straight from the files with pyarrow
+    (deletion vectors applied): the materialized value when present and not null, else
+    ``baseRowId`` + physical index / ``defaultRowCommitVersion``. Rows must be unique."""
+    import pyarrow.parquet as pq
+
+    from delta_core.log.deletion_vectors import read_deletion_vector
+    from delta_core.model.partition_values import url_decode_path
+
+    table = DeltaTable(root)
+    snap = table.snapshot(version)
+    out: dict[tuple, tuple[int, int]] = {}
+    for add in snap.add_actions():
+        data = pq.read_table(os.path.join(root, url_decode_path(add.path)))
+        deleted = set(read_deletion_vector(table.storage, add.deletion_vector)) if add.deletion_vector else set()
+        cols = {c: data.column(c).to_pylist() for c in data.column_names}
+        for i in range(data.num_rows):
+            if i in deleted:
+                continue
+            row_id = cols.get(ROW_ID_COLUMN, [None] * data.num_rows)[i]
+            commit = cols.get(COMMIT_VERSION_COLUMN, [None] * data.num_rows)[i]
+            key = tuple(cols[c][i] for c in key_columns)
+            assert key not in out, f"row {key} is not unique"
+            out[key] = (add.base_row_id + i if row_id is None else row_id,
+                        add.default_row_commit_version if commit is None else commit)
+    return out

@@ -11,8 +11,12 @@ winners of a race left, so ``Transaction`` applies ``assign_row_ids`` to every a
 mark of the latest commit it has seen. An ``add`` that already carries them (a re-committed
 file) keeps them, as the protocol asks.
 
-The materialized row id / row commit version columns that preserve rows' stable ids through a
-rewrite are read by ``delta_core.maintenance.row_tracking_columns``.
+When row tracking is *enabled* (``delta.enableRowTracking``), a rewrite copying rows must keep
+each row's stable row id and row commit version: it writes them to the materialized columns the
+table's configuration names (hidden: not in the schema), taking the value a row already has
+there, else its default (``baseRowId`` + the row's physical index in its file, or the file's
+``defaultRowCommitVersion``): ``materialized_fields`` and ``stable_row_tracking``. Such commits
+carry the ``delta.rowTracking.preserved`` tag, as Delta Spark's do (``preserved_tags``).
 """
 
 from __future__ import annotations
@@ -20,10 +24,19 @@ from __future__ import annotations
 import dataclasses
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError, InvalidTransactionError
-from delta_core.model.actions import Action, Add, DomainMetadata, Protocol
+from delta_core.model.actions import Action, Add, DomainMetadata, Metadata, Protocol
+from delta_core.model.schema import PrimitiveType, StructField
 from delta_core.model.table_features import writer_features
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 HIGH_WATER_MARK_KEY = "rowIdHighWaterMark"
@@ -110,3 +123,80 @@ def assign_row_ids(actions: Sequence[Action], *, mark: int, version: int,
     if next_id - 1 > mark:
         out.append(DomainMetadata(ROW_TRACKING_DOMAIN, json.dumps({HIGH_WATER_MARK_KEY: next_id - 1}, separators=(",", ":"))))
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class FileRowIds:
+    """A file's default row ids and row commit version, as its live ``add`` holds them."""
+
+    base_row_id: int | None
+    default_row_commit_version: int | None
+
+    @classmethod
+    def of(cls, add: Add) -> FileRowIds:
+        return cls(add.base_row_id, add.default_row_commit_version)
+
+
+def materialized_columns(metadata: Metadata) -> tuple[str, str] | None:
+    """The materialized (row id, row commit version) column names when the table's rows have
+    stable ids to preserve (row tracking enabled, not suspended); else None."""
+    conf = metadata.configuration or {}
+    if not _truthy(conf, ENABLE_ROW_TRACKING) or _truthy(conf, ROW_TRACKING_SUSPENDED):
+        return None
+    row_id, commit_version = conf.get(MATERIALIZED_ROW_ID_COLUMN), conf.get(MATERIALIZED_ROW_COMMIT_VERSION_COLUMN)
+    if not row_id or not commit_version:
+        raise CorruptLogError(
+            f"{ENABLE_ROW_TRACKING}=true but {MATERIALIZED_ROW_ID_COLUMN} or "
+            f"{MATERIALIZED_ROW_COMMIT_VERSION_COLUMN} is not set, so rows' stable ids cannot be kept; "
+            "repair the table's configuration with the writer that enabled row tracking")
+    return row_id, commit_version
+
+
+def materialized_fields(metadata: Metadata) -> tuple[StructField, ...]:
+    """The hidden long columns data files of the table may carry (empty when not enabled)."""
+    names = materialized_columns(metadata)
+    if names is None:
+        return ()
+    return tuple(StructField(name, PrimitiveType("long"), True) for name in names)
+
+
+def stable_row_tracking(chunk: pa.Table, row_index: pa.Array, ids: FileRowIds, *,
+                        columns: tuple[str, str], file: str) -> pa.Table:
+    """``chunk`` (rows of one file, with the materialized ``columns``, nulls where a row has no
+    value) with every row's stable row id and row commit version filled in: the materialized
+    value when set, else ``baseRowId`` + the row's physical index (``row_index``) / the file's
+    ``defaultRowCommitVersion`` (PROTOCOL.md "Reader Requirements for Row Tracking")."""
+    if ids.base_row_id is None or ids.default_row_commit_version is None:
+        raise CorruptLogError(
+            f"{file} has no baseRowId/defaultRowCommitVersion although row tracking is enabled on the "
+            "table, so its rows' ids are unknown; backfill row ids with Delta Spark before rewriting it",
+            path=file)
+    row_id, commit_version = columns
+    fresh = pc.add(row_index, pa.scalar(ids.base_row_id, pa.int64()))
+    filled = {
+        row_id: pc.coalesce(chunk.column(row_id), fresh),
+        commit_version: pc.coalesce(chunk.column(commit_version),
+                                    pa.scalar(ids.default_row_commit_version, pa.int64())),
+    }
+    for name, values in filled.items():
+        i = chunk.schema.get_field_index(name)
+        chunk = chunk.set_column(i, chunk.schema.field(i), values)
+    return chunk
+
+
+def input_row_ids(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, FileRowIds] | None:
+    """``FileRowIds`` of the live files at ``paths`` (as in the log), for a rewrite that keeps
+    rows' stable ids; None when the table has no stable ids to keep (row tracking not enabled)."""
+    if not row_tracking_enabled(snapshot.protocol, snapshot.metadata.configuration):
+        return None
+    files = snapshot.files
+    files = files.filter(pc.is_in(files.column("path"), value_set=pa.array(sorted(set(paths)), pa.string())))
+    return {p: FileRowIds(b, v) for p, b, v in zip(files.column("path").to_pylist(),
+                                                    files.column("base_row_id").to_pylist(),
+                                                    files.column("default_row_commit_version").to_pylist())}
+
+
+def preserved_tags(protocol: Protocol, metadata: Metadata) -> dict[str, str]:
+    """The commitInfo tags of a rewrite that kept every row's stable ids (Delta Spark's
+    ``addPreservedRowTrackingTagIfNotSet``: only on tables with row tracking enabled)."""
+    return {PRESERVED_TAG: "true"} if row_tracking_enabled(protocol, metadata.configuration) else {}

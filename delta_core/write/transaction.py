@@ -124,6 +124,7 @@ class Transaction:
             table_root=table.storage.root,
         )
         self._metrics: dict[str, Any] = {}
+        self._tags: dict[str, str] = {}
         self._written: list[str] = []
         # The row-id high-water mark of the latest commit seen; raised by the winners of a race.
         self._row_id_mark = NO_ROW_IDS
@@ -197,6 +198,10 @@ class Transaction:
     def set_operation_metrics(self, metrics: CommitInfoFields) -> None:
         """Record ``operationMetrics``: a typed record (``operation_records``) or a mapping."""
         self._metrics.update(commit_info_fields(metrics))
+
+    def set_commit_tags(self, tags: Mapping[str, str]) -> None:
+        """Record ``commitInfo.tags`` (e.g. ``delta.rowTracking.preserved``)."""
+        self._tags.update(tags)
 
     @property
     def actions(self) -> list[Action]:
@@ -382,6 +387,7 @@ class Transaction:
             is_blind_append=self.is_blind_append,
             txn_id=txn_id,
             in_commit_timestamp=ict,
+            tags=self._tags,
         )
         # commitInfo first (required with in-commit timestamps), then protocol and metadata.
         order = {Protocol: 0, Metadata: 1}
