@@ -35,6 +35,7 @@ from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.options import (
+    DEFAULT_MAX_DELETED_ROWS_RATIO,
     CheckpointOptions,
     CompactOptions,
     ManifestOptions,
@@ -196,10 +197,14 @@ class CompactSection(_Model):
                                                                  "Default: 3/4 of the target.")
     where: Predicate | None = Field(default=None, description="Partition predicate.")
     cron: Cron = Field(default=DEFAULT_COMPACT_CRON, description="Schedule (UTC).")
+    max_deleted_rows_ratio: float = Field(
+        default=DEFAULT_MAX_DELETED_ROWS_RATIO, ge=0, le=1,
+        description="Also rewrite files whose deletion vectors delete more than this share of their rows.")
 
     def to_policy(self) -> CompactPolicy:
         return CompactPolicy(enabled=self.enabled, cron=self.cron, options=CompactOptions(
-            target_size=self.target_size, where=self.where, min_file_size=self.min_file_size))
+            target_size=self.target_size, where=self.where, min_file_size=self.min_file_size,
+            max_deleted_rows_ratio=self.max_deleted_rows_ratio))
 
 
 class ZOrderSection(_Model):
