@@ -26,7 +26,8 @@ pytestmark = pytest.mark.spark
 # (table, Z-order columns or None for compaction): rs-table_with_column_mapping has one file per
 # partition, which compaction leaves alone, so it is Z-ordered instead.
 TABLES = [("golden-table-with-columnmapping-mode-id", None), ("golden-table-with-columnmapping-mode-name", None),
-          ("rs-table_with_column_mapping", ["Super Name"]), ("golden-data-reader-timestamp_ntz-id-mode", None)]
+          ("rs-table_with_column_mapping", ["Super Name"]), ("golden-data-reader-timestamp_ntz-id-mode", None),
+          ("golden-dv-with-columnmapping", None)]  # deletion vectors too: their rows stay deleted
 
 
 def multiset(table: pa.Table) -> collections.Counter:

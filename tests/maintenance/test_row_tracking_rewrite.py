@@ -52,6 +52,18 @@ def rt_table(root: str) -> DeltaTable:
     return t
 
 
+def delete_rows(t: DeltaTable, root: str, base_row_id: int, indexes: list[int]) -> dict:
+    """Give the file whose ``baseRowId`` is given a deletion vector over its physical rows
+    ``indexes`` (as Delta Spark's DELETE would); returns the row at its physical index 1."""
+    snap = t.snapshot()
+    victim = next(a for a in snap.add_actions() if a.base_row_id == base_row_id)
+    kept = pq.read_table(f"{root}/{url_decode_path(victim.path)}").slice(1, 1).to_pylist()[0]
+    (dv,) = write_uuid_dv(root, [indexes])
+    t.storage.put_if_absent(f"_delta_log/{snap.version + 1:020d}.json", encode_actions([
+        victim.to_remove(1, data_change=True), dataclasses.replace(victim, deletion_vector=dv)]))
+    return kept
+
+
 def check_preserving_rewrite(t: DeltaTable, root: str, version: int, before: dict, versions_rows: dict) -> None:
     assert stable_ids(root) == before  # every row kept its stable id and commit version
     info = commit_info(t, version)
@@ -74,11 +86,13 @@ def check_preserving_rewrite(t: DeltaTable, root: str, version: int, before: dic
 def test_compaction_keeps_stable_row_ids(spark, tmp_path):
     root = str(tmp_path / "t")
     t = rt_table(root)
+    kept = delete_rows(t, root, 3, [0, 2])  # a DV over physical rows 0 and 2 of ids 3..5
     before = stable_ids(root)
-    assert sorted(before.values())[0] == (0, 4) and before[(9, "v9")][1] == 5
+    assert len(before) == 9 and before[(kept["id"], kept["s"])] == (4, 4) and before[(9, "v9")][1] == 5
     versions_rows = {v: multiset(rows_applying_dvs(root, v)) for v in range(t.latest_version() + 1)}
     m = compact(t, spark, target_size=10**9, min_file_size=10**9)
     assert m.num_removed_files == 4 and m.num_added_files == 1
+    assert json.loads(next(t.snapshot().add_actions()).stats)["numRecords"] == 9  # deleted rows not written
     versions_rows[m.version] = versions_rows[m.version - 1]
     check_preserving_rewrite(t, root, m.version, before, versions_rows)
     # a second compaction reads the materialized values back instead of the new baseRowId
@@ -93,6 +107,7 @@ def test_compaction_keeps_stable_row_ids(spark, tmp_path):
 def test_zorder_keeps_stable_row_ids(spark, tmp_path):
     root = str(tmp_path / "t")
     t = rt_table(root)
+    delete_rows(t, root, 0, [1])
     before = stable_ids(root)
     expected = multiset(rows_applying_dvs(root))
     m = zorder(t, spark, ["id", "s"])
@@ -103,15 +118,10 @@ def test_zorder_keeps_stable_row_ids(spark, tmp_path):
 def test_rewrite_drops_rows_a_deletion_vector_removed_and_keeps_the_others_ids(tmp_path):
     root = str(tmp_path / "t")
     t = rt_table(root)
-    snap = t.snapshot()
-    victim = next(a for a in snap.add_actions() if a.base_row_id == 3)  # 3 rows, ids 3..5
-    middle = pq.read_table(f"{root}/{url_decode_path(victim.path)}").slice(1, 1).to_pylist()[0]
-    (dv,) = write_uuid_dv(root, [[0, 2]])  # deletes its physical rows 0 and 2
-    t.storage.put_if_absent(f"_delta_log/{snap.version + 1:020d}.json", encode_actions([
-        victim.to_remove(1, data_change=True), dataclasses.replace(victim, deletion_vector=dv)]))
+    middle = delete_rows(t, root, 3, [0, 2])  # 3 rows, ids 3..5: physical rows 0 and 2 deleted
     snap = t.snapshot()
     before = stable_ids(root)
-    assert len(before) == 9 and before[(middle["id"], middle["s"])] == (4, victim.default_row_commit_version)
+    assert len(before) == 9 and before[(middle["id"], middle["s"])] == (4, 4)
     paths = snap.file_paths
     ids = input_row_ids(snap, paths)
     adds = {a.path: a for a in snap.add_actions()}
