@@ -156,6 +156,11 @@ class DataFileReader:
                 f"has {start} rows: the vector or the file is not the one the log means",
                 path=self.storage.uri(key))
 
+    @property
+    def row_ids(self) -> Mapping[str, FileRowIds] | None:
+        """The inputs' row ids when chunks carry stable row ids (row tracking enabled), else None."""
+        return self._row_ids
+
     def _file_row_ids(self, path: str) -> FileRowIds | None:
         if self._row_ids is None:
             return None
@@ -335,5 +340,11 @@ def rewrite_files(
     replaces the default one, e.g. to summarise inputs; ``row_ids`` (``row_tracking.input_row_ids``)
     are the default reader's, to keep rows' stable ids (a given ``reader`` must have them)."""
     reader = reader if reader is not None else DataFileReader(storage, metadata, row_ids=row_ids)
+    if reader.row_ids is None and materialized_columns(metadata) is not None:
+        # Without them every row would silently get a new stable id: refuse before writing.
+        raise MaintenanceError(
+            "the table has row tracking enabled, so a rewrite must keep each row's stable row id: "
+            "read the inputs with their row ids (row_ids=row_tracking.input_row_ids(snapshot, paths))",
+            path=storage.root)
     return write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
                            partition_values=partition_values, key=key)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.errors import CorruptLogError
+from delta_core.errors import CorruptLogError, MaintenanceError
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import DataFileReader, rewrite_files, rewrite_output_key
 from delta_core.maintenance.spark.compaction import compact
@@ -144,6 +144,18 @@ def test_reader_without_row_ids_on_an_enabled_table_is_unchanged(tmp_path):
     assert plain.column_names == ["id", "s"]
     with_ids = DataFileReader(t.storage, snap.metadata, row_ids=input_row_ids(snap, [path])).read(path)
     assert with_ids.column_names == ["id", "s", ROW_ID_COLUMN, COMMIT_VERSION_COLUMN]
+
+
+def test_rewrite_without_row_ids_on_an_enabled_table_is_refused(tmp_path):
+    # a rewrite that did not read the inputs' row ids would give every row a new stable id
+    root = str(tmp_path / "t")
+    t = rt_table(root)
+    snap = t.snapshot()
+    before = listing(root)
+    with pytest.raises(MaintenanceError, match="row_ids"):
+        rewrite_files(t.storage, snap.file_paths, metadata=snap.metadata, partition_values={},
+                      key=rewrite_output_key(snap.metadata, {}))
+    assert listing(root) == before
 
 
 def test_input_without_base_row_id_on_an_enabled_table_is_refused(tmp_path):
