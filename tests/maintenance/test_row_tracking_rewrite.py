@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shutil
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -18,7 +19,8 @@ from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.actions import encode_actions
 from delta_core.model.partition_values import url_decode_path
-from delta_core.write.row_tracking import FileRowIds, input_row_ids
+from delta_core.model.schema import PARQUET_FIELD_ID
+from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 from delta_core.write.table_writes import append, commit_rewrite, create_table
 from tests.core_write.conftest import listing
 from tests.dv_files import rows_applying_dvs, write_uuid_dv
@@ -169,3 +171,28 @@ def test_input_without_base_row_id_on_an_enabled_table_is_refused(tmp_path):
                       row_ids={path: FileRowIds(None, None)}, key=rewrite_output_key(snap.metadata, {}))
     assert ei.value.path.endswith(url_decode_path(path))
     assert listing(root) == before
+
+
+def test_id_mode_table_keeps_stable_ids_through_two_rewrites(conformance_dir, tmp_path):
+    # column mapping mode id: data columns are found by field id, the hidden columns (no id) by name
+    root = str(tmp_path / "t")
+    shutil.copytree(conformance_dir / "golden-table-with-columnmapping-mode-id", root)
+    turn_on_row_tracking(root)
+    t = DeltaTable(root)
+    key = (t.snapshot().schema["IntegerType"].physical_name,)
+    before = stable_ids(root, key_columns=key)
+    assert len(before) == 6
+    for _ in range(2):  # the second rewrite reads the materialized values the first one wrote
+        snap = t.snapshot()
+        adds = list(snap.add_actions())
+        new = rewrite_files(t.storage, [a.path for a in adds], metadata=snap.metadata, partition_values={},
+                            row_ids=input_row_ids(snap, [a.path for a in adds]),
+                            key=rewrite_output_key(snap.metadata, {}))
+        r = commit_rewrite(t, removed=adds, added=[new], read_snapshot=snap,
+                           tags=preserved_tags(snap.protocol, snap.metadata))
+        assert stable_ids(root, key_columns=key) == before
+        written = pq.read_schema(f"{root}/{url_decode_path(new.path)}")
+        assert written.names[-2:] == [ROW_ID_COLUMN, COMMIT_VERSION_COLUMN]
+        assert all(written.field(n).metadata and PARQUET_FIELD_ID in written.field(n).metadata
+                   for n in written.names[:-2])
+        assert commit_info(t, r.version)["tags"] == {"delta.rowTracking.preserved": "true"}
