@@ -46,6 +46,7 @@ from delta_core.model.actions import Add, DeletionVectorDescriptor, Metadata
 from delta_core.model.partition_values import deserialize_partition_value
 from delta_core.model.schema import StructType, schema_to_arrow
 from delta_core.model.table_properties import TableProperties
+from delta_core.model.type_widening import readable_as
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 from delta_core.write.row_tracking import FileRowIds, materialized_columns, materialized_fields, stable_row_tracking
@@ -249,6 +250,11 @@ class DataFileReader:
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
                 if col.type != phys.type:
+                    if not readable_as(col.type, phys.type):
+                        raise MaintenanceError(
+                            f"column {logi.name!r} of {self.storage.uri(key)} is {col.type}, which is neither the "
+                            f"table's {phys.type} nor a type it widens from (PROTOCOL.md \"Type Widening\"): the "
+                            "file does not fit the schema - fix or remove it before rewriting", path=self.storage.root)
                     try:
                         col = col.cast(phys.type)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

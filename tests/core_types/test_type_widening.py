@@ -7,16 +7,24 @@ from __future__ import annotations
 import json
 import shutil
 
+import pyarrow as pa
 import pytest
 
-from delta_core.errors import UnsupportedWriterFeatureError
+from delta_core.errors import MaintenanceError, UnsupportedWriterFeatureError
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.actions import Metadata
 from delta_core.model.schema import PrimitiveType, parse_data_type
 from delta_core.model.table_features import check_write_supported
-from delta_core.model.type_widening import is_supported_widening, type_changes, unsupported_type_changes
+from delta_core.model.type_widening import (
+    is_supported_widening,
+    readable_as,
+    type_changes,
+    unsupported_type_changes,
+)
 from tests.core_write.conftest import listing
+from tests.core_write.handlog import field, struct, write_table
 
 
 def widening(a: str, b: str) -> bool:
@@ -111,3 +119,37 @@ def test_unreadable_type_change_entry_is_refused(conformance_dir, tmp_path):
     snap = DeltaTable(str(table_dir)).snapshot()
     with pytest.raises(UnsupportedWriterFeatureError, match="fromType"):
         check_write_supported(snap.protocol, snap.metadata)
+
+
+@pytest.mark.parametrize(("stored", "table"), [
+    (pa.int8(), pa.int64()), (pa.int32(), pa.int8()),  # Parquet stores a byte as INT32
+    (pa.float32(), pa.float64()), (pa.int16(), pa.float64()), (pa.int32(), pa.decimal128(11, 1)),
+    (pa.date32(), pa.timestamp("us")), (pa.timestamp("ns"), pa.timestamp("us", tz="UTC")),
+    (pa.large_string(), pa.string()), (pa.dictionary(pa.int32(), pa.string()), pa.string()),
+    (pa.struct([("a", pa.int32())]), pa.struct([("a", pa.int64()), ("b", pa.string())])),
+    (pa.map_(pa.int32(), pa.int32()), pa.map_(pa.int64(), pa.int64())), (pa.list_(pa.int32()), pa.list_(pa.int64())),
+])
+def test_files_with_narrower_or_other_width_types_are_readable(stored, table):
+    assert readable_as(stored, table)
+
+
+@pytest.mark.parametrize(("stored", "table"), [
+    (pa.string(), pa.int64()), (pa.int64(), pa.string()), (pa.float64(), pa.int64()), (pa.date32(), pa.timestamp("us", tz="UTC")),
+    (pa.timestamp("us"), pa.date32()), (pa.bool_(), pa.int32()), (pa.list_(pa.string()), pa.list_(pa.int64())),
+    (pa.struct([("a", pa.string())]), pa.struct([("a", pa.int64())])), (pa.int64(), pa.struct([("a", pa.int64())])),
+])
+def test_files_holding_other_kinds_of_values_are_not(stored, table):
+    assert not readable_as(stored, table)
+
+
+def test_rewrite_refuses_a_file_whose_column_is_not_the_tables_type(tmp_path):
+    # the schema says long, the file (another writer's) holds strings that would cast to numbers
+    root = str(tmp_path / "t")
+    write_table(root, struct(field("n", "long")), [("f.parquet", pa.table({"n": ["1", "2"]}))])
+    table = DeltaTable(root)
+    snap = table.snapshot()
+    before = listing(root)
+    with pytest.raises(MaintenanceError, match="neither the table's int64 nor a type it widens from"):
+        rewrite_files(table.storage, snap.file_paths, metadata=snap.metadata, partition_values={},
+                      key=rewrite_output_key(snap.metadata, {}))
+    assert listing(root) == before
