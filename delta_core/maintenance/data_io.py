@@ -7,8 +7,9 @@ The executors of compaction and Z-order call these functions; nothing here impor
   mapping the files hold physical names (nested too), which are mapped back here so that the
   writer can map them forward again (in mode ``id`` columns are found by Parquet field id at
   every depth, ``field_ids``; a file without field ids is refused); columns added to the schema
-  after a file was written come back as nulls; widened types and other timestamp units are cast
-  to the table's type, and INT96 timestamps are decoded at microseconds, so rewrites write them
+  after a file was written come back as nulls; widened types (PROTOCOL.md "Type Widening") and
+  other timestamp units are cast to the table's type (a column holding another kind of value is
+  refused: ``type_widening.readable_as``), and INT96 timestamps are decoded at microseconds, so rewrites write them
   as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
   ``isAdjustedToUTC`` true).
   Partition columns are not stored in files and are not returned. A file's deletion vector
