@@ -34,32 +34,30 @@ from delta_core.errors import CorruptLogError, InvalidTransactionError
 from delta_core.model.actions import Action, Add, DomainMetadata, Metadata, Protocol
 from delta_core.model.schema import PrimitiveType, StructField
 from delta_core.model.table_features import writer_features
+from delta_core.model.table_properties import (
+    ENABLE_ROW_TRACKING,
+    MATERIALIZED_ROW_COMMIT_VERSION_COLUMN,
+    MATERIALIZED_ROW_ID_COLUMN,
+    TableProperties,
+)
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
 
 ROW_TRACKING_DOMAIN = "delta.rowTracking"
 HIGH_WATER_MARK_KEY = "rowIdHighWaterMark"
-ENABLE_ROW_TRACKING = "delta.enableRowTracking"
-ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
-MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
-MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 PRESERVED_TAG = "delta.rowTracking.preserved"  # commitInfo tag, as Delta Spark writes it
 NO_ROW_IDS = -1  # the mark of a table that never assigned a row id: the first id is 0
 
 
-def _truthy(configuration: Mapping[str, str], key: str) -> bool:
-    return str(configuration.get(key, "")).strip().lower() == "true"
-
-
 def assigns_row_ids(protocol: Protocol, configuration: Mapping[str, str]) -> bool:
     """Whether commits must assign fresh row ids: supported and not suspended."""
-    return "rowTracking" in writer_features(protocol) and not _truthy(configuration, ROW_TRACKING_SUSPENDED)
+    return "rowTracking" in writer_features(protocol) and not TableProperties(configuration).row_tracking_suspended
 
 
 def row_tracking_enabled(protocol: Protocol, configuration: Mapping[str, str]) -> bool:
     """Whether rows' stable ids can be relied on, so that rewrites must preserve them."""
-    return assigns_row_ids(protocol, configuration) and _truthy(configuration, ENABLE_ROW_TRACKING)
+    return assigns_row_ids(protocol, configuration) and TableProperties(configuration).row_tracking_enabled
 
 
 def high_water_mark(domains: Iterable[DomainMetadata], *, version: int | None = None) -> int | None:
@@ -141,7 +139,8 @@ def materialized_columns(metadata: Metadata) -> tuple[str, str] | None:
     """The materialized (row id, row commit version) column names when the table's rows have
     stable ids to preserve (row tracking enabled, not suspended); else None."""
     conf = metadata.configuration or {}
-    if not _truthy(conf, ENABLE_ROW_TRACKING) or _truthy(conf, ROW_TRACKING_SUSPENDED):
+    props = TableProperties(conf)
+    if not props.row_tracking_enabled or props.row_tracking_suspended:
         return None
     row_id, commit_version = conf.get(MATERIALIZED_ROW_ID_COLUMN), conf.get(MATERIALIZED_ROW_COMMIT_VERSION_COLUMN)
     if not row_id or not commit_version:
