@@ -149,7 +149,7 @@ def test_rewrite_refuses_a_file_whose_column_is_not_the_tables_type(tmp_path):
     table = DeltaTable(root)
     snap = table.snapshot()
     before = listing(root)
-    with pytest.raises(MaintenanceError, match="neither the table's int64 nor a type it widens from"):
+    with pytest.raises(MaintenanceError, match="cannot be read as the table's int64: it is neither that type nor one it widens from"):
         rewrite_files(table.storage, snap.file_paths, metadata=snap.metadata, partition_values={},
                       key=rewrite_output_key(snap.metadata, {}))
     assert listing(root) == before
