@@ -7,8 +7,9 @@ The executors of compaction and Z-order call these functions; nothing here impor
   mapping the files hold physical names (nested too), which are mapped back here so that the
   writer can map them forward again (in mode ``id`` columns are found by Parquet field id at
   every depth, ``field_ids``; a file without field ids is refused); columns added to the schema
-  after a file was written come back as nulls; widened types and other timestamp units are cast
-  to the table's type, and INT96 timestamps are decoded at microseconds, so rewrites write them
+  after a file was written come back as nulls; widened types (PROTOCOL.md "Type Widening") and
+  other timestamp units are cast to the table's type (a column holding another kind of value is
+  refused: ``type_widening.readable_as``), and INT96 timestamps are decoded at microseconds, so rewrites write them
   as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
   ``isAdjustedToUTC`` true).
   Partition columns are not stored in files and are not returned. A file's deletion vector
@@ -46,8 +47,10 @@ from delta_core.model.actions import Add, DeletionVectorDescriptor, Metadata
 from delta_core.model.partition_values import deserialize_partition_value
 from delta_core.model.schema import StructType, schema_to_arrow
 from delta_core.model.table_properties import TableProperties
+from delta_core.model.type_widening import readable_as
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
+from delta_core.write.row_tracking import FileRowIds, materialized_columns, materialized_fields, stable_row_tracking
 
 # Reader threads per bin. Object-store reads are latency-bound, so many requests in flight pay;
 # local (and in-memory) reads are CPU-bound decoding, which runs beside the writer on a thread or
@@ -62,9 +65,11 @@ WHOLE_FILE_BYTES = 32 * 1024 * 1024  # files up to this size are fetched in one 
 INT96_UNIT = "us"
 
 
-def logical_data_schema(metadata: Metadata) -> pa.Schema:
-    """Arrow schema (logical names) of what data files hold: all but the partition columns."""
-    return schema_to_arrow(StructType(tuple(data_fields(metadata))))
+def logical_data_schema(metadata: Metadata, *, row_tracking: bool = False) -> pa.Schema:
+    """Arrow schema (logical names) of what data files hold: all but the partition columns (and,
+    with ``row_tracking``, the table's materialized row tracking columns, when it has them)."""
+    hidden = materialized_fields(metadata) if row_tracking else ()
+    return schema_to_arrow(StructType(tuple(data_fields(metadata)) + hidden))
 
 
 class DataFileReader:
@@ -74,10 +79,16 @@ class DataFileReader:
     Every read method takes the file's ``deletion_vector`` (the descriptor of its live ``add``;
     ``None``: no vector) and drops the rows it deletes. ``row_index_column``, when set, is the
     name of an int64 column appended last to every chunk (and to ``schema``): the *physical*
-    index in its file (0-based, deleted rows counted) of each row returned."""
+    index in its file (0-based, deleted rows counted) of each row returned.
+
+    ``row_ids`` (path as in the log -> the file's ``FileRowIds``) asks for rows' stable row ids
+    and row commit versions when the table has row tracking enabled: every chunk then also holds
+    the table's materialized row tracking columns (hidden, not in the schema; after the data
+    columns), filled per ``row_tracking.stable_row_tracking``, so a rewrite that writes them
+    keeps each row's ids. On other tables it changes nothing."""
 
     def __init__(self, storage: Storage, metadata: Metadata, *, columns: Sequence[str] | None = None,
-                 row_index_column: str | None = None) -> None:
+                 row_index_column: str | None = None, row_ids: Mapping[str, FileRowIds] | None = None) -> None:
         self.storage = storage
         fields = StructType(tuple(data_fields(metadata)))
         physical, logical = schema_to_arrow(fields, physical=True), schema_to_arrow(fields)
@@ -85,6 +96,16 @@ class DataFileReader:
             keep = [i for i, f in enumerate(logical) if f.name in set(columns)]
             physical = pa.schema([physical.field(i) for i in keep])
             logical = pa.schema([logical.field(i) for i in keep])
+        # In id mode a file's columns are found by Parquet field id, not by name (row tracking's
+        # hidden columns have no id: they are found by name).
+        id_mode = TableProperties(metadata.configuration).column_mapping_mode == "id"
+        self._ids = FieldIdResolver(physical, table=storage.root) if id_mode else None
+        self._tracking = materialized_columns(metadata) if row_ids is not None else None
+        self._row_ids = row_ids if self._tracking is not None else None
+        if self._tracking is not None:
+            hidden = schema_to_arrow(StructType(materialized_fields(metadata)))
+            physical = pa.schema(list(physical) + list(hidden))
+            logical = pa.schema(list(logical) + list(hidden))
         self.physical = physical
         self.logical = logical
         self._data_schema = pa.schema([f.with_nullable(True) for f in logical])
@@ -92,9 +113,6 @@ class DataFileReader:
         self.row_index_column = row_index_column
         if row_index_column is not None:
             self.schema = self.schema.append(pa.field(row_index_column, pa.int64(), nullable=False))
-        # In id mode a file's columns are found by Parquet field id, not by name.
-        id_mode = TableProperties(metadata.configuration).column_mapping_mode == "id"
-        self._ids = FieldIdResolver(physical, table=storage.root) if id_mode else None
 
     def read(self, path: str, *, size: int | None = None,
              deletion_vector: DeletionVectorDescriptor | None = None) -> pa.Table:
@@ -109,6 +127,7 @@ class DataFileReader:
         """The live rows of the file at ``path``: the whole file at once when it is small, else
         one row group at a time. ``size`` (bytes, as in the log) saves a metadata request."""
         key = log_path_to_key(path, self.storage.root)
+        ids = self._file_row_ids(path)
         # Read the vector first: a missing or corrupt one fails before any row is handed on.
         deleted = _deleted_rows(self.storage, deletion_vector)
         if size is None:
@@ -119,7 +138,7 @@ class DataFileReader:
                                 coerce_int96_timestamp_unit=INT96_UNIT)
             wanted = self._wanted(pf, key)
             raw = pf.read(columns=wanted, use_threads=False)
-            yield self._live(self._to_logical(raw, wanted, key), start, deleted)
+            yield self._live(self._to_logical(raw, wanted, key), start, deleted, ids, key)
             start += raw.num_rows
         else:
             with self.storage.open_input(key) as fh:
@@ -127,10 +146,10 @@ class DataFileReader:
                 wanted = self._wanted(pf, key)
                 if pf.num_row_groups == 0:
                     yield self._live(self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key),
-                                     start, deleted)
+                                     start, deleted, ids, key)
                 for i in range(pf.num_row_groups):
                     raw = pf.read_row_group(i, columns=wanted, use_threads=False)
-                    yield self._live(self._to_logical(raw, wanted, key), start, deleted)
+                    yield self._live(self._to_logical(raw, wanted, key), start, deleted, ids, key)
                     start += raw.num_rows
         if deleted is not None and len(deleted) and int(deleted[-1]) >= start:
             # The vector names rows the file does not have: it belongs to another file.
@@ -139,10 +158,28 @@ class DataFileReader:
                 f"has {start} rows: the vector or the file is not the one the log means",
                 path=self.storage.uri(key))
 
-    def _live(self, chunk: pa.Table, start: int, deleted: np.ndarray | None) -> pa.Table:
+    @property
+    def row_ids(self) -> Mapping[str, FileRowIds] | None:
+        """The inputs' row ids when chunks carry stable row ids (row tracking enabled), else None."""
+        return self._row_ids
+
+    def _file_row_ids(self, path: str) -> FileRowIds | None:
+        if self._row_ids is None:
+            return None
+        ids = self._row_ids.get(path)
+        if ids is None:
+            raise MaintenanceError(f"no row ids were given for {path!r}, an input of this rewrite of a "
+                                   "row-tracking table; pass every input's FileRowIds", path=self.storage.root)
+        return ids
+
+    def _live(self, chunk: pa.Table, start: int, deleted: np.ndarray | None, ids: FileRowIds | None = None,
+              key: str = "") -> pa.Table:
         """``chunk`` (physical rows ``start``...) without the deleted rows, with the row index
-        column when asked for."""
+        column when asked for and stable row ids filled in when ``ids`` are given."""
         n = chunk.num_rows
+        if ids is not None and self._tracking is not None:
+            chunk = stable_row_tracking(chunk, pa.array(np.arange(start, start + n, dtype=np.int64)), ids,
+                                        columns=self._tracking, file=self.storage.uri(key))
         keep: np.ndarray | None = None
         if deleted is not None:
             lo, hi = np.searchsorted(deleted, [start, start + n])
@@ -193,13 +230,18 @@ class DataFileReader:
 
     def _wanted(self, pf: pq.ParquetFile, key: str) -> list[str]:
         if self._ids is not None:
-            return self._ids.file_columns(pf.schema_arrow, file=self.storage.uri(key))
+            hidden = [n for n in self._tracking or () if n in pf.schema_arrow.names]
+            return self._ids.file_columns(pf.schema_arrow, file=self.storage.uri(key)) + hidden
         present = set(pf.schema_arrow.names)
         return [f.name for f in self.physical if f.name in present]
 
     def _to_logical(self, raw: pa.Table, wanted: Sequence[str], key: str) -> pa.Table:
         if self._ids is not None:  # file names -> the table's physical names, by field id
-            raw = self._ids.align(raw, file=self.storage.uri(key))
+            aligned = self._ids.align(raw, file=self.storage.uri(key))
+            for name in self._tracking or ():  # hidden columns: by name
+                if name in raw.column_names:
+                    aligned = aligned.append_column(raw.schema.field(name), raw.column(name))
+            raw = aligned
             wanted = raw.column_names
         present = set(wanted)
         arrays = []
@@ -209,6 +251,12 @@ class DataFileReader:
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
                 if col.type != phys.type:
+                    if not readable_as(col.type, phys.type):
+                        raise MaintenanceError(
+                            f"column {logi.name!r} of {self.storage.uri(key)} is {col.type}, which cannot be read as "
+                            f"the table's {phys.type}: it is neither that type nor one it widens from (PROTOCOL.md "
+                            "\"Type Widening\"), so the file does not fit the schema - fix or remove it before "
+                            "rewriting", path=self.storage.root)
                     try:
                         col = col.cast(phys.type)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
@@ -269,11 +317,14 @@ def write_rewritten(
 ) -> Add:
     """Write rows of one partition (a table, or chunks streamed in order) as a new file with
     ``dataChange=false`` (at ``key`` when given, from ``rewrite_output_key``); the ``add`` keeps
-    the exact ``partitionValues`` strings of the files it replaces."""
+    the exact ``partitionValues`` strings of the files it replaces. On a table with row tracking
+    enabled the file also stores the materialized row tracking columns the rows carry (read with
+    ``DataFileReader(row_ids=...)``), so rows keep their stable ids."""
     chunks = [data] if isinstance(data, pa.Table) else data
     add = write_data_file_batches(
         storage, chunks, metadata=metadata,
         partition_values=logical_partition_values(metadata, partition_values), data_change=False, key=key,
+        row_tracking_columns=True,
     )
     return dataclasses.replace(add, partition_values=dict(partition_values))
 
@@ -288,12 +339,20 @@ def rewrite_files(
     reader: DataFileReader | None = None,
     key: str | None = None,
     deletion_vectors: Sequence[DeletionVectorDescriptor | None] | None = None,
+    row_ids: Mapping[str, FileRowIds] | None = None,
 ) -> Add:
     """Stream the live rows of ``paths`` (files of one partition; ``sizes`` and
     ``deletion_vectors`` as in the log, when known) into one new file with ``dataChange=false``
     and no deletion vector (at ``key`` when given); returns its ``add``, whose stats count the
     rows written. Row order follows ``paths``. ``reader`` (for this table's ``metadata``)
-    replaces the default one, e.g. to summarise inputs."""
-    reader = reader if reader is not None else DataFileReader(storage, metadata)
+    replaces the default one, e.g. to summarise inputs; ``row_ids`` (``row_tracking.input_row_ids``)
+    are the default reader's, to keep rows' stable ids (a given ``reader`` must have them)."""
+    reader = reader if reader is not None else DataFileReader(storage, metadata, row_ids=row_ids)
+    if reader.row_ids is None and materialized_columns(metadata) is not None:
+        # Without them every row would silently get a new stable id: refuse before writing.
+        raise MaintenanceError(
+            "the table has row tracking enabled, so a rewrite must keep each row's stable row id: "
+            "read the inputs with their row ids (row_ids=row_tracking.input_row_ids(snapshot, paths))",
+            path=storage.root)
     return write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
                            partition_values=partition_values, key=key)

@@ -9,7 +9,7 @@ logical names) while the rows stream past, and hands them back as ``InputSummary
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -21,6 +21,7 @@ from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
+from delta_core.write.row_tracking import FileRowIds
 
 
 class SummarisingReader(DataFileReader):
@@ -28,8 +29,8 @@ class SummarisingReader(DataFileReader):
     ``summarise`` (paths as in the log)."""
 
     def __init__(self, storage: Storage, metadata: Metadata, *, summarise: Collection[str],
-                 columns: Sequence[str] | None = None) -> None:
-        super().__init__(storage, metadata, columns=columns)
+                 columns: Sequence[str] | None = None, row_ids: Mapping[str, FileRowIds] | None = None) -> None:
+        super().__init__(storage, metadata, columns=columns, row_ids=row_ids)
         self._summarise = frozenset(summarise)
         self._collectors: dict[str, StatsCollector] = {}
 

@@ -29,8 +29,8 @@ same logical file (``all_live`` compares ``(path, deletionVector)``): the batch 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -78,6 +78,8 @@ class RewriteOutput:
 
     adds: tuple[Add, ...]
     input_summaries: tuple[InputSummary, ...] = ()
+    # commitInfo tags, e.g. row_tracking.preserved_tags when the rows kept their stable ids
+    tags: Mapping[str, str] = field(default_factory=dict)
 
 
 def live_subset(snapshot: Any, paths: Sequence[str]) -> pa.Table:
@@ -112,6 +114,7 @@ def commit_rewrite(
     operation_metrics: CommitInfoFields,
     max_conflict_retries: int = MAX_CONFLICT_RETRIES,
     input_summaries: Sequence[InputSummary] = (),
+    tags: Mapping[str, str] | None = None,
 ) -> BatchOutcome:
     """Commit one rewrite batch (``write.commit_rewrite``) under the module docstring's rules."""
     keys = set(file_keys(live_subset(snapshot, input_paths)).to_pylist())
@@ -126,7 +129,8 @@ def commit_rewrite(
             result = commit_rewrite_once(
                 table, removed=list(iter_adds(live_subset(current, input_paths))), added=adds,
                 operation=OPTIMIZE, operation_parameters=operation_parameters, read_snapshot=current,
-                metrics=operation_metrics, discard_on_failure=False, input_summaries=input_summaries)
+                metrics=operation_metrics, discard_on_failure=False, input_summaries=input_summaries,
+                tags=tags)
         except _ABORTING as exc:
             _discard(table, adds)
             log.info("table=%s attempt=%d rewrite batch abandoned: %s", table.uri, attempts, exc.kind)
@@ -206,7 +210,7 @@ def run_rewrite_batches(
                                   num_deletion_vectors_removed=with_dv)
         outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
                                  operation_parameters=operation_parameters, operation_metrics=metrics,
-                                 input_summaries=output.input_summaries)
+                                 input_summaries=output.input_summaries, tags=output.tags)
         if outcome.version is None:
             aborted += 1
             log.warning("table=%s %s not committed: %s", table.uri, batch_label, outcome.reason)

@@ -26,6 +26,7 @@ from typing import Any
 
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
 from delta_core.model.actions import Metadata, Protocol
+from delta_core.model.type_widening import TYPE_WIDENING_FEATURES, check_type_changes
 
 MAX_READER_VERSION = 3
 MAX_WRITER_VERSION = 7
@@ -87,9 +88,15 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     WriterFeature("generatedColumns", False, Scope.ROW_CONSTRAINT, None),
     WriterFeature("identityColumns", False, Scope.ROW_CONSTRAINT, None),
     WriterFeature("allowColumnDefaults", False, Scope.ROW_CONSTRAINT, None),
-    WriterFeature("rowTracking", False, Scope.INACTIVE_ONLY, None),
-    WriterFeature("typeWidening", True, Scope.INACTIVE_ONLY, None),
-    WriterFeature("typeWidening-preview", True, Scope.INACTIVE_ONLY, None),
+    # every commit assigns baseRowId/defaultRowCommitVersion above the high-water mark and raises
+    # it (re-assigned on each retry); rewrites of enabled tables keep stable ids in the
+    # materialized columns
+    WriterFeature("rowTracking", False, Scope.ALWAYS, "delta_core.write.row_tracking"),
+    # we change no column's type; rewrites write the table's current type (data_io casts the
+    # narrower types old files hold); recorded changes that are not supported widenings are
+    # refused by this gate; the preview feature is treated alike, as Delta Spark does
+    WriterFeature("typeWidening", True, Scope.ALWAYS, "delta_core.model.type_widening"),
+    WriterFeature("typeWidening-preview", True, Scope.ALWAYS, "delta_core.model.type_widening"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
@@ -221,6 +228,8 @@ def check_write_supported(protocol: Protocol, metadata: Metadata, *, rewrite_onl
         parts = refused + reasons
         raise UnsupportedWriterFeatureError(_feature_message("writer", parts, "write"),
                                             path=path, version=version)
+    if TYPE_WIDENING_FEATURES & (writer_features(protocol) | reader_features(protocol)):
+        check_type_changes(metadata, path=path, version=version)
 
 
 def _feature_message(side: str, names: list[str], verb: str) -> str:
@@ -255,10 +264,6 @@ def _schema_metadata_keys(metadata: Metadata) -> set[str]:
     return keys
 
 
-def _truthy(configuration: Mapping[str, str], key: str) -> bool:
-    return str(configuration.get(key, "")).strip().lower() == "true"
-
-
 def _active_reason(name: str, metadata: Metadata) -> str | None:
     """Why ``name`` is active on this table (so its writer duties apply), or None if inactive."""
     conf = metadata.configuration or {}
@@ -277,12 +282,4 @@ def _active_reason(name: str, metadata: Metadata) -> str | None:
         return "the table has an identity column" if hit else None
     if name == "allowColumnDefaults":
         return "a column has a default value" if "CURRENT_DEFAULT" in keys or unreadable else None
-    if name == "rowTracking":
-        # Writers must assign row ids whenever the feature is supported and not suspended.
-        return (None if _truthy(conf, "delta.rowTrackingSuspended")
-                else "row ids must be assigned while delta.rowTrackingSuspended is not true")
-    if name in ("typeWidening", "typeWidening-preview"):
-        # Without recorded type changes every data file already has the table's types.
-        hit = "delta.typeChanges" in keys or unreadable or _truthy(conf, "delta.enableTypeWidening")
-        return "columns have recorded type changes or type widening is enabled" if hit else None
     return "active"

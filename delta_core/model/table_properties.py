@@ -28,6 +28,10 @@ ENABLE_EXPIRED_LOG_CLEANUP = "delta.enableExpiredLogCleanup"
 REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION = "delta.requireCheckpointProtectionBeforeVersion"
 DATA_SKIPPING_NUM_INDEXED_COLS = "delta.dataSkippingNumIndexedCols"
 DATA_SKIPPING_STATS_COLUMNS = "delta.dataSkippingStatsColumns"
+ENABLE_ROW_TRACKING = "delta.enableRowTracking"
+ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
+MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
+MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
 DEFAULT_DELETED_FILE_RETENTION = dt.timedelta(days=7)
@@ -165,3 +169,11 @@ class TableProperties:
     def stats_columns(self) -> tuple[str, ...] | None:
         v = self._conf.get(DATA_SKIPPING_STATS_COLUMNS)
         return None if v is None else tuple(c.strip() for c in v.split(",") if c.strip())
+
+    @property
+    def row_tracking_enabled(self) -> bool:
+        return self._bool(ENABLE_ROW_TRACKING, False)
+
+    @property
+    def row_tracking_suspended(self) -> bool:
+        return self._bool(ROW_TRACKING_SUSPENDED, False)

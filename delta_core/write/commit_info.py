@@ -62,6 +62,7 @@ def build_commit_info(
     is_blind_append: bool,
     txn_id: str,
     in_commit_timestamp: int | None = None,
+    tags: Mapping[str, str] | None = None,
 ) -> CommitInfo:
     values: dict[str, Any] = {}
     if in_commit_timestamp is not None:
@@ -78,4 +79,6 @@ def build_commit_info(
     values["operationMetrics"] = {k: str(v) for k, v in commit_info_fields(operation_metrics).items()}
     values["engineInfo"] = ENGINE_INFO
     values["txnId"] = txn_id
+    if tags:
+        values["tags"] = dict(tags)
     return CommitInfo(values)

@@ -35,6 +35,7 @@ from delta_core.model.stats_collect import StatsCollector, split_column_name
 from delta_core.model.table_properties import TableProperties
 from delta_core.storage.base import Storage
 from delta_core.write.parquet_stream import ParquetStream
+from delta_core.write.row_tracking import materialized_fields
 from delta_core.write.void_columns import check_void_writable, drop_void, without_void
 
 # Arrow type families that may be cast into one another without changing meaning.
@@ -212,6 +213,8 @@ class DataFileWriter:
     whatever the file's size. ``partition_values`` maps logical partition column names to Python
     values; partition columns present in a chunk are dropped from the file. ``key`` (from
     ``new_data_file_key``) fixes where the file goes; by default a fresh key is chosen.
+    ``row_tracking_columns``: the file also stores row tracking's materialized row id and row
+    commit version columns (``row_tracking.materialized_fields``; rewrites preserving stable ids).
     """
 
     def __init__(
@@ -226,6 +229,7 @@ class DataFileWriter:
         row_group_rows: int | None = None,
         row_group_bytes: int | None = None,
         key: str | None = None,
+        row_tracking_columns: bool = False,
     ) -> None:
         self._serialised = _serialise_partition_values(metadata, partition_values)
         self._schema = table_schema(metadata)
@@ -239,6 +243,14 @@ class DataFileWriter:
         props = TableProperties(metadata.configuration)
         self._stats = StatsCollector(self._physical, num_indexed_cols=props.num_indexed_cols,
                                      stats_columns=_physical_stats_columns(self._schema, props))
+        hidden = materialized_fields(metadata) if row_tracking_columns else ()
+        if hidden:
+            # Row tracking's materialized columns are stored but hidden (not in the schema): the
+            # chunks may carry them (nulls where absent); the stats above do not cover them.
+            self._schema = StructType(self._schema.fields + hidden)
+            self._logical = schema_to_arrow(self._schema)
+            self._stored = StructType(self._stored.fields + hidden)
+            self._physical = schema_to_arrow(without_void(self._stored), physical=True)
         self.key = key if key is not None else new_data_file_key(metadata, partition_values, directory=directory)
         self._data_change = data_change
         self._tags = dict(tags) if tags else None
@@ -284,12 +296,13 @@ def write_data_file_batches(
     row_group_rows: int | None = None,
     row_group_bytes: int | None = None,
     key: str | None = None,
+    row_tracking_columns: bool = False,
 ) -> Add:
     """Write one Parquet file from ``batches`` (rows that all share ``partition_values``, logical
     names), consumed one at a time; return its ``add``. A failure part-way removes the file."""
     writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
                             data_change=data_change, tags=tags, row_group_rows=row_group_rows,
-                            row_group_bytes=row_group_bytes, key=key)
+                            row_group_bytes=row_group_bytes, key=key, row_tracking_columns=row_tracking_columns)
     try:
         for batch in batches:
             writer.write(batch)

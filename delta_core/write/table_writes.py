@@ -317,8 +317,10 @@ def commit_rewrite(
     metrics: CommitInfoFields | None = None,
     discard_on_failure: bool = True,
     input_summaries: Sequence[InputSummary] = (),
+    tags: Mapping[str, str] | None = None,
 ) -> CommitResult:
-    """Commit a ``dataChange=false`` rewrite: ``removed`` files replaced by ``added`` ones.
+    """Commit a ``dataChange=false`` rewrite: ``removed`` files replaced by ``added`` ones
+    (``tags``: the commitInfo's, e.g. ``row_tracking.preserved_tags``).
 
     The removed files are declared read, so a concurrent delete of any of them is a
     ``ConcurrentDeleteReadError``; concurrent appends do not conflict (SnapshotIsolation).
@@ -343,6 +345,7 @@ def commit_rewrite(
         txn.add_actions(a.to_remove(now, data_change=False) for a in removed)
         outputs = [replace(a, data_change=False) for a in added]
         txn.add_actions(outputs)
+        txn.set_commit_tags(tags or {})
         txn.set_operation_metrics(metrics or RewriteMetrics(
             num_removed_files=len(removed), num_added_files=len(added),
             num_removed_bytes=sum(a.size for a in removed), num_added_bytes=sum(a.size for a in added),

@@ -81,6 +81,7 @@ from delta_core.write.conflict import (
 from delta_core.write.constraints import check_new_rows_allowed
 from delta_core.write.data_writer import table_schema
 from delta_core.write.feature_enablement import stamp_ict_enablement
+from delta_core.write.row_tracking import NO_ROW_IDS, assign_row_ids, assigns_row_ids, high_water_mark
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -123,7 +124,13 @@ class Transaction:
             table_root=table.storage.root,
         )
         self._metrics: dict[str, Any] = {}
+        self._tags: dict[str, str] = {}
         self._written: list[str] = []
+        # The row-id high-water mark of the latest commit seen; raised by the winners of a race.
+        self._row_id_mark = NO_ROW_IDS
+        if self._snapshot is not None:
+            mark = high_water_mark(self._snapshot.domain_metadata.values(), version=self._snapshot.version)
+            self._row_id_mark = NO_ROW_IDS if mark is None else mark
         self._committed: CommitResult | None = None
 
     # -- reading ----------------------------------------------------------------------------
@@ -191,6 +198,10 @@ class Transaction:
     def set_operation_metrics(self, metrics: CommitInfoFields) -> None:
         """Record ``operationMetrics``: a typed record (``operation_records``) or a mapping."""
         self._metrics.update(commit_info_fields(metrics))
+
+    def set_commit_tags(self, tags: Mapping[str, str]) -> None:
+        """Record ``commitInfo.tags`` (e.g. ``delta.rowTracking.preserved``)."""
+        self._tags.update(tags)
 
     @property
     def actions(self) -> list[Action]:
@@ -280,6 +291,9 @@ class Transaction:
                 raise InvalidTransactionError(
                     "protocol downgrades are not supported", path=uri, version=target)
         self._validate_files(metadata, target)
+        if assigns_row_ids(protocol, metadata.configuration):
+            # A file whose ids cannot be assigned fails here, before anything is written.
+            assign_row_ids(self._actions, mark=self._row_id_mark, version=target, path=uri)
         props = TableProperties(metadata.configuration)
         if props.append_only or (self._snapshot is not None and self._snapshot.properties.append_only):
             bad = [a.path for a in self._actions if isinstance(a, Remove) and a.data_change]
@@ -373,6 +387,7 @@ class Transaction:
             is_blind_append=self.is_blind_append,
             txn_id=txn_id,
             in_commit_timestamp=ict,
+            tags=self._tags,
         )
         # commitInfo first (required with in-commit timestamps), then protocol and metadata.
         order = {Protocol: 0, Metadata: 1}
@@ -381,6 +396,9 @@ class Transaction:
             # Turning ICT on for a table with history records where it starts; the version and
             # timestamp are this attempt's, so they are stamped here, on every retry.
             body = stamp_ict_enablement(body, self._snapshot.metadata.configuration, version=version, ict=ict)
+        if assigns_row_ids(protocol, metadata.configuration):
+            # Fresh ids above the mark and this attempt's version: both move when a race is lost.
+            body = assign_row_ids(body, mark=self._row_id_mark, version=version, path=self.table.uri)
         return encode_actions([info, *body])
 
     def _latest_version_from(self, version: int) -> int:
@@ -491,6 +509,9 @@ class Transaction:
                     self.abort()
                     raise
                 resolved.append(ResolvedConflict.of(winner))
+                mark = high_water_mark(winner.domains, version=v)
+                if mark is not None:
+                    self._row_id_mark = max(self._row_id_mark, mark)
                 if winner.commit_info and winner.commit_info.get("inCommitTimestamp") is not None:
                     last_ict = int(winner.commit_info["inCommitTimestamp"])  # type: ignore[call-overload]
             version = latest + 1

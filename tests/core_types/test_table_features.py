@@ -150,15 +150,14 @@ def test_identity_columns_of_a_real_table(conformance_dir):
     check_write_supported(protocol, md, rewrite_only=True)
 
 
-def test_type_widening_with_recorded_changes_is_refused(conformance_dir):
+def test_type_widening_with_supported_recorded_changes_is_writable(conformance_dir):
+    # tests/maintenance/test_type_widening_rewrite.py rewrites it and tests/core_types/
+    # test_type_widening.py refuses unsupported changes
     table = conformance_dir / "golden-type-widening"
     protocol = _last_protocol(table)
     md = action_from_json({"metaData": last_metadata(table)})
     check_read_supported(protocol)
-    with pytest.raises(UnsupportedWriterFeatureError, match="typeWidening-preview") as ei:
-        check_write_supported(protocol, md, rewrite_only=True)
-    assert str(ei.value).count("typeWidening-preview") == 1
-    # without recorded type changes every data file already has the table's types
+    check_write_supported(protocol, md, rewrite_only=True)
     check_write_supported(Protocol(3, 7, ("typeWidening",), ("typeWidening",)), PLAIN)
 
 
@@ -195,10 +194,11 @@ def test_catalog_managed_tables_refuse_every_write(feature):
         assert (ei.value.kind, ei.value.path, ei.value.version) == ("unsupported_protocol", "/t", 3)
 
 
-def test_row_tracking_unless_suspended():
+def test_row_tracking_tables_are_writable_suspended_or_not():
+    # every commit assigns row ids (delta_core.write.row_tracking), so the gate lets them through
     p = Protocol(1, 7, None, ("rowTracking", "domainMetadata"))
-    with pytest.raises(UnsupportedWriterFeatureError, match="rowTracking"):
-        check_write_supported(p, PLAIN, rewrite_only=True)
+    check_write_supported(p, PLAIN, rewrite_only=True)
+    check_write_supported(p, _metadata([], {"delta.enableRowTracking": "true"}))
     check_write_supported(p, _metadata([], {"delta.rowTrackingSuspended": "true"}))
 
 

@@ -41,6 +41,7 @@ from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
+from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,9 @@ class CompactBinTask:
     """What one Spark task needs to rewrite one bin (pickled to the executor): the table's
     ``storage`` (it carries its own options, nothing more is added), its ``metadata``, the
     bin's input ``paths`` (as in the log) with their ``sizes``, the bin's ``partition_values``,
-    the output ``key`` chosen on the driver, the inputs to ``summarise`` for the proof, and the
-    ``deletion_vectors`` of the inputs (aligned with ``paths``; ``None``: no vector)."""
+    the output ``key`` chosen on the driver, the inputs to ``summarise`` for the proof, the
+    ``deletion_vectors`` of the inputs (aligned with ``paths``; ``None``: no vector), and
+    ``row_ids``: the inputs' ``FileRowIds`` when rows' stable ids must be kept (row tracking)."""
 
     storage: Storage
     metadata: Metadata
@@ -64,6 +66,7 @@ class CompactBinTask:
     key: str
     summarise: tuple[str, ...]
     deletion_vectors: tuple[DeletionVectorDescriptor | None, ...] = ()
+    row_ids: Mapping[str, FileRowIds] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +96,7 @@ class CompactionMetrics(MetricsRecord):
 def _compact_bin(task: CompactBinTask) -> list[str]:
     """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON, then the
     summaries of the inputs in ``summarise`` (``InputSummary`` JSON)."""
-    reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise)
+    reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise, row_ids=task.row_ids)
     add = rewrite_files(task.storage, task.paths, metadata=task.metadata,
                         partition_values=task.partition_values, sizes=task.sizes, reader=reader,
                         key=task.key, deletion_vectors=task.deletion_vectors or None)
@@ -105,6 +108,7 @@ def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], l
     """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
     (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
     summarise = paths_to_summarise(snapshot, [p for b in batch for p in b.paths])
+    row_ids = input_row_ids(snapshot, [p for b in batch for p in b.paths])
     dvs = deletion_vectors(snapshot, [p for b in batch for p in b.paths])
     tasks = []
     for b in sorted(batch, key=lambda b: -b.total_size):
@@ -113,10 +117,12 @@ def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], l
         tasks.append(CompactBinTask(storage=table.storage, metadata=snapshot.metadata, paths=tuple(b.paths),
                                     sizes=tuple(f.size for f in b.files), partition_values=b.partition_dict,
                                     key=key, summarise=tuple(p for p in b.paths if p in summarise),
-                                    deletion_vectors=tuple(dvs.get(p) for p in b.paths)))
+                                    deletion_vectors=tuple(dvs.get(p) for p in b.paths),
+                                    row_ids=None if row_ids is None else {p: row_ids[p] for p in b.paths}))
     results = run_tasks(spark, _compact_bin, tasks, description=label)
     adds, summaries = split_results(r for rs in results for r in rs)
-    return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
+    return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries),
+                         tags=preserved_tags(snapshot.protocol, snapshot.metadata))
 
 
 def compact(

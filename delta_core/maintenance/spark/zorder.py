@@ -35,6 +35,7 @@ import pyarrow.compute as pc
 from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
 from delta_core.maintenance.data_io import (
+    DataFileReader,
     logical_data_schema,
     read_data_file,
     rewrite_output_key,
@@ -58,6 +59,7 @@ from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
 from delta_core.write.rewrite_proof import InputSummary
+from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 from delta_core.write.void_columns import check_void_writable
 
 log = logging.getLogger(__name__)
@@ -99,7 +101,8 @@ class ZOrderFileTask:
     ``storage`` (with its own options only), its ``metadata``, the file's ``path`` (as in the
     log) and ``size``, the index ``part`` of its table partition in the batch, the clustering
     ``columns``, the ``fraction`` of rows to sample, whether to ``summarise`` it, and its
-    ``deletion_vector`` (``None``: none)."""
+    ``deletion_vector`` (``None``: none), and its ``row_ids`` when rows' stable ids must be kept
+    (row tracking)."""
 
     storage: Storage
     metadata: Metadata
@@ -110,6 +113,7 @@ class ZOrderFileTask:
     fraction: float
     summarise: bool
     deletion_vector: DeletionVectorDescriptor | None = None
+    row_ids: FileRowIds | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,8 +202,9 @@ def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
 
 def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
     def read(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
-        data = read_data_file(task.storage, task.path, task.metadata, size=task.size,
-                              deletion_vector=task.deletion_vector)
+        row_ids = None if task.row_ids is None else {task.path: task.row_ids}
+        data = DataFileReader(task.storage, task.metadata, row_ids=row_ids).read(
+            task.path, size=task.size, deletion_vector=task.deletion_vector)
         keys = layout.keys(data)
         data = data.append_column(FILE_COL, pa.array(layout.file_ids(task.part, keys), pa.int32()))
         data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
@@ -240,7 +245,9 @@ def _run_batch(
     chosen here and recorded in ``outputs`` before any task writes, so a failed batch can be
     cleaned up without listing the table."""
     metadata = snapshot.metadata
-    data_schema = logical_data_schema(metadata)
+    row_ids = input_row_ids(snapshot, [f.path for p in batch for f in p.files])
+    # rows carry their stable row ids through the shuffle in the hidden row tracking columns
+    data_schema = logical_data_schema(metadata, row_tracking=row_ids is not None)
     total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
     summarise = paths_to_summarise(snapshot, [f.path for p in batch for f in p.files])
@@ -248,7 +255,8 @@ def _run_batch(
     file_tasks = [
         ZOrderFileTask(storage=table.storage, metadata=metadata, path=f.path, size=f.size, part=i,
                        columns=tuple(plan.columns), fraction=fraction, summarise=f.path in summarise,
-                       deletion_vector=dvs.get(f.path))
+                       deletion_vector=dvs.get(f.path),
+                       row_ids=None if row_ids is None else row_ids[f.path])
         for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
@@ -276,7 +284,8 @@ def _run_batch(
     shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL, KEY_COL)
     result = collect_arrow(shuffled.mapInArrow(writer, "result string"), description=f"{label}: cluster and write")
     adds = tuple(add_from_json(r) for r in result.column("result").to_pylist())
-    return RewriteOutput(adds, tuple(s for s in summaries if s is not None))
+    return RewriteOutput(adds, tuple(s for s in summaries if s is not None),
+                         tags=preserved_tags(snapshot.protocol, snapshot.metadata))
 
 
 def zorder(
