@@ -97,14 +97,13 @@ def _new_columns(snapshot: Any, names: list[str], old: Sequence[ClusteringColumn
             f"{len(names)} clustering columns given; Delta allows at most {MAX_CLUSTERING_COLUMNS} "
             "(Delta Spark's clusteredTable.numClusteringColumnsLimit), so choose the most selective ones",
             path=path, version=snapshot.version)
-    resolved = resolve_columns(snapshot.schema, names)
-    nested = [c.name for c in resolved if len(c.logical) > 1]
-    if nested:
-        raise ConfigError(
-            f"nested clustering column(s) {', '.join(nested)}: this library clusters on top-level columns "
-            "only; choose top-level columns or set these with Delta Spark", path=path, version=snapshot.version)
     props = snapshot.properties
     try:
+        resolved = resolve_columns(snapshot.schema, names)
+        nested = [c.name for c in resolved if len(c.logical) > 1]
+        if nested:
+            raise ConfigError(f"nested clustering column(s) {', '.join(nested)}: this library clusters on "
+                              "top-level columns only; choose top-level columns or set these with Delta Spark")
         validate_columns(snapshot.schema, [c.logical[0] for c in resolved], partition_columns=(),
                          num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns,
                          operation="cluster")
