@@ -9,8 +9,9 @@ Which files a run takes:
 
 - ``full`` (``OPTIMIZE FULL``): every live file, whoever clustered it.
 - Otherwise every *unclustered* file U (no ``clusteringProvider`` and no ZCube tags naming the
-  current columns: ``delta_core.model.clustering.is_clustered_file``) is rewritten; files that
-  another clustering implementation tagged are left alone. With no unclustered file, nothing
+  current columns: ``delta_core.model.clustering.file_clustering``) is rewritten; files that
+  another clustering implementation tagged, or that were clustered on earlier columns, are left
+  alone. With no unclustered file, nothing
   is rewritten, so a second run commits nothing.
 - Together with U, the clustered files whose ranges the new rows would widen most: the
   clustered files (on the current columns) whose min/max box on the clustering columns
