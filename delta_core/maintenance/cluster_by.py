@@ -2,7 +2,7 @@
 ``ALTER TABLE ... CLUSTER BY (a, b)`` / ``CLUSTER BY NONE``).
 
 PROTOCOL.md "Clustered Table": the columns live in the ``delta.clustering`` domain (physical
-names; ``domain_metadata`` in ``delta_core.model.clustering``), the table must list
+names; ``clustering_domain`` in ``delta_core.model.clustering``), the table must list
 ``clustering`` and ``domainMetadata`` among its writer features (writer version 7; the protocol
 is upgraded in the same commit when it does not), a clustered table must not be partitioned, and
 every file must have statistics for a column that becomes a clustering column. One commit,
