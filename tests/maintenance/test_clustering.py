@@ -273,3 +273,32 @@ def test_wide_append_rewrites_at_most_twice_its_bytes(table_uri):
     assert plan.unclustered_files == 1 and 1 <= plan.clustered_files_rewritten < 10
     assert plan.rewrite.input_bytes <= 2 * new_bytes
     assert plan.clustered_files_kept == 10 - plan.clustered_files_rewritten
+
+
+def test_hand_written_clustering_on_a_delta_rs_table_is_read_planned_and_checkpointed(table_uri):
+    import deltalake
+
+    from delta_core.log.log_path import commit_key
+    from delta_core.model.table_features import writer_features
+    from delta_core.write.checkpoint_write import write_checkpoint
+
+    for i in range(3):
+        deltalake.write_deltalake(table_uri, batch(i * 40, 40), mode="append")
+    table = DeltaTable(table_uri)
+    version = table.latest_version() + 1
+    features = sorted(writer_features(table.snapshot().protocol) | {"clustering", "domainMetadata"})
+    lines = [  # what a Delta Spark ALTER TABLE CLUSTER BY commits, with a plain column name
+        {"commitInfo": {"timestamp": 1_700_000_000_000, "operation": "CLUSTER BY"}},
+        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": features}},
+        {"domainMetadata": {"domain": "delta.clustering", "configuration": '{"clusteringColumns":["x"]}',
+                            "removed": False}},
+    ]
+    table.storage.put_if_absent(commit_key(version), "\n".join(json.dumps(line) for line in lines).encode())
+    plan = plan_clustering(table.snapshot())
+    assert plan.names == ("x",) and plan.unclustered_files == 3 and plan.rewrite.num_input_files == 3
+
+    write_checkpoint(table)  # the checkpoint keeps the domain: a reader starting there still sees the columns
+    snap = DeltaTable(table_uri).snapshot()
+    assert snap.log_segment.checkpoint_version == version
+    assert [c.name for c in clustering_columns(snap.domain_metadata, snap.schema)] == ["x"]
+    assert multiset(deltars_rows(table_uri)) == multiset(pa.concat_tables([batch(i * 40, 40) for i in range(3)]))
