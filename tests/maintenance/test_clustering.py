@@ -182,6 +182,7 @@ def test_compact_where_and_full_refusals(table_uri):
     before = listing(table_uri)
     with pytest.raises(ConfigError, match="--full reclusters a clustered table"):
         compact(table, _no_spark, full=True)
+    assert listing(table_uri) == before
     cluster_by(table, ["x"])
     before = listing(table_uri)
     with pytest.raises(ConfigError, match="no partitions"):
