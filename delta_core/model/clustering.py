@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import enum
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -57,9 +58,14 @@ class ClusteringColumn:
 
 
 def _quote(part: str) -> str:
-    if part and all(c.isalnum() or c == "_" for c in part):
+    # Spark's quoteIfNeeded: plain ASCII identifiers stay bare, anything else (digits only too)
+    # is backquoted, so ZCUBE_ZORDER_BY matches what Delta Spark writes for the same column.
+    if _BARE.fullmatch(part) and not part.isdigit():
         return part
     return "`" + part.replace("`", "``") + "`"
+
+
+_BARE = re.compile(r"[A-Za-z0-9_]+")
 
 
 def is_clustered_table(protocol: Protocol) -> bool:

@@ -63,6 +63,14 @@ def test_clustering_columns_accept_name_parts_and_plain_names(recorded):
     assert [c.name for c in cols] == ["id", "s.b"]
 
 
+def test_zcube_tags_spell_names_as_delta_spark():
+    from delta_core.model.clustering import ClusteringColumn, zcube_tags
+
+    cols = [ClusteringColumn(("a b",), ("col-1",)), ClusteringColumn(("s", "b"), ("col-2", "col-3")),
+            ClusteringColumn(("2024",), ("col-4",))]
+    assert zcube_tags("cube", cols) == {"ZCUBE_ID": "cube", "ZCUBE_ZORDER_BY": '["`a b`","s.b","`2024`"]'}
+
+
 def test_clustering_columns_empty_missing_and_corrupt():
     assert clustering_columns({}, MAPPED) == ()
     assert clustering_columns(_domain({"clusteringColumns": []}), MAPPED) == ()  # CLUSTER BY NONE
