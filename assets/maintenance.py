@@ -45,7 +45,7 @@ from assets.metadata import (
 from assets.metrics_view import describe, metrics_for_json
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
-from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import CHECKPOINT, CLUSTER, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import ZORDER_CURVES
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
@@ -89,6 +89,12 @@ class CheckpointConfig(Config):
 
 class ManifestConfig(Config):
     incremental: bool | None = Field(default=None, description="Rewrite only partitions changed since the last manifest.")
+
+
+class ClusterConfig(Config):
+    columns: list[str] | None = Field(default=None, description="Clustering columns (set first when they differ).")
+    full: bool | None = Field(default=None, description="Recluster every file (OPTIMIZE FULL).")
+    target_size: int | None = Field(default=None, description="Target file size in bytes.")
 
 
 _Options = TypeVar("_Options")
@@ -259,6 +265,25 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
+def _cluster(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.cluster
+    on = ", ".join(policy.options.columns) if policy.options.columns else "its clustering columns"
+
+    @asset(**_common(table, CLUSTER, deps, description=(
+        f"Liquid clustering of `{table.name}` on {on}: new data along a Hilbert curve, "
+        "already-clustered files left alone (dataChange=false commits).")))
+    @_logs_typed_errors
+    def _asset(context: AssetExecutionContext, config: ClusterConfig) -> MaterializeResult:
+        from delta_core.maintenance.spark.cluster import cluster
+
+        options = _options(config, policy.options)
+        return _measured(context, table, "Clustering", lambda dt: cluster(
+            dt, context.resources.spark.spark_session, columns=options.columns or None, full=options.full,
+            target_size=options.target_size))
+
+    return _asset
+
+
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log).
 ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
@@ -267,6 +292,7 @@ ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinit
     VACUUM.name: _vacuum,
     CHECKPOINT.name: _checkpoint,
     MANIFEST.name: _manifest,
+    CLUSTER.name: _cluster,
 }
 
 

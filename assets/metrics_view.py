@@ -80,6 +80,34 @@ def _zorder(m: Any) -> MetricsView:
     return MetricsView(values, headline, m.duration_seconds, m.partitions_optimized)
 
 
+def _cluster(m: Any) -> MetricsView:
+    values = _common(m) | {
+        "columns": ", ".join(m.columns),
+        "full": m.full,
+        "files_considered": m.files_considered,
+        "unclustered_files": m.unclustered_files,
+        "clustered_files_rewritten": m.clustered_files_rewritten,
+        "clustered_files_kept": m.clustered_files_kept,
+        "target_size": m.target_size,
+        "commits": len(m.versions),
+        "batches_aborted": m.batches_aborted,
+        "skipped_file_ratio_before": m.skipped_file_ratio_before,
+        "skipped_file_ratio_after": m.skipped_file_ratio_after,
+    }
+    ratio = ("n/a" if m.skipped_file_ratio_after is None else
+             f"{m.skipped_file_ratio_before or 0:.0%} before, {m.skipped_file_ratio_after:.0%} after")
+    headline = [_committed(m), _files_line(m),
+                f"clustered on {', '.join(m.columns)} (hilbert curve{', full' if m.full else ''}): "
+                f"{m.unclustered_files} unclustered file(s), {m.clustered_files_rewritten} clustered merged, "
+                f"{m.clustered_files_kept} kept",
+                f"point-query skipped-file ratio on the clustering columns: {ratio}"]
+    if m.cluster_by_version is not None:
+        headline.append(f"clustering columns set at version {m.cluster_by_version}")
+    if m.batches_aborted:
+        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
+    return MetricsView(values, headline, m.duration_seconds, None)
+
+
 DRY_RUN_PATHS_SHOWN = 20
 
 
@@ -132,12 +160,13 @@ def _generic(m: Any) -> MetricsView:
 
 def _describers() -> dict[type, Callable[[Any], MetricsView]]:
     from delta_core.maintenance.manifest import ManifestMetrics
+    from delta_core.maintenance.spark.cluster import ClusterMetrics
     from delta_core.maintenance.spark.compaction import CompactionMetrics
     from delta_core.maintenance.spark.vacuum import VacuumMetrics
     from delta_core.maintenance.spark.zorder import ZOrderMetrics
 
     return {CompactionMetrics: _compaction, ManifestMetrics: _manifest, VacuumMetrics: _vacuum,
-            ZOrderMetrics: _zorder}
+            ZOrderMetrics: _zorder, ClusterMetrics: _cluster}
 
 
 # Fields too long for the metadata JSON (the Markdown summary shows a sample instead).

@@ -37,12 +37,14 @@ from delta_core.errors import ConfigError
 from delta_core.maintenance.options import (
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     CheckpointOptions,
+    ClusterOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
     ZOrderOptions,
 )
 from delta_core.maintenance.predicate import parse_predicate_syntax
+from delta_core.model.clustering import MAX_CLUSTERING_COLUMNS
 from delta_core.model.sizes import parse_size
 from delta_core.model.table_properties import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -54,6 +56,7 @@ from resources.config_records import (
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_VACUUM_CRON,
     CheckpointPolicy,
+    ClusterPolicy,
     CompactPolicy,
     DailySummary,
     DownstreamPolicy,
@@ -268,6 +271,31 @@ class ManifestSection(_Model):
         return ManifestPolicy(enabled=self.enabled, options=ManifestOptions(incremental=self.incremental))
 
 
+class ClusterSection(_Model):
+    """Liquid clustering: set the clustering columns (when they differ) and cluster. On when the
+    section is given."""
+
+    enabled: bool = True
+    columns: list[NonEmpty] = Field(default_factory=list, description="Clustering columns (at most "
+                                    f"{MAX_CLUSTERING_COLUMNS}); none: keep the table's own.")
+    full: bool = Field(default=False, description="Recluster every file, not only new data (OPTIMIZE FULL).")
+    target_size: Size | None = None
+    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
+
+    @field_validator("columns")
+    @classmethod
+    def _columns(cls, columns: list[str]) -> list[str]:
+        if len(set(columns)) != len(columns):
+            raise _invalid(f"lists a column twice: {columns!r}")
+        if len(columns) > MAX_CLUSTERING_COLUMNS:
+            raise _invalid(f"at most {MAX_CLUSTERING_COLUMNS} clustering columns, got {len(columns)}")
+        return columns
+
+    def to_policy(self) -> ClusterPolicy:
+        return ClusterPolicy(enabled=self.enabled, cron=self.cron, options=ClusterOptions(
+            columns=tuple(self.columns), full=self.full, target_size=self.target_size))
+
+
 class SensorSection(_Model):
     """The table's log sensor. On by default."""
 
@@ -309,6 +337,7 @@ class TableSection(_Model):
     manifest: OnOff[ManifestSection] | None = None  # off unless given
     sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
+    cluster: OnOff[ClusterSection] | None = None  # on when given
 
 
 class SparkSection(_Model):
@@ -387,6 +416,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         downstream=DownstreamPolicy(
             daily_summary=DailySummary(summary.date_column) if summary is not None else None,
             assets=tuple(t.downstream.assets)),
+        cluster=t.cluster.to_policy() if t.cluster is not None else ClusterPolicy(),
     )
 
 

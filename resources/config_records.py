@@ -15,6 +15,7 @@ from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import OPERATIONS, operation
 from delta_core.maintenance.options import (
     CheckpointOptions,
+    ClusterOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
@@ -108,7 +109,14 @@ class DownstreamPolicy:
     assets: tuple[str, ...] = ()  # asset keys ("a/b") refreshed on dataChange commits
 
 
-Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy
+@dataclass(frozen=True, slots=True)
+class ClusterPolicy:
+    enabled: bool = False
+    cron: str | None = None  # no schedule unless given
+    options: ClusterOptions = ClusterOptions()
+
+
+Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +132,7 @@ class TableConfig:
     manifest: ManifestPolicy = field(default_factory=ManifestPolicy)
     sensor: SensorPolicy = field(default_factory=SensorPolicy)
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
+    cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""

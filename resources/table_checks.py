@@ -3,8 +3,8 @@
 ``resources.config`` checks what the file alone can tell (predicate syntax included). What
 needs a table's schema is checked here, with the very functions the runs use, so a typo fails
 ``dagster definitions validate`` instead of a scheduled run: a ``where`` predicate may only
-name partition columns (``parse_predicate``), and Z-order columns must be data columns of the
-schema with statistics (``zorder_plan.validate_columns``). Each failure is a
+name partition columns (``parse_predicate``), and Z-order and clustering columns must be data
+columns of the schema with statistics (``zorder_plan.validate_columns``). Each failure is a
 ``TableConfigError`` naming the file, the table and the field.
 
 Only protocol and metadata are read (``DeltaTable.protocol_and_metadata``: no file actions).
@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
-from delta_core.maintenance.operations import COMPACT, ZORDER
+from delta_core.maintenance.operations import CLUSTER, COMPACT, ZORDER
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.maintenance.zorder_plan import validate_columns
 from delta_core.model.actions import Metadata
@@ -57,6 +57,12 @@ def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) 
             validate_columns, StructType.from_json(metadata.schema_string), table.zorder.options.columns,
             partition_columns=partition_columns, num_indexed_cols=props.num_indexed_cols,
             stats_columns=props.stats_columns)))
+    if table.cluster.options.columns:
+        props = TableProperties(metadata.configuration)
+        checks.append((f"{CLUSTER.policy_key}.columns", functools.partial(
+            validate_columns, StructType.from_json(metadata.schema_string), table.cluster.options.columns,
+            partition_columns=partition_columns, num_indexed_cols=props.num_indexed_cols,
+            stats_columns=props.stats_columns, operation="cluster")))
     for field, check in checks:
         try:
             check()

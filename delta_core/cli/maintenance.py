@@ -1,4 +1,10 @@
-"""Maintenance subcommands of ``delta-core``: ``compact``, ``zorder``, ``vacuum``, ``manifest``.
+"""Maintenance subcommands of ``delta-core``: ``compact``, ``zorder``, ``vacuum``, ``manifest``,
+``cluster`` and ``cluster-by``.
+
+Liquid clustering has two commands, as Delta Spark has ``ALTER TABLE ... CLUSTER BY`` and
+``OPTIMIZE``: ``cluster-by TABLE --columns a,b`` (or ``--none``) sets the clustering columns and
+commits nothing else; ``cluster TABLE [--full]`` is the registry's ``cluster`` operation and
+clusters (``compact`` on a clustered table does the same, as ``OPTIMIZE`` does there).
 
 Each builds (or joins) a Spark session only when it needs one (compaction and Z-order always;
 vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
@@ -14,7 +20,7 @@ from typing import Any
 from delta_core.cli.arguments import byte_size, ratio, retention_hours
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
-from delta_core.maintenance.operations import COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import CLUSTER, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, ZORDER_CURVES
 
 
@@ -44,6 +50,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     c.add_argument("--max-deleted-rows-ratio", type=ratio, default=DEFAULT_MAX_DELETED_ROWS_RATIO, metavar="R",
                    help="also rewrite files whose deletion vectors delete more than this share of their rows, "
                         f"even alone (default {DEFAULT_MAX_DELETED_ROWS_RATIO}, as Delta Spark's OPTIMIZE)")
+    c.add_argument("--full", action="store_true",
+                   help="clustered tables: recluster every file, not only the unclustered ones (OPTIMIZE FULL)")
     c.set_defaults(func=cmd_compact)
 
     z = add_operation_parser(subparsers, ZORDER)
@@ -73,6 +81,26 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="rewrite only the partitions changed since the last generated version")
     m.set_defaults(func=cmd_manifest)
 
+    cl = add_operation_parser(subparsers, CLUSTER)
+    add_table_arguments(cl)
+    _spark_argument(cl)
+    cl.add_argument("--columns", default=None, metavar="A,B",
+                    help="make these the clustering columns first (as cluster-by); default: the table's own")
+    cl.add_argument("--full", action="store_true", help="recluster every file (OPTIMIZE FULL)")
+    cl.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
+                    help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
+    cl.set_defaults(func=cmd_cluster)
+
+    cb = subparsers.add_parser(
+        "cluster-by", help="set or clear the clustering columns (ALTER TABLE ... CLUSTER BY)",
+        description="Set the table's liquid clustering columns (upgrading its protocol to a clustered "
+                    "table's when needed), or clear them with --none. Commits no data; run cluster to cluster.")
+    add_table_arguments(cb)
+    which = cb.add_mutually_exclusive_group(required=True)
+    which.add_argument("--columns", metavar="A,B", help="comma-separated top-level data columns (at most 4)")
+    which.add_argument("--none", action="store_true", help="clear the clustering columns (CLUSTER BY NONE)")
+    cb.set_defaults(func=cmd_cluster_by)
+
 
 def _spark(args: argparse.Namespace) -> Any:
     """A factory: the operations start Spark only once they know there is work."""
@@ -94,7 +122,8 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
     table = open_table(args)
     metrics = compact(table, _spark(args), where=args.where, target_size=args.target_size,
-                      min_file_size=args.min_file_size, max_deleted_rows_ratio=args.max_deleted_rows_ratio)
+                      min_file_size=args.min_file_size, max_deleted_rows_ratio=args.max_deleted_rows_ratio,
+                      full=args.full)
     emit(metrics.to_dict(), args.json)
     return 0
 
@@ -127,4 +156,23 @@ def cmd_manifest(args: argparse.Namespace) -> int:
     table = open_table(args)
     metrics = generate_manifests(table, incremental=args.incremental)
     emit(metrics.to_dict(), args.json)
+    return 0
+
+
+def cmd_cluster(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.spark.cluster import cluster
+
+    table = open_table(args)
+    columns = _columns(args.columns) if args.columns is not None else None
+    metrics = cluster(table, _spark(args), columns=columns, full=args.full, target_size=args.target_size)
+    emit(metrics.to_dict(), args.json)
+    return 0
+
+
+def cmd_cluster_by(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.cluster_by import cluster_by
+
+    table = open_table(args)
+    result = cluster_by(table, None if args.none else _columns(args.columns))
+    emit(result.to_dict(), args.json)
     return 0

@@ -24,15 +24,16 @@ from dataclasses import dataclass
 from delta_core.maintenance.options import (
     CheckpointOptions,
     CleanupLogOptions,
+    ClusterOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
     ZOrderOptions,
 )
-from delta_core.model.delta_operations import OPTIMIZE, VACUUM_END, VACUUM_START
+from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, VACUUM_END, VACUUM_START
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
-    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions]
+    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +109,17 @@ MANIFEST = Operation(
     description="Write _symlink_format_manifest/ for the latest version.",
     uses_spark=False,
 )
+CLUSTER = Operation(
+    name="cluster", cli_command="cluster", policy_key="cluster", options_type=ClusterOptions,
+    metrics_type_path="delta_core.maintenance.spark.cluster:ClusterMetrics",
+    delta_operations=(CLUSTER_BY, OPTIMIZE),  # CLUSTER BY only when the configured columns differ
+    summary="liquid clustering on the table's clustering columns (OPTIMIZE)",
+    description="Cluster the table's unclustered files on its clustering columns along a Hilbert "
+                "curve (--full: every file); with --columns, set those columns first.",
+    uses_spark=True,
+)
 
-OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST)
+OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST, CLUSTER)
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
 

@@ -67,3 +67,13 @@ class ManifestOptions:
     """``manifest``: write symlink manifests (``delta_core.maintenance.manifest``)."""
 
     incremental: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterOptions:
+    """``cluster``: liquid clustering (``...spark.cluster.cluster``); ``columns``, when given and
+    different from the table's, are set first (``cluster_by``)."""
+
+    columns: tuple[str, ...] = ()  # () : keep the table's clustering columns
+    full: bool = False  # recluster every file (OPTIMIZE FULL)
+    target_size: int | None = None

@@ -89,8 +89,10 @@ def validate_columns(
     partition_columns: Sequence[str],
     num_indexed_cols: int,
     stats_columns: Sequence[str] | None,
+    operation: str = "Z-order",
 ) -> tuple[str, ...]:
-    """Canonical names of the clustering ``columns``, or ``ConfigError`` saying what is wrong."""
+    """Canonical names of the clustering ``columns``, or ``ConfigError`` saying what is wrong
+    (``operation`` names the command in the messages)."""
     if not columns:
         raise ConfigError("Z-order needs at least one column (--columns a,b)")
     bits_per_column(len(columns))
@@ -110,12 +112,12 @@ def validate_columns(
         if field is None:
             raise ConfigError(f"column {name!r} is not in the table schema ({', '.join(schema.field_names)})")
         if not isinstance(field.type, PrimitiveType) or field.type.name not in _ORDERABLE:
-            raise ConfigError(f"cannot Z-order on {field.name!r} of type {field.type}: only primitive, "
+            raise ConfigError(f"cannot {operation} on {field.name!r} of type {field.type}: only primitive, "
                               "orderable columns (numbers, strings, dates, timestamps, booleans) work")
         if (field.name,) not in with_stats:
             raise ConfigError(
                 f"column {field.name!r} has no statistics (see delta.dataSkippingNumIndexedCols / "
-                "delta.dataSkippingStatsColumns), so Z-ordering on it cannot help data skipping; "
+                f"delta.dataSkippingStatsColumns), so {operation} on it cannot help data skipping; "
                 "collect stats for it first"
             )
         if field.name in out:

@@ -72,7 +72,8 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     WriterFeature("timestampNtz", True, Scope.ALWAYS, "delta_core.write.data_writer"),
     # vacuum runs this gate (reader features included) before listing anything
     WriterFeature("vacuumProtocolCheck", True, Scope.ALWAYS, "delta_core.maintenance.spark.vacuum"),
-    # we write no domains; checkpoints keep the live ones
+    # commits keep every domain they do not change (only cluster-by writes one, the
+    # delta.clustering domain it understands); checkpoints keep the live ones
     WriterFeature("domainMetadata", False, Scope.ALWAYS, "delta_core.write.checkpoint_write"),
     # checkpoint writers must not write multi-part checkpoints then
     WriterFeature("v2Checkpoint", True, Scope.ALWAYS, "delta_core.write.checkpoint_write"),
@@ -97,6 +98,11 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # refused by this gate; the preview feature is treated alike, as Delta Spark does
     WriterFeature("typeWidening", True, Scope.ALWAYS, "delta_core.model.type_widening"),
     WriterFeature("typeWidening-preview", True, Scope.ALWAYS, "delta_core.model.type_widening"),
+    # cluster-by keeps the columns in the delta.clustering domain and refuses partitioned
+    # tables and columns without stats; set_properties refuses dropping their stats; every
+    # data file we write has stats; clustering tags files clusteringProvider=liquid and
+    # reclusters only liquid or unclustered files (all with --full, as OPTIMIZE FULL)
+    WriterFeature("clustering", False, Scope.ALWAYS, "delta_core.maintenance.spark.cluster"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "ClusterByParameters",
     "CreateTableParameters",
     "DeleteMetrics",
     "DeleteParameters",
@@ -119,20 +120,25 @@ class RewriteMetrics:
 class OptimizeParameters:
     """``OPTIMIZE`` parameters: the ``predicate`` (SQL, or ``None`` for the whole table), the
     clustering columns (``z_order_by``, empty for bin-packing) and our ``curve`` (Z-order or
-    Hilbert; only written when clustering)."""
+    Hilbert; only written when clustering). On a clustered table ``cluster_by`` names its
+    clustering columns and ``is_full`` says whether every file was reclustered (OPTIMIZE FULL)."""
 
     predicate: str | None
     z_order_by: tuple[str, ...] = ()
     curve: str | None = None
+    cluster_by: tuple[str, ...] = ()
+    is_full: bool = False
 
     def to_commit_info(self) -> dict[str, Any]:
         # Delta Spark writes the lists as JSON text (json.dumps' default spacing is ours since v1).
         out: dict[str, Any] = {
             "predicate": json.dumps([self.predicate] if self.predicate else []),
             "zOrderBy": json.dumps(list(self.z_order_by)),
-            "clusterBy": "[]",
+            "clusterBy": json.dumps(list(self.cluster_by)),
             "auto": False,
         }
+        if self.cluster_by:  # Delta Spark writes isFull for clustered tables only
+            out["isFull"] = self.is_full
         if self.curve is not None:
             out["curve"] = self.curve
         return out
@@ -225,3 +231,16 @@ class VacuumEndMetrics:
 
     def to_commit_info(self) -> dict[str, Any]:
         return {"numDeletedFiles": self.num_deleted_files, "numVacuumedDirectories": self.num_vacuumed_directories}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterByParameters:
+    """``CLUSTER BY`` (ALTER TABLE ... CLUSTER BY): the logical clustering columns before and
+    after, each comma-separated as Delta Spark writes them (empty for none)."""
+
+    old_clustering_columns: tuple[str, ...]
+    new_clustering_columns: tuple[str, ...]
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"oldClusteringColumns": ",".join(self.old_clustering_columns),
+                "newClusteringColumns": ",".join(self.new_clustering_columns)}

@@ -19,6 +19,7 @@ import pyarrow as pa
 
 from delta_core.errors import (
     AppendOnlyViolationError,
+    ConfigError,
     InvalidTransactionError,
     PartitionValueError,
     SchemaMismatchError,
@@ -27,6 +28,7 @@ from delta_core.log.log_path import LOG_DIR
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Add, Metadata, Protocol
 from delta_core.model.clock import Clock, system_clock
+from delta_core.model.clustering import clustering_columns, columns_without_stats, is_clustered_table
 from delta_core.model.delta_operations import CREATE_TABLE, DELETE, OPTIMIZE, SET_TBLPROPERTIES, WRITE
 from delta_core.model.schema import (
     FIELD_ID_KEY,
@@ -296,6 +298,7 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
                  "set_transaction_retention", "target_file_size",
                  "checkpoint_write_stats_as_struct", "checkpoint_write_stats_as_json"):
         getattr(props, attr)
+    _check_clustering_keeps_stats(snap, props, path=table.uri)
     protocol = protocol_for(snap.protocol, snap.metadata.configuration, configuration,
                             path=table.uri, version=snap.version)
     check_constraints_added(snap.metadata.configuration, configuration, live_files=snap.num_files,
@@ -304,6 +307,22 @@ def set_properties(table: DeltaTable, properties: Mapping[str, str]) -> CommitRe
     if protocol != snap.protocol:
         txn.add_action(protocol)
     return txn.commit()
+
+
+def _check_clustering_keeps_stats(snap: Snapshot, props: TableProperties, *, path: str) -> None:
+    """PROTOCOL.md "Clustered Table": every ``add`` must have stats for the clustering columns,
+    so stats settings that would leave one out are refused before anything is written."""
+    if not is_clustered_table(snap.protocol):
+        return
+    columns = clustering_columns(snap.domain_metadata, snap.schema, path=path, version=snap.version)
+    missing = columns_without_stats(snap.schema, columns, partition_columns=snap.partition_columns,
+                                    num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns)
+    if missing:
+        raise ConfigError(
+            f"these settings would stop statistics on clustering column(s) {', '.join(c.name for c in missing)}, "
+            "which a clustered table must have in every file; keep them among the indexed columns "
+            "(delta.dataSkippingNumIndexedCols / delta.dataSkippingStatsColumns) or change the clustering "
+            "columns first (delta-core cluster-by)", path=path, version=snap.version)
 
 
 def commit_rewrite(

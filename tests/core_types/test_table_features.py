@@ -118,7 +118,7 @@ def test_write_gate_also_applies_reader_rules():
     assert isinstance(ei.value, UnsupportedProtocolError)  # callers may catch the broader type
 
 
-@pytest.mark.parametrize("feature", ["icebergCompatV1", "clustering", "catalogManaged", "someFutureFeature"])
+@pytest.mark.parametrize("feature", ["icebergCompatV1", "liquid", "catalogManaged", "someFutureFeature"])
 def test_unimplemented_writer_features_are_refused(feature):
     with pytest.raises(UnsupportedWriterFeatureError, match=feature):
         check_write_supported(Protocol(1, 7, None, (feature,)), PLAIN)

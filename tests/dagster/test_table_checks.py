@@ -43,6 +43,7 @@ def test_unparseable_where_is_rejected_at_load(tables_yaml, tmp_path, policy, fi
     ("    zorder: {columns: [id, nope]}\n", "zorder.columns", "'nope' is not in the table schema"),
     ("    zorder: {columns: [day]}\n", "zorder.columns", "'day' is a partition column"),
     ("    compact: {where: \"name = 'a'\"}\n", "compact.where", "not a partition column"),
+    ("    cluster: {columns: [id, nope]}\n", "cluster.columns", "'nope' is not in the table schema"),
 ])
 def test_policy_the_schema_does_not_allow_is_rejected_by_definitions(tables_yaml, tmp_path, policy, field, words):
     config = tables_yaml(_yaml(_table(tmp_path / "sales"), policy))

@@ -19,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from delta_core.errors import ConfigError
+from delta_core.maintenance.cluster_plan import table_clustering_columns
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
     Bin,
@@ -30,6 +32,7 @@ from delta_core.maintenance.input_summary import SummarisingReader, paths_to_sum
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, run_rewrite_batches
+from delta_core.maintenance.spark.cluster import ClusterMetrics, cluster
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
     add_to_json,
@@ -38,6 +41,7 @@ from delta_core.maintenance.spark.tasks import (
     settled_on_failure,
 )
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
+from delta_core.model.clustering import is_clustered_table
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
@@ -134,13 +138,29 @@ def compact(
     min_file_size: int | None = None,
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
-) -> CompactionMetrics:
+    full: bool = False,
+) -> CompactionMetrics | ClusterMetrics:
     """Bin-pack the small files of ``table`` (a ``delta_core.log.table.DeltaTable``) on ``spark``
     (a SparkSession, or a factory called only when there is something to compact), and rewrite
-    the files whose deletion vectors delete more than ``max_deleted_rows_ratio`` of their rows."""
+    the files whose deletion vectors delete more than ``max_deleted_rows_ratio`` of their rows.
+
+    On a clustered table with clustering columns this clusters instead, as Delta Spark's
+    ``OPTIMIZE`` does (``spark.cluster.cluster``; ``full`` reclusters every file, ``min_file_size``
+    does not apply, and a ``where`` predicate is refused: a clustered table has no partitions).
+    """
     watch = Stopwatch()
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
+                          version=snapshot.version)
+    if is_clustered_table(snapshot.protocol):
+        if where is not None:
+            raise ConfigError("a clustered table has no partitions to select with --where; compact it whole "
+                              "(it is clustered incrementally)", path=table.uri, version=snapshot.version)
+        if table_clustering_columns(snapshot):
+            return cluster(table, spark, full=full, target_size=target_size, batch_size_bytes=batch_size_bytes)
+    if full:
+        raise ConfigError("--full reclusters a clustered table, and this table has no clustering columns; "
+                          "set them with delta-core cluster-by TABLE --columns a,b", path=table.uri,
                           version=snapshot.version)
     check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
                         version=snapshot.version)

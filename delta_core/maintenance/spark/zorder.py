@@ -32,6 +32,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.errors import UnsupportedTableForOperationError
 from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
 from delta_core.maintenance.data_io import (
@@ -55,6 +56,7 @@ from delta_core.maintenance.spark.tasks import (
 )
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
+from delta_core.model.clustering import is_clustered_table
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
@@ -307,6 +309,13 @@ def zorder(
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
                           version=snapshot.version)
+    if is_clustered_table(snapshot.protocol):
+        # Delta Spark refuses OPTIMIZE ZORDER BY on a clustered table too: Z-ordering would undo
+        # the clustering that later incremental runs build on.
+        raise UnsupportedTableForOperationError(
+            "the table is clustered (liquid clustering), so it cannot be Z-ordered; cluster it with "
+            "delta-core compact (or delta-core cluster), or change its clustering columns with "
+            "delta-core cluster-by TABLE --columns a,b", path=table.uri, version=snapshot.version)
     check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
                         version=snapshot.version)
     plan = plan_zorder(snapshot, columns, curve=curve, where=where, target_size=target_size)
