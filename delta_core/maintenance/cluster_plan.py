@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
-from delta_core.maintenance.compaction_plan import FileRef, check_no_deletion_vectors, resolve_sizes
+from delta_core.maintenance.compaction_plan import FileRef, resolve_sizes
 from delta_core.maintenance.curves import bits_per_column, sortable
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
 from delta_core.model.clustering import (
@@ -123,7 +123,6 @@ def plan_clustering(snapshot: Any, *, full: bool = False, target_size: int | Non
             take |= _merge_candidates(snapshot, files, columns, unclustered,
                                       kinds == FileClustering.CURRENT_COLUMNS.value)
     selected = files.filter(pa.array(take))
-    check_no_deletion_vectors(selected, operation="clustering", table_uri=root, version=snapshot.version)
     refs = tuple(FileRef(p, s, r) for p, s, r in zip(selected.column("path").to_pylist(),
                                                      selected.column("size").to_pylist(),
                                                      selected.column("num_records").to_pylist()))
