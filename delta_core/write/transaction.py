@@ -388,12 +388,14 @@ class Transaction:
             body = stamp_ict_enablement(body, self._snapshot.metadata.configuration, version=version, ict=ict)
         return encode_actions([info, *body])
 
-    def _latest_version_from(self, version: int) -> int:
+    def _latest_version_from(self, version: int, file_times: dict[int, int]) -> int:
+        """The newest commit from ``version`` on; fills ``file_times`` (version -> file mtime)."""
         latest = version
         for info in self.storage.list_from(LOG_DIR, version_prefix(version)):
             lp = parse_log_name(info.name)
-            if lp is not None and lp.kind is LogFileKind.COMMIT and lp.version > latest:
-                latest = lp.version
+            if lp is not None and lp.kind is LogFileKind.COMMIT:
+                file_times[lp.version] = info.modification_time
+                latest = max(latest, lp.version)
         return latest
 
     def _winner(self, version: int) -> tuple[CommitSummary, bytes]:
@@ -419,9 +421,9 @@ class Transaction:
         self._read.actions = list(self._actions)
         txn_id = str(uuid.uuid4())
         version = self._read.read_version + 1
-        last_ict = None
-        if self._snapshot is not None and TableProperties(self._effective()[1].configuration).in_commit_timestamps:
-            last_ict = self._snapshot.timestamp
+        ict_on = self._snapshot is not None and TableProperties(self._effective()[1].configuration).in_commit_timestamps
+        last_ict = self._snapshot.timestamp if self._snapshot is not None and ict_on else None
+        file_times: dict[int, int] = {}
         started = time.monotonic()
         attempt = 0
         resolved: list[ResolvedConflict] = []
@@ -458,7 +460,7 @@ class Transaction:
                 return self._finish(version, attempt, resolved, checkpoint=checkpoint, landed=payload, won=won)
             # Lost: check each commit that beat us, in order.
             try:
-                latest = self._latest_version_from(version)
+                latest = self._latest_version_from(version, file_times)
             except (OSError, StorageError) as exc:
                 if unknown is None:
                     raise
@@ -500,6 +502,10 @@ class Transaction:
                 won.append((v, data))
                 if winner.commit_info and winner.commit_info.get("inCommitTimestamp") is not None:
                     last_ict = int(winner.commit_info["inCommitTimestamp"])  # type: ignore[call-overload]
+                elif ict_on and v in file_times:
+                    # A winner without one came before the commit that turns ICT on: ours must be
+                    # later than that commit file's modification time (writer rule 5).
+                    last_ict = file_times[v]
             version = latest + 1
             elapsed = time.monotonic() - started
             if attempt >= policy.max_attempts or elapsed >= policy.timeout_seconds:
