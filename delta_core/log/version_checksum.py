@@ -215,6 +215,10 @@ def verify_version_checksum(snapshot: Snapshot) -> ChecksumCheck:
     if crc is None:
         return ChecksumCheck("absent")
     problems = compare(_numbers(snapshot), crc)
+    if crc.in_commit_timestamp is not None and snapshot.properties.in_commit_timestamps \
+            and crc.in_commit_timestamp != snapshot.timestamp:
+        problems += (f"inCommitTimestampOpt: the commit gives {snapshot.timestamp}, the .crc says "
+                     f"{crc.in_commit_timestamp}",)
     if crc.metadata.id != snapshot.metadata.id:
         problems += (f"metadata id: the log gives {snapshot.metadata.id}, the .crc says {crc.metadata.id}",)
     return ChecksumCheck("mismatch" if problems else "ok", problems)

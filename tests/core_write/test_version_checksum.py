@@ -152,6 +152,7 @@ def test_crc_files_of_other_engines_agree_with_our_replay():
     files = _crc_files()
     assert len(files) >= 70
     legacy = 0
+    mismatched = []
     for f in files:
         root = f.parent.parent
         version = int(f.name[:20])
@@ -159,7 +160,9 @@ def test_crc_files_of_other_engines_agree_with_our_replay():
         snap = DeltaTable(str(root)).snapshot(version)
         crc = read_version_checksum(snap.storage, version)
         assert crc is not None
-        assert verify_version_checksum(snap).status == "ok", f
+        check = verify_version_checksum(snap)
+        if check.status != "ok":
+            mismatched.append((root.name, version, check.status, check.problems))
         if crc.file_size_histogram is not None:
             assert sum(crc.file_size_histogram.file_counts) == snap.num_files
             assert sum(crc.file_size_histogram.total_bytes) == snap.size_in_bytes
@@ -168,6 +171,10 @@ def test_crc_files_of_other_engines_agree_with_our_replay():
                 snap.files["size"], boundaries=crc.file_size_histogram.sorted_bin_boundaries
             ) == crc.file_size_histogram, f
     assert legacy > 0
+    # One real disagreement: delta-rs's cdc_ict_table has commit 1 carry an inCommitTimestamp
+    # 100000000000 ms below the one its .crc records. Reported, and the table stays readable.
+    assert mismatched == [("rs-cdc_ict_table", 1, "mismatch", (
+        "inCommitTimestampOpt: the commit gives 1683874206883, the .crc says 1783874206883",))]
 
 
 def test_deletion_vector_counts_continue_another_engines_crc(tmp_path):
