@@ -130,11 +130,11 @@ def history(
     times = monotonic_times(commits)
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(commits)))) as pool:
         infos = list(pool.map(lambda f: read_commit_info(storage, f.version), commits))
-    start = None
+    ict_from = None
     if ict_start is not None and any(_ict(info) is not None for info in infos):
-        start = ict_start()
+        ict_from = ict_start()
     records = [
-        CommitRecord(c.version, ict if start is not None and c.version >= start
+        CommitRecord(c.version, ict if ict_from is not None and c.version >= ict_from
                      and (ict := _ict(info)) is not None else t, info)
         for c, t, info in zip(commits, times, infos)
     ]
