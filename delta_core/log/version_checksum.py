@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
@@ -61,7 +61,6 @@ class VersionChecksum:
     file_size_histogram: FileSizeHistogram | None = None
     num_deleted_records: int | None = None
     num_deletion_vectors: int | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -117,7 +116,6 @@ def parse_version_checksum(data: bytes, *, path: str, version: int) -> VersionCh
                 histogram, path=path, version=version),
             num_deleted_records=_opt_long(obj.get("numDeletedRecordsOpt")),
             num_deletion_vectors=_opt_long(obj.get("numDeletionVectorsOpt")),
-            extra={k: v for k, v in obj.items() if k == "allFiles" or k.endswith("HistogramOpt")},
         )
     except (ValueError, TypeError, KeyError, CorruptLogError) as exc:
         raise CorruptLogError(
