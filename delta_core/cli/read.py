@@ -8,8 +8,8 @@ columns, top-level schema field names, configuration, live files (raw ``add.path
 ``{appId: version}`` of the unexpired app transactions, as Delta Spark, delta-kernel-rs and
 delta-rs replay them (PROTOCOL.md "Transaction Identifiers"; expiry by
 ``delta.setTransactionRetentionDuration``); ``txn_details`` adds every ``txn`` the log holds with
-its ``lastUpdated`` and whether it has expired. ``checksum`` is ``ok``, ``mismatch``, ``absent`` or
-``corrupt``: the version's ``.crc`` against the replayed state (PROTOCOL.md "Version Checksum
+its ``lastUpdated`` and whether it has expired. ``checksum`` is ``ok``, ``mismatch``, ``absent``,
+``corrupt`` or ``unreadable``: the version's ``.crc`` against the replayed state (PROTOCOL.md "Version Checksum
 File" > "State Validation"); a mismatch is reported, not raised, so the table stays readable.
 """
 

@@ -10,7 +10,7 @@ compares one with a loaded snapshot (``verify_version_checksum``).
 Readers must work without ``.crc`` files, and a ``.crc`` that disagrees with the log is the
 other engine's bug or a tampered log, not a reason to refuse the table: loading a snapshot
 only logs a warning (``warn_on_mismatch``); ``verify_version_checksum`` reports
-``ok``/``mismatch``/``absent``/``corrupt`` for callers that want to surface it (``describe``).
+``ok``/``mismatch``/``absent``/``corrupt``/``unreadable`` for callers that want to surface it (``describe``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.compute as pc
 
-from delta_core.errors import CorruptLogError
+from delta_core.errors import CorruptLogError, StorageError
 from delta_core.log.log_path import LOG_DIR
 from delta_core.log.replay import ReplayState
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn, action_from_json, action_to_json
@@ -178,7 +178,7 @@ def checksum_of_state(state: ReplayState, *, txn_id: str | None = None, in_commi
 class ChecksumCheck:
     """Outcome of comparing a snapshot with its version's ``.crc``."""
 
-    status: str  # "ok" | "mismatch" | "absent" | "corrupt"
+    status: str  # "ok" | "mismatch" | "absent" | "corrupt" | "unreadable"
     problems: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
@@ -210,6 +210,9 @@ def verify_version_checksum(snapshot: Snapshot) -> ChecksumCheck:
         crc = read_version_checksum(snapshot.storage, snapshot.version)
     except CorruptLogError as exc:
         return ChecksumCheck("corrupt", (str(exc),))
+    except (StorageError, OSError) as exc:
+        # An optional file that cannot be read (e.g. permissions) must not fail a read.
+        return ChecksumCheck("unreadable", (str(exc),))
     if crc is None:
         return ChecksumCheck("absent")
     problems = compare(_numbers(snapshot), crc)
@@ -226,6 +229,6 @@ def warn_on_mismatch(snapshot: Snapshot) -> None:
     """Log a warning when the ``.crc`` of the snapshot's version disagrees with it (or is
     unreadable); a loaded snapshot calls this only when its listing saw that ``.crc``."""
     check = verify_version_checksum(snapshot)
-    if check.status in ("mismatch", "corrupt"):
+    if check.status in ("mismatch", "corrupt", "unreadable"):
         log.warning("table=%s version=%d version checksum %s: %s", snapshot.storage.root,
                     snapshot.version, check.status, "; ".join(check.problems))

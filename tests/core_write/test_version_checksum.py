@@ -217,3 +217,17 @@ def test_crc_on_a_table_delta_rs_writes_too(table_dir):
         assert_matches_replay(t, v)
     assert crc_json(table_dir, 3)["numFiles"] == 2
     assert deltalake.DeltaTable(table_dir).to_pyarrow_table().num_rows == 3
+
+
+def test_an_unreadable_crc_is_reported_and_the_table_reads(table_dir, capsys):
+    t = create_table(table_dir, SCHEMA)
+    append(t, rows([1]))
+    key = os.path.join(table_dir, checksum_key(1))
+    os.unlink(key)
+    os.mkdir(key)  # something at the .crc name that cannot be read as a file
+    snap = t.snapshot()
+    assert snap.num_records == 1
+    check = verify_version_checksum(snap)
+    assert check.status == "unreadable" and check.problems
+    assert main(["describe", table_dir, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["checksum"] == "unreadable"
