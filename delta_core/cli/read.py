@@ -8,7 +8,9 @@ columns, top-level schema field names, configuration, live files (raw ``add.path
 ``{appId: version}`` of the unexpired app transactions, as Delta Spark, delta-kernel-rs and
 delta-rs replay them (PROTOCOL.md "Transaction Identifiers"; expiry by
 ``delta.setTransactionRetentionDuration``); ``txn_details`` adds every ``txn`` the log holds with
-its ``lastUpdated`` and whether it has expired.
+its ``lastUpdated`` and whether it has expired. ``checksum`` is ``ok``, ``mismatch``, ``absent``,
+``corrupt`` or ``unreadable``: the version's ``.crc`` against the replayed state (PROTOCOL.md "Version Checksum
+File" > "State Validation"); a mismatch is reported, not raised, so the table stays readable.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ def _features(values: Any) -> list[str] | None:
 
 def describe_record(snapshot: Any) -> dict[str, Any]:
     """The ``describe --json`` object for a snapshot."""
+    from delta_core.log.version_checksum import verify_version_checksum  # deferred: pyarrow
+
     protocol, metadata = snapshot.protocol, snapshot.metadata
     return {
         "version": snapshot.version,
@@ -71,6 +75,7 @@ def describe_record(snapshot: Any) -> dict[str, Any]:
         "txn": {app_id: txn.version for app_id, txn in sorted(snapshot.txns.items())},
         "num_tombstones": snapshot.tombstones.num_rows,
         "txn_details": txn_details(snapshot),
+        "checksum": verify_version_checksum(snapshot).status,
     }
 
 
@@ -124,6 +129,7 @@ def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
     lines.append(f"Files:       {record['num_files']}" + (f" ({_size(size)})" if size is not None else "")
                  + f", records: {records if records is not None else 'unknown (some files lack stats)'}")
     lines.append(f"Tombstones:  {record['num_tombstones']}")
+    lines.append(f"Checksum:    {record['checksum']}")
     lines.append(f"Partitioned: {', '.join(record['partition_columns']) or 'no'}")
     lines.append("Schema:")
     for f in snapshot.schema.fields:

@@ -6,6 +6,9 @@
 ``cleanup-log TABLE_URI [--dry-run] [--ignore-log-cleanup-disabled] [--json]`` prints what was
 (or would be) deleted, or ``skipped_reason`` when nothing may be (e.g. the table has
 ``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes).
+``set-properties TABLE_URI KEY=VALUE... [--json]`` commits the properties (and the protocol
+upgrade a feature needs; turning on ``delta.enableInCommitTimestamps`` records its enablement
+version and timestamp) and prints the new version, configuration and protocol.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import argparse
 
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.maintenance import add_operation_parser
+from delta_core.errors import UsageError
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
@@ -35,6 +39,14 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          "(its owner turned log cleanup off)")
     lc.set_defaults(func=cmd_cleanup_log)
 
+    sp = subparsers.add_parser(
+        "set-properties", help="set table properties, upgrading the protocol when a feature needs it",
+        description="Set table properties in one commit (PROTOCOL.md \"Table Features\"); unknown "
+                    "delta.* keys and features this library cannot write are refused, nothing written.")
+    add_table_arguments(sp)
+    sp.add_argument("properties", nargs="+", metavar="KEY=VALUE", help="a table property, repeatable")
+    sp.set_defaults(func=cmd_set_properties)
+
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     result = write_checkpoint(open_table(args), version=args.version, part_size=args.part_size)
@@ -47,4 +59,24 @@ def cmd_cleanup_log(args: argparse.Namespace) -> int:
     result = cleanup_log(open_table(args), dry_run=args.dry_run,
                          ignore_log_cleanup_disabled=args.ignore_log_cleanup_disabled)
     emit(result.to_dict(), args.json)
+    return 0
+
+
+def cmd_set_properties(args: argparse.Namespace) -> int:
+    from delta_core.write.table_writes import set_properties  # deferred: pyarrow
+
+    properties: dict[str, str] = {}
+    for item in args.properties:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"property {item!r} must look like KEY=VALUE")
+        properties[key.strip()] = value
+    table = open_table(args)
+    result = set_properties(table, properties)
+    protocol, metadata = table.protocol_and_metadata(result.version)
+    emit({"version": result.version, "configuration": dict(metadata.configuration),
+          "min_reader_version": protocol.min_reader_version, "min_writer_version": protocol.min_writer_version,
+          "reader_features": None if protocol.reader_features is None else sorted(protocol.reader_features),
+          "writer_features": None if protocol.writer_features is None else sorted(protocol.writer_features)},
+         args.json)
     return 0

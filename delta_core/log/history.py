@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -23,6 +23,7 @@ from typing import Any, cast
 from delta_core.errors import CorruptLogError, VersionNotFoundError
 from delta_core.log.log_path import LogFileKind, LogPath, commit_key
 from delta_core.log.log_segment import list_log
+from delta_core.model.table_properties import TableProperties
 from delta_core.storage.base import Storage
 
 ICT_ENABLEMENT_VERSION = "delta.inCommitTimestampEnablementVersion"
@@ -101,10 +102,26 @@ def monotonic_times(commits: Sequence[LogPath]) -> list[int]:
     return out
 
 
+def ict_start_version(configuration: Mapping[str, str]) -> int | None:
+    """The first version whose commit time is its ``inCommitTimestamp``: the enablement version,
+    0 when the table had them from its creation, ``None`` when they are not enabled now."""
+    if not TableProperties(configuration).in_commit_timestamps:
+        return None
+    raw = configuration.get(ICT_ENABLEMENT_VERSION)
+    return int(raw) if raw is not None else 0
+
+
 def history(
     storage: Storage, latest_version: int, *, limit: int | None = None,
+    ict_start: Callable[[], int | None] | None = None,
 ) -> list[CommitRecord]:
-    """``commitInfo`` per version, newest first, reading only the ``limit`` newest commits."""
+    """``commitInfo`` per version, newest first, reading only the ``limit`` newest commits.
+
+    ``ict_start`` gives ``ict_start_version`` of the latest metadata; it is asked only when a
+    commit read carries an ``inCommitTimestamp``. Versions from it on report that timestamp,
+    earlier ones (and all, when in-commit timestamps are off now) the file time, as the
+    protocol's reader recommendations and time travel (``version_at_timestamp``) do.
+    """
     if limit is not None and limit <= 0:
         return []
     start = 0 if limit is None else max(0, latest_version - limit + 1)
@@ -113,8 +130,12 @@ def history(
     times = monotonic_times(commits)
     with ThreadPoolExecutor(max_workers=max(1, min(8, len(commits)))) as pool:
         infos = list(pool.map(lambda f: read_commit_info(storage, f.version), commits))
+    ict_from = None
+    if ict_start is not None and any(_ict(info) is not None for info in infos):
+        ict_from = ict_start()
     records = [
-        CommitRecord(c.version, ict if (ict := _ict(info)) is not None else t, info)
+        CommitRecord(c.version, ict if ict_from is not None and c.version >= ict_from
+                     and (ict := _ict(info)) is not None else t, info)
         for c, t, info in zip(commits, times, infos)
     ]
     records.reverse()
@@ -134,10 +155,7 @@ def version_at_timestamp(
     if not commits:
         raise VersionNotFoundError(f"{storage.root} has no commits to search by time",
                                    path=storage.root)
-    ict_from: int | None = None
-    if ict_enabled:
-        raw = configuration.get(ICT_ENABLEMENT_VERSION)
-        ict_from = int(raw) if raw is not None else commits[0].version
+    ict_from = ict_start_version(configuration) if ict_enabled else None
     file_commits = [c for c in commits if ict_from is None or c.version < ict_from]
     ict_commits = [c for c in commits if ict_from is not None and c.version >= ict_from]
 

@@ -45,6 +45,7 @@ class LogSegment:
     checkpoint_files: tuple[LogPath, ...]
     commit_files: tuple[LogPath, ...]
     table_root: str = ""
+    checksum_file: LogPath | None = None  # the listed ``<version>.crc``, if any (optional)
 
     def __post_init__(self) -> None:
         where = self.table_root or None
@@ -92,17 +93,19 @@ class LogSegment:
 # --- listing -----------------------------------------------------------------------------
 
 
-def list_log(storage: Storage, *, start_version: int = 0, end_version: int | None = None) -> list[LogPath]:
+def list_log(storage: Storage, *, start_version: int = 0, end_version: int | None = None,
+             with_checksums: bool = False) -> list[LogPath]:
     """Log files with version in ``[start_version, end_version]``, sorted by name.
 
-    Hidden files, ``.crc``, sub-directories and unknown names are skipped. Listing stops at the
-    first name past ``end_version`` so time travel need not read the rest of the directory.
+    Hidden files, ``.crc`` (unless ``with_checksums``), sub-directories and unknown names are
+    skipped. Listing stops at the first name past ``end_version`` so time travel need not read
+    the rest of the directory.
     """
     start = version_prefix(start_version) if start_version > 0 else ""
     out: list[LogPath] = []
     for info in storage.list_from(LOG_DIR, start):
         lp = parse_log_name(info.name, size=info.size, modification_time=info.modification_time)
-        if lp is None or lp.kind is LogFileKind.CRC or lp.version < start_version:
+        if lp is None or (lp.kind is LogFileKind.CRC and not with_checksums) or lp.version < start_version:
             continue
         if end_version is not None and lp.version > end_version:
             break
@@ -147,8 +150,10 @@ def complete_checkpoints(files: Iterable[LogPath]) -> list[_Checkpoint]:
 
 
 def _segment_from_listing(
-    files: list[LogPath], version: int | None, table_root: str, *, older_than_listing: bool,
+    listed: list[LogPath], version: int | None, table_root: str, *, older_than_listing: bool,
 ) -> LogSegment:
+    files = [f for f in listed if f.kind is not LogFileKind.CRC]
+    checksums = {f.version: f for f in listed if f.kind is LogFileKind.CRC}
     commits = {f.version: f for f in files if f.kind is LogFileKind.COMMIT}
     checkpoints = complete_checkpoints(files)
     latest = max([*commits, *(c.version for c in checkpoints)], default=None)
@@ -187,6 +192,7 @@ def _segment_from_listing(
         checkpoint_files=cp.files if cp else (),
         commit_files=tuple(commits[v] for v in needed),
         table_root=table_root,
+        checksum_file=checksums.get(target),
     )
 
 
@@ -214,7 +220,7 @@ def build_log_segment(
         hint = read_last_checkpoint(storage)
     root = storage.root
     if isinstance(hint, LastCheckpoint) and (version is None or hint.version <= version):
-        files = list_log(storage, start_version=hint.version, end_version=version)
+        files = list_log(storage, start_version=hint.version, end_version=version, with_checksums=True)
         # Usable only if a complete checkpoint at or after the hint (and not after the
         # target: the listing stops there) covers everything before it.
         if complete_checkpoints(files):
@@ -223,8 +229,8 @@ def build_log_segment(
             "%s/_last_checkpoint points at version %d but no complete checkpoint is there; "
             "listing the whole log", root, hint.version,
         )
-    files = list_log(storage, end_version=version)
-    if not files:
+    files = list_log(storage, end_version=version, with_checksums=True)
+    if not any(f.kind is not LogFileKind.CRC for f in files):
         if version is not None and list_log(storage):
             raise VersionNotFoundError(
                 f"version {version} is older than anything the log of {root} keeps",
@@ -232,7 +238,7 @@ def build_log_segment(
             )
         raise _no_log(storage)
     # With time travel, a log whose oldest commits were cleaned up is not a gap in the table.
-    earliest = files[0].version
+    earliest = min(f.version for f in files if f.kind is not LogFileKind.CRC)
     return _segment_from_listing(files, version, root, older_than_listing=earliest > 0 and version is not None)
 
 

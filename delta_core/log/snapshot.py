@@ -24,6 +24,7 @@ from delta_core.log.history import read_commit_info
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import LogSegment, build_log_segment, list_log
 from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile
+from delta_core.log.version_checksum import warn_on_mismatch
 from delta_core.model import table_features
 from delta_core.model.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
 from delta_core.model.clock import Clock, system_clock
@@ -303,7 +304,12 @@ def load_snapshot(
     else:
         base = ReplayState.empty()
     state = _apply(storage, segment, base, parsed)
-    return Snapshot(storage, segment, state, last_commit=parsed[-1] if parsed else None, clock=clock)
+    snapshot = Snapshot(storage, segment, state, last_commit=parsed[-1] if parsed else None, clock=clock)
+    if segment.checksum_file is not None:
+        # The listing saw a .crc for this version: one small read checks the replay against
+        # it (a warning only: a wrong .crc must not make the table unreadable).
+        warn_on_mismatch(snapshot)
+    return snapshot
 
 
 def load_protocol_metadata(

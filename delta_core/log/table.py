@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from delta_core.errors import LogGapError, VersionNotFoundError
-from delta_core.log.history import CommitRecord, history, to_epoch_ms, version_at_timestamp
+from delta_core.log.history import CommitRecord, history, ict_start_version, to_epoch_ms, version_at_timestamp
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import latest_checkpoint_version, latest_version, list_log
 from delta_core.log.snapshot import Snapshot, load_protocol_metadata, load_snapshot
@@ -98,7 +98,12 @@ class DeltaTable:
 
     def history(self, limit: int | None = None) -> list[CommitRecord]:
         """``commitInfo`` per version, newest first; reads only the ``limit`` newest commits."""
-        return history(self._storage, self.latest_version(), limit=limit)
+        return history(self._storage, self.latest_version(), limit=limit, ict_start=self._ict_start)
+
+    def _ict_start(self) -> int | None:
+        # Only the latest metadata says from which version in-commit timestamps count.
+        _, metadata = load_protocol_metadata(self._storage)
+        return ict_start_version(metadata.configuration)
 
     def commit_actions(self, version: int) -> list[Action]:
         """Every action of commit ``version`` in file order."""

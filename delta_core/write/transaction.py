@@ -12,7 +12,9 @@ The commit loop:
    ``conflict.check_conflicts`` on each (typed error on a real conflict); if none conflicts,
    back off with jitter and retry on the next free version, bounded by one ``RetryPolicy``
    (attempts, time, backoff);
-4. after success, write a checkpoint when the version reaches ``delta.checkpointInterval``.
+4. after success, write the version checksum ``<version>.crc`` (``checksum_write``: from the
+   read snapshot's state plus the winners checked and the own commit, never a new replay),
+   then a checkpoint when the version reaches ``delta.checkpointInterval``.
 
 ``commit`` returns a ``CommitResult``: the version, the attempts it took and the winning
 commits it checked and found compatible (``ResolvedConflict``; both in ``commit_outcome``).
@@ -50,8 +52,10 @@ from delta_core.errors import (
     PartitionValueError,
     StorageError,
 )
+from delta_core.log.commit_read import parse_commit
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key, parse_log_name, version_prefix
+from delta_core.log.replay import ReplayState
 from delta_core.model.actions import (
     Action,
     Add,
@@ -69,6 +73,7 @@ from delta_core.model.partition_values import url_decode_path
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import TableProperties
 from delta_core.storage.base import Storage
+from delta_core.write.checksum_write import checksum_after_commit, write_version_checksum
 from delta_core.write.commit_info import CommitInfoFields, build_commit_info, commit_info_fields
 from delta_core.write.commit_outcome import CommitResult, ResolvedConflict, RetryPolicy
 from delta_core.write.conflict import (
@@ -401,18 +406,20 @@ class Transaction:
             body = assign_row_ids(body, mark=self._row_id_mark, version=version, path=self.table.uri)
         return encode_actions([info, *body])
 
-    def _latest_version_from(self, version: int) -> int:
+    def _latest_version_from(self, version: int, file_times: dict[int, int]) -> int:
+        """The newest commit from ``version`` on; fills ``file_times`` (version -> file mtime)."""
         latest = version
         for info in self.storage.list_from(LOG_DIR, version_prefix(version)):
             lp = parse_log_name(info.name)
-            if lp is not None and lp.kind is LogFileKind.COMMIT and lp.version > latest:
-                latest = lp.version
+            if lp is not None and lp.kind is LogFileKind.COMMIT:
+                file_times[lp.version] = info.modification_time
+                latest = max(latest, lp.version)
         return latest
 
-    def _winner(self, version: int) -> CommitSummary:
+    def _winner(self, version: int) -> tuple[CommitSummary, bytes]:
         key = commit_key(version)
         data = self.storage.read(key)
-        return CommitSummary.from_actions(version, parse_actions(data, path=key, version=version))
+        return CommitSummary.from_actions(version, parse_actions(data, path=key, version=version)), data
 
     def _check_write_protocol(self, protocol: Protocol) -> None:
         _, metadata = self._effective()
@@ -432,12 +439,13 @@ class Transaction:
         self._read.actions = list(self._actions)
         txn_id = str(uuid.uuid4())
         version = self._read.read_version + 1
-        last_ict = None
-        if self._snapshot is not None and TableProperties(self._effective()[1].configuration).in_commit_timestamps:
-            last_ict = self._snapshot.timestamp
+        ict_on = self._snapshot is not None and TableProperties(self._effective()[1].configuration).in_commit_timestamps
+        last_ict = self._snapshot.timestamp if self._snapshot is not None and ict_on else None
+        file_times: dict[int, int] = {}
         started = time.monotonic()
         attempt = 0
         resolved: list[ResolvedConflict] = []
+        won: list[tuple[int, bytes]] = []  # winning commits checked, for the version checksum
         unknown: DeltaError | OSError | None = None  # an attempt may have landed without us knowing
         unknown_version = -1
         unknown_retries = 0
@@ -467,17 +475,17 @@ class Transaction:
                 policy.sleep(policy.backoff(attempt))
                 continue
             else:
-                return self._finish(version, attempt, resolved, checkpoint=checkpoint)
+                return self._finish(version, attempt, resolved, checkpoint=checkpoint, landed=payload, won=won)
             # Lost: check each commit that beat us, in order.
             try:
-                latest = self._latest_version_from(version)
+                latest = self._latest_version_from(version, file_times)
             except (OSError, StorageError) as exc:
                 if unknown is None:
                     raise
                 raise self._unknown(unknown_version, unknown) from exc
             for v in range(version, latest + 1):
                 try:
-                    winner = self._winner(v)
+                    winner, data = self._winner(v)
                 except FileNotFoundError:
                     # A commit we lost to (or listed) is gone: never commit past an unchecked
                     # version. Nothing of ours landed unless an earlier attempt was unknown.
@@ -494,7 +502,7 @@ class Transaction:
                     raise self._unknown(unknown_version, unknown) from exc
                 if winner.txn_id == txn_id:
                     log.info("table=%s version=%d attempt=%d found its own earlier commit", uri, v, attempt)
-                    return self._finish(v, attempt, resolved, checkpoint=checkpoint)
+                    return self._finish(v, attempt, resolved, checkpoint=checkpoint, landed=data, won=won)
                 if v == unknown_version:
                     # Someone else holds the version our unclear attempt targeted, so that
                     # attempt did not land: the outcome is certain again.
@@ -512,8 +520,13 @@ class Transaction:
                 mark = high_water_mark(winner.domains, version=v)
                 if mark is not None:
                     self._row_id_mark = max(self._row_id_mark, mark)
+                won.append((v, data))
                 if winner.commit_info and winner.commit_info.get("inCommitTimestamp") is not None:
                     last_ict = int(winner.commit_info["inCommitTimestamp"])  # type: ignore[call-overload]
+                elif ict_on and v in file_times:
+                    # A winner without one came before the commit that turns ICT on: ours must be
+                    # later than that commit file's modification time (writer rule 5).
+                    last_ict = file_times[v]
             version = latest + 1
             elapsed = time.monotonic() - started
             if attempt >= policy.max_attempts or elapsed >= policy.timeout_seconds:
@@ -535,16 +548,30 @@ class Transaction:
             path=self.table.uri, version=version)
 
     def _finish(self, version: int, attempt: int, resolved: list[ResolvedConflict], *,
-                checkpoint: bool) -> CommitResult:
+                checkpoint: bool, landed: bytes, won: list[tuple[int, bytes]]) -> CommitResult:
         self._written = []
         log.info("table=%s version=%d attempt=%d committed %s", self.table.uri, version, attempt,
                  self.operation)
+        self._write_checksum(version, landed, won)
         cp_version = None
         if checkpoint:
             cp_version = self._maybe_checkpoint(version)
         self._committed = CommitResult(version=version, attempts=attempt, checkpoint_version=cp_version,
                                        conflicts=tuple(resolved))
         return self._committed
+
+    def _write_checksum(self, version: int, landed: bytes, won: list[tuple[int, bytes]]) -> None:
+        # From the state this transaction read plus the commits since (winners, then its own,
+        # as landed): no log read, no replay (write/checksum_write.py).
+        base = self._snapshot.replay_state if self._snapshot is not None else ReplayState.empty()
+        try:
+            commits = [parse_commit(data, version=v, source=self.storage.uri(commit_key(v)))
+                       for v, data in [*won, (version, landed)]]
+            checksum = checksum_after_commit(self.storage, base, commits)
+        except DeltaError as exc:
+            log.warning("table=%s version=%d no version checksum written: %s", self.table.uri, version, exc)
+            return
+        write_version_checksum(self.storage, version, checksum, table_uri=self.table.uri)
 
     def _maybe_checkpoint(self, version: int) -> int | None:
         _, metadata = self._effective()

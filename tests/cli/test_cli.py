@@ -23,6 +23,7 @@ DESCRIBE_KEYS = {
     "version", "min_reader_version", "min_writer_version", "reader_features", "writer_features",
     "partition_columns", "schema_field_names", "configuration", "num_files", "files", "num_records",
     "txn", "num_tombstones", "txn_details",
+    "checksum",
 }
 
 

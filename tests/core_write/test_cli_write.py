@@ -48,10 +48,11 @@ def test_cleanup_log_dry_run_and_real(table_dir, capsys):
         os.utime(os.path.join(log_dir, name), (old, old))
     assert main(["cleanup-log", table_dir, "--dry-run", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["dry_run"] is True and out["files_deleted"] == 3 and out["checkpoint_version"] == 3
-    assert len(os.listdir(log_dir)) == 6
+    # three commits and their version checksums
+    assert out["dry_run"] is True and out["files_deleted"] == 6 and out["checkpoint_version"] == 3
+    assert len(os.listdir(log_dir)) == 10
     assert main(["cleanup-log", table_dir, "--json"]) == 0
-    assert json.loads(capsys.readouterr().out)["files_deleted"] == 3
+    assert json.loads(capsys.readouterr().out)["files_deleted"] == 6
     assert t.snapshot().version == 3
 
 

@@ -83,7 +83,9 @@ def test_time_travel_inside_window_survives(table_dir):
     res = cleanup_log(t)
     # newest expired version is 7, so the newest complete checkpoint at or before it (5) stays
     assert res.checkpoint_version == 5
-    assert sorted(os.path.basename(k) for k in res.deleted) == [f"{v:020d}.json" for v in range(5)]
+    # each expired commit goes with its version checksum
+    assert sorted(os.path.basename(k) for k in res.deleted) == sorted(
+        [f"{v:020d}.json" for v in range(5)] + [f"{v:020d}.crc" for v in range(5)])
     for v in range(5, 13):
         assert _readable(table_dir, v) == v
     assert DeltaTable(table_dir).snapshot().version == 12
@@ -118,7 +120,7 @@ def test_retention_property_is_honoured(table_dir):
     write_checkpoint(t)
     assert cleanup_log(t, clock=lambda: int((time.time() + 1 * DAY) * 1000)).files_deleted == 0
     res = cleanup_log(t, clock=lambda: int((time.time() + 3 * DAY) * 1000))
-    assert res.checkpoint_version == 4 and res.files_deleted == 4
+    assert res.checkpoint_version == 4 and res.files_deleted == 8  # 4 commits and their .crc
     assert _readable(table_dir, 4) == 4
 
 
