@@ -39,35 +39,34 @@ def ideal_skip_ratio(num_files: int, num_columns: int) -> float:
     """Point-query skip ratio of a perfectly clustered layout of ``num_files`` files."""
     if num_files <= 1 or num_columns <= 0:
         return 0.0
-    return round(1.0 - num_files ** (-1.0 / num_columns), 4)
+    return round(1.0 - float(num_files) ** (-1.0 / num_columns), 4)
 
 
 def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool = False) -> tuple[Recommendation, ...]:
     """What to run, in the order a maintenance run would (rewrites, then deletes, then log)."""
     m = metrics
     out: list[Recommendation] = []
-    if m.compactable_files is not None and m.compaction_output_files is not None:
-        gain = m.compactable_files - m.compaction_output_files
-        if gain > 0 and (m.small_file_ratio > policy.compact_small_file_ratio
-                         or m.small_files > policy.compact_min_small_files):
-            out.append(Recommendation(
-                COMPACT.cli_command,
-                f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
-                f"{m.min_file_size} bytes; compaction would rewrite {m.compactable_files} of them "
-                f"into {m.compaction_output_files}", float(gain), "files"))
+    merged = m.compactable_files - m.compaction_output_files
+    if merged > 0 and (m.small_file_ratio > policy.compact_small_file_ratio
+                       or m.small_files > policy.compact_min_small_files):
+        out.append(Recommendation(
+            COMPACT.cli_command,
+            f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
+            f"{m.min_file_size} bytes; compaction would rewrite {m.compactable_files} of them "
+            f"into {m.compaction_output_files}", float(merged), "files"))
     if m.deleted_rows > 0 and m.deleted_rows_ratio > policy.purge_deleted_rows_ratio:
         out.append(Recommendation(
             PURGE, f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted "
                    f"by deletion vectors in {m.files_with_deletion_vectors} files, above "
                    f"{policy.purge_deleted_rows_ratio:.1%}", float(m.deleted_rows), "rows"))
     if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor:
-        gain = round(ideal_skip_ratio(m.num_files, len(m.columns)) - m.skip_ratio, 4)
-        if gain > 0:
+        rise = round(ideal_skip_ratio(m.num_files, len(m.columns)) - m.skip_ratio, 4)
+        if rise > 0:
             out.append(Recommendation(
                 CLUSTER if clustered else ZORDER.cli_command,
                 f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
                 f"(floor {policy.skip_ratio_floor:.0%}; average overlap depth {m.overlap_depth})",
-                gain, "skip ratio"))
+                rise, "skip ratio"))
     if m.reclaimable_bytes > 0 and m.reclaimable_bytes >= policy.vacuum_min_reclaimable_bytes:
         out.append(Recommendation(
             VACUUM.cli_command, f"{m.reclaimable_tombstones} removed files ({m.reclaimable_bytes} bytes) "

@@ -4,7 +4,7 @@
 Everything is computed from the snapshot's columnar file state: sizes, ``numRecords``, deletion
 vector cardinalities, tombstones, the log segment's commit files (sizes from the listing that
 built it) and the compaction plan (``maintenance.compaction_plan``: what a compaction would
-pick). No data file is read or listed. Two figures need more and are only computed when asked:
+pick, counted by ``compaction_estimate``). No data file is read or listed. Two figures need more and are only computed when asked:
 manifest staleness (one read of the manifest state file) and the log files a log cleanup would
 delete (a listing of ``_delta_log`` from its start).
 """
@@ -20,10 +20,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import UnsupportedTableForOperationError
+from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.compaction_plan import plan_compaction, resolve_sizes
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -56,8 +55,8 @@ class HealthMetrics:
     small_files: int
     small_file_bytes: int
     small_file_ratio: float
-    compactable_files: int | None  # files a compaction would rewrite; None: cannot plan here
-    compaction_output_files: int | None  # the files it would write instead
+    compactable_files: int  # files a compaction would rewrite (deletion-vector files aside)
+    compaction_output_files: int  # the files it would write instead
     num_records: int  # over files with numRecords; deletion vectors not subtracted
     deleted_rows: int  # sum of deletion vector cardinalities
     files_with_deletion_vectors: int
@@ -104,22 +103,6 @@ def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
-def _compaction_estimate(snapshot: Snapshot, policy: HealthPolicy) -> tuple[int, int, int | None, int | None]:
-    """``(target, min_file_size, compactable files, output files)`` from the compaction planner
-    itself, so the estimate is exactly what ``compact`` would do (single-file bins dropped)."""
-    try:
-        plan = plan_compaction(snapshot, target_size=policy.target_file_size,
-                               min_file_size=policy.min_file_size)
-    except UnsupportedTableForOperationError:
-        # The planner refuses files with deletion vectors: sizes are still known, the gain not.
-        table_target = (snapshot.properties.target_file_size
-                        if snapshot.properties.raw("delta.targetFileSize") is not None else None)
-        target, minimum = resolve_sizes(policy.target_file_size, policy.min_file_size,
-                                        table_target=table_target)
-        return target, minimum, None, None
-    return plan.target_size, plan.min_file_size, plan.num_input_files, len(plan.bins)
-
-
 def compute_metrics(
     snapshot: Snapshot,
     *,
@@ -132,7 +115,8 @@ def compute_metrics(
     n = files.num_rows
     sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64, copy=False) \
         if n else np.zeros(0, np.int64)
-    target, minimum, compactable, outputs = _compaction_estimate(snapshot, policy)
+    estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size)
+    target, minimum = estimate.target_size, estimate.min_file_size
     small = sizes < minimum
 
     dv = files.column("deletion_vector")
@@ -166,8 +150,8 @@ def compute_metrics(
         small_files=int(small.sum()),
         small_file_bytes=int(sizes[small].sum()),
         small_file_ratio=_ratio(int(small.sum()), n),
-        compactable_files=compactable,
-        compaction_output_files=outputs,
+        compactable_files=estimate.input_files,
+        compaction_output_files=estimate.output_files,
         num_records=total_records,
         deleted_rows=deleted,
         files_with_deletion_vectors=_sum(pc.cast(has_dv, pa.int64())) if n else 0,

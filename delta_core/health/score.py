@@ -48,8 +48,7 @@ def _against(value: float, threshold: float) -> float:
 
 def score_parts(metrics: HealthMetrics, policy: HealthPolicy) -> tuple[ScorePart, ...]:
     m = metrics
-    compactable = (round(m.compactable_files / m.num_files, 6) if m.num_files else 0.0) \
-        if m.compactable_files is not None else m.small_file_ratio
+    compactable = round(m.compactable_files / m.num_files, 6) if m.num_files else 0.0
     parts = [
         # Small files count only when compaction could merge them: one small file per
         # partition is as compact as that partition gets.
