@@ -15,6 +15,7 @@ versions the manifests lag behind.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from delta_core.health.metrics import HealthMetrics
@@ -39,7 +40,7 @@ def ideal_skip_ratio(num_files: int, num_columns: int) -> float:
     """Point-query skip ratio of a perfectly clustered layout of ``num_files`` files."""
     if num_files <= 1 or num_columns <= 0:
         return 0.0
-    return round(1.0 - float(num_files) ** (-1.0 / num_columns), 4)
+    return round(1.0 - math.pow(num_files, -1.0 / num_columns), 4)
 
 
 def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool = False) -> tuple[Recommendation, ...]:

@@ -20,7 +20,7 @@ from delta_core.health.metrics import HealthMetrics, compute_metrics
 from delta_core.health.overlap import clustering_columns
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.score import ScorePart, score_parts, total_score
-from delta_core.log.history import read_commit_info
+from delta_core.log.history import ICT_ENABLEMENT_VERSION, read_commit_info
 from delta_core.log.log_path import commit_key
 from delta_core.log.log_segment import list_log
 from delta_core.maintenance.manifest import manifest_state_version
@@ -64,9 +64,15 @@ class HealthReport:
         }
 
 
-def last_optimize(storage: Storage, version: int, *, lookback: int) -> tuple[int | None, int | None]:
+def last_optimize(
+    storage: Storage, version: int, *, lookback: int, ict_from: int | None = None,
+) -> tuple[int | None, int | None]:
     """``(version, timestamp ms)`` of the newest OPTIMIZE commit among the ``lookback`` newest
-    commits; ``(None, None)`` if there is none there (or log cleanup removed the rest)."""
+    commits; ``(None, None)`` if there is none there (or log cleanup removed the rest).
+
+    The timestamp is the commit's ``inCommitTimestamp`` from version ``ict_from`` on (in-commit
+    timestamps enabled), else the commit file's modification time, as ``history`` reports it.
+    """
     versions = list(range(version, max(-1, version - lookback), -1))
     with ThreadPoolExecutor(max_workers=_READ_AHEAD) as pool:
         for start in range(0, len(versions), _READ_AHEAD):
@@ -78,10 +84,18 @@ def last_optimize(storage: Storage, version: int, *, lookback: int) -> tuple[int
             for v, info in zip(chunk, infos):
                 if info.get("operation") == OPTIMIZE:
                     ict = info.get("inCommitTimestamp")
-                    if isinstance(ict, int) and not isinstance(ict, bool):
+                    if ict_from is not None and v >= ict_from and isinstance(ict, int) and not isinstance(ict, bool):
                         return v, ict
                     return v, storage.head(commit_key(v)).modification_time
     return None, None
+
+
+def _ict_from(snapshot: Snapshot) -> int | None:
+    """First version whose commit time is its in-commit timestamp; None when they are off."""
+    if not snapshot.properties.in_commit_timestamps:
+        return None
+    raw = snapshot.configuration.get(ICT_ENABLEMENT_VERSION)
+    return int(raw) if raw is not None else 0
 
 
 def _check_columns(snapshot: Snapshot, columns: Sequence[str], *, uri: str) -> None:
@@ -134,7 +148,8 @@ def table_health(
     measured = tuple(columns) if columns is not None else clustered
     _check_columns(snapshot, measured, uri=table.uri)
     metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured)
-    opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback)
+    opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
+                                          ict_from=_ict_from(snapshot))
     metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
     # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
     if manifests or snapshot.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true":

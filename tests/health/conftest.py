@@ -39,13 +39,16 @@ def remove(path: str, size: int, *, when: int) -> dict[str, Any]:
 
 def write_log(root: str, commits: list[list[dict[str, Any]]], *, configuration: dict[str, str] | None = None,
               partitioned: bool = False, protocol: dict[str, Any] | None = None,
-              operations: dict[int, str] | None = None) -> None:
+              operations: dict[int, str] | None = None, ict: dict[int, int] | None = None) -> None:
     """Commits 0..n-1 at ``root``: commit 0 also holds protocol and metaData. ``operations``
-    names a version's ``commitInfo.operation`` (default WRITE)."""
+    names a version's ``commitInfo.operation`` (default WRITE), ``ict`` its inCommitTimestamp."""
     os.makedirs(os.path.join(root, "_delta_log"), exist_ok=True)
     for version, actions in enumerate(commits):
         op = (operations or {}).get(version, "CREATE TABLE" if version == 0 else "WRITE")
-        lines: list[dict[str, Any]] = [{"commitInfo": {"timestamp": T0 + version, "operation": op}}]
+        info: dict[str, Any] = {"timestamp": T0 + version, "operation": op}
+        if ict and version in ict:
+            info["inCommitTimestamp"] = ict[version]
+        lines: list[dict[str, Any]] = [{"commitInfo": info}]
         if version == 0:
             lines.append({"protocol": protocol or {"minReaderVersion": 1, "minWriterVersion": 2}})
             lines.append({"metaData": {

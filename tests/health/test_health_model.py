@@ -200,6 +200,20 @@ def test_last_optimize_version_and_time(tmp_path):
     assert table_health(table, policy=HealthPolicy(optimize_lookback=1)).metrics.last_optimize_version is None
 
 
+def test_last_optimize_time_is_the_in_commit_timestamp_when_enabled(tmp_path):
+    stamps = {v: T0 + 1000 * v for v in range(3)}
+    on, off = str(tmp_path / "on"), str(tmp_path / "off")
+    protocol = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["inCommitTimestamp"]}
+    write_log(on, [[add("a.parquet", MB)], [add("b.parquet", MB)], []], operations={2: "OPTIMIZE"},
+              ict=stamps, protocol=protocol, configuration={"delta.enableInCommitTimestamps": "true"})
+    write_log(off, [[add("a.parquet", MB)], [add("b.parquet", MB)], []], operations={2: "OPTIMIZE"}, ict=stamps)
+    assert table_health(DeltaTable(on)).metrics.last_optimize_timestamp == T0 + 2000
+    # Not enabled: a stray inCommitTimestamp is not the commit time; the file time is.
+    table = DeltaTable(off)
+    mtime = table.storage.head("_delta_log/00000000000000000002.json").modification_time
+    assert table_health(table).metrics.last_optimize_timestamp == mtime != T0 + 2000
+
+
 def test_manifest_staleness_only_when_asked(tmp_path):
     root = str(tmp_path / "t")
     table = create_table(root, pa.schema([("x", pa.int64())]))
