@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from typing import Any
 
 from delta_core.cli.arguments import byte_size
@@ -42,6 +43,14 @@ def _size(n: float) -> str:
     return f"{n:.1f} TiB"
 
 
+def _or_none(version: int | None) -> str:
+    return "none" if version is None else f"version {version}"
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
 def render_text(report: dict[str, Any]) -> str:
     """The readable form of a ``HealthReport.to_dict()``."""
     m = report["metrics"]
@@ -57,11 +66,12 @@ def render_text(report: dict[str, Any]) -> str:
         f"into {m['compaction_output_files']}",
         f"  deleted rows     {m['deleted_rows']} of {m['num_records']} (ratio {m['deleted_rows_ratio']:.4f})",
         f"  without stats    {m['files_without_stats']} files",
-        f"  checkpoint       {m['checkpoint_version']}; {m['versions_since_checkpoint']} commits "
+        f"  checkpoint       {_or_none(m['checkpoint_version'])}; {m['versions_since_checkpoint']} commits "
         f"({_size(m['log_bytes_since_checkpoint'])}) since, interval {m['checkpoint_interval']}",
         f"  tombstones       {m['num_tombstones']} ({_size(m['tombstone_bytes'])}); past retention "
         f"{m['reclaimable_tombstones']} ({_size(m['reclaimable_bytes'])})",
-        f"  last OPTIMIZE    version {m['last_optimize_version']}",
+        f"  last OPTIMIZE    {_or_none(m['last_optimize_version'])}"
+        + (f" at {_when(m['last_optimize_timestamp'])}" if m["last_optimize_timestamp"] is not None else ""),
     ]
     if m["columns"]:
         lines.append(f"  clustering       on {', '.join(m['columns'])}: skip ratio {m['skip_ratio']}, "

@@ -280,3 +280,24 @@ def test_unknown_or_partition_column_is_refused_and_nothing_written(tmp_path):
 def test_bad_policy_is_a_config_error(kwargs):
     with pytest.raises(ConfigError, match="health policy"):
         HealthPolicy(**kwargs)
+
+
+def test_a_table_written_and_optimized_by_delta_rs(tmp_path):
+    import deltalake
+
+    root = str(tmp_path / "rs")
+    for i in range(3):
+        deltalake.write_deltalake(root, pa.table({"x": pa.array([i, i + 10], pa.int64())}), mode="append")
+    before = table_health(DeltaTable(root))
+    assert (before.metrics.compactable_files, before.metrics.compaction_output_files) == (3, 1)
+    assert _ops(before)["compact"].estimated_gain == 2.0
+    assert before.metrics.last_optimize_version is None
+
+    deltalake.DeltaTable(root).optimize.compact()
+    after = table_health(DeltaTable(root))
+    assert after.metrics.last_optimize_version == 3  # delta-rs's OPTIMIZE commit
+    assert (after.metrics.num_files, after.metrics.compactable_files) == (1, 0)
+    assert "compact" not in _ops(after)
+    # The three files it replaced are tombstones now (not yet past the retention).
+    assert (after.metrics.num_tombstones, after.metrics.reclaimable_tombstones) == (3, 0)
+    assert after.metrics.tombstone_bytes == before.metrics.total_bytes
