@@ -47,6 +47,16 @@ class HealthReport:
     recommendations: tuple[Recommendation, ...]
     duration_seconds: float
 
+    def headline(self) -> dict[str, int | float | None]:
+        """The figures worth plotting over time (numeric; None where not computed): what the
+        table's observable asset reports on each version."""
+        m = self.metrics
+        return {
+            "score": self.score, "num_files": m.num_files, "small_file_ratio": m.small_file_ratio,
+            "deleted_rows_ratio": m.deleted_rows_ratio, "versions_since_checkpoint": m.versions_since_checkpoint,
+            "tombstone_bytes": m.tombstone_bytes, "skip_ratio": m.skip_ratio,
+        }
+
     def to_dict(self) -> dict[str, Any]:
         """The ``health --json`` document: ``score``, ``metrics``, ``recommendations`` and the
         score's parts."""

@@ -261,6 +261,10 @@ def test_score_is_the_weighted_mean_of_named_parts(tmp_path):
     assert parts["checkpoint"].value == 3 and parts["checkpoint"].score == 0.85
     weighted = sum(p.weight * p.score for p in report.parts) / sum(p.weight for p in report.parts)
     assert report.score == round(100 * weighted) < 100
+    assert report.headline() == {
+        "score": report.score, "num_files": 2, "small_file_ratio": 1.0, "deleted_rows_ratio": 0.0,
+        "versions_since_checkpoint": 3, "tombstone_bytes": report.metrics.tombstone_bytes, "skip_ratio": None}
+    assert report.metrics.tombstone_bytes > 0
 
 
 def test_unknown_or_partition_column_is_refused_and_nothing_written(tmp_path):
