@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from delta_core.errors import ConfigError, VersionNotFoundError
+from delta_core.errors import ConfigError, UnsupportedTableForOperationError, VersionNotFoundError
 from delta_core.health.advice import Recommendation, recommend
 from delta_core.health.metrics import HealthMetrics, compute_metrics
 from delta_core.health.overlap import clustering_columns
@@ -23,7 +23,7 @@ from delta_core.health.score import ScorePart, score_parts, total_score
 from delta_core.log.history import ICT_ENABLEMENT_VERSION, read_commit_info
 from delta_core.log.log_path import commit_key
 from delta_core.log.log_segment import list_log
-from delta_core.maintenance.manifest import manifest_state_version
+from delta_core.maintenance.manifest import check_manifest_supported, manifest_state_version
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.write.log_cleanup import plan_log_cleanup
@@ -124,6 +124,16 @@ def _check_columns(snapshot: Snapshot, columns: Sequence[str], *, uri: str) -> N
                 "judge clustering on data columns", path=uri, version=snapshot.version)
 
 
+def _manifests_possible(snapshot: Snapshot) -> bool:
+    """Whether ``manifest`` would run at all (it refuses deletion vectors and column mapping):
+    a lag it cannot fix is not reported, so it is never recommended."""
+    try:
+        check_manifest_supported(snapshot)
+    except UnsupportedTableForOperationError:
+        return False
+    return True
+
+
 def _expired_log_files(snapshot: Snapshot, now_ms: int) -> int:
     """How many log files a log cleanup would delete now (0 when the table disables it)."""
     props = snapshot.properties
@@ -147,7 +157,8 @@ def table_health(
 
     ``columns``: Z-order columns to judge clustering on (default: the table's liquid clustering
     columns, if any). ``manifests``: also read how far the symlink manifests lag (always, when the table
-    sets ``delta.compatibility.symlinkFormatManifest.enabled``).
+    sets ``delta.compatibility.symlinkFormatManifest.enabled``; never where ``manifest`` refuses
+    the table).
     ``log_listing``: also list ``_delta_log`` to count what log cleanup would delete.
     """
     watch = Stopwatch()
@@ -162,7 +173,8 @@ def table_health(
                                           ict_from=_ict_from(snapshot))
     metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
     # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
-    if manifests or snapshot.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true":
+    if (manifests or snapshot.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true") \
+            and _manifests_possible(snapshot):
         generated = manifest_state_version(table.storage, table_id=snapshot.metadata.id)
         behind = snapshot.version - generated if generated is not None else snapshot.version + 1
         metrics = replace(metrics, manifest_version=generated, manifest_versions_behind=max(0, behind))

@@ -228,6 +228,25 @@ def test_manifest_staleness_only_when_asked(tmp_path):
     assert _ops(report)["manifest"].estimated_gain == 1.0
 
 
+def test_manifests_on_a_table_they_cannot_serve_are_not_recommended(tmp_path):
+    # Manifests refuse deletion vectors; the property asks for them, but the lag is not judged.
+    root = str(tmp_path / "t")
+    write_log(root, [[add("a.parquet", 128 * MB, dv_cardinality=1)]], protocol=DV_PROTOCOL,
+              configuration={"delta.compatibility.symlinkFormatManifest.enabled": "true"})
+    report = table_health(DeltaTable(root), manifests=True)
+    assert report.metrics.manifest_versions_behind is None
+    assert "manifest" not in _ops(report)
+
+
+def test_manifest_property_turns_the_staleness_check_on(tmp_path):
+    root = str(tmp_path / "t")
+    write_log(root, [[add("a.parquet", 128 * MB)]],
+              configuration={"delta.compatibility.symlinkFormatManifest.enabled": "true"})
+    report = table_health(DeltaTable(root))
+    assert report.metrics.manifest_versions_behind == 1
+    assert _ops(report)["manifest"].unit == "versions"
+
+
 def test_log_cleanup_counted_only_with_a_listing(tmp_path):
     root = str(tmp_path / "t")
     write_log(root, [[add(f"f{v}.parquet", 128 * MB)] for v in range(3)])
