@@ -11,11 +11,11 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from delta_core.cli import maintenance, read, write
+from delta_core.cli import health, maintenance, read, write
 from delta_core.cli.common import EXIT_ERROR, EXIT_OK, Parser, report_error
 from delta_core.errors import DeltaError, UsageError
 
-COMMAND_MODULES = (read, write, maintenance)
+COMMAND_MODULES = (read, write, maintenance, health)
 
 
 def build_parser() -> argparse.ArgumentParser:

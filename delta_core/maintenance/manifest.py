@@ -156,6 +156,13 @@ def _read_state(storage: Any) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and isinstance(state.get("version"), int) else None
 
 
+def manifest_state_version(storage: Any, *, table_id: str) -> int | None:
+    """The table version the manifests were last generated for (None: never, or for another
+    table id); one read of the state file, no listing."""
+    state = _read_state(storage)
+    return state["version"] if state is not None and state.get("tableId") == table_id else None
+
+
 def generate_manifests(table: Any, *, incremental: bool = False) -> ManifestMetrics:
     """Write the symlink manifests of ``table``'s latest snapshot."""
     watch = Stopwatch()

@@ -1,0 +1,104 @@
+"""``delta-core health``: a table's health score, metrics and recommendations
+(``delta_core.health``), from the log alone.
+
+``--json`` prints ``HealthReport.to_dict()`` (keys ``score``, ``metrics``, ``recommendations``,
+``score_parts``); without it, a short readable report. Reading only: nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+from typing import Any
+
+from delta_core.cli.arguments import byte_size
+from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.maintenance import _columns
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = subparsers.add_parser(
+        "health", help="score a table's upkeep and say which maintenance pays off",
+        description="Compute a table's health from its log (no data reads): file sizes, deleted rows, "
+                    "checkpoint lag, tombstones, clustering quality; a 0-100 score and recommendations.")
+    add_table_arguments(p)
+    p.add_argument("--columns", default=None, metavar="A,B",
+                   help="Z-order columns to judge clustering on (default: the table's clustering columns)")
+    p.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
+                   help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
+    p.add_argument("--min-file-size", type=byte_size, default=None, metavar="SIZE",
+                   help="files below this are small (default 3/4 of the target, as compaction)")
+    p.add_argument("--manifests", action="store_true",
+                   help="also read how far the symlink manifests lag behind (one file read)")
+    p.add_argument("--list-log", action="store_true",
+                   help="also list _delta_log to count the log files a log cleanup would delete")
+    p.set_defaults(func=cmd_health)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(n) < 1024 or unit == "TiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} TiB"
+
+
+def _or_none(version: int | None) -> str:
+    return "none" if version is None else f"version {version}"
+
+
+def _when(ms: int) -> str:
+    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def render_text(report: dict[str, Any]) -> str:
+    """The readable form of a ``HealthReport.to_dict()``."""
+    m = report["metrics"]
+    lines = [f"{report['table']} at version {report['version']}: health {report['score']}/100"]
+    for part in report["score_parts"]:
+        lines.append(f"  {part['name']:<13} {part['score'] * 100:5.1f}% of weight {part['weight']:g}"
+                     f"  (saw {part['value']})")
+    lines += [
+        "metrics:",
+        f"  files            {m['num_files']} ({_size(m['total_bytes'])}), target {_size(m['target_file_size'])}",
+        f"  small files      {m['small_files']} under {_size(m['min_file_size'])} "
+        f"(ratio {m['small_file_ratio']:.3f}); compaction would merge {m['compactable_files']} "
+        f"into {m['compaction_output_files']}",
+        f"  deleted rows     {m['deleted_rows']} of {m['num_records']} (ratio {m['deleted_rows_ratio']:.4f})",
+        f"  without stats    {m['files_without_stats']} files",
+        f"  checkpoint       {_or_none(m['checkpoint_version'])}; {m['versions_since_checkpoint']} commits "
+        f"({_size(m['log_bytes_since_checkpoint'])}) since, interval {m['checkpoint_interval']}",
+        f"  tombstones       {m['num_tombstones']} ({_size(m['tombstone_bytes'])}); past retention "
+        f"{m['reclaimable_tombstones']} ({_size(m['reclaimable_bytes'])})",
+        f"  last OPTIMIZE    {_or_none(m['last_optimize_version'])}"
+        + (f" at {_when(m['last_optimize_timestamp'])}" if m["last_optimize_timestamp"] is not None else ""),
+    ]
+    if m["columns"]:
+        lines.append(f"  clustering       on {', '.join(m['columns'])}: skip ratio {m['skip_ratio']}, "
+                     f"overlap depth {m['overlap_depth']}")
+    if m["manifest_versions_behind"] is not None:
+        lines.append(f"  manifests        {m['manifest_versions_behind']} versions behind")
+    if m["expired_log_files"] is not None:
+        lines.append(f"  expired log      {m['expired_log_files']} files")
+    lines.append("size histogram:")
+    for b in m["size_histogram"]:
+        upper = _size(b["upper"]) if b["upper"] is not None else "and more"
+        lines.append(f"  {_size(b['lower']):>10} .. {upper:<10} {b['files']:>8} files {_size(b['bytes']):>10}")
+    recs = report["recommendations"]
+    lines.append("recommendations:" if recs else "recommendations: none, nothing pays off now")
+    for r in recs:
+        lines.append(f"  {r['operation']:<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
+    return "\n".join(lines)
+
+
+def cmd_health(args: argparse.Namespace) -> int:
+    from delta_core.health.policy import HealthPolicy
+    from delta_core.health.report import table_health
+
+    table = open_table(args)
+    policy = HealthPolicy(target_file_size=args.target_size, min_file_size=args.min_file_size)
+    report = table_health(table, policy=policy,
+                          columns=_columns(args.columns) if args.columns is not None else None,
+                          manifests=args.manifests, log_listing=args.list_log).to_dict()
+    emit(report if args.json else render_text(report), args.json)
+    return 0

@@ -1,0 +1,88 @@
+"""Recommendations: which maintenance operation pays off now, why, and by how much.
+
+An operation is recommended when the table's policy threshold is crossed *and* its estimated
+gain is positive, so the advice never asks for work that changes nothing: a partition holding
+one small file has nothing to compact (the compaction plan drops single-file bins), a fresh
+checkpoint needs no other, a single file cannot be clustered better.
+
+Gains, each in its own unit: compact — files fewer after the rewrite; purge — deleted rows
+dropped; zorder/cluster — rise of the point-query skip ratio towards what a perfectly clustered
+layout of the same number of files reaches (``1 - n ** (-1 / k)`` for ``n`` files on ``k``
+columns: each column splits into ``n ** (1/k)`` slabs); checkpoint — commits a reader no longer
+replays; vacuum — bytes of expired tombstones; cleanup-log — log files deletable; manifest —
+versions the manifests lag behind.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from delta_core.health.metrics import HealthMetrics
+from delta_core.health.policy import HealthPolicy
+from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT, MANIFEST, VACUUM, ZORDER
+
+# Operations whose registry entries live on other branches (purge, liquid clustering); the
+# recommendation names them as the issue does.
+PURGE = "purge"
+CLUSTER = "cluster"
+
+
+@dataclass(frozen=True, slots=True)
+class Recommendation:
+    operation: str  # the operation's CLI command name
+    reason: str
+    estimated_gain: float
+    unit: str  # what the gain counts
+
+
+def ideal_skip_ratio(num_files: int, num_columns: int) -> float:
+    """Point-query skip ratio of a perfectly clustered layout of ``num_files`` files."""
+    if num_files <= 1 or num_columns <= 0:
+        return 0.0
+    return round(1.0 - math.pow(num_files, -1.0 / num_columns), 4)
+
+
+def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool = False) -> tuple[Recommendation, ...]:
+    """What to run, in the order a maintenance run would (rewrites, then deletes, then log)."""
+    m = metrics
+    out: list[Recommendation] = []
+    merged = m.compactable_files - m.compaction_output_files
+    if merged > 0 and (m.small_file_ratio > policy.compact_small_file_ratio
+                       or m.small_files > policy.compact_min_small_files):
+        out.append(Recommendation(
+            COMPACT.cli_command,
+            f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
+            f"{m.min_file_size} bytes; compaction would rewrite {m.compactable_files} of them "
+            f"into {m.compaction_output_files}", float(merged), "files"))
+    if m.deleted_rows > 0 and m.deleted_rows_ratio > policy.purge_deleted_rows_ratio:
+        out.append(Recommendation(
+            PURGE, f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted "
+                   f"by deletion vectors in {m.files_with_deletion_vectors} files, above "
+                   f"{policy.purge_deleted_rows_ratio:.1%}", float(m.deleted_rows), "rows"))
+    if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor:
+        rise = round(ideal_skip_ratio(m.num_files, len(m.columns)) - m.skip_ratio, 4)
+        if rise > 0:
+            out.append(Recommendation(
+                CLUSTER if clustered else ZORDER.cli_command,
+                f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
+                f"(floor {policy.skip_ratio_floor:.0%}; average overlap depth {m.overlap_depth})",
+                rise, "skip ratio"))
+    if m.reclaimable_bytes > 0 and m.reclaimable_bytes >= policy.vacuum_min_reclaimable_bytes:
+        out.append(Recommendation(
+            VACUUM.cli_command, f"{m.reclaimable_tombstones} removed files ({m.reclaimable_bytes} bytes) "
+                                "are past the deleted-file retention", float(m.reclaimable_bytes), "bytes"))
+    if m.versions_since_checkpoint > 0 and m.versions_since_checkpoint >= m.checkpoint_interval:
+        out.append(Recommendation(
+            CHECKPOINT.cli_command, f"{m.versions_since_checkpoint} commits ({m.log_bytes_since_checkpoint} "
+                                    f"bytes) since the last checkpoint, interval {m.checkpoint_interval}",
+            float(m.versions_since_checkpoint), "commits"))
+    if m.expired_log_files:
+        out.append(Recommendation(
+            CLEANUP_LOG.cli_command, f"{m.expired_log_files} log files are past delta.logRetentionDuration "
+                                     "and covered by a checkpoint", float(m.expired_log_files), "files"))
+    if m.manifest_versions_behind:
+        out.append(Recommendation(
+            MANIFEST.cli_command, f"the symlink manifests are {m.manifest_versions_behind} versions behind",
+            float(m.manifest_versions_behind), "versions"))
+    return tuple(out)

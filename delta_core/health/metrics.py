@@ -1,0 +1,172 @@
+"""What the log says about a table's upkeep (PROTOCOL.md "Add File and Remove File",
+"Per-file Statistics", "Deletion Vectors", "Checkpoints").
+
+Everything is computed from the snapshot's columnar file state: sizes, ``numRecords``, deletion
+vector cardinalities, tombstones, the log segment's commit files (sizes from the listing that
+built it) and the compaction plan (``maintenance.compaction_plan``: what a compaction would
+pick, counted by ``compaction_estimate``). No data file is read or listed. Two figures need more and are only computed when asked:
+manifest staleness (one read of the manifest state file) and the log files a log cleanup would
+delete (a listing of ``_delta_log`` from its start).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.health.compaction_estimate import estimate_compaction
+from delta_core.health.overlap import column_quality
+from delta_core.health.policy import HealthPolicy
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+
+# Size histogram edges as fractions of the target size: tiny, small, half-full, nearly full,
+# on target, oversized. The compaction threshold (``min_file_size``) is reported beside it.
+HISTOGRAM_FRACTIONS = (1 / 64, 1 / 16, 1 / 4, 3 / 4, 2)
+
+
+@dataclass(frozen=True, slots=True)
+class SizeBucket:
+    """Files with ``lower <= size < upper`` (``upper`` None: no bound)."""
+
+    lower: int
+    upper: int | None
+    files: int
+    bytes: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HealthMetrics:
+    """One snapshot's health figures. Ratios are shares in [0, 1]; None: not known/asked."""
+
+    version: int
+    num_files: int
+    total_bytes: int
+    target_file_size: int
+    min_file_size: int  # smaller files are "small" (compaction's threshold)
+    size_histogram: tuple[SizeBucket, ...]
+    small_files: int
+    small_file_bytes: int
+    small_file_ratio: float
+    compactable_files: int  # files a compaction would rewrite (deletion-vector files aside)
+    compaction_output_files: int  # the files it would write instead
+    num_records: int  # over files with numRecords; deletion vectors not subtracted
+    deleted_rows: int  # sum of deletion vector cardinalities
+    files_with_deletion_vectors: int
+    deleted_rows_ratio: float
+    files_without_stats: int
+    files_without_stats_ratio: float
+    checkpoint_version: int | None
+    checkpoint_interval: int
+    versions_since_checkpoint: int
+    log_bytes_since_checkpoint: int
+    num_tombstones: int
+    tombstone_bytes: int
+    reclaimable_tombstones: int  # older than delta.deletedFileRetentionDuration
+    reclaimable_bytes: int
+    columns: tuple[str, ...]  # clustering / Z-order columns measured
+    skip_ratio: float | None
+    overlap_depth: float | None
+    last_optimize_version: int | None = None
+    last_optimize_timestamp: int | None = None
+    manifest_version: int | None = None  # version the manifests were generated for (if asked)
+    manifest_versions_behind: int | None = None
+    expired_log_files: int | None = None  # what a log cleanup would delete now (if asked)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def size_histogram(sizes: np.ndarray, target: int) -> tuple[SizeBucket, ...]:
+    """File counts and bytes per size bucket (edges: ``HISTOGRAM_FRACTIONS`` of ``target``)."""
+    edges = [0] + [max(1, int(target * f)) for f in HISTOGRAM_FRACTIONS]
+    which = np.searchsorted(np.asarray(edges[1:]), sizes, side="right")
+    counts = np.bincount(which, minlength=len(edges))
+    totals = np.bincount(which, weights=sizes, minlength=len(edges)) if len(sizes) else np.zeros(len(edges))
+    uppers: list[int | None] = [*edges[1:], None]
+    return tuple(SizeBucket(lower, upper, int(c), int(b))
+                 for lower, upper, c, b in zip(edges, uppers, counts, totals))
+
+
+def _sum(column: pa.ChunkedArray | pa.Array) -> int:
+    return int(pc.sum(column).as_py() or 0)
+
+
+def _ratio(part: int, whole: int) -> float:
+    return round(part / whole, 6) if whole else 0.0
+
+
+def compute_metrics(
+    snapshot: Snapshot,
+    *,
+    policy: HealthPolicy,
+    now_ms: int,
+    columns: Sequence[str] = (),
+) -> HealthMetrics:
+    """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired."""
+    files = snapshot.files
+    n = files.num_rows
+    sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64, copy=False) \
+        if n else np.zeros(0, np.int64)
+    estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size)
+    target, minimum = estimate.target_size, estimate.min_file_size
+    small = sizes < minimum
+
+    dv = files.column("deletion_vector")
+    has_dv = pc.is_valid(dv)
+    cardinality = pc.struct_field(dv, "cardinality") if n else pa.array([], pa.int64())
+    records = files.column("num_records")
+    # Deleted rows only count against files whose row count is known (the ratio's denominator).
+    known = pc.is_valid(records)
+    deleted = _sum(pc.if_else(known, pc.fill_null(cardinality, 0), 0)) if n else 0
+    total_records = _sum(records)
+
+    segment = snapshot.log_segment
+    interval = snapshot.properties.checkpoint_interval if policy.checkpoint_interval is None \
+        else policy.checkpoint_interval
+
+    tombstones = snapshot.tombstones
+    retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
+    expired = pc.less(pc.fill_null(tombstones.column("deletion_timestamp"), 0),
+                      pa.scalar(now_ms - retention_ms, pa.int64()))
+    tomb_sizes = pc.fill_null(tombstones.column("size"), 0)
+
+    skip, depth = column_quality(snapshot, columns)
+    missing_stats = int(records.null_count)
+    return HealthMetrics(
+        version=snapshot.version,
+        num_files=n,
+        total_bytes=int(sizes.sum()),
+        target_file_size=target,
+        min_file_size=minimum,
+        size_histogram=size_histogram(sizes, target),
+        small_files=int(small.sum()),
+        small_file_bytes=int(sizes[small].sum()),
+        small_file_ratio=_ratio(int(small.sum()), n),
+        compactable_files=estimate.input_files,
+        compaction_output_files=estimate.output_files,
+        num_records=total_records,
+        deleted_rows=deleted,
+        files_with_deletion_vectors=_sum(pc.cast(has_dv, pa.int64())) if n else 0,
+        deleted_rows_ratio=_ratio(deleted, total_records),
+        files_without_stats=missing_stats,
+        files_without_stats_ratio=_ratio(missing_stats, n),
+        checkpoint_version=segment.checkpoint_version,
+        checkpoint_interval=interval,
+        versions_since_checkpoint=len(segment.commit_files),
+        log_bytes_since_checkpoint=sum(c.size for c in segment.commit_files),
+        num_tombstones=tombstones.num_rows,
+        tombstone_bytes=_sum(tomb_sizes),
+        reclaimable_tombstones=_sum(pc.cast(expired, pa.int64())) if tombstones.num_rows else 0,
+        reclaimable_bytes=_sum(pc.if_else(expired, tomb_sizes, 0)) if tombstones.num_rows else 0,
+        columns=tuple(columns),
+        skip_ratio=skip,
+        overlap_depth=depth,
+    )

@@ -1,0 +1,42 @@
+"""The thresholds that decide when a maintenance operation pays off (one table's policy).
+
+A frozen record with defaults that suit most tables; the code location's tables.yaml fills it
+per table. ``None`` means "what the table itself says": ``delta.targetFileSize`` for the target
+size and ``delta.checkpointInterval`` (PROTOCOL.md "Checkpoints") for the checkpoint cadence.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from delta_core.errors import ConfigError
+
+DEFAULT_OPTIMIZE_LOOKBACK = 100  # commits searched, newest first, for the last OPTIMIZE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HealthPolicy:
+    """Thresholds per operation. A recommendation also needs a positive estimated gain."""
+
+    target_file_size: int | None = None  # None: delta.targetFileSize, else 128 MiB
+    min_file_size: int | None = None  # "small" below this; None: 3/4 of the target, as compaction
+    compact_small_file_ratio: float = 0.3  # compact when the small-file ratio is above this ...
+    compact_min_small_files: int = 100  # ... or when more files than this are small
+    purge_deleted_rows_ratio: float = 0.05  # purge above this share of deleted rows
+    skip_ratio_floor: float = 0.5  # recluster (zorder/cluster) when the skip ratio is below this
+    checkpoint_interval: int | None = None  # None: delta.checkpointInterval (default 10)
+    vacuum_min_reclaimable_bytes: int = 1  # vacuum when at least this many bytes are reclaimable
+    optimize_lookback: int = DEFAULT_OPTIMIZE_LOOKBACK
+
+    def __post_init__(self) -> None:
+        for name in ("compact_small_file_ratio", "purge_deleted_rows_ratio", "skip_ratio_floor"):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ConfigError(f"health policy {name} must be between 0 and 1, got {value}")
+        for name in ("target_file_size", "min_file_size", "checkpoint_interval"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise ConfigError(f"health policy {name} must be positive, got {value}")
+        for name in ("compact_min_small_files", "vacuum_min_reclaimable_bytes", "optimize_lookback"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"health policy {name} must not be negative, got {getattr(self, name)}")

@@ -1,0 +1,188 @@
+"""``table_health``: one table's health report — metrics, score and recommendations.
+
+Reads the latest snapshot (or the one given), the ``commitInfo`` of recent commits to find
+the last OPTIMIZE (PROTOCOL.md "Commit Provenance Information"; newest first, at most
+``policy.optimize_lookback`` commits, stopping at the first hit), and, only when asked, the
+manifest state file and a listing of ``_delta_log`` for log cleanup (PROTOCOL.md "Metadata
+Cleanup"). Writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from delta_core.errors import ConfigError, UnsupportedTableForOperationError, VersionNotFoundError
+from delta_core.health.advice import Recommendation, recommend
+from delta_core.health.metrics import HealthMetrics, compute_metrics
+from delta_core.health.overlap import clustering_columns
+from delta_core.health.policy import HealthPolicy
+from delta_core.health.score import ScorePart, score_parts, total_score
+from delta_core.log.history import ICT_ENABLEMENT_VERSION, read_commit_info
+from delta_core.log.log_path import commit_key
+from delta_core.log.log_segment import list_log
+from delta_core.maintenance.manifest import check_manifest_supported, manifest_state_version
+from delta_core.maintenance.metrics import Stopwatch
+from delta_core.model.delta_operations import OPTIMIZE
+from delta_core.write.log_cleanup import plan_log_cleanup
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+    from delta_core.log.table import DeltaTable
+    from delta_core.storage.base import Storage
+
+SYMLINK_MANIFEST_ENABLED = "delta.compatibility.symlinkFormatManifest.enabled"
+_READ_AHEAD = 8  # commitInfo reads in flight while searching for the last OPTIMIZE
+
+
+@dataclass(frozen=True, slots=True)
+class HealthReport:
+    table: str
+    version: int
+    score: int
+    parts: tuple[ScorePart, ...]
+    metrics: HealthMetrics
+    recommendations: tuple[Recommendation, ...]
+    duration_seconds: float
+
+    def headline(self) -> dict[str, int | float | None]:
+        """The figures worth plotting over time (numeric; None where not computed): what the
+        table's observable asset reports on each version."""
+        m = self.metrics
+        return {
+            "score": self.score, "num_files": m.num_files, "small_file_ratio": m.small_file_ratio,
+            "deleted_rows_ratio": m.deleted_rows_ratio, "versions_since_checkpoint": m.versions_since_checkpoint,
+            "tombstone_bytes": m.tombstone_bytes, "skip_ratio": m.skip_ratio,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``health --json`` document: ``score``, ``metrics``, ``recommendations`` and the
+        score's parts."""
+        return {
+            "table": self.table,
+            "version": self.version,
+            "score": self.score,
+            "score_parts": [{"name": p.name, "weight": p.weight, "value": p.value, "score": p.score}
+                            for p in self.parts],
+            "metrics": self.metrics.to_dict(),
+            "recommendations": [{"operation": r.operation, "reason": r.reason,
+                                 "estimated_gain": r.estimated_gain, "unit": r.unit}
+                                for r in self.recommendations],
+            "duration_seconds": self.duration_seconds,
+        }
+
+
+def last_optimize(
+    storage: Storage, version: int, *, lookback: int, ict_from: int | None = None,
+) -> tuple[int | None, int | None]:
+    """``(version, timestamp ms)`` of the newest OPTIMIZE commit among the ``lookback`` newest
+    commits; ``(None, None)`` if there is none there (or log cleanup removed the rest).
+
+    The timestamp is the commit's ``inCommitTimestamp`` from version ``ict_from`` on (in-commit
+    timestamps enabled), else the commit file's modification time, as ``history`` reports it.
+    """
+    versions = list(range(version, max(-1, version - lookback), -1))
+    with ThreadPoolExecutor(max_workers=_READ_AHEAD) as pool:
+        for start in range(0, len(versions), _READ_AHEAD):
+            chunk = versions[start:start + _READ_AHEAD]
+            try:
+                infos = list(pool.map(lambda v: read_commit_info(storage, v), chunk))
+            except VersionNotFoundError:
+                return None, None  # older commits were cleaned up: nothing more to learn
+            for v, info in zip(chunk, infos):
+                if info.get("operation") == OPTIMIZE:
+                    ict = info.get("inCommitTimestamp")
+                    if ict_from is not None and v >= ict_from and isinstance(ict, int) and not isinstance(ict, bool):
+                        return v, ict
+                    return v, storage.head(commit_key(v)).modification_time
+    return None, None
+
+
+def _ict_from(snapshot: Snapshot) -> int | None:
+    """First version whose commit time is its in-commit timestamp; None when they are off."""
+    if not snapshot.properties.in_commit_timestamps:
+        return None
+    raw = snapshot.configuration.get(ICT_ENABLEMENT_VERSION)
+    return int(raw) if raw is not None else 0
+
+
+def _check_columns(snapshot: Snapshot, columns: Sequence[str], *, uri: str) -> None:
+    """A column to judge clustering on must be one of the table's data columns."""
+    for col in columns:
+        try:
+            snapshot.schema.find(col.split("."))
+        except KeyError:
+            raise ConfigError(
+                f"column {col!r} is not in the schema of {uri} at version {snapshot.version}; "
+                f"choose among {', '.join(snapshot.schema.field_names)}",
+                path=uri, version=snapshot.version) from None
+        if col in snapshot.partition_columns:
+            raise ConfigError(
+                f"column {col!r} is a partition column of {uri}: partitioning already skips on it; "
+                "judge clustering on data columns", path=uri, version=snapshot.version)
+
+
+def _manifests_possible(snapshot: Snapshot) -> bool:
+    """Whether ``manifest`` would run at all (it refuses deletion vectors and column mapping):
+    a lag it cannot fix is not reported, so it is never recommended."""
+    try:
+        check_manifest_supported(snapshot)
+    except UnsupportedTableForOperationError:
+        return False
+    return True
+
+
+def _expired_log_files(snapshot: Snapshot, now_ms: int) -> int:
+    """How many log files a log cleanup would delete now (0 when the table disables it)."""
+    props = snapshot.properties
+    if not props.expired_log_cleanup:
+        return 0
+    cutoff = now_ms - int(props.log_retention.total_seconds() * 1000)
+    _, doomed = plan_log_cleanup(list_log(snapshot.storage), cutoff_ms=cutoff)
+    return len(doomed)
+
+
+def table_health(
+    table: DeltaTable,
+    *,
+    policy: HealthPolicy | None = None,
+    columns: Sequence[str] | None = None,
+    manifests: bool = False,
+    log_listing: bool = False,
+    snapshot: Snapshot | None = None,
+) -> HealthReport:
+    """Health of ``table`` at ``snapshot`` (default: the latest).
+
+    ``columns``: Z-order columns to judge clustering on (default: the table's liquid clustering
+    columns, if any). ``manifests``: also read how far the symlink manifests lag (always, when the table
+    sets ``delta.compatibility.symlinkFormatManifest.enabled``; never where ``manifest`` refuses
+    the table).
+    ``log_listing``: also list ``_delta_log`` to count what log cleanup would delete.
+    """
+    watch = Stopwatch()
+    policy = policy or HealthPolicy()
+    snapshot = snapshot or table.snapshot()
+    now_ms = table.clock()
+    clustered = clustering_columns(snapshot)
+    measured = tuple(columns) if columns is not None else clustered
+    _check_columns(snapshot, measured, uri=table.uri)
+    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured)
+    opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
+                                          ict_from=_ict_from(snapshot))
+    metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
+    # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
+    if (manifests or snapshot.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true") \
+            and _manifests_possible(snapshot):
+        generated = manifest_state_version(table.storage, table_id=snapshot.metadata.id)
+        behind = snapshot.version - generated if generated is not None else snapshot.version + 1
+        metrics = replace(metrics, manifest_version=generated, manifest_versions_behind=max(0, behind))
+    if log_listing:
+        metrics = replace(metrics, expired_log_files=_expired_log_files(snapshot, now_ms))
+    parts = score_parts(metrics, policy)
+    return HealthReport(
+        table=table.uri, version=snapshot.version, score=total_score(parts), parts=parts, metrics=metrics,
+        recommendations=recommend(metrics, policy, clustered=bool(clustered)),
+        duration_seconds=watch.seconds(),
+    )

@@ -1,0 +1,74 @@
+"""``delta-core health``: JSON keys as the issue names them, readable text, typed errors."""
+
+from __future__ import annotations
+
+import json
+
+from delta_core.cli.main import main
+from tests.health.conftest import add, listing, write_log
+
+MB = 1024 * 1024
+
+
+def _table(tmp_path) -> str:
+    root = str(tmp_path / "t")
+    write_log(root, [[add("p=a/1.parquet", MB, part="a", lo=0, hi=99),
+                      add("p=a/2.parquet", MB, part="a", lo=0, hi=99)],
+                     [add("p=b/1.parquet", MB, part="b", lo=0, hi=99)]], partitioned=True)
+    return root
+
+
+def test_health_json_has_score_metrics_and_recommendations(tmp_path, capsys):
+    root = _table(tmp_path)
+    before = listing(root)
+    assert main(["health", root, "--json", "--columns", "x"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert 0 <= doc["score"] <= 100
+    m = doc["metrics"]
+    assert {"num_files", "small_file_ratio", "deleted_rows_ratio", "versions_since_checkpoint",
+            "tombstone_bytes", "skip_ratio"} <= set(m)
+    assert (m["num_files"], m["small_file_ratio"], m["versions_since_checkpoint"]) == (3, 1.0, 2)
+    assert (m["skip_ratio"], m["overlap_depth"]) == (0.0, 3.0)  # every file spans the whole range
+    recs = {r["operation"]: r for r in doc["recommendations"]}
+    assert set(recs) == {"compact", "zorder"}
+    assert recs["compact"]["estimated_gain"] == 1.0 and "2 of them into 1" in recs["compact"]["reason"]
+    assert all(set(r) >= {"operation", "reason", "estimated_gain"} for r in doc["recommendations"])
+    assert {p["name"] for p in doc["score_parts"]} >= {"file_sizes", "skipping"}
+    assert listing(root) == before
+
+
+def test_health_text_is_readable(tmp_path, capsys):
+    root = _table(tmp_path)
+    assert main(["health", root, "--target-size", "4MB"]) == 0
+    out = capsys.readouterr().out
+    # 4 MB target: min 3 MB, the 1 MiB files are small and two share partition a.
+    assert f"{root} at version 1: health " in out
+    assert "small files      3 under 2.9 MiB" in out
+    assert "compact      gain 1 files" in out
+    assert not out.lstrip().startswith("{")
+
+
+def test_health_without_columns_omits_skip_and_recommends_no_zorder(tmp_path, capsys):
+    assert main(["health", _table(tmp_path), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["metrics"]["skip_ratio"] is None
+    assert "zorder" not in {r["operation"] for r in doc["recommendations"]}
+
+
+def test_health_unknown_column_is_a_config_error(tmp_path, capsys):
+    root = _table(tmp_path)
+    before = listing(root)
+    assert main(["health", root, "--json", "--columns", "nope"]) == 2
+    err = json.loads(capsys.readouterr().out)["error"]
+    assert err["kind"] == "config" and "choose among x, p" in err["message"]
+    assert listing(root) == before
+
+
+def test_health_bad_size_is_a_usage_error(tmp_path, capsys):
+    assert main(["health", _table(tmp_path), "--json", "--target-size", "lots"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
+
+
+def test_health_on_a_directory_without_log_is_not_a_table(tmp_path, capsys):
+    assert main(["health", str(tmp_path), "--json"]) == 2
+    assert json.loads(capsys.readouterr().out)["error"]["kind"] == "not_a_table"
