@@ -308,14 +308,14 @@ def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, c
     values: dict[str, int | float | str | bool | None] = {
         "checkpoint_version_before": checkpoint_before,
         "checkpoint_version": result.version,
-        "checkpoint_parts": result.parts,
+        "checkpoint_sidecars": result.sidecars,
         "checkpoint_actions": result.size,
         "checkpoint_bytes": result.size_in_bytes,
         "duration_seconds": duration_seconds,
     }
     headline = [f"table `{table_name}`",
                 f"checkpoint written at version {result.version} "
-                f"({result.parts} part(s), {result.size} actions, {human_bytes(result.size_in_bytes)})",
+                f"({result.size} actions, {result.sidecars} sidecar(s), {human_bytes(result.size_in_bytes)})",
                 "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
     if cleanup is not None:
         values["log_files_deleted"] = cleanup.files_deleted

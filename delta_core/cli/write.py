@@ -1,8 +1,10 @@
 """Write-side subcommands of ``delta-core``: ``checkpoint`` and ``cleanup-log``
 (PROTOCOL.md "Checkpoints", "Metadata Cleanup").
 
-``checkpoint TABLE_URI [--version N] [--part-size N] [--json]`` prints
-``{"version", "parts", "size", "size_in_bytes", "path"}``;
+``checkpoint TABLE_URI [--version N] [--sidecar-threshold N] [--spark-master URL] [--json]``
+prints ``{"version", "size", "size_in_bytes", "path", "sidecars"}``; sidecars of a large
+``v2Checkpoint`` table are written by Spark tasks when ``--spark-master`` is given (Spark starts
+only if sidecars are due), else in this process;
 ``cleanup-log TABLE_URI [--dry-run] [--ignore-log-cleanup-disabled] [--json]`` prints what was
 (or would be) deleted, or ``skipped_reason`` when nothing may be (e.g. the table has
 ``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes).
@@ -12,9 +14,11 @@ from __future__ import annotations
 
 import argparse
 
+from delta_core.cli.arguments import positive_count
 from delta_core.cli.common import add_table_arguments, emit, open_table
-from delta_core.cli.maintenance import add_operation_parser
+from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_parser
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
+from delta_core.write.checkpoint_sidecars import DEFAULT_SIDECAR_THRESHOLD
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 
@@ -23,8 +27,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     c = add_operation_parser(subparsers, CHECKPOINT)
     add_table_arguments(c)
     c.add_argument("--version", type=int, default=None, metavar="N", help="checkpoint version N")
-    c.add_argument("--part-size", type=int, default=None, metavar="N",
-                   help="at most N actions per file; more make a multi-part checkpoint")
+    c.add_argument("--sidecar-threshold", type=positive_count, default=None, metavar="N",
+                   help="v2Checkpoint tables with more file actions than N get a UUID-named checkpoint "
+                        f"whose file actions are in sidecars of at most N (default {DEFAULT_SIDECAR_THRESHOLD})")
+    _spark_argument(c)
     c.set_defaults(func=cmd_checkpoint)
 
     lc = add_operation_parser(subparsers, CLEANUP_LOG)
@@ -37,9 +43,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
-    result = write_checkpoint(open_table(args), version=args.version, part_size=args.part_size)
-    emit({"version": result.version, "parts": result.parts, "size": result.size,
-          "size_in_bytes": result.size_in_bytes, "path": result.path}, args.json)
+    writer = None
+    if args.spark_master is not None:
+        from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
+
+        writer = spark_sidecar_writer(_spark(args))  # a factory: Spark starts only for sidecars
+    result = write_checkpoint(open_table(args), version=args.version, sidecar_threshold=args.sidecar_threshold,
+                              sidecar_writer=writer)
+    emit({"version": result.version, "size": result.size, "size_in_bytes": result.size_in_bytes,
+          "path": result.path, "sidecars": result.sidecars}, args.json)
     return 0
 
 
