@@ -12,6 +12,8 @@ Rule (the protocol's, stated for time travel):
 3. Delete commit files, checkpoint files, checksums and compacted logs of versions ``< C``
    whose modification time is at or before the cutoff. Nothing at or after ``C`` is touched,
    and ``_last_checkpoint`` keeps pointing at a checkpoint that exists.
+4. Then delete the sidecars in ``_delta_log/_sidecars/`` that no remaining checkpoint
+   references and that are more than a day old as of midnight UTC (``sidecar_cleanup``).
 
 Without such a checkpoint nothing is deleted. Commit timestamps are file modification
 times, made strictly increasing as Delta does. Files are deleted oldest first, so a crash
@@ -37,6 +39,7 @@ from delta_core.model.clock import Clock
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_EXPIRED_LOG_CLEANUP, TableProperties
 from delta_core.write.checkpoint_protection import protect_checkpoints, protected_before
+from delta_core.write.sidecar_cleanup import plan_sidecar_cleanup
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -141,7 +144,8 @@ def cleanup_log(
     props = TableProperties(metadata.configuration)
     if retention is None:
         retention = props.log_retention
-    cutoff = (clock or table.clock)() - int(retention.total_seconds() * 1000)
+    now = (clock or table.clock)()
+    cutoff = now - int(retention.total_seconds() * 1000)
     if not props.expired_log_cleanup and not ignore_log_cleanup_disabled:
         reason = (f"{ENABLE_EXPIRED_LOG_CLEANUP}=false: the table's owner turned log cleanup off, so "
                   "nothing was deleted; set the property to true, or pass the explicit override "
@@ -163,6 +167,12 @@ def cleanup_log(
             log.info("table=%s log cleanup skipped: %s", table.uri, skipped_reason)
             keep_from = None
     keys = [f.key for f in doomed]
+    if keep_from is not None:
+        # Steps 4-5 of "Metadata Cleanup": sidecars no remaining checkpoint references, once old
+        # enough; planned before anything is deleted, and deleted after the checkpoints.
+        gone = set(keys)
+        remaining = [f for f in listed if f.is_checkpoint and f.key not in gone]
+        keys += plan_sidecar_cleanup(storage, remaining, now_ms=now)
     if keys and not dry_run:
         # In plan order (oldest first; commits before checkpoints under checkpointProtection),
         # in batches: an interruption leaves a log that still starts at a checkpoint.
