@@ -109,6 +109,11 @@ def v2_checkpoint_key(version: int, checkpoint_uuid: str, file_format: str = "pa
     return f"{LOG_DIR}/{version:020d}.checkpoint.{checkpoint_uuid}.{file_format}"
 
 
+def compacted_key(start_version: int, end_version: int) -> str:
+    """A log compaction file covering commits ``start_version..end_version``."""
+    return f"{LOG_DIR}/{start_version:020d}.{end_version:020d}.compacted.json"
+
+
 def version_prefix(version: int) -> str:
     """The name prefix from which listing ``_delta_log`` starts for ``version``."""
     return f"{version:020d}"

@@ -242,6 +242,7 @@ class Snapshot:
             checkpoint_files=self._segment.checkpoint_files,
             commit_files=self._segment.commit_files + tuple(commits),
             table_root=self._segment.table_root,
+            compactions=self._segment.compactions,
         )
         state = _apply(self._storage, segment, self._state, parsed)
         return Snapshot(self._storage, segment, state, last_commit=parsed[-1], clock=self._clock)
@@ -288,7 +289,8 @@ def load_snapshot(
     """Read the snapshot at ``version`` (latest when ``None``), or of a prepared ``segment``."""
     if segment is None:
         segment = build_log_segment(storage, version=version)
-    parsed = read_commits(storage, segment.commit_files)
+    # Compaction files stand in for the commits they cover (fewer reads, same state).
+    parsed = read_commits(storage, segment.replay_files)
     if segment.checkpoint_files:
         cp = read_checkpoint_state(storage, segment.checkpoint_files)
         protocol, metadata = cp.protocol, cp.metadata
