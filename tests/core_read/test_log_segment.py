@@ -174,15 +174,22 @@ def test_checkpoint_only_log(conformance_dir: pathlib.Path) -> None:
     assert segment.version == 108 and segment.checkpoint_version == 108 and segment.commit_files == ()
 
 
-def test_compacted_files_are_ignored(log_writer) -> None:
+def test_compacted_files_replace_the_commits_they_cover(log_writer) -> None:
     log_writer.commit(0, commit_info(), protocol(), metadata(), add("a"))
     log_writer.commit(1, commit_info(), add("b"))
     log_writer.commit(2, commit_info(), add("c"))
-    # a compaction file that (wrongly) drops "b": ignoring it must not change the result
+    log_writer.commit(3, commit_info(), add("d"))
     (log_writer.log / "00000000000000000001.00000000000000000002.compacted.json").write_text(
-        json.dumps(add("c")) + "\n")
-    snap = DeltaTable(str(log_writer.root)).snapshot()
-    assert sorted(snap.file_paths) == ["a", "b", "c"]
+        json.dumps(add("b")) + "\n" + json.dumps(add("c")) + "\n")
+    table = DeltaTable(str(log_writer.root))
+    snap = table.snapshot()
+    assert [f.name for f in snap.log_segment.replay_files] == [
+        f"{0:020d}.json", f"{1:020d}.{2:020d}.compacted.json", f"{3:020d}.json"]
+    assert sorted(snap.file_paths) == ["a", "b", "c", "d"]
+    # time travel inside the compacted range reads the commits
+    older = table.snapshot(1)
+    assert [f.name for f in older.log_segment.replay_files] == [f"{0:020d}.json", f"{1:020d}.json"]
+    assert sorted(older.file_paths) == ["a", "b"]
 
 
 def _lp(name: str):
