@@ -45,7 +45,7 @@ from assets.metadata import (
 from assets.metrics_view import describe, metrics_for_json
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
-from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, COMPACT_LOG, MANIFEST, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import ZORDER_CURVES
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
@@ -83,10 +83,18 @@ class VacuumConfig(Config):
 
 class CheckpointConfig(Config):
     cleanup_log: bool | None = Field(default=None, description="Also delete expired log files.")
+    sidecar_threshold: int | None = Field(default=None, description="v2Checkpoint tables: file actions above "
+                                                                    "which sidecars are written on Spark.")
 
 
 class ManifestConfig(Config):
     incremental: bool | None = Field(default=None, description="Rewrite only partitions changed since the last manifest.")
+
+
+class CompactLogConfig(Config):
+    start_version: int | None = Field(default=None, description="First commit (default: after the newest checkpoint).")
+    end_version: int | None = Field(default=None, description="Last commit (default: the latest version).")
+    min_commits: int | None = Field(default=None, description="Write nothing for fewer commits than this.")
 
 
 _Options = TypeVar("_Options")
@@ -216,20 +224,27 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
 def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.checkpoint
-
-    @asset(**_common(table, CHECKPOINT, deps, description=(
+    spec = _common(table, CHECKPOINT, deps, description=(
         f"Write a checkpoint of `{table.name}` at its latest version (and optionally clean up "
-        "expired log files).")))
+        "expired log files)."))
+    # Sidecars of a large v2Checkpoint table are written by Spark tasks; the session starts only
+    # when the checkpoint turns out to need them.
+    spec["required_resource_keys"] = spec["required_resource_keys"] | {SPARK_RESOURCE_KEY}
+
+    @asset(**spec)
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
+        from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
         from delta_core.write.checkpoint_write import write_checkpoint
 
         started = time.monotonic()
+        options = _options(config, policy.options)
         dt = _delta(context, table).open()
         checkpoint_before = dt.last_checkpoint_version()
-        result = write_checkpoint(dt)
+        result = write_checkpoint(dt, sidecar_threshold=options.sidecar_threshold, sidecar_writer=spark_sidecar_writer(
+            lambda: context.resources.spark.spark_session))
         cleanup = None
-        if _options(config, policy.options).cleanup_log:
+        if options.cleanup_log:
             from delta_core.write.log_cleanup import cleanup_log
 
             cleanup = cleanup_log(dt)
@@ -256,6 +271,33 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
+def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.compact_log
+
+    @asset(**_common(table, COMPACT_LOG, deps, description=(
+        f"Write a log compaction file for the commits of `{table.name}` after its newest checkpoint, "
+        "so snapshots read one file instead of each commit.")))
+    @_logs_typed_errors
+    def _asset(context: AssetExecutionContext, config: CompactLogConfig) -> MaterializeResult:
+        from delta_core.write.log_compaction import compact_log
+
+        options = _options(config, policy.options)
+        result = compact_log(_delta(context, table).open(), start_version=options.start_version,
+                             end_version=options.end_version, min_commits=options.min_commits)
+        if result.path is None:
+            headline = [f"table `{table.name}`", f"nothing written: {result.skipped_reason}"]
+        else:
+            headline = [f"table `{table.name}`",
+                        f"commits {result.start_version}..{result.end_version} compacted into "
+                        f"{result.actions} actions ({human_bytes(result.size_in_bytes)})"]
+        metadata: dict[str, MetadataValue] = {
+            "summary": MetadataValue.md(summary_markdown(f"Log compaction of {table.name}", headline))}
+        metadata.update(scalar_metadata({k: v for k, v in result.to_dict().items() if k != "path"}))
+        return MaterializeResult(metadata=metadata)
+
+    return _asset
+
+
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log).
 ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
@@ -264,6 +306,7 @@ ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinit
     VACUUM.name: _vacuum,
     CHECKPOINT.name: _checkpoint,
     MANIFEST.name: _manifest,
+    COMPACT_LOG.name: _compact_log,
 }
 
 

@@ -36,6 +36,7 @@ from typing_extensions import TypeAliasType
 from delta_core.errors import ConfigError
 from delta_core.maintenance.options import (
     CheckpointOptions,
+    CompactLogOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
@@ -53,6 +54,7 @@ from resources.config_records import (
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_VACUUM_CRON,
     CheckpointPolicy,
+    CompactLogPolicy,
     CompactPolicy,
     DailySummary,
     DownstreamPolicy,
@@ -247,10 +249,14 @@ class CheckpointSection(_Model):
     enabled: bool = True
     interval: int = Field(default=DEFAULT_CHECKPOINT_INTERVAL, gt=0)
     cleanup_log: bool = Field(default=False, description="Also delete expired log files.")
+    sidecar_threshold: int | None = Field(
+        default=None, gt=0, description="v2Checkpoint tables with more file actions than this get a UUID-named "
+                                        "checkpoint with sidecars (written on Spark). Default: 100000.")
 
     def to_policy(self) -> CheckpointPolicy:
         return CheckpointPolicy(enabled=self.enabled, interval=self.interval,
-                                options=CheckpointOptions(cleanup_log=self.cleanup_log))
+                                options=CheckpointOptions(cleanup_log=self.cleanup_log,
+                                                          sidecar_threshold=self.sidecar_threshold))
 
 
 class ManifestSection(_Model):
@@ -261,6 +267,16 @@ class ManifestSection(_Model):
 
     def to_policy(self) -> ManifestPolicy:
         return ManifestPolicy(enabled=self.enabled, options=ManifestOptions(incremental=self.incremental))
+
+
+class CompactLogSection(_Model):
+    """Log compaction files (x.y.compacted.json) for the commits after the newest checkpoint. Off unless given."""
+
+    enabled: bool = True
+    min_commits: int = Field(default=2, ge=2, description="Write one only when this many commits follow the checkpoint.")
+
+    def to_policy(self) -> CompactLogPolicy:
+        return CompactLogPolicy(enabled=self.enabled, options=CompactLogOptions(min_commits=self.min_commits))
 
 
 class SensorSection(_Model):
@@ -304,6 +320,7 @@ class TableSection(_Model):
     manifest: OnOff[ManifestSection] | None = None  # off unless given
     sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
+    compact_log: OnOff[CompactLogSection] | None = None  # off unless given
 
 
 class SparkSection(_Model):
@@ -382,6 +399,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         downstream=DownstreamPolicy(
             daily_summary=DailySummary(summary.date_column) if summary is not None else None,
             assets=tuple(t.downstream.assets)),
+        compact_log=t.compact_log.to_policy() if t.compact_log is not None else CompactLogPolicy(),
     )
 
 

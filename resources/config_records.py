@@ -15,6 +15,7 @@ from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import OPERATIONS, operation
 from delta_core.maintenance.options import (
     CheckpointOptions,
+    CompactLogOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
@@ -89,6 +90,12 @@ class ManifestPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactLogPolicy:
+    enabled: bool = False
+    options: CompactLogOptions = CompactLogOptions()
+
+
+@dataclass(frozen=True, slots=True)
 class SensorPolicy:
     enabled: bool = True
     interval_seconds: int = DEFAULT_SENSOR_INTERVAL_SECONDS
@@ -108,7 +115,7 @@ class DownstreamPolicy:
     assets: tuple[str, ...] = ()  # asset keys ("a/b") refreshed on dataChange commits
 
 
-Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy
+Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | CompactLogPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +131,7 @@ class TableConfig:
     manifest: ManifestPolicy = field(default_factory=ManifestPolicy)
     sensor: SensorPolicy = field(default_factory=SensorPolicy)
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
+    compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""

@@ -1,5 +1,5 @@
-"""Write-side subcommands of ``delta-core``: ``checkpoint`` and ``cleanup-log``
-(PROTOCOL.md "Checkpoints", "Metadata Cleanup").
+"""Write-side subcommands of ``delta-core``: ``checkpoint``, ``cleanup-log`` and ``compact-log``
+(PROTOCOL.md "Checkpoints", "Metadata Cleanup", "Log Compaction Files").
 
 ``checkpoint TABLE_URI [--version N] [--sidecar-threshold N] [--spark-master URL] [--json]``
 prints ``{"version", "size", "size_in_bytes", "path", "sidecars"}``; sidecars of a large
@@ -7,7 +7,9 @@ prints ``{"version", "size", "size_in_bytes", "path", "sidecars"}``; sidecars of
 only if sidecars are due), else in this process;
 ``cleanup-log TABLE_URI [--dry-run] [--ignore-log-cleanup-disabled] [--json]`` prints what was
 (or would be) deleted, or ``skipped_reason`` when nothing may be (e.g. the table has
-``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes).
+``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes);
+``compact-log TABLE_URI [--from V --to V] [--min-commits N] [--json]`` writes
+``V.V.compacted.json`` (default range: the commits after the newest checkpoint).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import argparse
 from delta_core.cli.arguments import positive_count
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_parser
-from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
+from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT_LOG
 from delta_core.write.checkpoint_sidecars import DEFAULT_SIDECAR_THRESHOLD
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
@@ -41,6 +43,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                          "(its owner turned log cleanup off)")
     lc.set_defaults(func=cmd_cleanup_log)
 
+    cl = add_operation_parser(subparsers, COMPACT_LOG)
+    add_table_arguments(cl)
+    cl.add_argument("--from", dest="start_version", type=int, default=None, metavar="V",
+                    help="first commit to compact (default: the one after the newest checkpoint)")
+    cl.add_argument("--to", dest="end_version", type=int, default=None, metavar="V",
+                    help="last commit to compact (default: the latest version)")
+    cl.add_argument("--min-commits", type=int, default=2, metavar="N",
+                    help="write nothing when the range holds fewer than N commits (default 2)")
+    cl.set_defaults(func=cmd_compact_log)
+
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
     writer = None
@@ -58,5 +70,14 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 def cmd_cleanup_log(args: argparse.Namespace) -> int:
     result = cleanup_log(open_table(args), dry_run=args.dry_run,
                          ignore_log_cleanup_disabled=args.ignore_log_cleanup_disabled)
+    emit(result.to_dict(), args.json)
+    return 0
+
+
+def cmd_compact_log(args: argparse.Namespace) -> int:
+    from delta_core.write.log_compaction import compact_log
+
+    result = compact_log(open_table(args), start_version=args.start_version, end_version=args.end_version,
+                         min_commits=args.min_commits)
     emit(result.to_dict(), args.json)
     return 0

@@ -83,10 +83,15 @@ def compact_log(
     *,
     start_version: int | None = None,
     end_version: int | None = None,
+    min_commits: int = 2,
 ) -> LogCompactionResult:
     """Write ``<start>.<end>.compacted.json`` for commits ``start..end`` (default: the commits
-    after the newest checkpoint, up to the latest version)."""
+    after the newest checkpoint, up to the latest version); nothing when the range holds fewer
+    than ``min_commits`` commits (at least 2: a compaction covers ``y > x``)."""
     started = time.monotonic()
+    if min_commits < 2:
+        raise ConfigError(f"min_commits={min_commits}: a log compaction covers at least 2 commits",
+                          path=table.uri)
     storage = table.storage
     protocol, metadata = table.protocol_and_metadata()
     check_write_supported(protocol, metadata, path=table.uri)
@@ -103,9 +108,9 @@ def compact_log(
                 f"cannot compact commits {start}..{end} of {table.uri}: the range needs "
                 f"0 <= from < to <= {latest} (the latest version); pick versions in that range",
                 path=table.uri)
-    if end <= start:
-        reason = (f"fewer than two commits after the newest checkpoint (versions {start}..{end}): "
-                  "nothing to compact")
+    if end - start + 1 < min_commits:
+        reason = (f"{max(0, end - start + 1)} commit(s) in versions {start}..{end}, fewer than "
+                  f"min_commits={min_commits}: nothing to compact")
         return LogCompactionResult(start_version=None, end_version=None, skipped_reason=reason,
                                    duration_seconds=round(time.monotonic() - started, 3))
     commits = [f for f in list_log(storage, start_version=start, end_version=end) if f.kind is LogFileKind.COMMIT]

@@ -29,6 +29,7 @@ tables:
     uri: {tmp_path / "t"}
     zorder: {{columns: [a]}}
     manifest: true
+    compact_log: true
 """)
     defs = build_definitions(config)
     graph = defs.resolve_asset_graph()
