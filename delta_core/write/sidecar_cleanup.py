@@ -13,7 +13,6 @@ Everything is decided before anything is deleted, so a checkpoint that cannot be
 
 from __future__ import annotations
 
-import datetime as dt
 from collections.abc import Iterable
 
 from delta_core.log.checkpoint_read import read_checkpoint_state, sidecar_key
