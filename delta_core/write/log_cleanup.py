@@ -9,9 +9,10 @@ Rule (the protocol's, stated for time travel):
    it (time travel to the cutoff instant resolves to ``E``).
 2. Find the newest *complete* checkpoint ``C <= E`` (single file, or every part of a
    multi-part one). Every version ``>= E`` is rebuilt from ``C`` plus the commits after it.
-3. Delete commit files, checkpoint files, checksums and compacted logs of versions ``< C``
-   whose modification time is at or before the cutoff. Nothing at or after ``C`` is touched,
-   and ``_last_checkpoint`` keeps pointing at a checkpoint that exists.
+3. Delete commit files, checkpoint files and checksums of versions ``< C`` whose modification
+   time is at or before the cutoff, and the log compaction files starting at or before ``C``
+   (no reader starting at ``C`` can use them). No commit or checkpoint at or after ``C`` is
+   touched, and ``_last_checkpoint`` keeps pointing at a checkpoint that exists.
 4. Then delete the sidecars in ``_delta_log/_sidecars/`` that no remaining checkpoint
    references and that are more than a day old as of midnight UTC (``sidecar_cleanup``).
 
@@ -113,8 +114,13 @@ def plan_log_cleanup(files: list[LogPath], *, cutoff_ms: int) -> tuple[int | Non
     keep_from = max(candidates)
     doomed: list[LogPath] = []
     for f in files:
-        last = f.end_version if f.kind is LogFileKind.COMPACTED_COMMITS and f.end_version is not None else f.version
-        if last >= keep_from:
+        if f.kind is LogFileKind.COMPACTED_COMMITS:
+            # Step 3: every compaction starting at or before the kept checkpoint goes; readers
+            # start after that checkpoint, so none of them can be used any more.
+            if f.version <= keep_from:
+                doomed.append(f)
+            continue
+        if f.version >= keep_from:
             continue
         ts = timestamps.get(f.version, f.modification_time) if f.kind is LogFileKind.COMMIT else f.modification_time
         if ts <= cutoff_ms:

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import os
 import shutil
+import time
 
 import pyarrow as pa
 import pytest
@@ -16,6 +17,7 @@ from delta_core.cli.main import main
 from delta_core.errors import ConfigError, LogGapError
 from delta_core.log.table import DeltaTable
 from delta_core.write.checkpoint_write import write_checkpoint
+from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.log_compaction import compact_log
 from delta_core.write.table_writes import append, create_table, delete_files, set_properties
 from tests.core_write.conftest import listing
@@ -180,3 +182,23 @@ def test_ict_timestamp_of_a_compacted_version(table_dir):
     assert snap.log_segment.replay_files[0].name.endswith(".compacted.json")
     assert snap.timestamp == expected
     assert dt.datetime.fromtimestamp(expected / 1000, dt.UTC).year >= 2024
+
+
+def test_cleanup_deletes_compactions_starting_at_or_before_the_kept_checkpoint(table_dir):
+    """PROTOCOL.md "Metadata Cleanup" step 3; the compaction after the checkpoint stays in use."""
+    t = _build(table_dir)
+    early = compact_log(t, start_version=0, end_version=2)
+    late = compact_log(t)
+    when = time.time() - 90 * 86400  # _build sets delta.logRetentionDuration to 60 days
+    log_dir = os.path.join(table_dir, "_delta_log")
+    for name in os.listdir(log_dir):
+        os.utime(os.path.join(log_dir, name), (when, when))
+    expected = _state(table_dir, 9)
+    res = cleanup_log(t)
+    assert res.checkpoint_version == 2
+    assert any(k.endswith(os.path.basename(early.path or "")) for k in res.deleted)
+    names = os.listdir(log_dir)
+    assert os.path.basename(early.path or "") not in names and os.path.basename(late.path or "") in names
+    snap = DeltaTable(table_dir).snapshot()
+    assert [f.name for f in snap.log_segment.replay_files] == [os.path.basename(late.path or "")]
+    assert _state(table_dir, 9) == expected
