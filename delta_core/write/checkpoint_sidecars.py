@@ -2,8 +2,9 @@
 files in ``_delta_log/_sidecars/`` (PROTOCOL.md "Sidecar Files", "Sidecar File Information",
 "V2 Spec", "UUID-named checkpoint").
 
-A sidecar holds only ``add`` and ``remove`` columns. Each is written under a fresh unique name
-(``<version>.checkpoint.<uuid>.parquet``, so a listing of ``_sidecars/`` sorts by version), streamed
+A sidecar holds only ``add`` and ``remove`` columns. Each is written under a fresh unique name,
+Delta Spark's ``<version>.checkpoint.<i>.<n>.<uuid>.parquet`` (sorts by version; matches no log
+file pattern, so a sidecar is never taken for a checkpoint), streamed
 row group by row group through the table's ``Storage``; nothing refers to it until the
 checkpoint file naming it exists, so a sidecar left by a failed write is harmless, and log
 cleanup deletes it once it is a day old (PROTOCOL.md "Metadata Cleanup" step 5).
@@ -64,7 +65,7 @@ def sidecar_tasks(storage: Storage, body: pa.Table, *, version: int, max_actions
     rows = body.select(list(SIDECAR_COLUMNS))
     count = max(1, math.ceil(rows.num_rows / max(1, max_actions)))
     per = math.ceil(rows.num_rows / count) if rows.num_rows else 0
-    return [SidecarTask(storage, f"{version:020d}.checkpoint.{uuid.uuid4()}.parquet",
+    return [SidecarTask(storage, f"{version:020d}.checkpoint.{i + 1:010d}.{count:010d}.{uuid.uuid4()}.parquet",
                         rows.slice(i * per, per))
             for i in range(count)]
 
