@@ -202,3 +202,14 @@ def test_cleanup_deletes_compactions_starting_at_or_before_the_kept_checkpoint(t
     snap = DeltaTable(table_dir).snapshot()
     assert [f.name for f in snap.log_segment.replay_files] == [os.path.basename(late.path or "")]
     assert _state(table_dir, 9) == expected
+
+
+def test_unreadable_compaction_falls_back_to_the_commits(table_dir, caplog):
+    t = _build(table_dir)
+    expected = _state(table_dir, 9)
+    res = compact_log(t)
+    with open((res.path or "").removeprefix("file://"), "w") as fh:
+        fh.write('{"add": {"path": 5}}\nnot json\n')
+    with caplog.at_level("WARNING"):
+        assert _state(table_dir, 9) == expected
+    assert "reading the commits it covers instead" in caplog.text
