@@ -196,6 +196,20 @@ def _lp(name: str):
     return parse_log_name(name)
 
 
+def test_segment_compactions_must_lie_inside_its_commits() -> None:
+    c = [_lp(f"{v:020d}.json") for v in range(5)]
+    cp = _lp("00000000000000000001.checkpoint.parquet")
+    inside = _lp(f"{2:020d}.{3:020d}.compacted.json")
+    seg = LogSegment(4, 1, (cp,), tuple(c[2:]), compactions=(inside,))
+    assert [f.name for f in seg.replay_files] == [inside.name, c[4].name]
+    for bad in (_lp(f"{1:020d}.{3:020d}.compacted.json"),  # reaches into the checkpoint
+                _lp(f"{3:020d}.{5:020d}.compacted.json")):  # past the segment's version
+        with pytest.raises(LogGapError, match="not inside commits 2..4"):
+            LogSegment(4, 1, (cp,), tuple(c[2:]), compactions=(bad,))
+    with pytest.raises(LogGapError):  # overlapping
+        LogSegment(4, 1, (cp,), tuple(c[2:]), compactions=(inside, _lp(f"{3:020d}.{4:020d}.compacted.json")))
+
+
 def test_segment_invariants_are_checked() -> None:
     c = [_lp(f"{v:020d}.json") for v in range(4)]
     cp = _lp("00000000000000000001.checkpoint.parquet")
