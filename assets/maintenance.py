@@ -45,7 +45,16 @@ from assets.metadata import (
 from assets.metrics_view import describe, metrics_for_json
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
-from delta_core.maintenance.operations import CHECKPOINT, CLUSTER, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import (
+    CHECKPOINT,
+    CLUSTER,
+    COMPACT,
+    COMPACT_LOG,
+    MANIFEST,
+    VACUUM,
+    ZORDER,
+    Operation,
+)
 from delta_core.maintenance.options import ZORDER_CURVES
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
@@ -85,6 +94,8 @@ class VacuumConfig(Config):
 
 class CheckpointConfig(Config):
     cleanup_log: bool | None = Field(default=None, description="Also delete expired log files.")
+    sidecar_threshold: int | None = Field(default=None, description="v2Checkpoint tables: file actions above "
+                                                                    "which sidecars are written on Spark.")
 
 
 class ManifestConfig(Config):
@@ -95,6 +106,12 @@ class ClusterConfig(Config):
     columns: list[str] | None = Field(default=None, description="Clustering columns (set first when they differ).")
     full: bool | None = Field(default=None, description="Recluster every file (OPTIMIZE FULL).")
     target_size: int | None = Field(default=None, description="Target file size in bytes.")
+
+
+class CompactLogConfig(Config):
+    start_version: int | None = Field(default=None, description="First commit (default: after the newest checkpoint).")
+    end_version: int | None = Field(default=None, description="Last commit (default: the latest version).")
+    min_commits: int | None = Field(default=None, description="Write nothing for fewer commits than this.")
 
 
 _Options = TypeVar("_Options")
@@ -225,20 +242,27 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
 def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.checkpoint
-
-    @asset(**_common(table, CHECKPOINT, deps, description=(
+    spec = _common(table, CHECKPOINT, deps, description=(
         f"Write a checkpoint of `{table.name}` at its latest version (and optionally clean up "
-        "expired log files).")))
+        "expired log files)."))
+    # Sidecars of a large v2Checkpoint table are written by Spark tasks; the session starts only
+    # when the checkpoint turns out to need them.
+    spec["required_resource_keys"] = spec["required_resource_keys"] | {SPARK_RESOURCE_KEY}
+
+    @asset(**spec)
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
+        from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
         from delta_core.write.checkpoint_write import write_checkpoint
 
         started = time.monotonic()
+        options = _options(config, policy.options)
         dt = _delta(context, table).open()
         checkpoint_before = dt.last_checkpoint_version()
-        result = write_checkpoint(dt)
+        result = write_checkpoint(dt, sidecar_threshold=options.sidecar_threshold, sidecar_writer=spark_sidecar_writer(
+            lambda: context.resources.spark.spark_session))
         cleanup = None
-        if _options(config, policy.options).cleanup_log:
+        if options.cleanup_log:
             from delta_core.write.log_cleanup import cleanup_log
 
             cleanup = cleanup_log(dt)
@@ -284,6 +308,33 @@ def _cluster(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
+def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.compact_log
+
+    @asset(**_common(table, COMPACT_LOG, deps, description=(
+        f"Write a log compaction file for the commits of `{table.name}` after its newest checkpoint, "
+        "so snapshots read one file instead of each commit.")))
+    @_logs_typed_errors
+    def _asset(context: AssetExecutionContext, config: CompactLogConfig) -> MaterializeResult:
+        from delta_core.write.log_compaction import compact_log
+
+        options = _options(config, policy.options)
+        result = compact_log(_delta(context, table).open(), start_version=options.start_version,
+                             end_version=options.end_version, min_commits=options.min_commits)
+        if result.path is None:
+            headline = [f"table `{table.name}`", f"nothing written: {result.skipped_reason}"]
+        else:
+            headline = [f"table `{table.name}`",
+                        f"commits {result.start_version}..{result.end_version} compacted into "
+                        f"{result.actions} actions ({human_bytes(result.size_in_bytes)})"]
+        metadata: dict[str, MetadataValue] = {
+            "summary": MetadataValue.md(summary_markdown(f"Log compaction of {table.name}", headline))}
+        metadata.update(scalar_metadata({k: v for k, v in result.to_dict().items() if k != "path"}))
+        return MaterializeResult(metadata=metadata)
+
+    return _asset
+
+
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log).
 ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
@@ -293,6 +344,7 @@ ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinit
     CHECKPOINT.name: _checkpoint,
     MANIFEST.name: _manifest,
     CLUSTER.name: _cluster,
+    COMPACT_LOG.name: _compact_log,
 }
 
 
@@ -337,14 +389,14 @@ def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, c
     values: dict[str, int | float | str | bool | None] = {
         "checkpoint_version_before": checkpoint_before,
         "checkpoint_version": result.version,
-        "checkpoint_parts": result.parts,
+        "checkpoint_sidecars": result.sidecars,
         "checkpoint_actions": result.size,
         "checkpoint_bytes": result.size_in_bytes,
         "duration_seconds": duration_seconds,
     }
     headline = [f"table `{table_name}`",
                 f"checkpoint written at version {result.version} "
-                f"({result.parts} part(s), {result.size} actions, {human_bytes(result.size_in_bytes)})",
+                f"({result.size} actions, {result.sidecars} sidecar(s), {human_bytes(result.size_in_bytes)})",
                 "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
     if cleanup is not None:
         values["log_files_deleted"] = cleanup.files_deleted

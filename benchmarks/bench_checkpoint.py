@@ -14,7 +14,7 @@ delta-rs to check it has every file.
 A second run measures the steady state: the table already has a checkpoint (written by
 delta-rs) and ``--tail`` small commits follow it, which is what an automatic checkpoint reads.
 
-    python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--part-size N] [--tail 10]
+    python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--tail 10]
                                           [--repeat 1]
 """
 
@@ -102,7 +102,7 @@ def _cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
+def run_ours(path: str) -> dict[str, Any]:
     started = time.perf_counter()
     from delta_core.log.table import DeltaTable
     from delta_core.write.checkpoint_write import write_checkpoint
@@ -111,11 +111,11 @@ def run_ours(path: str, part_size: int | None) -> dict[str, Any]:
     table = DeltaTable(path)
     snapshot = table.snapshot()
     loaded = time.perf_counter()
-    result = write_checkpoint(table, part_size=part_size, snapshot=snapshot)
+    result = write_checkpoint(table, snapshot=snapshot)
     done = time.perf_counter()
     return {"seconds": done - imported, "load_seconds": loaded - imported, "write_seconds": done - loaded,
             "cpu_seconds": _cpu_seconds() - cpu, "import_seconds": imported - started, "rss_mb": _peak_rss_mb(),
-            "parts": result.parts, "bytes": result.size_in_bytes, "adds": result.num_add_files}
+            "parts": 1, "bytes": result.size_in_bytes, "adds": result.num_add_files}
 
 
 def run_deltars(path: str) -> dict[str, Any]:
@@ -191,8 +191,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--commits", type=int, default=4)
-    parser.add_argument("--part-size", type=int, default=None,
-                        help="also time a multi-part checkpoint with this many actions per part")
     parser.add_argument("--tail", type=int, default=10,
                         help="commits after the previous checkpoint in the steady-state run")
     parser.add_argument("--repeat", type=int, default=1,
@@ -208,9 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.files:,} add actions in {args.commits} commits "
               f"(log generated in {time.perf_counter() - t0:.1f} s)", flush=True)
 
-        engines: list[tuple[str, Any, tuple[Any, ...]]] = [("ours", run_ours, (None,)), ("delta-rs", run_deltars, ())]
-        if args.part_size:
-            engines.append((f"ours ({args.part_size}/part)", run_ours, (args.part_size,)))
+        engines: list[tuple[str, Any, tuple[Any, ...]]] = [("ours", run_ours, ()), ("delta-rs", run_deltars, ())]
         runs = _alternate(work, base, "full", args.repeat, engines)
 
         # Our checkpoint must be complete: delta-rs reading it sees every file.

@@ -38,6 +38,7 @@ from delta_core.maintenance.options import (
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     CheckpointOptions,
     ClusterOptions,
+    CompactLogOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
@@ -57,6 +58,7 @@ from resources.config_records import (
     DEFAULT_VACUUM_CRON,
     CheckpointPolicy,
     ClusterPolicy,
+    CompactLogPolicy,
     CompactPolicy,
     DailySummary,
     DownstreamPolicy,
@@ -255,10 +257,14 @@ class CheckpointSection(_Model):
     enabled: bool = True
     interval: int = Field(default=DEFAULT_CHECKPOINT_INTERVAL, gt=0)
     cleanup_log: bool = Field(default=False, description="Also delete expired log files.")
+    sidecar_threshold: int | None = Field(
+        default=None, gt=0, description="v2Checkpoint tables with more file actions than this get a UUID-named "
+                                        "checkpoint with sidecars (written on Spark). Default: 100000.")
 
     def to_policy(self) -> CheckpointPolicy:
         return CheckpointPolicy(enabled=self.enabled, interval=self.interval,
-                                options=CheckpointOptions(cleanup_log=self.cleanup_log))
+                                options=CheckpointOptions(cleanup_log=self.cleanup_log,
+                                                          sidecar_threshold=self.sidecar_threshold))
 
 
 class ManifestSection(_Model):
@@ -294,6 +300,16 @@ class ClusterSection(_Model):
     def to_policy(self) -> ClusterPolicy:
         return ClusterPolicy(enabled=self.enabled, cron=self.cron, options=ClusterOptions(
             columns=tuple(self.columns), full=self.full, target_size=self.target_size))
+
+
+class CompactLogSection(_Model):
+    """Log compaction files (x.y.compacted.json) for the commits after the newest checkpoint. Off unless given."""
+
+    enabled: bool = True
+    min_commits: int = Field(default=2, ge=2, description="Write one only when this many commits follow the checkpoint.")
+
+    def to_policy(self) -> CompactLogPolicy:
+        return CompactLogPolicy(enabled=self.enabled, options=CompactLogOptions(min_commits=self.min_commits))
 
 
 class SensorSection(_Model):
@@ -338,6 +354,7 @@ class TableSection(_Model):
     sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
     cluster: OnOff[ClusterSection] | None = None  # on when given
+    compact_log: OnOff[CompactLogSection] | None = None  # off unless given
 
 
 class SparkSection(_Model):
@@ -417,6 +434,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
             daily_summary=DailySummary(summary.date_column) if summary is not None else None,
             assets=tuple(t.downstream.assets)),
         cluster=t.cluster.to_policy() if t.cluster is not None else ClusterPolicy(),
+        compact_log=t.compact_log.to_policy() if t.compact_log is not None else CompactLogPolicy(),
     )
 
 

@@ -16,6 +16,7 @@ from delta_core.maintenance.operations import OPERATIONS, operation
 from delta_core.maintenance.options import (
     CheckpointOptions,
     ClusterOptions,
+    CompactLogOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
@@ -90,6 +91,12 @@ class ManifestPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class CompactLogPolicy:
+    enabled: bool = False
+    options: CompactLogOptions = CompactLogOptions()
+
+
+@dataclass(frozen=True, slots=True)
 class SensorPolicy:
     enabled: bool = True
     interval_seconds: int = DEFAULT_SENSOR_INTERVAL_SECONDS
@@ -116,7 +123,8 @@ class ClusterPolicy:
     options: ClusterOptions = ClusterOptions()
 
 
-Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy
+Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy | \
+    CompactLogPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +141,7 @@ class TableConfig:
     sensor: SensorPolicy = field(default_factory=SensorPolicy)
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
     cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
+    compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""

@@ -47,3 +47,14 @@ def retention_hours(text: str) -> float:
         raise argparse.ArgumentTypeError(
             f"{text} hours is out of range: give a number of hours from 0 to {MAX_RETENTION_HOURS:.0f}")
     return value
+
+
+def positive_count(text: str) -> int:
+    """A whole number from 1 (a count such as ``--sidecar-threshold``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: give a whole number from 1")
+    return value

@@ -1,24 +1,30 @@
-"""Write-side subcommands of ``delta-core``: ``checkpoint`` and ``cleanup-log``
-(PROTOCOL.md "Checkpoints", "Metadata Cleanup").
+"""Write-side subcommands of ``delta-core``: ``checkpoint``, ``cleanup-log``, ``compact-log`` and ``set-properties``
+(PROTOCOL.md "Checkpoints", "Metadata Cleanup", "Log Compaction Files").
 
-``checkpoint TABLE_URI [--version N] [--part-size N] [--json]`` prints
-``{"version", "parts", "size", "size_in_bytes", "path"}``;
+``checkpoint TABLE_URI [--version N] [--sidecar-threshold N] [--spark-master URL] [--json]``
+prints ``{"version", "size", "size_in_bytes", "path", "sidecars"}``; sidecars of a large
+``v2Checkpoint`` table are written by Spark tasks when ``--spark-master`` is given (Spark starts
+only if sidecars are due), else in this process;
 ``cleanup-log TABLE_URI [--dry-run] [--ignore-log-cleanup-disabled] [--json]`` prints what was
 (or would be) deleted, or ``skipped_reason`` when nothing may be (e.g. the table has
 ``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes).
 ``set-properties TABLE_URI KEY=VALUE... [--json]`` commits the properties (and the protocol
 upgrade a feature needs; turning on ``delta.enableInCommitTimestamps`` records its enablement
 version and timestamp) and prints the new version, configuration and protocol.
+``compact-log TABLE_URI [--from V --to V] [--min-commits N] [--json]`` writes
+``V.V.compacted.json`` (default range: the commits after the newest checkpoint).
 """
 
 from __future__ import annotations
 
 import argparse
 
+from delta_core.cli.arguments import positive_count
 from delta_core.cli.common import add_table_arguments, emit, open_table
-from delta_core.cli.maintenance import add_operation_parser
+from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_parser
 from delta_core.errors import UsageError
-from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG
+from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT_LOG
+from delta_core.write.checkpoint_sidecars import DEFAULT_SIDECAR_THRESHOLD
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 
@@ -27,8 +33,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     c = add_operation_parser(subparsers, CHECKPOINT)
     add_table_arguments(c)
     c.add_argument("--version", type=int, default=None, metavar="N", help="checkpoint version N")
-    c.add_argument("--part-size", type=int, default=None, metavar="N",
-                   help="at most N actions per file; more make a multi-part checkpoint")
+    c.add_argument("--sidecar-threshold", type=positive_count, default=None, metavar="N",
+                   help="v2Checkpoint tables with more file actions than N get a UUID-named checkpoint "
+                        f"whose file actions are in sidecars of at most N (default {DEFAULT_SIDECAR_THRESHOLD})")
+    _spark_argument(c)
     c.set_defaults(func=cmd_checkpoint)
 
     lc = add_operation_parser(subparsers, CLEANUP_LOG)
@@ -46,12 +54,27 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_table_arguments(sp)
     sp.add_argument("properties", nargs="+", metavar="KEY=VALUE", help="a table property, repeatable")
     sp.set_defaults(func=cmd_set_properties)
+    cl = add_operation_parser(subparsers, COMPACT_LOG)
+    add_table_arguments(cl)
+    cl.add_argument("--from", dest="start_version", type=int, default=None, metavar="V",
+                    help="first commit to compact (default: the one after the newest checkpoint)")
+    cl.add_argument("--to", dest="end_version", type=int, default=None, metavar="V",
+                    help="last commit to compact (default: the latest version)")
+    cl.add_argument("--min-commits", type=int, default=2, metavar="N",
+                    help="write nothing when the range holds fewer than N commits (default 2)")
+    cl.set_defaults(func=cmd_compact_log)
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
-    result = write_checkpoint(open_table(args), version=args.version, part_size=args.part_size)
-    emit({"version": result.version, "parts": result.parts, "size": result.size,
-          "size_in_bytes": result.size_in_bytes, "path": result.path}, args.json)
+    writer = None
+    if args.spark_master is not None:
+        from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
+
+        writer = spark_sidecar_writer(_spark(args))  # a factory: Spark starts only for sidecars
+    result = write_checkpoint(open_table(args), version=args.version, sidecar_threshold=args.sidecar_threshold,
+                              sidecar_writer=writer)
+    emit({"version": result.version, "size": result.size, "size_in_bytes": result.size_in_bytes,
+          "path": result.path, "sidecars": result.sidecars}, args.json)
     return 0
 
 
@@ -79,4 +102,13 @@ def cmd_set_properties(args: argparse.Namespace) -> int:
           "reader_features": None if protocol.reader_features is None else sorted(protocol.reader_features),
           "writer_features": None if protocol.writer_features is None else sorted(protocol.writer_features)},
          args.json)
+    return 0
+
+
+def cmd_compact_log(args: argparse.Namespace) -> int:
+    from delta_core.write.log_compaction import compact_log
+
+    result = compact_log(open_table(args), start_version=args.start_version, end_version=args.end_version,
+                         min_commits=args.min_commits)
+    emit(result.to_dict(), args.json)
     return 0

@@ -104,6 +104,16 @@ def multipart_checkpoint_key(version: int, part: int, num_parts: int) -> str:
     return f"{LOG_DIR}/{version:020d}.checkpoint.{part:010d}.{num_parts:010d}.parquet"
 
 
+def v2_checkpoint_key(version: int, checkpoint_uuid: str, file_format: str = "parquet") -> str:
+    """A UUID-named (V2 spec) checkpoint: ``n.checkpoint.<uuid>.parquet`` or ``.json``."""
+    return f"{LOG_DIR}/{version:020d}.checkpoint.{checkpoint_uuid}.{file_format}"
+
+
+def compacted_key(start_version: int, end_version: int) -> str:
+    """A log compaction file covering commits ``start_version..end_version``."""
+    return f"{LOG_DIR}/{start_version:020d}.{end_version:020d}.compacted.json"
+
+
 def version_prefix(version: int) -> str:
     """The name prefix from which listing ``_delta_log`` starts for ``version``."""
     return f"{version:020d}"

@@ -4,8 +4,10 @@
 A snapshot at version ``v`` is the newest *complete* checkpoint with version ``<= v`` (classic
 single file, multi-part with every part present, or a UUID-named V2 checkpoint) plus the
 commits ``checkpoint + 1 .. v``, every one of which must exist; without a checkpoint it is
-commits ``0 .. v``. Commits older than the checkpoint may be missing. Log compaction files are
-optional and ignored (reading the commits they cover gives the same state).
+commits ``0 .. v``. Commits older than the checkpoint may be missing. Log compaction files
+(``x.y.compacted.json``, PROTOCOL.md "Log Compaction Files") inside that commit range replace
+the commits they cover when the snapshot is read (``replay_files``): one read instead of
+``y - x + 1``; the commits must still exist, so a compaction never hides a gap.
 
 Listing starts at the ``_last_checkpoint`` hint, never at the beginning of the log, when the
 hint is usable; a hint that turns out wrong (no complete checkpoint at or after it, or nothing
@@ -37,7 +39,9 @@ class LogSegment:
     - ``checkpoint_files`` is empty (``checkpoint_version is None``) or all share
       ``checkpoint_version``; a multi-part checkpoint lists every part ``1..n`` in order;
     - ``commit_files`` are contiguous, ascending, start right after the checkpoint (or at 0)
-      and end at ``version``; with a checkpoint at ``version`` there are none.
+      and end at ``version``; with a checkpoint at ``version`` there are none;
+    - ``compactions`` are log compaction files inside that commit range, ascending and
+      non-overlapping.
     """
 
     version: int
@@ -46,6 +50,7 @@ class LogSegment:
     commit_files: tuple[LogPath, ...]
     table_root: str = ""
     checksum_file: LogPath | None = None  # the listed ``<version>.crc``, if any (optional)
+    compactions: tuple[LogPath, ...] = ()
 
     def __post_init__(self) -> None:
         where = self.table_root or None
@@ -80,10 +85,37 @@ class LogSegment:
                 f"from {where or 'the log'}; restore it or read a version covered by a checkpoint",
                 path=where, version=missing[0] if missing else self.version,
             )
+        after = expected[0] if expected else self.version + 1
+        for c in self.compactions:
+            if c.kind is not LogFileKind.COMPACTED_COMMITS or c.end_version is None \
+                    or c.version < after or c.end_version > self.version:
+                raise LogGapError(f"log compaction {c.name} is not inside commits {after}..{self.version}",
+                                  path=where, version=c.version)
+            after = c.end_version + 1
 
     @property
     def files(self) -> tuple[LogPath, ...]:
         return self.checkpoint_files + self.commit_files
+
+    @property
+    def replay_files(self) -> tuple[LogPath, ...]:
+        """The files to replay after the checkpoint: ``commit_files`` with the ranges of
+        ``compactions`` each read as its one compaction file."""
+        if not self.compactions:
+            return self.commit_files
+        out: list[LogPath] = []
+        pending = list(self.compactions)
+        skip_to = -1
+        for c in self.commit_files:
+            if c.version <= skip_to:
+                continue
+            if pending and pending[0].version == c.version:
+                compaction = pending.pop(0)
+                out.append(compaction)
+                skip_to = compaction.end_version or c.version
+                continue
+            out.append(c)
+        return tuple(out)
 
     @property
     def last_commit(self) -> LogPath | None:
@@ -193,7 +225,27 @@ def _segment_from_listing(
         commit_files=tuple(commits[v] for v in needed),
         table_root=table_root,
         checksum_file=checksums.get(target),
+        compactions=_useful_compactions(files, first, target),
     )
+
+
+def _useful_compactions(files: Iterable[LogPath], first: int, last: int) -> tuple[LogPath, ...]:
+    """Compaction files to read instead of commits ``first..last``: from each version, the
+    one reaching furthest (each replaces at least two commits), not overlapping."""
+    furthest: dict[int, LogPath] = {}
+    for f in files:
+        if f.kind is LogFileKind.COMPACTED_COMMITS and f.end_version is not None \
+                and first <= f.version and f.end_version <= last:
+            best = furthest.get(f.version)
+            if best is None or (best.end_version or 0) < f.end_version:
+                furthest[f.version] = f
+    chosen: list[LogPath] = []
+    after = first
+    for start in sorted(furthest):
+        if start >= after:
+            chosen.append(furthest[start])
+            after = (furthest[start].end_version or start) + 1
+    return tuple(chosen)
 
 
 def _no_log(storage: Storage) -> NotADeltaTableError:

@@ -11,12 +11,13 @@ actions read from the checkpoint and reconciled with the commits. Files are an A
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import MissingMetadataError, MissingProtocolError, VersionNotFoundError
+from delta_core.errors import CorruptLogError, MissingMetadataError, MissingProtocolError, VersionNotFoundError
 from delta_core.log.checkpoint_read import read_checkpoint_files, read_checkpoint_state
 from delta_core.log.commit_read import ParsedCommit, build_batch, parse_commit, read_commits
 from delta_core.log.file_actions import iter_adds, iter_removes
@@ -34,6 +35,8 @@ from delta_core.model.schema import StructType, schema_to_arrow
 from delta_core.model.stats import parse_stats
 from delta_core.model.table_properties import TableProperties
 from delta_core.storage.base import Storage
+
+log = logging.getLogger(__name__)
 
 
 class Snapshot:
@@ -243,6 +246,7 @@ class Snapshot:
             checkpoint_files=self._segment.checkpoint_files,
             commit_files=self._segment.commit_files + tuple(commits),
             table_root=self._segment.table_root,
+            compactions=self._segment.compactions,
         )
         state = _apply(self._storage, segment, self._state, parsed)
         return Snapshot(self._storage, segment, state, last_commit=parsed[-1], clock=self._clock)
@@ -289,7 +293,7 @@ def load_snapshot(
     """Read the snapshot at ``version`` (latest when ``None``), or of a prepared ``segment``."""
     if segment is None:
         segment = build_log_segment(storage, version=version)
-    parsed = read_commits(storage, segment.commit_files)
+    parsed = _read_replay_files(storage, segment)
     if segment.checkpoint_files:
         cp = read_checkpoint_state(storage, segment.checkpoint_files)
         protocol, metadata = cp.protocol, cp.metadata
@@ -310,6 +314,20 @@ def load_snapshot(
         # it (a warning only: a wrong .crc must not make the table unreadable).
         warn_on_mismatch(snapshot)
     return snapshot
+
+
+def _read_replay_files(storage: Storage, segment: LogSegment) -> list[ParsedCommit]:
+    """The commits after the checkpoint, compaction files standing in for the commits they cover
+    (fewer reads, same state). Compactions are optional: one that cannot be read costs only the
+    reads it would have saved, so the commits are read instead."""
+    if not segment.compactions:
+        return read_commits(storage, segment.commit_files)
+    try:
+        return read_commits(storage, segment.replay_files)
+    except CorruptLogError as exc:
+        log.warning("%s: a log compaction file is unusable (%s); reading the commits it covers instead",
+                    storage.root, exc)
+        return read_commits(storage, segment.commit_files)
 
 
 def load_protocol_metadata(

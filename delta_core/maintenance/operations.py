@@ -25,6 +25,7 @@ from delta_core.maintenance.options import (
     CheckpointOptions,
     CleanupLogOptions,
     ClusterOptions,
+    CompactLogOptions,
     CompactOptions,
     ManifestOptions,
     VacuumOptions,
@@ -33,7 +34,8 @@ from delta_core.maintenance.options import (
 from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, VACUUM_END, VACUUM_START
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
-    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions]
+    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
+    type[CompactLogOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,7 +121,19 @@ CLUSTER = Operation(
     uses_spark=True,
 )
 
-OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST, CLUSTER)
+COMPACT_LOG = Operation(
+    name="compact_log", cli_command="compact-log", policy_key="compact_log",
+    options_type=CompactLogOptions,
+    metrics_type_path="delta_core.write.log_compaction:LogCompactionResult",
+    delta_operations=(),  # a log compaction file is not a commit
+    summary="write a log compaction file (x.y.compacted.json)",
+    description="Write the reconciled actions of commits x..y (default: those after the newest "
+                "checkpoint) as x.y.compacted.json, which readers load instead of those commits.",
+    uses_spark=False,
+)
+
+OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST, CLUSTER,
+                                     COMPACT_LOG)
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
 

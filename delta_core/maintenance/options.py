@@ -52,6 +52,7 @@ class CheckpointOptions:
     """``checkpoint``: write a checkpoint at the latest version (``write.checkpoint_write``)."""
 
     cleanup_log: bool = False  # then run ``cleanup_log`` too, as Delta Spark does after a checkpoint
+    sidecar_threshold: int | None = None  # v2Checkpoint tables: file actions above which sidecars are written
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,3 +78,12 @@ class ClusterOptions:
     columns: tuple[str, ...] = ()  # () : keep the table's clustering columns
     full: bool = False  # recluster every file (OPTIMIZE FULL)
     target_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactLogOptions:
+    """``compact_log``: write a log compaction file (``delta_core.write.log_compaction.compact_log``)."""
+
+    start_version: int | None = None  # None: right after the newest checkpoint
+    end_version: int | None = None  # None: the latest version
+    min_commits: int = 2  # write nothing when the range holds fewer commits

@@ -1,6 +1,5 @@
-"""Writing classic checkpoints, single-file and multi-part, then ``_last_checkpoint``
-(PROTOCOL.md "Checkpoints", "Checkpoint Specs" > "V1 Spec", "Multi-part checkpoint",
-"Checkpoint Schema", "Last Checkpoint File Schema").
+"""Writing checkpoints, then ``_last_checkpoint`` (PROTOCOL.md "Checkpoints", "Checkpoint
+Specs" > "V1 Spec" and "V2 Spec", "Checkpoint Schema", "Last Checkpoint File Schema").
 
 The checkpoint is built columnar from the snapshot's Arrow tables — one row per action,
 one struct column per action type (``protocol``, ``metaData``, ``txn``, ``add``, ``remove``,
@@ -12,17 +11,20 @@ vectorised array operations, not a million Python objects.
   ``delta.checkpoint.writeStatsAsStruct`` is true (physical names under column mapping).
 - Tombstones older than ``delta.deletedFileRetentionDuration`` and ``txn`` entries older
   than ``delta.setTransactionRetentionDuration`` are dropped (clock injectable).
-- Multi-part checkpoints put protocol/metadata/txns in part 1 and the file actions (adds
-  sorted by path, then tombstones sorted by path) in contiguous ranges over the parts: the same
-  snapshot always yields the same parts, and each part covers one path range.
-- Each part is written atomically (``Storage.write``); ``_last_checkpoint`` is written only
-  after every part exists, and never moved backwards. Readers use a multi-part checkpoint only
-  when all its parts exist, so a crash half-way leaves a table that still reads.
+- Multi-part checkpoints are never written (they are read): the protocol deprecates them,
+  forbids them on ``v2Checkpoint`` tables, and requires Spark's hash partitioning of their parts
+  so that parts of writers racing on one version mix safely ("Multi-part checkpoint").
+- The checkpoint file is written atomically (``Storage.write``); ``_last_checkpoint`` only after
+  it (and its sidecars) exist, and never moved backwards.
 - ``protocol`` and ``metaData`` keep fields this library does not know (another writer's
   additions, ``Protocol.extra``/``Metadata.extra``) as extra struct fields of the inferred type,
   so a checkpoint loses nothing the commits held; readers ignore fields they do not know.
 - Tables with the ``v2Checkpoint`` feature get a classic-named single file in the V2 spec
-  (with its ``checkpointMetadata`` row), since multi-part files are V1-only.
+  (with its ``checkpointMetadata`` row) while their file actions number at most the sidecar
+  threshold; above it a UUID-named file (``n.checkpoint.<uuid>.parquet``) holding the non-file
+  actions and one ``sidecar`` action per sidecar file (``checkpoint_sidecars``), and
+  ``_last_checkpoint`` gets Delta Spark's ``v2Checkpoint`` field (path, size, modification
+  time, non-file actions, sidecar files).
 - Nothing is written unless the write gate (``table_features.check_write_supported``) accepts
   the protocol of the version checkpointed and the table's current one (checkpointProtection
   rule (b): no checkpoint of a protocol this library does not support).
@@ -31,8 +33,8 @@ vectorised array operations, not a million Python objects.
 from __future__ import annotations
 
 import logging
-import math
-from collections.abc import Mapping
+import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,12 +45,20 @@ import pyarrow.parquet as pq
 from delta_core.errors import ConfigError
 from delta_core.log.file_actions import DV_TYPE, STRING_MAP
 from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoint, read_last_checkpoint
-from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, multipart_checkpoint_key
+from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoint_key
+from delta_core.model.actions import Sidecar, action_to_json
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
 from delta_core.model.stats import parse_stats_struct
 from delta_core.model.table_features import check_write_supported, column_mapping_mode, has_feature
+from delta_core.write.checkpoint_sidecars import (
+    DEFAULT_SIDECAR_THRESHOLD,
+    SidecarWriter,
+    sidecar_tasks,
+    uses_sidecars,
+    write_sidecars_in_process,
+)
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -69,6 +79,8 @@ METADATA_TYPE = pa.struct([
 TXN_TYPE = pa.struct([("appId", pa.string()), ("version", pa.int64()), ("lastUpdated", pa.int64())])
 DOMAIN_TYPE = pa.struct([("domain", pa.string()), ("configuration", pa.string()), ("removed", pa.bool_())])
 CHECKPOINT_METADATA_TYPE = pa.struct([("version", pa.int64()), ("tags", STRING_MAP)])
+SIDECAR_TYPE = pa.struct([("path", pa.string()), ("sizeInBytes", pa.int64()),
+                          ("modificationTime", pa.int64()), ("tags", STRING_MAP)])
 REMOVE_TYPE = pa.struct([
     ("path", pa.string()), ("deletionTimestamp", pa.int64()), ("dataChange", pa.bool_()),
     ("extendedFileMetadata", pa.bool_()), ("partitionValues", STRING_MAP), ("size", pa.int64()),
@@ -85,16 +97,15 @@ _ADD_BASE = [
 @dataclass(frozen=True, slots=True)
 class CheckpointResult:
     version: int
-    parts: int
-    size: int  # number of actions
-    size_in_bytes: int
-    path: str  # URI of the single file, or of part 1
+    size: int  # number of actions, sidecar actions and the actions in sidecars included
+    size_in_bytes: int  # the checkpoint file plus its sidecars
+    path: str  # URI of the checkpoint file
     num_add_files: int = 0
+    sidecars: int = 0  # sidecar files written (UUID-named V2 checkpoints only)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"version": self.version, "parts": self.parts, "size": self.size,
-                "size_in_bytes": self.size_in_bytes, "path": self.path,
-                "num_add_files": self.num_add_files}
+        return {"version": self.version, "size": self.size, "size_in_bytes": self.size_in_bytes,
+                "path": self.path, "num_add_files": self.num_add_files, "sidecars": self.sidecars}
 
 
 # --- columns ------------------------------------------------------------------------------
@@ -251,7 +262,6 @@ def build_checkpoint_table(
     snapshot: Snapshot,
     *,
     clock: Clock = system_clock,
-    sort_by_path: bool = False,
 ) -> tuple[pa.Table, int, int]:
     """(table of checkpoint rows, number of header rows, number of add rows); ``clock`` gives
     the "now" that expired tombstones and txns are dropped against."""
@@ -259,9 +269,6 @@ def build_checkpoint_table(
     now_ms = clock()
     v2 = has_feature(snapshot.protocol, "v2Checkpoint")
     files = snapshot.files
-    if sort_by_path and files.num_rows:
-        # Sorting the flat columns before they become structs is the cheap place to do it.
-        files = files.take(pc.sort_indices(files.column("path")))
     extra = _parsed_columns(snapshot, files) if props.checkpoint_write_stats_as_struct else []
     add = _add_struct(files, extra)
     if not props.checkpoint_write_stats_as_json and any(name == "stats_parsed" for name, _ in extra):
@@ -277,8 +284,6 @@ def build_checkpoint_table(
         ts = tomb.column("deletion_timestamp")
         # Tombstones only protect files from vacuum until the retention passes.
         tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, cutoff), False))
-        if sort_by_path and tomb.num_rows:
-            tomb = tomb.take(pc.sort_indices(tomb.column("path")))
     remove = _remove_struct(tomb)
     header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
     types: dict[str, pa.DataType] = {
@@ -309,20 +314,24 @@ def write_checkpoint(
     table: DeltaTable,
     *,
     version: int | None = None,
-    part_size: int | None = None,
     clock: Clock | None = None,
     update_last_checkpoint: bool = True,
     snapshot: Snapshot | None = None,
+    sidecar_threshold: int | None = None,
+    sidecar_writer: SidecarWriter | None = None,
 ) -> CheckpointResult:
     """Write the checkpoint of ``version`` (default: latest) and point ``_last_checkpoint`` at it.
 
-    ``part_size`` is the most actions per file: more actions than that yield a multi-part
-    checkpoint. ``snapshot`` is an already loaded snapshot of ``table`` to checkpoint (saves
-    reading the log again). Rewriting an existing checkpoint writes the same content again.
-    ``clock`` overrides the table's clock for tombstone and txn expiry.
+    ``snapshot`` is an already loaded snapshot of ``table`` to checkpoint (saves reading the log
+    again). Rewriting an existing classic checkpoint writes the same content again. ``clock``
+    overrides the table's clock for tombstone and txn expiry. On ``v2Checkpoint`` tables with
+    more than ``sidecar_threshold`` file actions (default ``DEFAULT_SIDECAR_THRESHOLD``) the
+    checkpoint is UUID-named and its file actions go to sidecars of at most that many actions,
+    written by ``sidecar_writer`` (default: in this process; Spark passes its own).
     """
-    if part_size is not None and part_size < 1:
-        raise ConfigError(f"part_size={part_size} must be at least 1")
+    threshold = DEFAULT_SIDECAR_THRESHOLD if sidecar_threshold is None else sidecar_threshold
+    if threshold < 1:
+        raise ConfigError(f"sidecar_threshold={threshold} must be at least 1 (file actions per sidecar)")
     if snapshot is None or (version is not None and snapshot.version != version):
         snapshot = table.snapshot(version)
     # The write gate on the protocol of the version checkpointed: a checkpoint restates that
@@ -333,52 +342,77 @@ def write_checkpoint(
         latest_protocol, latest_metadata = table.protocol_and_metadata()
         check_write_supported(latest_protocol, latest_metadata, path=table.uri)
     storage = table.storage
-    v2 = has_feature(snapshot.protocol, "v2Checkpoint")
-    rows_estimate = snapshot.num_files + snapshot.tombstones.num_rows + 2 + len(snapshot.all_txns)
-    multi = part_size is not None and rows_estimate > part_size and not v2
-    if part_size is not None and rows_estimate > part_size and v2:
-        log.info("table=%s version=%d has v2Checkpoint: writing one file, not parts", table.uri, snapshot.version)
-    cp, n_head, n_add = build_checkpoint_table(snapshot, clock=clock or table.clock, sort_by_path=multi)
+    cp, n_head, n_add = build_checkpoint_table(snapshot, clock=clock or table.clock)
     v = snapshot.version
-    total_bytes = 0
-    if not multi:
+    v2_record: dict[str, Any] | None = None
+    if has_feature(snapshot.protocol, "v2Checkpoint") and uses_sidecars(cp.num_rows - n_head, threshold=threshold):
+        tasks = sidecar_tasks(storage, cp.slice(n_head), version=v, max_actions=threshold)
+        sidecars = (sidecar_writer or write_sidecars_in_process)(tasks)
+        top = _uuid_checkpoint_table(cp.slice(0, n_head), sidecars)
+        key = v2_checkpoint_key(v, str(uuid.uuid4()))
+        buf = _parquet_bytes(top)
+        storage.write(key, buf.to_pybytes())
+        written = storage.head(key)
+        size = top.num_rows + cp.num_rows - n_head
+        total_bytes = buf.size + sum(s.size_in_bytes for s in sidecars)
+        v2_record = {
+            "path": written.name, "sizeInBytes": buf.size, "modificationTime": written.modification_time,
+            "nonFileActions": _rows_as_actions(cp.slice(0, n_head)),
+            "sidecarFiles": [action_to_json(s)["sidecar"] for s in sidecars],
+        }
+    else:
+        # One classic file (V1, or V2 spec with its checkpointMetadata row on v2Checkpoint tables).
         key = checkpoint_key(v)
         buf = _parquet_bytes(cp)
         storage.write(key, buf.to_pybytes())
-        total_bytes, parts, first = buf.size, 1, key
-    else:
-        assert part_size is not None
-        body_rows = cp.num_rows - n_head
-        parts = max(1, math.ceil(cp.num_rows / part_size))
-        per_part = math.ceil(body_rows / parts) if body_rows else 0
-        first = multipart_checkpoint_key(v, 1, parts)
-        for i in range(parts):
-            lo = n_head + i * per_part
-            hi = min(cp.num_rows, lo + per_part)
-            chunk = cp.slice(lo, max(0, hi - lo))
-            if i == 0:
-                chunk = pa.concat_tables([cp.slice(0, n_head), chunk])
-            buf = _parquet_bytes(chunk)
-            storage.write(multipart_checkpoint_key(v, i + 1, parts), buf.to_pybytes())
-            total_bytes += buf.size
-    result = CheckpointResult(version=v, parts=parts, size=cp.num_rows, size_in_bytes=total_bytes,
-                              path=storage.uri(first), num_add_files=n_add)
+        size, total_bytes = cp.num_rows, buf.size
+    result = CheckpointResult(version=v, size=size, size_in_bytes=total_bytes, path=storage.uri(key),
+                              num_add_files=n_add, sidecars=0 if v2_record is None else len(v2_record["sidecarFiles"]))
     if update_last_checkpoint:
-        _update_last_checkpoint(storage, result, multi=multi)
-    log.info("table=%s version=%d checkpoint written: %d action(s) in %d part(s), %d bytes",
-             table.uri, v, result.size, parts, total_bytes)
+        _update_last_checkpoint(storage, result, v2_checkpoint=v2_record)
+    log.info("table=%s version=%d checkpoint written: %d action(s), %d bytes%s", table.uri, v, result.size,
+             total_bytes, "" if v2_record is None else f", {len(v2_record['sidecarFiles'])} sidecar(s)")
     return result
 
 
-def _update_last_checkpoint(storage: Any, result: CheckpointResult, *, multi: bool) -> None:
+def _uuid_checkpoint_table(head: pa.Table, sidecars: Sequence[Sidecar]) -> pa.Table:
+    """The UUID-named file: the non-file actions, then one ``sidecar`` row per sidecar. The
+    ``add``/``remove`` columns stay (all null), as Delta Spark writes them."""
+    rows = pa.array([{"path": s.path, "sizeInBytes": s.size_in_bytes, "modificationTime": s.modification_time,
+                      "tags": None} for s in sidecars], SIDECAR_TYPE)
+    types = {**{f.name: f.type for f in head.schema}, "sidecar": SIDECAR_TYPE}
+    head = head.append_column("sidecar", pa.nulls(head.num_rows, SIDECAR_TYPE))
+    return pa.concat_tables([head, _segment({"sidecar": rows}, len(rows), types)])
+
+
+def _rows_as_actions(head: pa.Table) -> list[dict[str, Any]]:
+    """Checkpoint rows as the JSON actions they hold (for ``_last_checkpoint``'s
+    ``v2Checkpoint.nonFileActions``): the non-null column of each row, nulls left out."""
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(x) for k, x in value.items() if x is not None}
+        if isinstance(value, list):
+            return [plain(x) for x in value]
+        return value
+
+    out: list[dict[str, Any]] = []
+    for row in head.to_pylist(maps_as_pydicts="strict"):
+        out.extend({name: plain(body)} for name, body in row.items() if body is not None)
+    return out
+
+
+def _update_last_checkpoint(storage: Any, result: CheckpointResult, *,
+                            v2_checkpoint: dict[str, Any] | None) -> None:
     current = read_last_checkpoint(storage)
     if current is not None and current.version > result.version:
         return  # a newer checkpoint exists: the hint must never move backwards
     record = LastCheckpoint(
         version=result.version,
         size=result.size,
-        parts=result.parts if multi else None,
         size_in_bytes=result.size_in_bytes,
         num_of_add_files=result.num_add_files,
+        # Delta Spark's addition (not in the protocol's schema): readers may skip reading the
+        # UUID-named file; ours never need it (the listing finds the checkpoint).
+        v2_checkpoint=v2_checkpoint,
     )
     storage.write(LAST_CHECKPOINT, encode_last_checkpoint(record))

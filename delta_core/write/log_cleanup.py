@@ -9,9 +9,12 @@ Rule (the protocol's, stated for time travel):
    it (time travel to the cutoff instant resolves to ``E``).
 2. Find the newest *complete* checkpoint ``C <= E`` (single file, or every part of a
    multi-part one). Every version ``>= E`` is rebuilt from ``C`` plus the commits after it.
-3. Delete commit files, checkpoint files, checksums and compacted logs of versions ``< C``
-   whose modification time is at or before the cutoff. Nothing at or after ``C`` is touched,
-   and ``_last_checkpoint`` keeps pointing at a checkpoint that exists.
+3. Delete commit files, checkpoint files and checksums of versions ``< C`` whose modification
+   time is at or before the cutoff, and the log compaction files starting at or before ``C``
+   (no reader starting at ``C`` can use them). No commit or checkpoint at or after ``C`` is
+   touched, and ``_last_checkpoint`` keeps pointing at a checkpoint that exists.
+4. Then delete the sidecars in ``_delta_log/_sidecars/`` that no remaining checkpoint
+   references and that are more than a day old as of midnight UTC (``sidecar_cleanup``).
 
 Without such a checkpoint nothing is deleted. Commit timestamps are file modification
 times, made strictly increasing as Delta does. Files are deleted oldest first, so a crash
@@ -37,6 +40,7 @@ from delta_core.model.clock import Clock
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_EXPIRED_LOG_CLEANUP, TableProperties
 from delta_core.write.checkpoint_protection import protect_checkpoints, protected_before
+from delta_core.write.sidecar_cleanup import plan_sidecar_cleanup
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -110,8 +114,13 @@ def plan_log_cleanup(files: list[LogPath], *, cutoff_ms: int) -> tuple[int | Non
     keep_from = max(candidates)
     doomed: list[LogPath] = []
     for f in files:
-        last = f.end_version if f.kind is LogFileKind.COMPACTED_COMMITS and f.end_version is not None else f.version
-        if last >= keep_from:
+        if f.kind is LogFileKind.COMPACTED_COMMITS:
+            # Step 3: every compaction starting at or before the kept checkpoint goes; readers
+            # start after that checkpoint, so none of them can be used any more.
+            if f.version <= keep_from:
+                doomed.append(f)
+            continue
+        if f.version >= keep_from:
             continue
         ts = timestamps.get(f.version, f.modification_time) if f.kind is LogFileKind.COMMIT else f.modification_time
         if ts <= cutoff_ms:
@@ -141,7 +150,8 @@ def cleanup_log(
     props = TableProperties(metadata.configuration)
     if retention is None:
         retention = props.log_retention
-    cutoff = (clock or table.clock)() - int(retention.total_seconds() * 1000)
+    now = (clock or table.clock)()
+    cutoff = now - int(retention.total_seconds() * 1000)
     if not props.expired_log_cleanup and not ignore_log_cleanup_disabled:
         reason = (f"{ENABLE_EXPIRED_LOG_CLEANUP}=false: the table's owner turned log cleanup off, so "
                   "nothing was deleted; set the property to true, or pass the explicit override "
@@ -163,6 +173,12 @@ def cleanup_log(
             log.info("table=%s log cleanup skipped: %s", table.uri, skipped_reason)
             keep_from = None
     keys = [f.key for f in doomed]
+    if keep_from is not None:
+        # Steps 4-5 of "Metadata Cleanup": sidecars no remaining checkpoint references, once old
+        # enough; planned before anything is deleted, and deleted after the checkpoints.
+        gone = set(keys)
+        remaining = [f for f in listed if f.is_checkpoint and f.key not in gone]
+        keys += plan_sidecar_cleanup(storage, remaining, now_ms=now)
     if keys and not dry_run:
         # In plan order (oldest first; commits before checkpoints under checkpointProtection),
         # in batches: an interruption leaves a log that still starts at a checkpoint.

@@ -29,7 +29,8 @@ def test_every_entry_is_a_cli_command_with_its_help():
 
 def test_one_name_per_operation():
     assert [op.name for op in OPERATIONS] == ["compact", "zorder", "vacuum", "checkpoint", "cleanup_log",
-                                              "manifest", "cluster"]
+                                              "manifest", "cluster",
+                                              "compact_log"]
     for op in OPERATIONS:
         assert op.cli_command == op.name.replace("_", "-")
         assert op.policy_key in (op.name, None)

@@ -174,19 +174,40 @@ def test_checkpoint_only_log(conformance_dir: pathlib.Path) -> None:
     assert segment.version == 108 and segment.checkpoint_version == 108 and segment.commit_files == ()
 
 
-def test_compacted_files_are_ignored(log_writer) -> None:
+def test_compacted_files_replace_the_commits_they_cover(log_writer) -> None:
     log_writer.commit(0, commit_info(), protocol(), metadata(), add("a"))
     log_writer.commit(1, commit_info(), add("b"))
     log_writer.commit(2, commit_info(), add("c"))
-    # a compaction file that (wrongly) drops "b": ignoring it must not change the result
+    log_writer.commit(3, commit_info(), add("d"))
     (log_writer.log / "00000000000000000001.00000000000000000002.compacted.json").write_text(
-        json.dumps(add("c")) + "\n")
-    snap = DeltaTable(str(log_writer.root)).snapshot()
-    assert sorted(snap.file_paths) == ["a", "b", "c"]
+        json.dumps(add("b")) + "\n" + json.dumps(add("c")) + "\n")
+    table = DeltaTable(str(log_writer.root))
+    snap = table.snapshot()
+    assert [f.name for f in snap.log_segment.replay_files] == [
+        f"{0:020d}.json", f"{1:020d}.{2:020d}.compacted.json", f"{3:020d}.json"]
+    assert sorted(snap.file_paths) == ["a", "b", "c", "d"]
+    # time travel inside the compacted range reads the commits
+    older = table.snapshot(1)
+    assert [f.name for f in older.log_segment.replay_files] == [f"{0:020d}.json", f"{1:020d}.json"]
+    assert sorted(older.file_paths) == ["a", "b"]
 
 
 def _lp(name: str):
     return parse_log_name(name)
+
+
+def test_segment_compactions_must_lie_inside_its_commits() -> None:
+    c = [_lp(f"{v:020d}.json") for v in range(5)]
+    cp = _lp("00000000000000000001.checkpoint.parquet")
+    inside = _lp(f"{2:020d}.{3:020d}.compacted.json")
+    seg = LogSegment(4, 1, (cp,), tuple(c[2:]), compactions=(inside,))
+    assert [f.name for f in seg.replay_files] == [inside.name, c[4].name]
+    for bad in (_lp(f"{1:020d}.{3:020d}.compacted.json"),  # reaches into the checkpoint
+                _lp(f"{3:020d}.{5:020d}.compacted.json")):  # past the segment's version
+        with pytest.raises(LogGapError, match="not inside commits 2..4"):
+            LogSegment(4, 1, (cp,), tuple(c[2:]), compactions=(bad,))
+    with pytest.raises(LogGapError):  # overlapping
+        LogSegment(4, 1, (cp,), tuple(c[2:]), compactions=(inside, _lp(f"{3:020d}.{4:020d}.compacted.json")))
 
 
 def test_segment_invariants_are_checked() -> None:

@@ -1,4 +1,4 @@
-"""Checkpoints we write: spec schema, single and multi-part, struct stats, expiry,
+"""Checkpoints we write: spec schema, single file (multi-part read only), struct stats, expiry,
 ``_last_checkpoint``; read back by us and by delta-rs with the commits before them gone."""
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from delta_core.log.table import DeltaTable
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
+from tests.multipart import spark_string_hash, write_multipart_checkpoint
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
                     ("st", pa.struct([("x", pa.int32())])), ("day", pa.date32())])
@@ -57,7 +58,7 @@ def test_single_file_checkpoint_read_by_both(table_dir, tmp_path):
     delete_files(t, [t.snapshot().file_paths[0]])
     append(t, _data([100]))
     res = write_checkpoint(t)
-    assert res.version == 6 and res.parts == 1
+    assert res.version == 6 and res.sidecars == 0
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{6:020d}.checkpoint.parquet"))
     assert {"protocol", "metaData", "txn", "add", "remove"} <= set(cp.column_names)
     assert cp.num_rows == res.size
@@ -81,31 +82,27 @@ def test_single_file_checkpoint_read_by_both(table_dir, tmp_path):
     assert ours.tombstones.num_rows == 1
 
 
-def test_multi_part_checkpoint_is_clustered_and_deterministic(table_dir, tmp_path):
+def test_multi_part_checkpoint_hash_partitioned_is_read_by_both(table_dir, tmp_path):
+    """Multi-part checkpoints are read, never written: the test helper writes one clustered as
+    PROTOCOL.md requires (Spark hash of the path), and we and delta-rs read the table from it."""
     t = _build(table_dir, 12)
-    res = write_checkpoint(t, part_size=10)
-    assert res.parts > 1
+    keys = write_multipart_checkpoint(t, parts=3)
     log_dir = os.path.join(table_dir, "_delta_log")
-    names = [f"{res.version:020d}.checkpoint.{i:010d}.{res.parts:010d}.parquet" for i in range(1, res.parts + 1)]
-    parts = [pq.read_table(os.path.join(log_dir, n)) for n in names]
-    assert sum(p.num_rows for p in parts) == res.size
-    assert parts[0].column("protocol").null_count < parts[0].num_rows
-    ranges = []
-    for p in parts:
+    parts = [pq.read_table(os.path.join(table_dir, k)) for k in keys]
+    for i, p in enumerate(parts):
         paths = [a["path"] for a in p.column("add").to_pylist() if a]
-        assert paths == sorted(paths)
-        if paths:
-            ranges.append((paths[0], paths[-1]))
-    assert all(a[1] < b[0] for a, b in zip(ranges, ranges[1:]))  # contiguous, non-overlapping
-    first = [open(os.path.join(log_dir, n), "rb").read() for n in names]
-    write_checkpoint(t, part_size=10)
-    assert [pq.read_table(os.path.join(log_dir, n)).to_pylist() for n in names] == [p.to_pylist() for p in parts]
-    assert json.loads(open(os.path.join(log_dir, "_last_checkpoint")).read())["parts"] == res.parts
+        assert all(spark_string_hash(x) % 3 == i for x in paths)
+    assert json.loads(open(os.path.join(log_dir, "_last_checkpoint")).read())["parts"] == 3
     copy = str(tmp_path / "copy")
-    _strip_commits(table_dir, copy, res.version)
+    _strip_commits(table_dir, copy, 12)
     assert _ids_deltars(copy) == list(range(24))
-    assert DeltaTable(copy).snapshot().num_files == t.snapshot().num_files
-    assert first  # parts were written
+    ours = DeltaTable(copy).snapshot()
+    assert len(ours.log_segment.checkpoint_files) == 3
+    assert sorted(ours.file_paths) == sorted(t.snapshot().file_paths)
+    # Our next checkpoint of that table is one classic file again.
+    res = write_checkpoint(DeltaTable(copy))
+    assert res.path.endswith(f"{12:020d}.checkpoint.parquet") and res.sidecars == 0
+    assert "parts" not in json.loads(open(os.path.join(copy, "_delta_log", "_last_checkpoint")).read())
 
 
 def test_stats_as_struct(table_dir, tmp_path):
@@ -180,7 +177,7 @@ def test_deltars_checkpoint_readable_and_ours_after_it(tmp_path):
     t = DeltaTable(path)
     assert t.snapshot().log_segment.checkpoint_version == 2
     append(t, _data([7]).drop_columns(["st"]))
-    write_checkpoint(t, part_size=2)
+    write_checkpoint(t)
     assert _ids_deltars(path) == [0, 1, 2, 7]
     assert t.snapshot().log_segment.checkpoint_version == 3
 
@@ -213,8 +210,8 @@ def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
     txn.add_action(Protocol(3, 7, ("v2Checkpoint",), ("appendOnly", "invariants", "v2Checkpoint")))
     txn.commit()
     append(t, pa.table({"id": [2]}))
-    res = write_checkpoint(t, part_size=1)  # multi-part is V1-only: one file instead
-    assert res.parts == 1
+    res = write_checkpoint(t)  # at most the sidecar threshold of file actions: one V2-spec file
+    assert res.sidecars == 0
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet"))
     assert [r for r in cp.column("checkpointMetadata").to_pylist() if r] == [{"version": 3, "tags": None}]
     for v in range(3):

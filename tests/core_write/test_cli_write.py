@@ -24,13 +24,13 @@ def test_checkpoint_json(table_dir, capsys):
     _table(table_dir)
     assert main(["checkpoint", table_dir, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"version", "parts", "size", "size_in_bytes", "path"}
-    assert out["version"] == 3 and out["parts"] == 1 and out["size"] == 5
+    assert set(out) == {"version", "size", "size_in_bytes", "path", "sidecars"}
+    assert out["version"] == 3 and out["sidecars"] == 0 and out["size"] == 5
     assert out["path"].endswith(f"_delta_log/{3:020d}.checkpoint.parquet")
     assert os.path.getsize(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet")) == out["size_in_bytes"]
-    assert main(["checkpoint", table_dir, "--json", "--part-size", "2", "--version", "2"]) == 0
+    assert main(["checkpoint", table_dir, "--json", "--version", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["version"] == 2 and out["parts"] == 2
+    assert out["version"] == 2 and out["path"].endswith(f"{2:020d}.checkpoint.parquet")
 
 
 def test_checkpoint_error_is_json(tmp_path, capsys):
@@ -62,4 +62,4 @@ def test_console_script_human_output(table_dir):
                           capture_output=True, text=True, timeout=120,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 0, proc.stderr
-    assert "version: 1" in proc.stdout and "parts: 1" in proc.stdout
+    assert "version: 1" in proc.stdout and "sidecars: 0" in proc.stdout

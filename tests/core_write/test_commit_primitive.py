@@ -83,7 +83,7 @@ def test_s3_table_roundtrip_with_deltars(s3_table_uri, s3_storage_options, delta
     append(t, workers.rows([3], 0, "z"))
     from delta_core.write.checkpoint_write import write_checkpoint
 
-    write_checkpoint(t, part_size=2)
+    write_checkpoint(t)
     dl = deltalake.DeltaTable(s3_table_uri, storage_options=deltalake_s3_options)
     assert dl.version() == 2
     assert sorted(pa.table(dl.to_pyarrow_table()).column("id").to_pylist()) == [1, 2, 3]

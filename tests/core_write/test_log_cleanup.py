@@ -20,6 +20,7 @@ from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append, create_table, set_properties
 from tests.core_write import workers
 from tests.core_write.conftest import listing
+from tests.multipart import write_multipart_checkpoint
 
 DAY = 86400.0
 
@@ -30,7 +31,7 @@ def _table(table_dir: str, commits: int = 12, *, hint_10: bool = True) -> DeltaT
     for i in range(commits):
         append(t, workers.rows([i], 0))
     write_checkpoint(t, version=5)
-    write_checkpoint(t, version=10, part_size=4, update_last_checkpoint=hint_10)
+    write_multipart_checkpoint(t, version=10, parts=3, update_last_checkpoint=hint_10)
     return t
 
 

@@ -122,7 +122,11 @@ def die_during(uri: str, step: str) -> None:
     t = DeltaTable(uri, storage=Dying(uri))
     if step in ("before_commit", "after_commit"):
         append(t, rows([12345], 1))
+    elif step == "checkpoint_half":  # multi-part: the only checkpoint not written at once
+        from tests.multipart import write_multipart_checkpoint
+
+        write_multipart_checkpoint(t, parts=3)
     else:
-        checkpoint_write.write_checkpoint(t, part_size=3)
+        checkpoint_write.write_checkpoint(t)
     time.sleep(0.1)
     os._exit(0)

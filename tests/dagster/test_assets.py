@@ -193,3 +193,37 @@ def test_table_asset_observation_data_version_is_delta_version(setup):
     record = instance.get_latest_data_version_record(AssetKey(["events", "delta_table"]))
     assert record is not None
     assert record.asset_observation.data_version == str(table.latest_version())
+
+
+def test_compact_log_asset(make_events_table, tables_yaml, spark):
+    table = make_events_table(rows=ROWS, properties={"delta.checkpointInterval": "1000"})
+    config = tables_yaml(_yaml(pathlib.Path(table.uri), "    compact_log: {min_commits: 3}"))
+    latest = table.latest_version()
+    with instance_for_test() as instance:
+        meta = _materialize(config, instance, "compact_log")
+    assert (meta["start_version"], meta["end_version"], meta["commits_compacted"]) == (0, latest, latest + 1)
+    name = f"{0:020d}.{latest:020d}.compacted.json"
+    assert (pathlib.Path(table.uri) / "_delta_log" / name).exists()
+    assert [f.name for f in table.snapshot().log_segment.replay_files] == [name]
+    assert "Log compaction of events" in meta["summary"]
+    assert _rows_via_deltalake(table.uri) == (latest, table.snapshot().num_files, table.snapshot().num_records)
+
+
+def test_checkpoint_asset_writes_sidecars_on_spark(make_events_table, tables_yaml, spark):
+    from delta_core.model.actions import Protocol
+    from delta_core.write.transaction import Transaction
+
+    table = make_events_table(rows=ROWS, properties={"delta.checkpointInterval": "1000"})
+    assert table.snapshot().protocol.min_writer_version == 2  # the demo table: appendOnly, invariants
+    txn = Transaction(table, operation="UPGRADE PROTOCOL")
+    txn.add_action(Protocol(3, 7, ("v2Checkpoint",), ("appendOnly", "invariants", "v2Checkpoint")))
+    txn.commit()
+    config = tables_yaml(_yaml(pathlib.Path(table.uri)))
+    files = table.snapshot().num_files
+    with instance_for_test() as instance:
+        meta = _materialize(config, instance, "checkpoint",
+                            {"ops": {"events__checkpoint": {"config": {"sidecar_threshold": 10}}}})
+    assert meta["checkpoint_sidecars"] >= files // 10
+    sidecars = list((pathlib.Path(table.uri) / "_delta_log" / "_sidecars").iterdir())
+    assert len(sidecars) == meta["checkpoint_sidecars"]
+    assert table.snapshot().log_segment.checkpoint_files[0].uuid is not None

@@ -133,3 +133,25 @@ def test_empty_keys_mean_defaults(tmp_path):
                                                             "    manifest:\n"))
     assert cfg.table("t").operations == ("compact", "vacuum", "checkpoint")
     assert load_config(write_yaml(tmp_path / "none.yaml", "tables:\n")).tables == ()
+
+
+def test_compact_log_and_sidecar_threshold_sections(tmp_path):
+    cfg = load_config(write_yaml(tmp_path / "tables.yaml", """
+tables:
+  t:
+    uri: /x
+    checkpoint: {sidecar_threshold: 50000}
+    compact_log: {min_commits: 20}
+  plain:
+    uri: /y
+"""))
+    t = cfg.table("t")
+    assert t.checkpoint.options.sidecar_threshold == 50000
+    assert t.compact_log.enabled and t.compact_log.options.min_commits == 20
+    assert t.operations[-1] == "compact_log"
+    assert "compact_log" not in cfg.table("plain").operations  # off unless given
+    for body, field in (("compact_log: {min_commits: 1}", "compact_log.min_commits"),
+                        ("checkpoint: {sidecar_threshold: 0}", "checkpoint.sidecar_threshold")):
+        with pytest.raises(TableConfigError) as err:
+            load_config(write_yaml(tmp_path / "bad.yaml", f"tables:\n  t: {{uri: /x, {body}}}\n"))
+        assert (err.value.table, err.value.field) == ("t", field)

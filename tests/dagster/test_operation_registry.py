@@ -30,6 +30,7 @@ tables:
     zorder: {{columns: [a]}}
     manifest: true
     cluster: {{columns: [a]}}
+    compact_log: true
 """)
     defs = build_definitions(config)
     graph = defs.resolve_asset_graph()
