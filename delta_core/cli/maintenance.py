@@ -20,7 +20,8 @@ from delta_core.maintenance.options import ZORDER_CURVES
 
 def _spark_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default=None, metavar="URL",
-                        help="Spark master (default $SPARK_MASTER or local[*]); any spark.master value works")
+                        help="Spark master (default $SPARK_MASTER or local[*]): local[N], spark://host:port, "
+                             "sc://host:port (Spark Connect), yarn, k8s://...")
 
 
 def add_operation_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -111,7 +112,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.vacuum import vacuum
 
     table = open_table(args)
-    spark = _spark(args)() if args.delete_on_spark else None
+    spark = _spark(args) if args.delete_on_spark else None
     metrics = vacuum(table, retention_hours=args.retention_hours, dry_run=args.dry_run, force=args.force,
                      spark=spark)
     emit(metrics.to_dict(), args.json)

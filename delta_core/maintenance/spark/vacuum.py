@@ -154,14 +154,15 @@ def _delete_chunk(task: DeleteChunkTask) -> list[str]:
 
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
                  table_uri: str = "") -> int:
-    """Delete ``keys`` in parallel chunks (threads, or Spark tasks); logs progress."""
+    """Delete ``keys`` in parallel chunks (threads, or Spark tasks: ``spark`` is a session or a
+    factory called only when there is something to delete); logs progress."""
     chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK])) for i in range(0, len(keys), DELETE_CHUNK)]
     if not chunks:
         return 0
     if spark is not None:
-        from delta_core.maintenance.spark.tasks import run_tasks
+        from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
 
-        results = run_tasks(spark, _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
+        results = run_tasks(resolve_spark(spark), _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
         return sum(int(r[0]) for r in results if r)
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
