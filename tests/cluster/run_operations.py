@@ -17,7 +17,6 @@ import pyarrow as pa
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.session import build_spark_session
-from delta_core.maintenance.spark.tasks import is_connect
 from delta_core.maintenance.spark.vacuum import vacuum
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.write.table_writes import append
@@ -36,7 +35,7 @@ def main(master: str, uri: str) -> None:
     out["vacuum"] = vacuum(table, retention_hours=0, force=True, spark=spark).to_dict()
     from pyspark import SparkContext
 
-    out["connect"] = is_connect(spark)
+    out["connect"] = type(spark).__module__.startswith("pyspark.sql.connect")
     out["jvm_in_process"] = SparkContext._gateway is not None
     print(json.dumps(out, default=str))
 

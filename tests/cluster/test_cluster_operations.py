@@ -83,8 +83,9 @@ def test_operations_run_over_spark_connect(connect_server, standalone_cluster, t
     out = run_operations(connect_server.url, uri)
     check_outcome(uri, out)
     assert out["connect"] and not out["jvm_in_process"]  # this process started no JVM
-    connect_app = next(a for a in standalone_cluster.state()["activeapps"] if a["name"] == "Spark Connect server")
-    assert executor_cores(standalone_cluster, connect_app["id"]) == [1]  # its executor is on the worker
+    # The only application still running is the Connect server's; its executor is on the worker.
+    (connect_app,) = standalone_cluster.state()["activeapps"]
+    assert executor_cores(standalone_cluster, connect_app["id"]) == [1]
 
 
 def test_cli_compacts_over_spark_connect(connect_server, tmp_path):

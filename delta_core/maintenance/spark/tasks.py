@@ -10,10 +10,9 @@ Kubernetes) and over Spark Connect (``sc://``), where the client has no JVM at a
 collects them; Z-order feeds ``payload_frame``'s rows on into a shuffle.
 
 Payloads are dealt round-robin over a few tasks per core (callers pass them largest first, so
-the long ones start early and the waves stay even): on a classic session one Arrow record batch
-becomes one partition, so each slice is a batch; Spark Connect sends the rows as a local
-relation that the server splits on its own, so there the frame is range-partitioned on the
-slice number (a small sampling job, then exactly one slice per partition).
+the long ones start early and the waves stay even): payload ``i`` goes to slice ``i % k`` and
+the frame is range-partitioned on the slice number (a small sampling job over the local rows,
+then exactly one slice per partition, on a classic session and over Connect alike).
 
 ``settled_on_failure`` tags the block's jobs (``SparkSession.addTag``, on both kinds of
 session) and makes a failed block wait until Spark has killed the job's other Python workers,
@@ -92,11 +91,6 @@ def default_slices(spark: SparkSession, n: int) -> int:
     return max(1, min(n, MAX_SLICES, cluster_cores(spark) * TASKS_PER_CORE))
 
 
-def is_connect(spark: SparkSession) -> bool:
-    """Whether ``spark`` is a Spark Connect client session (``sc://``)."""
-    return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
 def tasks_frame(spark: SparkSession, payloads: Sequence[T], *, slices: int | None = None) -> DataFrame:
     """A DataFrame with one row per payload (``slot``, ``task_id``, pickled ``payload``), payload
     ``i`` in slice ``i % slices`` and every slice one partition (so payloads sorted largest
@@ -110,11 +104,9 @@ def tasks_frame(spark: SparkSession, payloads: Sequence[T], *, slices: int | Non
         for j in range(k) for ids in [list(range(j, n, k))]
     ]
     frame = spark.createDataFrame(pa.Table.from_batches(batches, schema))
-    if is_connect(spark) and k > 1:
-        # The server splits a local relation its own way; range partitioning on the slot gives
-        # back one slice per partition (AQE keeps an explicit partition count).
-        frame = frame.repartitionByRange(k, SLOT_COL)
-    return frame
+    # Spark splits a local relation its own way (in one partition when small); range
+    # partitioning on the slot gives one slice per partition (AQE keeps an explicit count).
+    return frame.repartitionByRange(k, SLOT_COL) if k > 1 else frame
 
 
 def payload_frame(
