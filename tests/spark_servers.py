@@ -150,7 +150,7 @@ class StandaloneCluster:
         try:
             with urllib.request.urlopen(f"http://{HOST}:{self.web_port}/json/", timeout=5) as resp:
                 return dict(json.load(resp))
-        except OSError:
+        except (OSError, ValueError):  # not listening yet, or an empty page while it starts
             return {}
 
 

@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="retention (default delta.deletedFileRetentionDuration, 7 days)")
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     v.add_argument("--force", action="store_true", help="allow a retention shorter than the table's")
-    v.add_argument("--delete-on-spark", action="store_true", help="delete as Spark tasks instead of threads")
+    v.add_argument("--delete-on-spark", action="store_true", help="list and delete as Spark tasks instead of threads")
     v.set_defaults(func=cmd_vacuum)
 
     m = add_operation_parser(subparsers, MANIFEST)
