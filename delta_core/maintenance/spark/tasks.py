@@ -97,13 +97,11 @@ def tasks_frame(spark: SparkSession, payloads: Sequence[T], *, slices: int | Non
     first spread the big ones over all tasks)."""
     n = len(payloads)
     k = default_slices(spark, n) if slices is None else max(1, min(slices, n))
-    schema = pa.schema([(SLOT_COL, pa.int32()), ("task_id", pa.int64()), ("payload", pa.binary())])
-    batches = [
-        pa.record_batch([pa.array([j] * len(ids), pa.int32()), pa.array(ids, pa.int64()),
-                         pa.array([pickle.dumps(payloads[i]) for i in ids], pa.binary())], schema=schema)
-        for j in range(k) for ids in [list(range(j, n, k))]
-    ]
-    frame = spark.createDataFrame(pa.Table.from_batches(batches, schema))
+    frame = spark.createDataFrame(pa.table({
+        SLOT_COL: pa.array([i % k for i in range(n)], pa.int32()),
+        "task_id": pa.array(range(n), pa.int64()),
+        "payload": pa.array([pickle.dumps(p) for p in payloads], pa.binary()),
+    }))
     # Spark splits a local relation its own way (in one partition when small); range
     # partitioning on the slot gives one slice per partition (AQE keeps an explicit count).
     return frame.repartitionByRange(k, SLOT_COL) if k > 1 else frame
