@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -30,6 +31,8 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
+
+log = logging.getLogger(__name__)
 
 DEFAULT_MASTER = "local[*]"
 CONNECT_SCHEME = "sc://"
@@ -122,11 +125,19 @@ def build_spark_session(
 
 
 def _connect_session(url: str, conf: Mapping[str, str]) -> SparkSession:
-    """A Spark Connect client session on ``url`` (``sc://host:port``). Its Spark conf is the
-    server's; ``conf`` holds session (SQL) settings only, set after connecting."""
+    """A Spark Connect client session on ``url`` (``sc://host:port``). The application's Spark
+    conf (cores, memory, executor environment) is the server's: of ``conf`` only the SQL session
+    settings (``spark.sql.*``) apply, set after connecting; the rest is logged and skipped.
+
+    pyspark marks the process as a Connect client (``SPARK_CONNECT_MODE_ENABLED``): a process
+    that opened one should not also build a classic session."""
     from pyspark.sql import SparkSession
 
     session = SparkSession.builder.remote(url).getOrCreate()
     for key, value in conf.items():
-        session.conf.set(key, value)
+        if key.startswith("spark.sql."):
+            session.conf.set(key, value)
+        else:
+            log.warning("%s is a setting of the Spark Connect server's application; set it where the "
+                        "server starts (spark-submit --conf), not on the client", key)
     return session
