@@ -10,8 +10,8 @@ through delta_core and copied fresh for every timed run.
 - ``dagster``: the ``all_tables_compact`` job, wall time from launch to the end of the run,
   (a) in-process executor, master ``local[*]`` (the default; the session starts inside the run)
   and (b) multiprocess executor, master ``sc://`` of a Spark Connect server started here (a
-  ``local[*]`` driver on 127.0.0.1, started and warmed before the timing, stopped by PID at
-  the end). Every run is checked: each table ends with fewer files and all of its rows.
+  ``local[*]`` driver on 127.0.0.1, started before the timing, not warmed, stopped by PID
+  at the end). Every run is checked: each table ends with fewer files and all of its rows.
 
     python -m benchmarks.bench_scale [--part runner|dagster|all] [--tables 10] [--files 200]
         [--rounds 1] [--max-concurrent 2]
