@@ -1,9 +1,10 @@
 """A real standalone Spark cluster and a Spark Connect server on 127.0.0.1 (issue 14).
 
-Session-scoped and slow (JVM start-up): a master and one worker (2 cores, 2 GiB: one core
-for the Connect server's application, one for the application of whichever CLI command or
-Dagster step runs) and a Connect server whose jobs run on that worker. Every process is
-stopped by PID at the end of the session (``tests/spark_servers.py``).
+Package-scoped and slow (JVM start-up): a master and one worker (2 cores, 2 GiB: one core for
+the Connect server's application, one for the application of whichever CLI command or Dagster
+step runs) and a Connect server whose jobs run on that worker. Every process is stopped by PID
+once the tests of this folder are done (``tests/spark_servers.py``), so the rest of the suite
+does not carry them.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from tests.spark_servers import ConnectServer, StandaloneCluster
 APP_CONF = {"spark.cores.max": "1", "spark.executor.memory": "512m"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def standalone_cluster(tmp_path_factory):
     with StandaloneCluster.start(tmp_path_factory.mktemp("spark-cluster")) as cluster:
         yield cluster
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="package")
 def connect_server(standalone_cluster, tmp_path_factory):
     with ConnectServer.start(tmp_path_factory.mktemp("spark-connect"), master=standalone_cluster.url,
                              conf=APP_CONF) as server:
