@@ -184,7 +184,7 @@ def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         options = _options(config, policy.options)
         return _measured(context, table, "Compaction", lambda dt: compact(
-            dt, context.resources.spark.spark_session, where=options.where,
+            dt, lambda: context.resources.spark.spark_session, where=options.where,
             target_size=options.target_size, min_file_size=options.min_file_size,
             max_deleted_rows_ratio=options.max_deleted_rows_ratio))
 
@@ -208,7 +208,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         before = FileStats.of(snapshot)
         probes = probe_values(snapshot, columns)
         ratio_before = skipped_file_ratio(snapshot, probes)
-        metrics = zorder(dt, context.resources.spark.spark_session, columns,
+        metrics = zorder(dt, lambda: context.resources.spark.spark_session, columns,
                          curve=options.curve, where=options.where, target_size=options.target_size)
         snapshot = dt.snapshot()
         after = FileStats.of(snapshot)
@@ -302,7 +302,7 @@ def _cluster(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         options = _options(config, policy.options)
         return _measured(context, table, "Clustering", lambda dt: cluster(
-            dt, context.resources.spark.spark_session, columns=options.columns or None, full=options.full,
+            dt, lambda: context.resources.spark.spark_session, columns=options.columns or None, full=options.full,
             target_size=options.target_size))
 
     return _asset

@@ -1,9 +1,13 @@
 """Asset jobs: per table (full maintenance, one per operation, downstream refresh) and across
 tables (all maintenance, one per operation).
 
-Every job runs on the in-process executor: one process, one SparkSession for all its steps,
-and steps in dependency order (compact before zorder before vacuum ...). Job names follow the
-registry names (``<table>_compact``, ``all_tables_vacuum``).
+Every job runs on the in-process executor by default: one process, one SparkSession for all
+its steps, and steps in dependency order (compact before zorder before vacuum ...). Run config
+can choose the multiprocess executor instead (``execution: {config: {multiprocess:
+{max_concurrent: 4}}}``): steps of different tables then run in parallel processes, each with
+its own Spark resource, which should point at a cluster or a Spark Connect server (README,
+"Running on a cluster"). Job names follow the registry names (``<table>_compact``,
+``all_tables_vacuum``).
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeAlias
 
-from dagster import AssetKey, AssetSelection, define_asset_job, in_process_executor
+from dagster import AssetKey, AssetSelection, define_asset_job, multi_or_in_process_executor
 
 from assets.downstream import daily_summary_key
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
@@ -23,6 +27,8 @@ from resources.config import MaintenanceConfig, TableConfig
 AssetJob: TypeAlias = Any
 
 ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
+# multi_or_in_process_executor defaults to multiprocess; ours default to one process.
+IN_PROCESS_RUN_CONFIG: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
 
 def maintenance_job_name(table_name: str) -> str:
@@ -55,8 +61,8 @@ class TableJobs:
 
 
 def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
-    return define_asset_job(name, selection=selection, executor_def=in_process_executor,
-                            description=description)
+    return define_asset_job(name, selection=selection, executor_def=multi_or_in_process_executor,
+                            config=IN_PROCESS_RUN_CONFIG, description=description)
 
 
 def build_table_jobs(table: TableConfig) -> TableJobs:

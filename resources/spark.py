@@ -4,8 +4,13 @@ The session is built by ``delta_core.maintenance.spark.session.build_spark_sessi
 (``getOrCreate``): master ``local[*]`` unless ``master``/``$SPARK_MASTER`` says otherwise, plus
 any Spark conf. If a session was already active in the process (a notebook, the test suite),
 it is reused and left running; a session this resource created is stopped in
-``teardown_after_execution``, which Dagster calls even when a step fails. Runs use the
-in-process executor, so one session serves every step of a run.
+``teardown_after_execution``, which Dagster calls even when a step fails.
+
+Assets ask for the session only once their plan has work, so a step with nothing to do starts
+no JVM. On the in-process executor (the jobs' default) one session serves every step of a run;
+on the multiprocess executor each step process has its own resource: with a ``spark://``,
+``yarn`` or ``k8s://`` master each step is an application capped at ``cores_max`` cores, and
+with ``sc://`` (Spark Connect) the steps are clients of one server and start no JVM at all.
 """
 
 from __future__ import annotations
@@ -33,6 +38,9 @@ class SparkResource(ConfigurableResource):
     master: str | None = Field(default=None, description="spark.master; default $SPARK_MASTER or local[*].")
     app_name: str = Field(default="delta-maintenance", description="Spark application name.")
     conf: dict[str, str] = Field(default_factory=dict, description="Extra Spark configuration.")
+    cores_max: int | None = Field(default=None, description=(
+        "spark.cores.max: cores one step's application takes from a cluster (default 4 on a cluster)."))
+    executor_cores: int | None = Field(default=None, description="spark.executor.cores on a cluster.")
 
     _session: Any = PrivateAttr(default=None)
     _owned: bool = PrivateAttr(default=False)
@@ -54,9 +62,14 @@ class SparkResource(ConfigurableResource):
 
             existing = _active_session()
             self._session = build_spark_session(master=self.master or None, app_name=self.app_name,
-                                                conf=dict(self.conf))
+                                                conf=self.spark_conf())
             self._owned = existing is None
         return self._session
+
+    def spark_conf(self) -> dict[str, str]:
+        """``conf`` with the per-application core caps, when set, as Spark settings."""
+        caps = {"spark.cores.max": self.cores_max, "spark.executor.cores": self.executor_cores}
+        return {**{k: str(v) for k, v in caps.items() if v is not None}, **self.conf}
 
     @property
     def owns_session(self) -> bool:

@@ -22,6 +22,10 @@ CONFORMANCE_DIR = REPO_ROOT.parent / "shared" / "conformance" / "tables"
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+# moto's credentials, in the environment before any Spark JVM starts: executors never receive
+# credentials inside task payloads, they take them from their own environment.
+os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 
 
 @pytest.fixture(scope="session")
@@ -82,8 +86,6 @@ def s3_server():
 
     _make_moto_conditional_put_atomic()
 
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     port = _free_port()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()

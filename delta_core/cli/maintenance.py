@@ -26,7 +26,8 @@ from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, ZORDE
 
 def _spark_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--spark-master", default=None, metavar="URL",
-                        help="Spark master (default $SPARK_MASTER or local[*]); any spark.master value works")
+                        help="Spark master (default $SPARK_MASTER or local[*]): local[N], spark://host:port, "
+                             "sc://host:port (Spark Connect), yarn, k8s://...")
 
 
 def add_operation_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -71,7 +72,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="retention (default delta.deletedFileRetentionDuration, 7 days)")
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     v.add_argument("--force", action="store_true", help="allow a retention shorter than the table's")
-    v.add_argument("--delete-on-spark", action="store_true", help="delete as Spark tasks instead of threads")
+    v.add_argument("--delete-on-spark", action="store_true", help="list and delete as Spark tasks instead of threads")
     v.set_defaults(func=cmd_vacuum)
 
     m = add_operation_parser(subparsers, MANIFEST)
@@ -143,7 +144,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.vacuum import vacuum
 
     table = open_table(args)
-    spark = _spark(args)() if args.delete_on_spark else None
+    spark = _spark(args) if args.delete_on_spark else None
     metrics = vacuum(table, retention_hours=args.retention_hours, dry_run=args.dry_run, force=args.force,
                      spark=spark)
     emit(metrics.to_dict(), args.json)

@@ -10,6 +10,10 @@ Atomic create-if-absent, the commit primitive, is done per scheme:
 - anything else: refused with ``AtomicWriteUnsupportedError`` unless the store was built with
   ``allow_unsafe_commits=True``.
 
+A pickled store (a Spark task payload) carries its options without credentials
+(``credentials.without_credentials``): the unpickled copy authenticates from its own process's
+environment.
+
 Listing a local root goes straight to ``os.scandir`` (one ``stat`` per file, no fsspec detail
 dictionaries): vacuum lists every file of a table through ``list_directories`` and
 ``list_recursive`` and relies on that speed.
@@ -38,6 +42,7 @@ from delta_core.model.path_identity import local_os_path
 from delta_core.storage.access import needs_access
 from delta_core.storage.base import FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
+from delta_core.storage.credentials import without_credentials
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +121,8 @@ class FsspecStorage:
         state = self.__dict__.copy()
         if self._scheme != "memory":
             state["_fs"] = None
+            # Pickles go to Spark executors: they take credentials from their own environment.
+            state["_options"] = without_credentials(self._options)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -1,5 +1,12 @@
 """The one place a SparkSession is built for maintenance work (local default or a cluster).
 
+Masters: ``local[...]`` (an embedded JVM), ``spark://host:port`` (a standalone cluster),
+``yarn`` and ``k8s://...`` (passed through to Spark as they are) start a classic session whose
+driver runs in this process; ``sc://host:port`` is a Spark Connect client: no JVM here, the
+server's driver runs the jobs, and many processes (Dagster steps) share its executors. On a
+cluster each application is capped (``spark.cores.max``, default ``CLUSTER_CORES_MAX``) so that
+parallel steps share the workers instead of the first one taking every core.
+
 Spark executors read and write data files with pyarrow over delta_core storage, so the
 session needs no Hadoop connector jars; its Python workers must run the same interpreter as
 the driver so they can import pyarrow and delta_core. pyspark is imported lazily: delta_core
@@ -15,6 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import sys
 import tempfile
@@ -24,7 +32,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
 
+log = logging.getLogger(__name__)
+
 DEFAULT_MASTER = "local[*]"
+CONNECT_SCHEME = "sc://"
+# Cores one application takes from a cluster unless spark.cores.max says otherwise: a standalone
+# master gives an application every free core by default, which would starve parallel steps.
+CLUSTER_CORES_MAX = "4"
 JAVA_17_HOME = "/usr/lib/jvm/java-17-openjdk-amd64"
 
 # Quiet, loopback-only, UTC: a local session that starts in seconds and never binds outside.
@@ -77,12 +91,15 @@ def build_spark_session(
     """Get or create a SparkSession.
 
     ``master`` defaults to ``$SPARK_MASTER`` or ``local[*]``. Local masters get the loopback
-    defaults above; any ``conf`` given wins over them. ``quiet`` turns Spark's driver logging
+    defaults above, cluster masters the ``spark.cores.max`` cap; any ``conf`` given wins over
+    them. ``sc://`` connects to a Spark Connect server (``quiet`` and app name do not apply). ``quiet`` turns Spark's driver logging
     off (from JVM start when this call starts it, else from now on).
     """
+    master = master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+    if master.startswith(CONNECT_SCHEME):
+        return _connect_session(master, conf or {})
     from pyspark.sql import SparkSession
 
-    master = master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     if "JAVA_HOME" not in os.environ and os.path.isdir(JAVA_17_HOME):
@@ -92,6 +109,8 @@ def build_spark_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update(LOCAL_DEFAULTS)
+    else:
+        settings["spark.cores.max"] = CLUSTER_CORES_MAX
     settings.update(conf or {})
     if quiet:
         # Only a JVM option reaches log4j before its first line (start-up WARNs included).
@@ -102,4 +121,23 @@ def build_spark_session(
         builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("OFF" if quiet else os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
+    return session
+
+
+def _connect_session(url: str, conf: Mapping[str, str]) -> SparkSession:
+    """A Spark Connect client session on ``url`` (``sc://host:port``). The application's Spark
+    conf (cores, memory, executor environment) is the server's: of ``conf`` only the SQL session
+    settings (``spark.sql.*``) apply, set after connecting; the rest is logged and skipped.
+
+    pyspark marks the process as a Connect client (``SPARK_CONNECT_MODE_ENABLED``): a process
+    that opened one should not also build a classic session."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in conf.items():
+        if key.startswith("spark.sql."):
+            session.conf.set(key, value)
+        else:
+            log.warning("%s is a setting of the Spark Connect server's application; set it where the "
+                        "server starts (spark-submit --conf), not on the client", key)
     return session

@@ -8,6 +8,8 @@ parallel — on a thread pool, or as Spark tasks when a session is given. Like D
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
 ``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
 (``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
+With a Spark session the listing of the top-level directories and the deletes are Spark tasks
+(executors list and delete; the driver holds the listing and the snapshot's keys to plan).
 
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
 refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``clock``
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -129,21 +131,57 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
     return refs
 
 
-def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS) -> pa.Table:
+def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
+                     spark: Any = None) -> pa.Table:
     """Every non-hidden file under the root (``key``, ``size``, ``modification_time``), listed
-    per top-level directory in parallel; hidden top-level directories are not listed at all."""
+    per top-level directory in parallel (threads, or Spark tasks when ``spark`` is a session or
+    a factory); hidden top-level directories are not listed at all."""
     wanted = [d for d in storage.list_directories("")
               if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
     infos: list[FileInfo] = list(storage.list_from(""))  # the files directly under the root
+    if spark is not None and wanted:
+        from delta_core.maintenance.spark.tasks import collect_arrow, payload_frame, resolve_spark
+
+        frame = payload_frame(resolve_spark(spark), [ListDirectoryTask(storage, d) for d in wanted],
+                              _list_directory, "key string, size long, modification_time long")
+        return pa.concat_tables([_listing(infos), collect_arrow(frame, description=f"vacuum listing of {storage.root}")
+                                 .cast(_LISTING_SCHEMA)])
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
             infos.extend(listed)
             log.debug("vacuum listing: %d files so far", len(infos))
+    return _listing(infos)
+
+
+_LISTING_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64())])
+LISTING_BATCH = 10_000
+
+
+def _listing(infos: Sequence[FileInfo]) -> pa.Table:
     return pa.table({
         "key": pa.array([i.key for i in infos], pa.string()),
         "size": pa.array([i.size for i in infos], pa.int64()),
         "modification_time": pa.array([i.modification_time for i in infos], pa.int64()),
-    })
+    }, schema=_LISTING_SCHEMA)
+
+
+@dataclass(frozen=True, slots=True)
+class ListDirectoryTask:
+    """One top-level ``directory`` of ``storage`` for a Spark task to list recursively."""
+
+    storage: Storage
+    directory: str
+
+
+def _list_directory(task: ListDirectoryTask) -> Iterator[pa.RecordBatch]:
+    """Spark task: the files below one directory, as record batches of the listing schema."""
+    infos: list[FileInfo] = []
+    for info in task.storage.list_recursive(task.directory):
+        infos.append(info)
+        if len(infos) == LISTING_BATCH:
+            yield from _listing(infos).to_batches()
+            infos = []
+    yield from _listing(infos).to_batches()
 
 
 def _delete_chunk(task: DeleteChunkTask) -> list[str]:
@@ -154,14 +192,15 @@ def _delete_chunk(task: DeleteChunkTask) -> list[str]:
 
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
                  table_uri: str = "") -> int:
-    """Delete ``keys`` in parallel chunks (threads, or Spark tasks); logs progress."""
+    """Delete ``keys`` in parallel chunks (threads, or Spark tasks: ``spark`` is a session or a
+    factory called only when there is something to delete); logs progress."""
     chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK])) for i in range(0, len(keys), DELETE_CHUNK)]
     if not chunks:
         return 0
     if spark is not None:
-        from delta_core.maintenance.spark.tasks import run_tasks
+        from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
 
-        results = run_tasks(spark, _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
+        results = run_tasks(resolve_spark(spark), _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
         return sum(int(r[0]) for r in results if r)
     done = 0
     with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
@@ -220,7 +259,7 @@ def vacuum(
             "log names them relative to the root", path=uncertain[0], version=snapshot.version)
     for p in ignored[:10]:
         log.warning("table=%s vacuum ignores %r from the log: it is outside the table root", table.uri, p)
-    listed = list_table_files(storage, snapshot.partition_columns, threads=threads)
+    listed = list_table_files(storage, snapshot.partition_columns, threads=threads, spark=spark)
     plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,
                        now_ms=now_ms, retention=retention)
     log.info("table=%s version=%d vacuum: %d files listed, %d to delete (%d bytes), %d young kept",
