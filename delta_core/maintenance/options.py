@@ -63,3 +63,13 @@ class ManifestOptions:
     """``manifest``: write symlink manifests (``delta_core.maintenance.manifest``)."""
 
     incremental: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeOptions:
+    """``purge``: rewrite files with deletion vectors or dropped columns (``...spark.purge.purge``)."""
+
+    where: str | None = None  # partition predicate
+    # Rewrite a file with a deletion vector only when more than this share of its rows is deleted;
+    # 0.0 (Delta Spark's REORG ... APPLY (PURGE)): every file with at least one deleted row.
+    max_deleted_rows_ratio: float = 0.0

@@ -16,3 +16,4 @@ CREATE_TABLE = "CREATE TABLE"  # the first commit of a table we create
 WRITE = "WRITE"  # append and overwrite
 DELETE = "DELETE"  # whole files removed with dataChange=true
 SET_TBLPROPERTIES = "SET TBLPROPERTIES"  # metadata (and protocol) changes from table properties
+REORG = "REORG"  # purge (REORG TABLE ... APPLY (PURGE)): rewrites files with DVs or dropped columns
