@@ -45,7 +45,7 @@ from assets.metadata import (
 from assets.metrics_view import describe, metrics_for_json
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
-from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import ZORDER_CURVES
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
@@ -87,6 +87,12 @@ class CheckpointConfig(Config):
 
 class ManifestConfig(Config):
     incremental: bool | None = Field(default=None, description="Rewrite only partitions changed since the last manifest.")
+
+
+class PurgeConfig(Config):
+    where: str | None = Field(default=None, description="Partition predicate.")
+    max_deleted_rows_ratio: float | None = Field(
+        default=None, description="Only files with more than this share of rows deleted (0: any deleted row).")
 
 
 _Options = TypeVar("_Options")
@@ -256,6 +262,25 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
+def _purge(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.purge
+
+    @asset(**_common(table, PURGE, deps, description=(
+        f"Rewrite the files of `{table.name}` whose deletion vectors delete rows or that hold dropped "
+        "columns (REORG ... APPLY (PURGE); dataChange=false commits).")))
+    @_logs_typed_errors
+    def _asset(context: AssetExecutionContext, config: PurgeConfig) -> MaterializeResult:
+        from delta_core.maintenance.spark.purge import purge
+
+        options = _options(config, policy.options)
+        # A factory: Spark starts only when the plan has files to rewrite.
+        return _measured(context, table, "Purge", lambda dt: purge(
+            dt, lambda: context.resources.spark.spark_session, where=options.where,
+            max_deleted_rows_ratio=options.max_deleted_rows_ratio))
+
+    return _asset
+
+
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log).
 ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
@@ -264,6 +289,7 @@ ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinit
     VACUUM.name: _vacuum,
     CHECKPOINT.name: _checkpoint,
     MANIFEST.name: _manifest,
+    PURGE.name: _purge,
 }
 
 

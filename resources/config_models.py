@@ -38,6 +38,7 @@ from delta_core.maintenance.options import (
     CheckpointOptions,
     CompactOptions,
     ManifestOptions,
+    PurgeOptions,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -60,6 +61,7 @@ from resources.config_records import (
     MaintenanceConfig,
     ManifestPolicy,
     OptionValue,
+    PurgePolicy,
     SensorPolicy,
     SparkSettings,
     TableConfig,
@@ -263,6 +265,23 @@ class ManifestSection(_Model):
         return ManifestPolicy(enabled=self.enabled, options=ManifestOptions(incremental=self.incremental))
 
 
+class PurgeSection(_Model):
+    """Rewrite files with deletion vectors or dropped columns (REORG ... APPLY (PURGE)). On when
+    the section is given."""
+
+    enabled: bool = True
+    where: Predicate | None = Field(default=None, description="Partition predicate.")
+    max_deleted_rows_ratio: float = Field(
+        default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
+        description="Only rewrite files with more than this share of rows deleted. Default 0: every file "
+                    "with a deleted row.")
+    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
+
+    def to_policy(self) -> PurgePolicy:
+        return PurgePolicy(enabled=self.enabled, cron=self.cron, options=PurgeOptions(
+            where=self.where, max_deleted_rows_ratio=self.max_deleted_rows_ratio))
+
+
 class SensorSection(_Model):
     """The table's log sensor. On by default."""
 
@@ -304,6 +323,7 @@ class TableSection(_Model):
     manifest: OnOff[ManifestSection] | None = None  # off unless given
     sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
+    purge: OnOff[PurgeSection] | None = None  # on when given
 
 
 class SparkSection(_Model):
@@ -382,6 +402,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         downstream=DownstreamPolicy(
             daily_summary=DailySummary(summary.date_column) if summary is not None else None,
             assets=tuple(t.downstream.assets)),
+        purge=t.purge.to_policy() if t.purge is not None else PurgePolicy(),
     )
 
 

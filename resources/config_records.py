@@ -17,6 +17,7 @@ from delta_core.maintenance.options import (
     CheckpointOptions,
     CompactOptions,
     ManifestOptions,
+    PurgeOptions,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -89,6 +90,13 @@ class ManifestPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class PurgePolicy:
+    enabled: bool = False
+    cron: str | None = None  # no schedule unless given
+    options: PurgeOptions = PurgeOptions()
+
+
+@dataclass(frozen=True, slots=True)
 class SensorPolicy:
     enabled: bool = True
     interval_seconds: int = DEFAULT_SENSOR_INTERVAL_SECONDS
@@ -108,7 +116,7 @@ class DownstreamPolicy:
     assets: tuple[str, ...] = ()  # asset keys ("a/b") refreshed on dataChange commits
 
 
-Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy
+Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | PurgePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +132,7 @@ class TableConfig:
     manifest: ManifestPolicy = field(default_factory=ManifestPolicy)
     sensor: SensorPolicy = field(default_factory=SensorPolicy)
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
+    purge: PurgePolicy = field(default_factory=PurgePolicy)
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""

@@ -1,7 +1,8 @@
-"""Maintenance subcommands of ``delta-core``: ``compact``, ``zorder``, ``vacuum``, ``manifest``.
+"""Maintenance subcommands of ``delta-core``: ``compact``, ``zorder``, ``vacuum``, ``manifest``,
+``purge``.
 
 Each builds (or joins) a Spark session only when it needs one (compaction and Z-order always;
-vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
+purge when it has files to rewrite; vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
 ``--json`` prints ``metrics.to_dict()`` as one document (``version`` is the version committed,
 or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
 """
@@ -11,10 +12,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delta_core.cli.arguments import byte_size, retention_hours
+from delta_core.cli.arguments import byte_size, deleted_rows_ratio, retention_hours
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
-from delta_core.maintenance.operations import COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import ZORDER_CURVES
 
 
@@ -70,6 +71,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="rewrite only the partitions changed since the last generated version")
     m.set_defaults(func=cmd_manifest)
 
+    p = add_operation_parser(subparsers, PURGE)
+    add_table_arguments(p)
+    _spark_argument(p)
+    p.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
+    p.add_argument("--max-deleted-rows-ratio", type=deleted_rows_ratio, default=0.0, metavar="R",
+                   help="only rewrite files with more than this share of rows deleted (default 0: "
+                        "every file with a deleted row, as REORG ... APPLY (PURGE))")
+    p.set_defaults(func=cmd_purge)
+
 
 def _spark(args: argparse.Namespace) -> Any:
     """A factory: the operations start Spark only once they know there is work."""
@@ -123,5 +133,14 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 
     table = open_table(args)
     metrics = generate_manifests(table, incremental=args.incremental)
+    emit(metrics.to_dict(), args.json)
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.spark.purge import purge
+
+    table = open_table(args)
+    metrics = purge(table, _spark(args), where=args.where, max_deleted_rows_ratio=args.max_deleted_rows_ratio)
     emit(metrics.to_dict(), args.json)
     return 0

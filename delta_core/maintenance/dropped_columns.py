@@ -97,7 +97,7 @@ def _extra_field(file_type: pa.DataType, table_type: pa.DataType) -> str | None:
             fid = _field_id(child)
             match = by_name.get(child.name.lower()) or (by_id.get(fid) if fid is not None else None)
             if match is None:
-                return child.name
+                return str(child.name)
             extra = _extra_field(child.type, match.type)
             if extra is not None:
                 return f"{child.name}.{extra}"

@@ -26,13 +26,14 @@ from delta_core.maintenance.options import (
     CleanupLogOptions,
     CompactOptions,
     ManifestOptions,
+    PurgeOptions,
     VacuumOptions,
     ZOrderOptions,
 )
-from delta_core.model.delta_operations import OPTIMIZE, VACUUM_END, VACUUM_START
+from delta_core.model.delta_operations import OPTIMIZE, REORG, VACUUM_END, VACUUM_START
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
-    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions]
+    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[PurgeOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,8 +109,18 @@ MANIFEST = Operation(
     description="Write _symlink_format_manifest/ for the latest version.",
     uses_spark=False,
 )
+PURGE = Operation(
+    name="purge", cli_command="purge", policy_key="purge", options_type=PurgeOptions,
+    metrics_type_path="delta_core.maintenance.spark.purge:PurgeMetrics",
+    delta_operations=(REORG,),
+    summary=f"rewrite files with deletion vectors or dropped columns ({REORG} ... APPLY (PURGE))",
+    description="Rewrite every file whose deletion vector deletes rows, and under column mapping every "
+                "file that still holds a dropped column, so the deleted data is gone from storage "
+                "once vacuum removes the old files.",
+    uses_spark=True,
+)
 
-OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST)
+OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST, PURGE)
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 
 

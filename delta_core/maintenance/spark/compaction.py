@@ -21,6 +21,7 @@ from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
     Bin,
     CompactionPlan,
+    FileGroup,
     plan_compaction,
 )
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
@@ -93,7 +94,7 @@ def _compact_bin(task: CompactBinTask) -> list[str]:
     return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
 
 
-def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], label: str,
+def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[FileGroup], label: str,
                   outputs: list[str]) -> RewriteOutput:
     """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
     (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
