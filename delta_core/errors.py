@@ -68,6 +68,13 @@ class VersionNotFoundError(DeltaError):
     kind = "version_not_found"
 
 
+class DeletionVectorError(DeltaError):
+    """A deletion vector cannot be read or fails its checks (missing file, magic number, CRC,
+    cardinality); ``path`` names its file. Nothing was written."""
+
+    kind = "deletion_vector"
+
+
 # --- storage -----------------------------------------------------------------------------
 
 

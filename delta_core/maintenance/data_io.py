@@ -11,7 +11,12 @@ The executors of compaction and Z-order call these functions; nothing here impor
   to the table's type, and INT96 timestamps are decoded at microseconds, so rewrites write them
   as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
   ``isAdjustedToUTC`` true).
-  Partition columns are not stored in files and are not returned. A file up to
+  Partition columns are not stored in files and are not returned. A file's deletion vector
+  (PROTOCOL.md "Deletion Vectors", read by ``delta_core.log.deletion_vectors``) is applied:
+  the rows at the physical indexes it marks are dropped, in whole-file reads and row-group
+  chunks alike (a running physical row offset places each chunk). On request each chunk also
+  carries the physical row index of every kept row (``row_index_column``), which row tracking
+  needs (PROTOCOL.md "Row Tracking": a row's id is ``baseRowId`` + its physical index). A file up to
   ``WHOLE_FILE_BYTES`` is fetched in one request and decoded from memory (small files are
   latency-bound, and one read beats the footer-then-columns round trips); a larger one is read
   row group by row group.
@@ -29,13 +34,15 @@ from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from delta_core.errors import MaintenanceError
+from delta_core.errors import DeletionVectorError, MaintenanceError
+from delta_core.log.deletion_vectors import read_deletion_vector
 from delta_core.maintenance.field_ids import FieldIdResolver
 from delta_core.maintenance.vacuum_plan import log_path_to_key
-from delta_core.model.actions import Add, Metadata
+from delta_core.model.actions import Add, DeletionVectorDescriptor, Metadata
 from delta_core.model.partition_values import deserialize_partition_value
 from delta_core.model.schema import StructType, schema_to_arrow
 from delta_core.model.table_properties import TableProperties
@@ -62,9 +69,15 @@ def logical_data_schema(metadata: Metadata) -> pa.Schema:
 
 class DataFileReader:
     """Reads data files of a table with the given ``metadata`` as logical rows (only the
-    top-level ``columns`` given, logical names, when set). Schemas are derived once."""
+    top-level ``columns`` given, logical names, when set). Schemas are derived once.
 
-    def __init__(self, storage: Storage, metadata: Metadata, *, columns: Sequence[str] | None = None) -> None:
+    Every read method takes the file's ``deletion_vector`` (the descriptor of its live ``add``;
+    ``None``: no vector) and drops the rows it deletes. ``row_index_column``, when set, is the
+    name of an int64 column appended last to every chunk (and to ``schema``): the *physical*
+    index in its file (0-based, deleted rows counted) of each row returned."""
+
+    def __init__(self, storage: Storage, metadata: Metadata, *, columns: Sequence[str] | None = None,
+                 row_index_column: str | None = None) -> None:
         self.storage = storage
         fields = StructType(tuple(data_fields(metadata)))
         physical, logical = schema_to_arrow(fields, physical=True), schema_to_arrow(fields)
@@ -74,66 +87,106 @@ class DataFileReader:
             logical = pa.schema([logical.field(i) for i in keep])
         self.physical = physical
         self.logical = logical
-        self.schema = pa.schema([f.with_nullable(True) for f in logical])
+        self._data_schema = pa.schema([f.with_nullable(True) for f in logical])
+        self.schema = self._data_schema
+        self.row_index_column = row_index_column
+        if row_index_column is not None:
+            self.schema = self.schema.append(pa.field(row_index_column, pa.int64(), nullable=False))
         # In id mode a file's columns are found by Parquet field id, not by name.
         id_mode = TableProperties(metadata.configuration).column_mapping_mode == "id"
         self._ids = FieldIdResolver(physical, table=storage.root) if id_mode else None
 
-    def read(self, path: str, *, size: int | None = None) -> pa.Table:
-        """All rows of the file at ``path`` (as in the log)."""
-        chunks = list(self.chunks(path, size=size))
+    def read(self, path: str, *, size: int | None = None,
+             deletion_vector: DeletionVectorDescriptor | None = None) -> pa.Table:
+        """All live rows of the file at ``path`` (as in the log)."""
+        chunks = list(self.chunks(path, size=size, deletion_vector=deletion_vector))
         if len(chunks) == 1:
             return chunks[0]
         return pa.concat_tables(chunks) if chunks else self.schema.empty_table()
 
-    def chunks(self, path: str, *, size: int | None = None) -> Iterator[pa.Table]:
-        """The rows of the file at ``path``: the whole file at once when it is small, else one
-        row group at a time. ``size`` (bytes, as in the log) saves a metadata request."""
+    def chunks(self, path: str, *, size: int | None = None,
+               deletion_vector: DeletionVectorDescriptor | None = None) -> Iterator[pa.Table]:
+        """The live rows of the file at ``path``: the whole file at once when it is small, else
+        one row group at a time. ``size`` (bytes, as in the log) saves a metadata request."""
         key = log_path_to_key(path, self.storage.root)
+        # Read the vector first: a missing or corrupt one fails before any row is handed on.
+        deleted = _deleted_rows(self.storage, deletion_vector)
         if size is None:
             size = self.storage.head(key).size
+        start = 0  # physical index of the chunk's first row in the file
         if size <= WHOLE_FILE_BYTES:
             pf = pq.ParquetFile(pa.BufferReader(pa.py_buffer(self.storage.read(key))),
                                 coerce_int96_timestamp_unit=INT96_UNIT)
             wanted = self._wanted(pf, key)
-            yield self._to_logical(pf.read(columns=wanted, use_threads=False), wanted, key)
-            return
-        with self.storage.open_input(key) as fh:
-            pf = pq.ParquetFile(fh, pre_buffer=True, coerce_int96_timestamp_unit=INT96_UNIT)
-            wanted = self._wanted(pf, key)
-            if pf.num_row_groups == 0:
-                yield self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key)
-            for i in range(pf.num_row_groups):
-                yield self._to_logical(pf.read_row_group(i, columns=wanted, use_threads=False), wanted, key)
+            raw = pf.read(columns=wanted, use_threads=False)
+            yield self._live(self._to_logical(raw, wanted, key), start, deleted)
+            start += raw.num_rows
+        else:
+            with self.storage.open_input(key) as fh:
+                pf = pq.ParquetFile(fh, pre_buffer=True, coerce_int96_timestamp_unit=INT96_UNIT)
+                wanted = self._wanted(pf, key)
+                if pf.num_row_groups == 0:
+                    yield self._live(self._to_logical(pf.schema_arrow.empty_table().select(wanted), wanted, key),
+                                     start, deleted)
+                for i in range(pf.num_row_groups):
+                    raw = pf.read_row_group(i, columns=wanted, use_threads=False)
+                    yield self._live(self._to_logical(raw, wanted, key), start, deleted)
+                    start += raw.num_rows
+        if deleted is not None and len(deleted) and int(deleted[-1]) >= start:
+            # The vector names rows the file does not have: it belongs to another file.
+            raise DeletionVectorError(
+                f"the deletion vector of {self.storage.uri(key)} deletes row {int(deleted[-1])}, but the file "
+                f"has {start} rows: the vector or the file is not the one the log means",
+                path=self.storage.uri(key))
 
-    def read_ahead(self, paths: Sequence[str], sizes: Sequence[int | None] | None = None) -> Iterator[pa.Table]:
-        """The rows of ``paths`` in order, chunk by chunk; up to ``READ_AHEAD_BYTES`` of the
-        next small files are fetched and decoded on a few threads meanwhile."""
+    def _live(self, chunk: pa.Table, start: int, deleted: np.ndarray | None) -> pa.Table:
+        """``chunk`` (physical rows ``start``...) without the deleted rows, with the row index
+        column when asked for."""
+        n = chunk.num_rows
+        keep: np.ndarray | None = None
+        if deleted is not None:
+            lo, hi = np.searchsorted(deleted, [start, start + n])
+            if hi > lo:
+                keep = np.ones(n, dtype=bool)
+                keep[(deleted[lo:hi] - start).astype(np.int64)] = False
+        if self.row_index_column is not None:
+            chunk = chunk.append_column(self.schema.field(self.row_index_column),
+                                        pa.array(np.arange(start, start + n, dtype=np.int64)))
+        return chunk.filter(pa.array(keep)) if keep is not None else chunk
+
+    def read_ahead(self, paths: Sequence[str], sizes: Sequence[int | None] | None = None,
+                   deletion_vectors: Sequence[DeletionVectorDescriptor | None] | None = None) -> Iterator[pa.Table]:
+        """The live rows of ``paths`` in order (``sizes`` and ``deletion_vectors`` aligned with
+        them), chunk by chunk; up to ``READ_AHEAD_BYTES`` of the next small files are fetched and
+        decoded on a few threads meanwhile."""
         sizes = list(sizes) if sizes is not None else [None] * len(paths)
+        dvs = list(deletion_vectors) if deletion_vectors is not None else [None] * len(paths)
         local = self.storage.root.startswith(("file:", "memory:"))
         threads = LOCAL_READ_THREADS if local else READ_THREADS
         pool = ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths))))
-        queue: deque[tuple[str, int | None, Future[pa.Table] | None]] = deque()
+        queue: deque[tuple[str, int | None, DeletionVectorDescriptor | None, Future[pa.Table] | None]] = deque()
         ahead = 0  # bytes of the small files submitted and not yet handed on
         try:
-            for path, size in zip(paths, sizes):
+            for path, size, dv in zip(paths, sizes, dvs):
                 if size is None or size > WHOLE_FILE_BYTES:
-                    queue.append((path, size, None))  # read in turn, row group by row group
+                    queue.append((path, size, dv, None))  # read in turn, row group by row group
                     continue
                 while queue and ahead + size > READ_AHEAD_BYTES:
                     ahead -= yield from self._take(queue.popleft())
-                queue.append((path, size, pool.submit(self.read, path, size=size)))
+                queue.append((path, size, dv, pool.submit(self.read, path, size=size, deletion_vector=dv)))
                 ahead += size
             while queue:
                 yield from self._take(queue.popleft())
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
-    def _take(self, entry: tuple[str, int | None, Future[pa.Table] | None]) -> Generator[pa.Table, None, int]:
+    def _take(
+        self, entry: tuple[str, int | None, DeletionVectorDescriptor | None, Future[pa.Table] | None],
+    ) -> Generator[pa.Table, None, int]:
         """Yield one queued file's rows; returns the read-ahead bytes it released."""
-        path, size, future = entry
+        path, size, dv, future = entry
         if future is None:
-            yield from self.chunks(path, size=size)
+            yield from self.chunks(path, size=size, deletion_vector=dv)
             return 0
         yield future.result()
         return size or 0
@@ -168,16 +221,23 @@ class DataFileReader:
             else:
                 col = pa.chunked_array([pa.nulls(raw.num_rows, logi.type)], type=logi.type)
             arrays.append(col)
-        return pa.Table.from_arrays(arrays, schema=self.schema)
+        return pa.Table.from_arrays(arrays, schema=self._data_schema)
+
+
+def _deleted_rows(storage: Storage, dv: DeletionVectorDescriptor | None) -> np.ndarray | None:
+    """The sorted physical row indexes ``dv`` deletes (``None`` without a vector)."""
+    if dv is None:
+        return None
+    return np.frombuffer(read_deletion_vector(storage, dv).to_array(), dtype=np.uint64)
 
 
 def read_data_file(
     storage: Storage, path: str, metadata: Metadata, *, columns: Sequence[str] | None = None,
-    size: int | None = None,
+    size: int | None = None, deletion_vector: DeletionVectorDescriptor | None = None,
 ) -> pa.Table:
-    """The rows of the data file at ``path`` (as in the log), logical names, no partition columns;
-    only the top-level ``columns`` given (logical names) when set."""
-    return DataFileReader(storage, metadata, columns=columns).read(path, size=size)
+    """The live rows of the data file at ``path`` (as in the log; ``deletion_vector`` applied),
+    logical names, no partition columns; only the top-level ``columns`` given (logical names) when set."""
+    return DataFileReader(storage, metadata, columns=columns).read(path, size=size, deletion_vector=deletion_vector)
 
 
 def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, str | None]) -> dict[str, Any]:
@@ -226,11 +286,13 @@ def rewrite_files(
     sizes: Sequence[int | None] | None = None,
     reader: DataFileReader | None = None,
     key: str | None = None,
+    deletion_vectors: Sequence[DeletionVectorDescriptor | None] | None = None,
 ) -> Add:
-    """Stream ``paths`` (files of one partition; ``sizes`` as in the log, when known) into one
-    new file with ``dataChange=false`` (at ``key`` when given); returns its ``add``. Row order
-    follows ``paths``. ``reader`` (for this table's ``metadata``) replaces the default one, e.g.
-    to summarise inputs."""
+    """Stream the live rows of ``paths`` (files of one partition; ``sizes`` and
+    ``deletion_vectors`` as in the log, when known) into one new file with ``dataChange=false``
+    and no deletion vector (at ``key`` when given); returns its ``add``, whose stats count the
+    rows written. Row order follows ``paths``. ``reader`` (for this table's ``metadata``)
+    replaces the default one, e.g. to summarise inputs."""
     reader = reader if reader is not None else DataFileReader(storage, metadata)
-    return write_rewritten(storage, reader.read_ahead(paths, sizes), metadata=metadata,
+    return write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
                            partition_values=partition_values, key=key)

@@ -17,7 +17,7 @@ import pyarrow as pa
 from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.maintenance.rewrite_commit import live_subset
-from delta_core.model.actions import Metadata
+from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
@@ -33,13 +33,15 @@ class SummarisingReader(DataFileReader):
         self._summarise = frozenset(summarise)
         self._collectors: dict[str, StatsCollector] = {}
 
-    def chunks(self, path: str, *, size: int | None = None) -> Iterator[pa.Table]:
+    def chunks(self, path: str, *, size: int | None = None,
+               deletion_vector: DeletionVectorDescriptor | None = None) -> Iterator[pa.Table]:
         if path not in self._summarise:
-            yield from super().chunks(path, size=size)
+            yield from super().chunks(path, size=size, deletion_vector=deletion_vector)
             return
         # One collector per file, made before its first chunk: read-ahead threads never share one.
+        # The chunks come with the deletion vector applied: the summary counts live rows only.
         collector = self._collectors[path] = StatsCollector(self.schema, num_indexed_cols=-1)
-        for chunk in super().chunks(path, size=size):
+        for chunk in super().chunks(path, size=size, deletion_vector=deletion_vector):
             collector.update(chunk)
             yield chunk
 

@@ -15,15 +15,14 @@ Delta's rule (PROTOCOL.md "Overview", Delta Spark's VacuumCommand): a file may b
 
 Paths come from the log URI-encoded and possibly absolute; ``log_path_to_key`` turns them into
 storage keys (through ``delta_core.model.path_identity``, so every spelling of the root matches) and
-rejects (the caller warns) anything outside the table root. ``dv_relative_path``
-derives the file a deletion vector descriptor points at (PROTOCOL.md "Deletion Vector
-Descriptor Schema"). No IO here: the caller lists, plans, then deletes.
+rejects (the caller warns) anything outside the table root. The file a deletion vector
+descriptor points at comes from ``delta_core.log.deletion_vectors.dv_relative_path``. No IO
+here: the caller lists, plans, then deletes.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -35,8 +34,6 @@ from delta_core.model.path_identity import TableRoot, Where, needs_canonicalisin
 from delta_core.storage.base import normalize_key
 
 _MAYBE_HIDDEN = r"(^|/)[_.]"
-_Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-_Z85_INDEX = {c: i for i, c in enumerate(_Z85)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,33 +96,6 @@ def log_path_to_key(path: str, table_root: str | TableRoot) -> str:
         where = "outside" if placed.where is Where.OUTSIDE else "not certainly inside"
         raise PathEscapesTableError(f"{path!r} is {where} the table root {name}", path=name)
     return normalize_key(placed.key, root=name)
-
-
-def z85_decode(text: str) -> bytes:
-    if len(text) % 5:
-        raise ValueError(f"Z85 text length {len(text)} is not a multiple of 5")
-    out = bytearray()
-    for i in range(0, len(text), 5):
-        value = 0
-        for ch in text[i:i + 5]:
-            value = value * 85 + _Z85_INDEX[ch]
-        out += value.to_bytes(4, "big")
-    return bytes(out)
-
-
-def dv_relative_path(storage_type: str, path_or_inline_dv: str) -> str | None:
-    """The deletion vector file of a descriptor, as a log path (``None`` for inline DVs).
-
-    ``u``: ``<random prefix><20 chars Z85 UUID>`` -> ``<prefix>/deletion_vector_<uuid>.bin``;
-    ``p``: an absolute path, returned as is; ``i``: inline, no file.
-    """
-    if storage_type == "u":
-        prefix, encoded = path_or_inline_dv[:-20], path_or_inline_dv[-20:]
-        name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
-        return f"{prefix}/{name}" if prefix else name
-    if storage_type == "p":
-        return path_or_inline_dv
-    return None
 
 
 def plan_vacuum(

@@ -9,8 +9,8 @@ import pyarrow as pa
 import pytest
 
 from delta_core.errors import PathEscapesTableError
+from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.maintenance.vacuum_plan import (
-    dv_relative_path,
     empty_dir_candidates,
     hidden_mask,
     is_hidden,
