@@ -29,6 +29,7 @@ tables:
     uri: {tmp_path / "t"}
     zorder: {{columns: [a]}}
     manifest: true
+    purge: true
 """)
     defs = build_definitions(config)
     graph = defs.resolve_asset_graph()
