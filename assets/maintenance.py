@@ -66,6 +66,8 @@ class CompactConfig(Config):
     target_size: int | None = Field(default=None, description="Target file size in bytes.")
     where: str | None = Field(default=None, description="Partition predicate, e.g. date >= '2024-01-01'.")
     min_file_size: int | None = Field(default=None, description="Only smaller files are packed (bytes).")
+    max_deleted_rows_ratio: float | None = Field(
+        default=None, ge=0, le=1, description="Also rewrite files with more than this share of rows deleted.")
 
 
 class ZOrderConfig(Config):
@@ -166,7 +168,8 @@ def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         options = _options(config, policy.options)
         return _measured(context, table, "Compaction", lambda dt: compact(
             dt, context.resources.spark.spark_session, where=options.where,
-            target_size=options.target_size, min_file_size=options.min_file_size))
+            target_size=options.target_size, min_file_size=options.min_file_size,
+            max_deleted_rows_ratio=options.max_deleted_rows_ratio))
 
     return _asset
 

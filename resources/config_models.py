@@ -35,6 +35,7 @@ from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.options import (
+    DEFAULT_MAX_DELETED_ROWS_RATIO,
     CheckpointOptions,
     CompactOptions,
     ManifestOptions,
@@ -198,10 +199,14 @@ class CompactSection(_Model):
                                                                  "Default: 3/4 of the target.")
     where: Predicate | None = Field(default=None, description="Partition predicate.")
     cron: Cron = Field(default=DEFAULT_COMPACT_CRON, description="Schedule (UTC).")
+    max_deleted_rows_ratio: float = Field(
+        default=DEFAULT_MAX_DELETED_ROWS_RATIO, ge=0, le=1,
+        description="Also rewrite files whose deletion vectors delete more than this share of their rows.")
 
     def to_policy(self) -> CompactPolicy:
         return CompactPolicy(enabled=self.enabled, cron=self.cron, options=CompactOptions(
-            target_size=self.target_size, where=self.where, min_file_size=self.min_file_size))
+            target_size=self.target_size, where=self.where, min_file_size=self.min_file_size,
+            max_deleted_rows_ratio=self.max_deleted_rows_ratio))
 
 
 class ZOrderSection(_Model):
@@ -272,7 +277,7 @@ class PurgeSection(_Model):
     enabled: bool = True
     where: Predicate | None = Field(default=None, description="Partition predicate.")
     max_deleted_rows_ratio: float = Field(
-        default=0.0, ge=0.0, lt=1.0, allow_inf_nan=False,
+        default=0.0, ge=0, le=1,
         description="Only rewrite files with more than this share of rows deleted. Default 0: every file "
                     "with a deleted row.")
     cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")

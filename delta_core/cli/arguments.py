@@ -26,6 +26,17 @@ def byte_size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
+def ratio(text: str) -> float:
+    """A share from 0 to 1 (``0.05``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"{text} is out of range: give a share from 0 to 1, e.g. 0.05")
+    return value
+
+
 def retention_hours(text: str) -> float:
     """A retention in hours: a finite number from 0 to ``MAX_RETENTION_HOURS``."""
     try:
@@ -37,13 +48,3 @@ def retention_hours(text: str) -> float:
             f"{text} hours is out of range: give a number of hours from 0 to {MAX_RETENTION_HOURS:.0f}")
     return value
 
-
-def deleted_rows_ratio(text: str) -> float:
-    """A share of a file's rows: a number from 0 (inclusive) to 1 (exclusive)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0 <= value < 1:  # NaN fails this too
-        raise argparse.ArgumentTypeError(f"{text} is out of range: give a share from 0 up to (not including) 1")
-    return value

@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delta_core.cli.arguments import byte_size, deleted_rows_ratio, retention_hours
+from delta_core.cli.arguments import byte_size, ratio, retention_hours
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
-from delta_core.maintenance.options import ZORDER_CURVES
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, ZORDER_CURVES
 
 
 def _spark_argument(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +42,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
     c.add_argument("--min-file-size", type=byte_size, default=None, metavar="SIZE",
                    help="only files smaller than this are packed (default 3/4 of the target)")
+    c.add_argument("--max-deleted-rows-ratio", type=ratio, default=DEFAULT_MAX_DELETED_ROWS_RATIO, metavar="R",
+                   help="also rewrite files whose deletion vectors delete more than this share of their rows, "
+                        f"even alone (default {DEFAULT_MAX_DELETED_ROWS_RATIO}, as Delta Spark's OPTIMIZE)")
     c.set_defaults(func=cmd_compact)
 
     z = add_operation_parser(subparsers, ZORDER)
@@ -75,7 +78,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     add_table_arguments(p)
     _spark_argument(p)
     p.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
-    p.add_argument("--max-deleted-rows-ratio", type=deleted_rows_ratio, default=0.0, metavar="R",
+    p.add_argument("--max-deleted-rows-ratio", type=ratio, default=0.0, metavar="R",
                    help="only rewrite files with more than this share of rows deleted (default 0: "
                         "every file with a deleted row, as REORG ... APPLY (PURGE))")
     p.set_defaults(func=cmd_purge)
@@ -101,7 +104,7 @@ def cmd_compact(args: argparse.Namespace) -> int:
 
     table = open_table(args)
     metrics = compact(table, _spark(args), where=args.where, target_size=args.target_size,
-                      min_file_size=args.min_file_size)
+                      min_file_size=args.min_file_size, max_deleted_rows_ratio=args.max_deleted_rows_ratio)
     emit(metrics.to_dict(), args.json)
     return 0
 

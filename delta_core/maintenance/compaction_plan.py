@@ -6,6 +6,15 @@ bytes (a file larger than the target opens its own bin); bins holding a single f
 dropped, because rewriting one file changes nothing. So a partition that is already compact
 yields no bin, and a second run right after a compaction plans nothing.
 
+Deleted rows (PROTOCOL.md "Deletion Vectors"): as in Delta Spark's OPTIMIZE
+(``spark.databricks.delta.optimize.maxDeletedRowsRatio``), a file is also a candidate, whatever
+its size, when its deletion vector deletes more than ``max_deleted_rows_ratio`` (default
+``DEFAULT_MAX_DELETED_ROWS_RATIO``, 0.05) of its rows (``cardinality / numRecords``), or when it
+has a vector but no ``numRecords`` (the ratio is unknown; the rewritten file gets stats). Unlike
+Delta Spark, such a file is rewritten even alone in its bin: otherwise a lone large file full of
+deleted rows would never be cleaned. The rewrite drops the deleted rows and the new file has no
+vector.
+
 Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, else
 ``DEFAULT_TARGET_FILE_SIZE`` (128 MiB, ``delta_core.model.table_properties``); ``min_file_size`` is
 ``target_size * DEFAULT_MIN_FILE_FRACTION`` (3/4): a file that already has three quarters of the
@@ -25,7 +34,8 @@ from typing import Any, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import ConfigError, UnsupportedTableForOperationError
+from delta_core.errors import ConfigError
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 from delta_core.write.data_writer import table_schema
@@ -78,6 +88,7 @@ class CompactionPlan:
     bins: tuple[Bin, ...]
     files_considered: int
     partitions_considered: int
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
     partitions_compacted: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -172,28 +183,27 @@ def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate
     return evaluate(predicate, typed_partitions)
 
 
-def check_no_deletion_vectors(
-    files: pa.Table, *, operation: str, table_uri: str | None = None, version: int | None = None,
-) -> None:
-    """Refuse to rewrite files that carry deletion vectors (their deleted rows would come back).
+def check_deleted_rows_ratio(ratio: float) -> float:
+    """``ratio`` if it is a share between 0 and 1, else ``ConfigError``."""
+    if not 0.0 <= ratio <= 1.0:
+        raise ConfigError(f"max deleted rows ratio must be between 0 and 1, got {ratio}")
+    return ratio
 
-    ``files`` are rows of ``Snapshot.files`` of ``version``: at plan time, and again for every
-    rewrite batch on the snapshot it commits against (another engine may have deleted rows since).
-    """
+
+def over_deleted_rows_ratio(files: pa.Table, ratio: float) -> pa.Array | pa.ChunkedArray:
+    """Rows of ``files`` (``Snapshot.files`` columns) whose deletion vector deletes more than
+    ``ratio`` of their ``num_records``, or that have a vector and no ``num_records``."""
     if "deletion_vector" not in files.column_names or files.num_rows == 0:
-        return
-    has_dv = pc.is_valid(files.column("deletion_vector"))
-    with_dv = pc.sum(has_dv.cast(pa.int64())).as_py() or 0
-    if with_dv:
-        example = files.column("path").filter(has_dv)[0].as_py()
-        at = f" at version {version}" if version is not None else ""
-        raise UnsupportedTableForOperationError(
-            f"{with_dv} of the files selected for {operation}{at} have deletion vectors (e.g. {example}); "
-            "rewriting them without applying the vectors would bring deleted rows back, and this "
-            "library does not apply them yet. Purge the vectors first (Delta Spark: REORG TABLE ... "
-            "APPLY (PURGE)) or narrow the selection with --where, then re-run",
-            path=table_uri, version=version,
-        )
+        return pa.array([False] * files.num_rows, pa.bool_())
+    dv = files.column("deletion_vector")
+    has_dv = pc.is_valid(dv)
+    deleted = pc.cast(pc.struct_field(dv, "cardinality"), pa.float64())
+    records = (pc.cast(files.column("num_records"), pa.float64()) if "num_records" in files.column_names
+               else pa.nulls(files.num_rows, pa.float64()))
+    # 0 records with deleted rows divides to +inf: over any ratio, as it should be.
+    over = pc.greater(pc.divide(deleted, records), pa.scalar(ratio, pa.float64()))
+    unknown = pc.is_null(records)
+    return pc.fill_null(pc.and_kleene(has_dv, pc.or_kleene(unknown, over)), False)  # Kleene: true OR null is true
 
 
 def pack_files(
@@ -203,7 +213,7 @@ def pack_files(
     target_size: int,
     min_file_size: int,
     selected: pa.Array | None = None,
-    table_uri: str | None = None,
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
 ) -> tuple[list[Bin], int, int]:
     """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``.
 
@@ -218,12 +228,13 @@ def pack_files(
         pa.table({f"p{i}": k for i, k in enumerate(keys)}).group_by([f"p{i}" for i in range(len(keys))])
         .aggregate([]).num_rows if keys and files.num_rows else (1 if files.num_rows else 0)
     )
-    small = pc.less(files.column("size"), pa.scalar(min_file_size, pa.int64()))
-    candidates = files.filter(small)
-    check_no_deletion_vectors(candidates, operation="compaction", table_uri=table_uri)
-    key_cols = [k.filter(small) for k in keys]
+    deleted_rows = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
+    chosen = pc.or_(pc.less(files.column("size"), pa.scalar(min_file_size, pa.int64())), deleted_rows)
+    candidates = files.filter(chosen)
+    key_cols = [k.filter(chosen) for k in keys]
     columns: dict[str, Any] = {f"p{i}": k for i, k in enumerate(key_cols)}
     columns["path"] = candidates.column("path")
+    columns["deleted_rows"] = deleted_rows.filter(chosen)
     columns["size"] = candidates.column("size")
     if "num_records" in candidates.column_names:
         columns["num_records"] = candidates.column("num_records")
@@ -240,12 +251,14 @@ def _greedy(work: pa.Table, partition_columns: Sequence[str], target_size: int) 
     paths = work.column("path").to_pylist()
     sizes = work.column("size").to_pylist()
     records = work.column("num_records").to_pylist()
+    deleted_rows = work.column("deleted_rows").to_pylist()
     current_key: tuple[Any, ...] | None = None
     current: list[FileRef] = []
     current_size = 0
+    current_due = False  # the bin holds a file over the deleted-rows ratio: rewrite it even alone
 
     def flush() -> Iterator[Bin]:
-        if len(current) > 1 and current_key is not None:
+        if (len(current) > 1 or current_due) and current_key is not None:
             yield Bin(tuple(zip(partition_columns, current_key)), tuple(current))
 
     for i, path in enumerate(paths):
@@ -253,9 +266,10 @@ def _greedy(work: pa.Table, partition_columns: Sequence[str], target_size: int) 
         size = sizes[i]
         if key != current_key or (current and current_size + size > target_size):
             yield from flush()
-            current_key, current, current_size = key, [], 0
+            current_key, current, current_size, current_due = key, [], 0, False
         current.append(FileRef(path, size, records[i]))
         current_size += size
+        current_due = current_due or bool(deleted_rows[i])
     yield from flush()
 
 
@@ -265,9 +279,11 @@ def plan_compaction(
     target_size: int | None = None,
     min_file_size: int | None = None,
     where: str | None = None,
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
 ) -> CompactionPlan:
     """Plan the compaction of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``). Pure: no IO
     beyond what the snapshot already holds."""
+    check_deleted_rows_ratio(max_deleted_rows_ratio)
     partition_columns = list(snapshot.partition_columns)
     table_target = None
     if snapshot.properties.raw("delta.targetFileSize") is not None:
@@ -283,7 +299,7 @@ def plan_compaction(
     key_names = [f.physical_name if (f := schema.get(c)) else c for c in partition_columns]
     bins, considered, partitions = pack_files(
         files, partition_columns=key_names, target_size=target, min_file_size=minimum,
-        selected=mask, table_uri=getattr(snapshot.storage, "root", None),
+        selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio,
     )
     return CompactionPlan(
         read_version=snapshot.version,
@@ -293,4 +309,5 @@ def plan_compaction(
         bins=tuple(bins),
         files_considered=considered,
         partitions_considered=partitions,
+        max_deleted_rows_ratio=max_deleted_rows_ratio,
     )

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ZORDER_CURVES = ("zorder", "hilbert")  # here, not in ``curves`` (numpy), so the CLI loads light
+# Delta Spark's spark.databricks.delta.optimize.maxDeletedRowsRatio (``compaction_plan``)
+DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,6 +24,8 @@ class CompactOptions:
     target_size: int | None = None  # bytes; None: delta.targetFileSize, else 128 MiB
     where: str | None = None  # partition predicate
     min_file_size: int | None = None  # bytes; None: 3/4 of the target
+    # files whose deletion vectors delete more than this share of their rows are rewritten too
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
 
 
 @dataclass(frozen=True, slots=True)

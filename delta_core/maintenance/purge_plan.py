@@ -8,7 +8,7 @@ Spark's ``DeltaPurgeOperation`` selects them:
 - every file with a deletion vector that deletes at least one row, and every file with a deletion
   vector but no ``numRecords`` statistic (its ratio is unknown). ``max_deleted_rows_ratio`` (0 by
   default, Delta's REORG) raises the bar: only files where more than that share of the rows is
-  deleted;
+  deleted (the test compaction uses, ``compaction_plan.over_deleted_rows_ratio``);
 - every file the caller found to hold a dropped column (``dropped_columns.files_with_dropped_columns``
   reads the footers; this module does no IO).
 
@@ -21,7 +21,6 @@ committed.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
@@ -29,8 +28,15 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import ConfigError
-from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES, FileGroup, FileRef, batch_bins, selection_mask
+from delta_core.maintenance.compaction_plan import (
+    DEFAULT_BATCH_BYTES,
+    FileGroup,
+    FileRef,
+    batch_bins,
+    check_deleted_rows_ratio,
+    over_deleted_rows_ratio,
+    selection_mask,
+)
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.write.operation_records import ReorgParameters
 
@@ -66,15 +72,6 @@ class PurgePlan:
         return ReorgParameters(predicate=self.predicate)
 
 
-def check_ratio(ratio: float) -> float:
-    """``max_deleted_rows_ratio`` must be a share: 0 <= ratio < 1 (1 would select nothing)."""
-    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)) or math.isnan(ratio) \
-            or not 0 <= ratio < 1:
-        raise ConfigError(f"max_deleted_rows_ratio must be a number from 0 (inclusive) to 1 (exclusive), "
-                          f"got {ratio!r}")
-    return float(ratio)
-
-
 def select_files(snapshot: Any, where: str | None) -> tuple[pa.Table, str | None]:
     """Rows of ``snapshot.files`` inside the partition predicate ``where`` (all when None), and
     the predicate's SQL."""
@@ -86,18 +83,6 @@ def select_files(snapshot: Any, where: str | None) -> tuple[pa.Table, str | None
     return files.filter(selection_mask(files, typed, predicate)), (predicate.sql() if predicate else None)
 
 
-def deletion_vector_mask(files: pa.Table, ratio: float) -> pa.Array:
-    """Files whose deletion vector deletes more than ``ratio`` of their rows (any row at 0), or
-    whose row count is unknown."""
-    dv = files.column("deletion_vector")
-    has_dv = pc.is_valid(dv)
-    cardinality = pc.fill_null(pc.struct_field(dv, "cardinality"), 0)
-    records = files.column("num_records")
-    over = pc.greater(pc.cast(cardinality, pa.float64()), pc.multiply(pc.cast(records, pa.float64()), ratio))
-    unknown = pc.is_null(records)
-    return pc.and_(has_dv, pc.or_(pc.fill_null(over, False), unknown))
-
-
 def plan_purge(
     snapshot: Any,
     *,
@@ -107,9 +92,9 @@ def plan_purge(
 ) -> PurgePlan:
     """Plan the purge of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``).
     ``dropped_column_paths``: log paths of files found to hold dropped columns."""
-    ratio = check_ratio(max_deleted_rows_ratio)
+    ratio = check_deleted_rows_ratio(max_deleted_rows_ratio)
     files, predicate = select_files(snapshot, where)
-    by_dv = deletion_vector_mask(files, ratio)
+    by_dv = over_deleted_rows_ratio(files, ratio)
     by_column = pc.is_in(files.column("path"), value_set=pa.array(sorted(dropped_column_paths), pa.string()))
     chosen = files.filter(pc.or_(by_dv, by_column))
     deleted = pc.sum(pc.struct_field(files.filter(by_dv).column("deletion_vector"), "cardinality")).as_py()

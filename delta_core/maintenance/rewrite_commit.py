@@ -19,10 +19,11 @@ leaves them, as orphans are harmless and vacuum removes them). A batch that fail
 commit (an input file missing from storage, a failed Spark task) deletes every file it may have
 written: the driver picks their keys before any task writes, so nothing is left for vacuum.
 
-Rewrites do not apply deletion vectors yet, so every batch re-checks its inputs on the snapshot
-it commits against and refuses one that gained a vector since the plan (PROTOCOL.md "Deletion
-Vectors": the rows a vector marks are not in the table, so rewriting the file without it would
-bring them back).
+Deletion vectors (PROTOCOL.md "Deletion Vectors"): each batch's tasks read every input with
+the vector it has in the snapshot the batch commits against (``deletion_vectors``), so deleted
+rows never reappear and the new files have none; the ``remove`` of each input carries that exact
+descriptor. An input whose vector changes between the rewrite and the commit is no longer the
+same logical file (``all_live`` compares ``(path, deletionVector)``): the batch is abandoned.
 """
 
 from __future__ import annotations
@@ -47,9 +48,8 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.log.file_actions import file_keys, iter_adds
-from delta_core.maintenance.compaction_plan import check_no_deletion_vectors
 from delta_core.maintenance.vacuum_plan import log_path_to_key
-from delta_core.model.actions import Add
+from delta_core.model.actions import Add, DeletionVectorDescriptor
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.commit_info import CommitInfoFields
@@ -85,6 +85,13 @@ def live_subset(snapshot: Any, paths: Sequence[str]) -> pa.Table:
     files = snapshot.files
     mask = pc.is_in(files.column("path"), value_set=pa.array(list(paths), pa.string()))
     return files.filter(mask)
+
+
+def deletion_vectors(snapshot: Any, paths: Sequence[str]) -> dict[str, DeletionVectorDescriptor]:
+    """The deletion vector of each of ``paths`` that has one in ``snapshot`` (path as in the log)."""
+    live = live_subset(snapshot, paths)
+    live = live.filter(pc.is_valid(live.column("deletion_vector")))
+    return {a.path: a.deletion_vector for a in iter_adds(live) if a.deletion_vector is not None}
 
 
 def all_live(snapshot: Any, paths: Sequence[str], keys: Collection[str] | None = None) -> bool:
@@ -149,6 +156,7 @@ class RewriteTally:
     num_added_files: int
     removed_bytes: int
     added_bytes: int
+    num_deletion_vectors_removed: int = 0
 
 
 def run_rewrite_batches(
@@ -166,10 +174,9 @@ def run_rewrite_batches(
 
     Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
     groups whose inputs are all still live, so progress committed by earlier batches survives a
-    later failure and no batch rewrites a file someone else removed. Every batch refuses inputs
-    that carry a deletion vector in the snapshot it commits against
-    (``UnsupportedTableForOperationError``; batches committed before stay committed).
-    ``rewrite(snapshot, groups, batch_label, outputs)`` appends to ``outputs`` the key of every
+    later failure and no batch rewrites a file someone else removed.
+    ``rewrite(snapshot, groups, batch_label, outputs)`` (which applies each input's deletion
+    vector in ``snapshot``, ``deletion_vectors``) appends to ``outputs`` the key of every
     file it may write before any is written, writes them and returns their ``add`` actions
     (``RewriteOutput``); if it fails, those files are deleted and an input missing from storage is
     named (``MissingDataFileError``). Each batch is then proven and committed by ``commit_rewrite``
@@ -177,7 +184,7 @@ def run_rewrite_batches(
     (``OptimizeMetrics``, with ``scan`` in each batch's), which REORG shares.
     """
     versions: list[int] = []
-    removed_files = added_files = removed_bytes = added_bytes = aborted = 0
+    removed_files = added_files = removed_bytes = added_bytes = aborted = dvs_removed = 0
     current = snapshot
     for index, batch in enumerate(batches, 1):
         batch_label = f"{label} batch {index}/{len(batches)} of {table.uri}"
@@ -191,15 +198,15 @@ def run_rewrite_batches(
             if not batch:
                 continue
         inputs = [path for g in batch for path in g.paths]
-        check_no_deletion_vectors(live_subset(current, inputs), operation=label, table_uri=table.uri,
-                                  version=current.version)
         output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
         adds = list(output.adds)
         in_bytes = sum(g.total_size for g in batch)
         out_bytes = sum(a.size for a in adds)
+        with_dv = len(deletion_vectors(current, inputs))
         metrics = OptimizeMetrics(num_removed_files=len(inputs), num_added_files=len(adds),
                                   num_removed_bytes=in_bytes, num_added_bytes=out_bytes,
-                                  added_file_sizes=tuple(a.size for a in adds), scan=scan)
+                                  added_file_sizes=tuple(a.size for a in adds), scan=scan,
+                                  num_deletion_vectors_removed=with_dv)
         outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
                                  operation_parameters=operation_parameters, operation_metrics=metrics,
                                  input_summaries=output.input_summaries, operation=operation)
@@ -212,9 +219,11 @@ def run_rewrite_batches(
         added_files += len(adds)
         removed_bytes += in_bytes
         added_bytes += out_bytes
+        dvs_removed += with_dv
         log.info("table=%s version=%d %s committed: %d -> %d files", table.uri, outcome.version, batch_label,
                  len(inputs), len(adds))
-    return RewriteTally(tuple(versions), aborted, removed_files, added_files, removed_bytes, added_bytes)
+    return RewriteTally(tuple(versions), aborted, removed_files, added_files, removed_bytes, added_bytes,
+                        dvs_removed)
 
 
 def _rewrite_batch(

@@ -7,6 +7,7 @@ partition). Columns are checked as Delta does: they must exist, must not be part
 (every file of a partition has one value there already) and must have min/max statistics
 (``delta.dataSkippingNumIndexedCols`` / ``delta.dataSkippingStatsColumns``), otherwise
 clustering on them could never skip a file. Only top-level primitive, orderable columns work.
+Files with deletion vectors are rewritten like the others: the rewrite drops their deleted rows.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from delta_core.maintenance.compaction_plan import (
     FileGroup,
     FileRef,
     batch_bins,
-    check_no_deletion_vectors,
     partition_key_columns,
     resolve_sizes,
     selection_mask,
@@ -172,7 +172,6 @@ def plan_zorder(
     files = snapshot.files
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
     selected = files.filter(mask)
-    check_no_deletion_vectors(selected, operation="Z-order", table_uri=getattr(snapshot.storage, "root", None))
     key_names = [table_schema(snapshot.metadata)[c].physical_name for c in partition_columns]
     return ZOrderPlan(
         read_version=snapshot.version,

@@ -64,8 +64,9 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     WriterFeature("changeDataFeed", False, Scope.ALWAYS, "delta_core.write.transaction"),
     # data files and stats use physical names; rewrites keep them; manifests refuse
     WriterFeature("columnMapping", True, Scope.ALWAYS, "delta_core.write.data_writer"),
-    # rewrites refuse files with a DV; we never write new DVs; manifests refuse
-    WriterFeature("deletionVectors", True, Scope.ALWAYS, "delta_core.maintenance.spark.compaction"),
+    # rewrites apply DVs (deleted rows dropped, removes keep the descriptor); we never write
+    # new DVs; manifests refuse
+    WriterFeature("deletionVectors", True, Scope.ALWAYS, "delta_core.maintenance.data_io"),
     # timestamp and timestamp_ntz are kept apart in data files, stats and partition values
     WriterFeature("timestampNtz", True, Scope.ALWAYS, "delta_core.write.data_writer"),
     # vacuum runs this gate (reader features included) before listing anything

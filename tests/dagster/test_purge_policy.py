@@ -36,7 +36,7 @@ tables:
 
 
 @pytest.mark.parametrize("value, words", [
-    ("{max_deleted_rows_ratio: 1}", "less than 1"),
+    ("{max_deleted_rows_ratio: 1.5}", "less than or equal to 1"),
     ("{max_deleted_rows_ratio: -0.1}", "greater than or equal to 0"),
     ("{max_deleted_rows_ratio: '0.1'}", "valid number"),
     ("{where: 'region ='}", "region"),

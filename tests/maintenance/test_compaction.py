@@ -7,11 +7,8 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.errors import UnsupportedTableForOperationError
-from delta_core.log.log_path import commit_key
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
-from delta_core.model.actions import Add, DeletionVectorDescriptor, encode_actions
 from delta_core.model.partition_values import url_decode_path
 from tests.maintenance.conftest import (
     assert_versions_readable,
@@ -115,21 +112,6 @@ def test_column_mapping_keeps_physical_names(spark, table_uri):
         assert set(names) == {physical[c] for c in ("id", "x", "name", "day", "ts")}
         assert set(json.loads(add.stats)["minValues"]) <= set(names)
     assert multiset(deltars_rows(table_uri)) == before
-
-
-def test_deletion_vectors_refused(spark, table_uri):
-    table = make_table(table_uri, appends=2, properties={"delta.enableDeletionVectors": "true"})
-    snap = table.snapshot()
-    victim = next(snap.add_actions())
-    dv = DeletionVectorDescriptor("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", 34, 1)
-    table.storage.put_if_absent(commit_key(snap.version + 1), encode_actions([
-        victim.to_remove(1, data_change=True),
-        Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,
-            deletion_vector=dv),
-    ]))
-    with pytest.raises(UnsupportedTableForOperationError, match="deletion vectors"):
-        compact(table, spark)
-    assert table.latest_version() == snap.version + 1
 
 
 @pytest.mark.s3

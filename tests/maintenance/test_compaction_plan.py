@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import pyarrow as pa
 import pytest
 
-from delta_core.errors import ConfigError, UnsupportedTableForOperationError
+from delta_core.errors import ConfigError
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_MIN_FILE_FRACTION,
     batch_bins,
@@ -18,16 +20,21 @@ from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 from tests.maintenance.conftest import make_table
 
 
-def files(rows: list[tuple[str, str, int]], *, dv_on: set[str] = frozenset()) -> pa.Table:
+def files(rows: list[tuple[str, str, int]], *, dv_on: Mapping[str, int] | frozenset[str] = frozenset(),
+          records: Mapping[str, int] | None = None) -> pa.Table:
+    """``Snapshot.files``-like rows ``(path, partition, size)``; ``dv_on``: paths with a deletion
+    vector (path -> cardinality, else 1); ``records``: path -> numRecords (else none)."""
     dv_type = pa.struct([("storageType", pa.string()), ("pathOrInlineDv", pa.string()), ("offset", pa.int32()),
                          ("sizeInBytes", pa.int32()), ("cardinality", pa.int64())])
+    cards = dv_on if isinstance(dv_on, Mapping) else dict.fromkeys(dv_on, 1)
     return pa.table({
         "path": [r[0] for r in rows],
         "partition_values": pa.array([[("p", r[1])] for r in rows], pa.map_(pa.string(), pa.string())),
         "size": pa.array([r[2] for r in rows], pa.int64()),
         "deletion_vector": pa.array([{"storageType": "i", "pathOrInlineDv": "x", "offset": None,
-                                      "sizeInBytes": 1, "cardinality": 1} if r[0] in dv_on else None
+                                      "sizeInBytes": 1, "cardinality": cards[r[0]]} if r[0] in cards else None
                                      for r in rows], dv_type),
+        "num_records": pa.array([(records or {}).get(r[0]) for r in rows], pa.int64()),
     })
 
 
@@ -46,13 +53,38 @@ def test_oversized_file_never_joins_a_bin():
     assert [b.paths for b in bins] == []  # no two fit together under 80 bytes
 
 
-def test_deletion_vectors_refused_only_for_candidates():
-    t = files([("a1", "a", 10), ("a2", "a", 10), ("big", "a", 500)], dv_on={"big"})
+def test_files_over_the_deleted_rows_ratio_are_picked_whatever_their_size():
+    """Delta Spark's maxDeletedRowsRatio (0.05): cardinality / numRecords above it, or a vector
+    without numRecords, makes a file a candidate; such a file is rewritten even alone."""
+    t = files([("a1", "a", 10), ("a2", "a", 10), ("big_over", "a", 500), ("big_under", "a", 600),
+               ("big_equal", "a", 700), ("b_no_stats", "b", 800), ("c_over", "c", 900)],
+              dv_on={"big_over": 6, "big_under": 4, "big_equal": 5, "b_no_stats": 1, "c_over": 50},
+              records={"big_over": 100, "big_under": 100, "big_equal": 100, "c_over": 100})
+    bins, considered, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100)
+    assert considered == 7
+    assert sorted(b.paths for b in bins) == [["a1", "a2"], ["b_no_stats"], ["big_over"], ["c_over"]]
+    # a stricter ratio takes big_under and big_equal too; 1.0 takes only the vector without stats
+    bins, _, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100,
+                            max_deleted_rows_ratio=0.01)
+    assert sorted(p for b in bins for p in b.paths) == sorted(r for r in t.column("path").to_pylist())
+    bins, _, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100,
+                            max_deleted_rows_ratio=1.0)
+    assert sorted(b.paths for b in bins) == [["a1", "a2"], ["b_no_stats"]]
+
+
+def test_a_small_file_over_the_ratio_is_rewritten_alone():
+    t = files([("lonely", "a", 10)], dv_on={"lonely": 3}, records={"lonely": 10})
     bins, _, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100)
-    assert len(bins) == 1
-    t = files([("a1", "a", 10), ("a2", "a", 10)], dv_on={"a2"})
-    with pytest.raises(UnsupportedTableForOperationError, match="deletion vectors"):
-        pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100)
+    assert [b.paths for b in bins] == [["lonely"]]
+    t = files([("lonely", "a", 10)], dv_on={"lonely": 0}, records={"lonely": 10})  # nothing deleted
+    assert pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100)[0] == []
+
+
+@pytest.mark.parametrize("ratio", [-0.1, 1.5])
+def test_deleted_rows_ratio_must_be_a_share(tmp_path, ratio):
+    table = make_table(str(tmp_path / "t"), appends=2)
+    with pytest.raises(ConfigError, match="between 0 and 1"):
+        plan_compaction(table.snapshot(), max_deleted_rows_ratio=ratio)
 
 
 def test_batches_group_consecutive_bins():

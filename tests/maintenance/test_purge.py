@@ -101,7 +101,7 @@ def test_cli_purge_reports_json(tmp_path, capsys):
     assert out["version"] is None and out["files_considered"] == 2 and out["max_deleted_rows_ratio"] == 0.0
 
 
-@pytest.mark.parametrize("ratio", ["1", "-0.5", "nan", "x"])
+@pytest.mark.parametrize("ratio", ["1.5", "-0.5", "nan", "x"])
 def test_cli_refuses_a_ratio_out_of_range(tmp_path, capsys, ratio):
     uri = str(tmp_path / "t")
     shutil.copytree(MODERN / "rs-cdc_ict_table", uri)

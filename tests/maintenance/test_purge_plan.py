@@ -71,10 +71,10 @@ def test_ratio_and_predicate_narrow_the_selection():
     assert plan_purge(snapshot, max_deleted_rows_ratio=min(shares) / 2).num_input_files == 2
 
 
-@pytest.mark.parametrize("ratio", [-0.1, 1.0, 2, float("nan")])
+@pytest.mark.parametrize("ratio", [-0.1, 1.5, float("nan")])
 def test_ratio_out_of_range_is_a_config_error(ratio):
     snapshot = DeltaTable(str(MODERN / "krs-with-short-dv")).snapshot()
-    with pytest.raises(ConfigError, match="max_deleted_rows_ratio"):
+    with pytest.raises(ConfigError, match="max deleted rows ratio"):
         plan_purge(snapshot, max_deleted_rows_ratio=ratio)
 
 

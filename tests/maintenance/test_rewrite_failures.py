@@ -2,9 +2,9 @@
 
 - A batch that fails (an input file gone from storage, a failed Spark task, a commit refused by a
   conflicting writer) deletes every data file it wrote; a missing input is named.
-- Every batch re-checks its inputs on the snapshot it commits against: a deletion vector that
-  another engine committed between two batches refuses the later batch instead of rewriting the
-  file without it (the deleted rows would reappear).
+- Every batch reads its inputs with the deletion vectors of the snapshot it commits against: a
+  vector that another engine committed between two batches is applied by the later batch (the
+  deleted rows never reappear).
 
 The hooks between a batch's rewrite and its commit are the ``rewrite`` callable of
 ``run_rewrite_batches``, wrapping the operations' real batch functions: the other writer commits
@@ -16,7 +16,6 @@ from __future__ import annotations
 import collections
 import os
 import pathlib
-import struct
 import time
 
 import pyarrow as pa
@@ -27,7 +26,6 @@ from delta_core.errors import (
     MaintenanceError,
     MissingDataFileError,
     RewriteTaskError,
-    UnsupportedTableForOperationError,
 )
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.compaction_plan import plan_compaction
@@ -36,31 +34,15 @@ from delta_core.maintenance.spark.compaction import _rewrite_bins, compact
 from delta_core.maintenance.spark.tasks import run_tasks, settled_on_failure
 from delta_core.maintenance.spark.zorder import _run_batch, zorder
 from delta_core.maintenance.zorder_plan import plan_zorder
-from delta_core.model.actions import Add, DeletionVectorDescriptor
+from delta_core.model.actions import Add, Remove
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
+from tests.dv_files import inline_dv, rows_applying_dvs
 from tests.maintenance.conftest import SCHEMA, batch, make_table, multiset
-from tests.maintenance.test_vacuum_plan import _z85
 
 pytestmark = pytest.mark.spark
-
-DV_MAGIC = 1681511377  # PROTOCOL.md "Deletion Vector Format"
-ROARING_NO_RUNS = 12346  # RoaringFormatSpec: SERIAL_COOKIE_NO_RUNCONTAINER
-
-
-def inline_dv(rows: list[int]) -> DeletionVectorDescriptor:
-    """An inline (``i``) deletion vector of row indexes below 65536: the magic number, then a
-    64-bit portable RoaringBitmap of one bucket holding one array container."""
-    values = sorted(rows)
-    bitmap32 = (struct.pack("<II", ROARING_NO_RUNS, 1) + struct.pack("<HH", 0, len(values) - 1)
-                + struct.pack("<I", 16) + b"".join(struct.pack("<H", v) for v in values))
-    data = struct.pack("<IqI", DV_MAGIC, 1, 0) + bitmap32
-    size = len(data)
-    data += b"\0" * (-size % 4)  # Z85 encodes 4-byte words; sizeInBytes keeps the real length
-    return DeletionVectorDescriptor("i", _z85(data), size, len(values))
-
 
 def commit_deletion_vector(table: DeltaTable, path: str, rows: list[int]) -> int:
     """Another engine's DELETE: the file stays, a deletion vector hides ``rows`` of it."""
@@ -75,14 +57,6 @@ def commit_deletion_vector(table: DeltaTable, path: str, rows: list[int]) -> int
         return txn.commit().version
 
 
-def rows_applying_dvs(uri: str, version: int | None = None) -> pa.Table:
-    """The table's rows as delta-rs's query engine reads them (deletion vectors applied)."""
-    import deltalake
-
-    dt = deltalake.DeltaTable(uri, version=version)
-    return pa.table(deltalake.QueryBuilder().register("t", dt).execute("select * from t").read_all())
-
-
 def data_files(root: str) -> list[tuple[str, int]]:
     return [(p, size) for p, size in listing(root) if p.endswith(".parquet")]
 
@@ -92,7 +66,7 @@ def ever_added(table: DeltaTable) -> set[str]:
             for a in table.commit_actions(v) if isinstance(a, Add)}
 
 
-def test_zorder_batch_refuses_an_input_that_gained_a_deletion_vector(spark, table_uri):
+def test_zorder_batch_applies_a_deletion_vector_committed_after_the_plan(spark, table_uri):
     table = make_table(table_uri, appends=2, properties={"delta.enableDeletionVectors": "true"})
     snap = table.snapshot()
     plan = plan_zorder(snap, ["id"])
@@ -110,15 +84,15 @@ def test_zorder_batch_refuses_an_input_that_gained_a_deletion_vector(spark, tabl
         return output
 
     before = multiset(rows_applying_dvs(table_uri))
-    with pytest.raises(UnsupportedTableForOperationError, match="deletion vectors") as info:
-        run_rewrite_batches(table, snap, batches, rewrite=rewrite, operation_parameters=plan.operation_parameters(),
-                            scan=None, label="zorder")
-    assert victim in str(info.value) and info.value.version == table.latest_version()
-    # batch 1 committed after the DELETE; batch 2 wrote nothing and its file keeps its vector
-    assert table.latest_version() == dv_versions[0] + 1
-    assert table.history(1)[0].commit_info["operation"] == "OPTIMIZE"
-    live = {a.path: a for a in table.snapshot().add_actions()}
-    assert live[victim].deletion_vector == inline_dv([0, 3])
+    tally = run_rewrite_batches(table, snap, batches, rewrite=rewrite,
+                                operation_parameters=plan.operation_parameters(), scan=None, label="zorder")
+    # batch 1 committed after the DELETE; batch 2 read the victim with its new vector
+    assert tally.versions == (dv_versions[0] + 1, dv_versions[0] + 2) and tally.batches_aborted == 0
+    assert tally.num_deletion_vectors_removed == 1
+    removed = [a for a in table.commit_actions(tally.versions[1]) if isinstance(a, Remove)]
+    assert [r.deletion_vector for r in removed if r.path == victim] == [inline_dv([0, 3])]
+    live = list(table.snapshot().add_actions())
+    assert victim not in {a.path for a in live} and all(a.deletion_vector is None for a in live)
     after = rows_applying_dvs(table_uri)
     assert not set(deleted) & set(after.column("id").to_pylist())
     assert multiset(after) == before - multiset(pa.Table.from_pylist(

@@ -188,7 +188,7 @@ def test_on_s3(s3_table_uri, s3_storage_options):
 def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
     import uuid
 
-    from tests.maintenance.test_vacuum_plan import _z85
+    from tests.dv_files import z85_encode
 
     uri = str(tmp_path / "t")
     table = make_table(uri, appends=1, properties={"delta.enableDeletionVectors": "true"})
@@ -200,7 +200,7 @@ def test_deletion_vector_files_of_live_files_are_kept(tmp_path):
     stale_dv = touch(uri, f"deletion_vector_{uuid.uuid4()}.bin", mtime=old)
     from delta_core.model.actions import DeletionVectorDescriptor
 
-    dv = DeletionVectorDescriptor("u", "ab" + _z85(u.bytes), 40, 1, offset=1)
+    dv = DeletionVectorDescriptor("u", "ab" + z85_encode(u.bytes), 40, 1, offset=1)
     table.storage.put_if_absent(commit_key(snap.version + 1), encode_actions([
         victim.to_remove(int(time.time() * 1000), data_change=True),
         Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,

@@ -17,6 +17,7 @@ from delta_core.maintenance.vacuum_plan import (
     log_path_to_key,
     plan_vacuum,
 )
+from tests.dv_files import z85_encode
 
 DAY = 86_400_000
 NOW = 100 * DAY
@@ -80,23 +81,10 @@ def test_log_paths_to_keys():
             log_path_to_key(bad, root if not bad.startswith("s3") else "s3://b/t")
 
 
-def _z85(data: bytes) -> str:
-    alphabet = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
-    out = ""
-    for i in range(0, len(data), 4):
-        v = int.from_bytes(data[i:i + 4], "big")
-        chunk = ""
-        for _ in range(5):
-            chunk = alphabet[v % 85] + chunk
-            v //= 85
-        out += chunk
-    return out
-
-
 def test_deletion_vector_paths():
     u = uuid.UUID("d2c639aa-8816-431a-aaf6-d3fe2512ff61")
-    assert dv_relative_path("u", "ab" + _z85(u.bytes)) == f"ab/deletion_vector_{u}.bin"
-    assert dv_relative_path("u", _z85(u.bytes)) == f"deletion_vector_{u}.bin"
+    assert dv_relative_path("u", "ab" + z85_encode(u.bytes)) == f"ab/deletion_vector_{u}.bin"
+    assert dv_relative_path("u", z85_encode(u.bytes)) == f"deletion_vector_{u}.bin"
     assert dv_relative_path("p", "s3://b/t/dv.bin") == "s3://b/t/dv.bin"
     assert dv_relative_path("i", "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L") is None
 

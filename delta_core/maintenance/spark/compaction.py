@@ -5,9 +5,11 @@ each bin is one Spark task that reads its files with pyarrow over the table's st
 writes one new file (full stats, same schema, physical names and partition values) — rows
 never pass through the JVM. Bins are committed in batches (``batch_size_bytes`` of input per
 commit), so a failure loses at most the batch in flight; before each batch the snapshot is
-refreshed and bins whose inputs were removed meanwhile are dropped. Commits follow
-``rewrite_commit``: ``OPTIMIZE`` with ``dataChange=false``, retried only while every input is
-still live.
+refreshed and bins whose inputs were removed meanwhile are dropped. Each task applies its
+inputs' deletion vectors as the batch's snapshot has them (PROTOCOL.md "Deletion Vectors"):
+deleted rows are not written, and the new file has no vector and stats of its live rows only.
+Commits follow ``rewrite_commit``: ``OPTIMIZE`` with ``dataChange=false``, retried only while
+every input is still live.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from delta_core.maintenance.compaction_plan import (
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, run_rewrite_batches
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
     add_to_json,
@@ -35,7 +38,7 @@ from delta_core.maintenance.spark.tasks import (
     run_tasks,
     settled_on_failure,
 )
-from delta_core.model.actions import Metadata
+from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
@@ -51,7 +54,8 @@ class CompactBinTask:
     """What one Spark task needs to rewrite one bin (pickled to the executor): the table's
     ``storage`` (it carries its own options, nothing more is added), its ``metadata``, the
     bin's input ``paths`` (as in the log) with their ``sizes``, the bin's ``partition_values``,
-    the output ``key`` chosen on the driver, and the inputs to ``summarise`` for the proof."""
+    the output ``key`` chosen on the driver, the inputs to ``summarise`` for the proof, and the
+    ``deletion_vectors`` of the inputs (aligned with ``paths``; ``None``: no vector)."""
 
     storage: Storage
     metadata: Metadata
@@ -60,6 +64,7 @@ class CompactBinTask:
     partition_values: Mapping[str, str | None]
     key: str
     summarise: tuple[str, ...]
+    deletion_vectors: tuple[DeletionVectorDescriptor | None, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,8 @@ class CompactionMetrics(MetricsRecord):
     removed_bytes: int
     added_bytes: int
     duration_seconds: float
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
+    num_deletion_vectors_removed: int = 0
 
 
 def _compact_bin(task: CompactBinTask) -> list[str]:
@@ -90,7 +97,7 @@ def _compact_bin(task: CompactBinTask) -> list[str]:
     reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise)
     add = rewrite_files(task.storage, task.paths, metadata=task.metadata,
                         partition_values=task.partition_values, sizes=task.sizes, reader=reader,
-                        key=task.key)
+                        key=task.key, deletion_vectors=task.deletion_vectors or None)
     return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
 
 
@@ -99,13 +106,15 @@ def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[FileGro
     """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
     (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
     summarise = paths_to_summarise(snapshot, [p for b in batch for p in b.paths])
+    dvs = deletion_vectors(snapshot, [p for b in batch for p in b.paths])
     tasks = []
     for b in sorted(batch, key=lambda b: -b.total_size):
         key = rewrite_output_key(snapshot.metadata, b.partition_dict)
         outputs.append(key)
         tasks.append(CompactBinTask(storage=table.storage, metadata=snapshot.metadata, paths=tuple(b.paths),
                                     sizes=tuple(f.size for f in b.files), partition_values=b.partition_dict,
-                                    key=key, summarise=tuple(p for p in b.paths if p in summarise)))
+                                    key=key, summarise=tuple(p for p in b.paths if p in summarise),
+                                    deletion_vectors=tuple(dvs.get(p) for p in b.paths)))
     results = run_tasks(spark, _compact_bin, tasks, description=label)
     adds, summaries = split_results(r for rs in results for r in rs)
     return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries))
@@ -119,16 +128,19 @@ def compact(
     target_size: int | None = None,
     min_file_size: int | None = None,
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
 ) -> CompactionMetrics:
     """Bin-pack the small files of ``table`` (a ``delta_core.log.table.DeltaTable``) on ``spark``
-    (a SparkSession, or a factory called only when there is something to compact)."""
+    (a SparkSession, or a factory called only when there is something to compact), and rewrite
+    the files whose deletion vectors delete more than ``max_deleted_rows_ratio`` of their rows."""
     watch = Stopwatch()
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
                           version=snapshot.version)
     check_void_writable(snapshot.schema, partition_columns=tuple(snapshot.partition_columns), path=table.uri,
                         version=snapshot.version)
-    plan = plan_compaction(snapshot, target_size=target_size, min_file_size=min_file_size, where=where)
+    plan = plan_compaction(snapshot, target_size=target_size, min_file_size=min_file_size, where=where,
+                           max_deleted_rows_ratio=max_deleted_rows_ratio)
     log.info("table=%s version=%d compaction plan: %d bins over %d files (%d bytes) in %d partitions",
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
              plan.partitions_compacted)
@@ -166,4 +178,6 @@ def compact(
         removed_bytes=tally.removed_bytes,
         added_bytes=tally.added_bytes,
         duration_seconds=watch.seconds(),
+        max_deleted_rows_ratio=plan.max_deleted_rows_ratio,
+        num_deletion_vectors_removed=tally.num_deletion_vectors_removed,
     )

@@ -20,10 +20,10 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
+from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES, check_deleted_rows_ratio
 from delta_core.maintenance.dropped_columns import files_with_dropped_columns
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.purge_plan import PurgePlan, check_ratio, plan_purge, select_files
+from delta_core.maintenance.purge_plan import PurgePlan, plan_purge, select_files
 from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
 from delta_core.maintenance.spark.compaction import _rewrite_bins
 from delta_core.maintenance.spark.tasks import resolve_spark, settled_on_failure
@@ -56,6 +56,7 @@ class PurgeMetrics(MetricsRecord):
     removed_bytes: int
     added_bytes: int
     duration_seconds: float
+    num_deletion_vectors_removed: int = 0
 
 
 def purge(
@@ -69,7 +70,7 @@ def purge(
     """Purge ``table`` (a ``delta_core.log.table.DeltaTable``) on ``spark`` (a SparkSession, or a
     factory called only when there is something to rewrite)."""
     watch = Stopwatch()
-    check_ratio(max_deleted_rows_ratio)
+    check_deleted_rows_ratio(max_deleted_rows_ratio)
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, rewrite_only=True, path=table.uri,
                           version=snapshot.version)
@@ -115,4 +116,5 @@ def purge(
         removed_bytes=tally.removed_bytes,
         added_bytes=tally.added_bytes,
         duration_seconds=watch.seconds(),
+        num_deletion_vectors_removed=tally.num_deletion_vectors_removed,
     )

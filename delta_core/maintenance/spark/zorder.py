@@ -3,7 +3,8 @@
 Per batch of partitions (``plan_zorder`` decides them):
 
 1. *Sample* — one Spark task per input file reads only the clustering columns (column
-   projection) and returns evenly spaced rows (about ``sample_rows`` overall). On the driver,
+   projection; every read here applies the file's deletion vector, PROTOCOL.md "Deletion
+   Vectors", so deleted rows are neither sampled nor written) and returns evenly spaced rows (about ``sample_rows`` overall). On the driver,
    ``layout_from_sample`` cuts each column at ``2**bits`` quantiles (range ids), computes the
    sample's curve keys, and cuts each partition's keys into as many equal-count stretches as it
    gets output files (input bytes / target size): one output file per stretch. A file whose
@@ -41,7 +42,7 @@ from delta_core.maintenance.data_io import (
 )
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
+from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, run_rewrite_batches
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
     add_to_json,
@@ -52,7 +53,7 @@ from delta_core.maintenance.spark.tasks import (
     settled_on_failure,
 )
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, plan_zorder
-from delta_core.model.actions import Metadata
+from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import Storage
 from delta_core.write.operation_records import OptimizeScan
@@ -89,6 +90,7 @@ class ZOrderMetrics(MetricsRecord):
     removed_bytes: int
     added_bytes: int
     duration_seconds: float
+    num_deletion_vectors_removed: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +98,8 @@ class ZOrderFileTask:
     """One input file for the sample and key tasks (pickled to the executor): the table's
     ``storage`` (with its own options only), its ``metadata``, the file's ``path`` (as in the
     log) and ``size``, the index ``part`` of its table partition in the batch, the clustering
-    ``columns``, the ``fraction`` of rows to sample, and whether to ``summarise`` it."""
+    ``columns``, the ``fraction`` of rows to sample, whether to ``summarise`` it, and its
+    ``deletion_vector`` (``None``: none)."""
 
     storage: Storage
     metadata: Metadata
@@ -106,6 +109,7 @@ class ZOrderFileTask:
     columns: tuple[str, ...]
     fraction: float
     summarise: bool
+    deletion_vector: DeletionVectorDescriptor | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,10 +177,11 @@ def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
     summary = None
     if task.summarise:
         reader = SummarisingReader(task.storage, task.metadata, summarise=[task.path])
-        data = reader.read(task.path, size=task.size)
+        data = reader.read(task.path, size=task.size, deletion_vector=task.deletion_vector)
         summary = reader.summaries()[0].to_json()
     else:
-        data = read_data_file(task.storage, task.path, task.metadata, columns=task.columns, size=task.size)
+        data = read_data_file(task.storage, task.path, task.metadata, columns=task.columns, size=task.size,
+                              deletion_vector=task.deletion_vector)
     data = data.select(list(task.columns))
     k = min(data.num_rows, max(1, math.ceil(data.num_rows * task.fraction)))
     if data.num_rows:
@@ -193,7 +198,8 @@ def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
 
 def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
     def read(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
-        data = read_data_file(task.storage, task.path, task.metadata, size=task.size)
+        data = read_data_file(task.storage, task.path, task.metadata, size=task.size,
+                              deletion_vector=task.deletion_vector)
         keys = layout.keys(data)
         data = data.append_column(FILE_COL, pa.array(layout.file_ids(task.part, keys), pa.int32()))
         data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
@@ -238,9 +244,11 @@ def _run_batch(
     total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
     summarise = paths_to_summarise(snapshot, [f.path for p in batch for f in p.files])
+    dvs = deletion_vectors(snapshot, [f.path for p in batch for f in p.files])
     file_tasks = [
         ZOrderFileTask(storage=table.storage, metadata=metadata, path=f.path, size=f.size, part=i,
-                       columns=tuple(plan.columns), fraction=fraction, summarise=f.path in summarise)
+                       columns=tuple(plan.columns), fraction=fraction, summarise=f.path in summarise,
+                       deletion_vector=dvs.get(f.path))
         for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
@@ -318,4 +326,5 @@ def zorder(
         num_batches=len(batches), batches_committed=len(tally.versions), batches_aborted=tally.batches_aborted,
         num_removed_files=tally.num_removed_files, num_added_files=tally.num_added_files, removed_bytes=tally.removed_bytes,
         added_bytes=tally.added_bytes, duration_seconds=watch.seconds(),
+        num_deletion_vectors_removed=tally.num_deletion_vectors_removed,
     )
