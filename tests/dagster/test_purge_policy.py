@@ -64,7 +64,7 @@ tables:
     assert schedule.cron_schedule == "30 1 * * *" and schedule.job_name == "a_purge"
     with instance_for_test() as instance:
         data = schedule.evaluate_tick(build_schedule_context(
-            instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 1, 30, tzinfo=dt.timezone.utc)))
+            instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 1, 30, tzinfo=dt.UTC)))
     (request,) = data.run_requests
     config = request.run_config["ops"]["a__purge"]["config"]
     assert config == {"max_deleted_rows_ratio": 0.1}  # None (the policy default) is left out
