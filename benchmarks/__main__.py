@@ -14,7 +14,8 @@ import subprocess
 import sys
 import time
 
-BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum")
+BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum",
+              "bench_deletion_vectors")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -65,6 +65,9 @@ def dv_relative_path(storage_type: str, path_or_inline_dv: str) -> str | None:
     ``p``: an absolute path, returned as is; ``i``: inline, no file.
     """
     if storage_type == "u":
+        if len(path_or_inline_dv) < _UUID_CHARS:
+            raise DeletionVectorError(f"deletion vector path {path_or_inline_dv!r} is shorter than the "
+                                      f"{_UUID_CHARS} characters of a Z85 UUID: the log is corrupt")
         prefix, encoded = path_or_inline_dv[:-_UUID_CHARS], path_or_inline_dv[-_UUID_CHARS:]
         name = f"deletion_vector_{uuid.UUID(bytes=z85_decode(encoded))}.bin"
         return f"{prefix}/{name}" if prefix else name
@@ -83,9 +86,9 @@ def dv_file_key(dv: DeletionVectorDescriptor, table_root: str | TableRoot) -> st
     path = dv_relative_path(dv.storage_type, dv.path_or_inline_dv)
     if path is None:
         return None
+    if dv.storage_type == "u":  # relative: no need to resolve the root (a realpath per file read)
+        return normalize_key(path, root=table_root if isinstance(table_root, str) else table_root.location.uri)
     root = table_root if isinstance(table_root, TableRoot) else TableRoot.of(table_root)
-    if dv.storage_type == "u":
-        return normalize_key(path, root=root.location.uri)
     key = root.place(path).key
     if key is None:
         raise DeletionVectorError(

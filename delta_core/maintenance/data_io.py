@@ -148,7 +148,7 @@ class DataFileReader:
             lo, hi = np.searchsorted(deleted, [start, start + n])
             if hi > lo:
                 keep = np.ones(n, dtype=bool)
-                keep[(deleted[lo:hi] - start).astype(np.int64)] = False
+                keep[deleted[lo:hi] - start] = False
         if self.row_index_column is not None:
             chunk = chunk.append_column(self.schema.field(self.row_index_column),
                                         pa.array(np.arange(start, start + n, dtype=np.int64)))
@@ -228,7 +228,8 @@ def _deleted_rows(storage: Storage, dv: DeletionVectorDescriptor | None) -> np.n
     """The sorted physical row indexes ``dv`` deletes (``None`` without a vector)."""
     if dv is None:
         return None
-    return np.frombuffer(read_deletion_vector(storage, dv).to_array(), dtype=np.uint64)
+    # int64: row indexes fit, and arithmetic with Python ints stays integral (uint64 would not)
+    return np.frombuffer(read_deletion_vector(storage, dv).to_array(), dtype=np.uint64).astype(np.int64)
 
 
 def read_data_file(

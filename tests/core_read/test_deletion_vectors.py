@@ -21,11 +21,12 @@ from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.model.actions import DeletionVectorDescriptor
 from delta_core.storage import open_storage
+from tests.conftest import CONFORMANCE_DIR
 from tests.dv_files import dv_data, inline_dv, rows_applying_dvs, write_path_dv, write_uuid_dv
 from tests.maintenance.conftest import make_table, multiset
 
-MODERN = "/work/shared/modern-tables"
-CONFORMANCE = "/work/shared/conformance/tables"
+CONFORMANCE = str(CONFORMANCE_DIR)
+MODERN = str(CONFORMANCE_DIR.parent.parent / "modern-tables")
 DV_TABLES = [
     f"{MODERN}/golden-dv-partitioned-with-checkpoint",
     f"{MODERN}/krs-with-short-dv",
@@ -200,3 +201,9 @@ def test_vector_naming_rows_past_the_file_end_is_refused(tmp_path):
     reader = DataFileReader(table.storage, table.snapshot().metadata)
     with pytest.raises(DeletionVectorError, match="has 5 rows"):
         reader.read(add.path, deletion_vector=inline_dv([1, 7]))
+
+
+@pytest.mark.parametrize("text", ["short", "abcde~ghijklmnopqrst"])
+def test_bad_uuid_path_is_a_typed_error(text):
+    with pytest.raises(DeletionVectorError):
+        dv_file_key(DeletionVectorDescriptor("u", text, 10, 1, offset=1), "/tmp/t")
