@@ -51,6 +51,22 @@ def test_bad_purge_section_names_the_field(tmp_path, value, words):
     assert words in str(err.value)
 
 
+def test_purge_where_on_a_data_column_is_rejected_by_definitions(tmp_path):
+    """A purge predicate must name partition columns: checked against the table when the
+    definitions load, as compact.where and zorder.where are."""
+    uri = str(tmp_path / "t")
+    shutil.copytree(CONFORMANCE / "rs-table_with_column_mapping", uri)
+    cfg = load_config(write_yaml(tmp_path / "tables.yaml",
+                                 f"tables:\n  t: {{uri: {uri}, purge: {{where: \"`Super Name` = 'x'\"}}}}\n"))
+    with pytest.raises(TableConfigError) as err:
+        build_definitions(cfg)
+    assert (err.value.table, err.value.field) == ("t", "purge.where")
+    assert "not a partition column" in str(err.value)
+    ok = load_config(write_yaml(tmp_path / "ok.yaml",
+                                f"tables:\n  t: {{uri: {uri}, purge: {{where: \"`Company Very Short` = 'BMS'\"}}}}\n"))
+    assert build_definitions(ok) is not None
+
+
 def test_purge_is_scheduled_only_with_a_cron(tmp_path):
     cfg = load_config(write_yaml(tmp_path / "tables.yaml", f"""
 tables:
