@@ -26,12 +26,12 @@ from tests.maintenance.test_purge_plan import CONFORMANCE, MODERN, drop_columns
 pytestmark = pytest.mark.spark
 
 
-def rows(uri: str, version: int) -> collections.Counter:
+def rows(uri: str, version: int, *, storage_options: dict | None = None) -> collections.Counter:
     """The rows delta-rs's query engine reads at ``version`` (deletion vectors applied), as a
     multiset of canonical JSON rows (nested values are lists and dicts)."""
     import deltalake
 
-    dt = deltalake.DeltaTable(uri, version=version)
+    dt = deltalake.DeltaTable(uri, version=version, storage_options=storage_options)
     table = pa.table(deltalake.QueryBuilder().register("t", dt).execute("select * from t").read_all())
     return collections.Counter(json.dumps(r, sort_keys=True, default=str) for r in table.to_pylist())
 
