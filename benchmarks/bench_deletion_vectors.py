@@ -35,7 +35,7 @@ def add_deletion_vectors(uri: str, share: float, seed: int = 7) -> int:
     """Commit a DELETE that hides ``share`` of the rows of every file with a ``u`` vector;
     returns the number of rows deleted."""
     from delta_core.log.table import DeltaTable
-    from delta_core.model.actions import Add, DeletionVectorDescriptor
+    from delta_core.model.actions import Add, DeletionVectorDescriptor, Remove
     from delta_core.write.table_writes import set_properties
     from delta_core.write.transaction import Transaction
     from tests.dv_files import dv_data, dv_file_bytes, z85_encode
@@ -46,13 +46,13 @@ def add_deletion_vectors(uri: str, share: float, seed: int = 7) -> int:
     txn = Transaction(table, operation="DELETE", operation_parameters={"predicate": "[\"rand() < 0.1\"]"})
     adds = list(txn.snapshot.add_actions())
     deleted = 0
-    actions = []
+    actions: list[Add | Remove] = []
     now = int(time.time() * 1000)
     for start in range(0, len(adds), VECTORS_PER_FILE):
         group = adds[start:start + VECTORS_PER_FILE]
         datas, cards = [], []
         for a in group:
-            n = json.loads(a.stats)["numRecords"]
+            n = json.loads(a.stats or "{}")["numRecords"]  # our writer always logs it
             rows = rng.choice(n, size=max(1, int(n * share)), replace=False)
             datas.append(dv_data(int(r) for r in rows))
             cards.append(len(rows))
