@@ -51,6 +51,7 @@ from delta_core.maintenance.operations import (
     COMPACT,
     COMPACT_LOG,
     MANIFEST,
+    PURGE,
     VACUUM,
     ZORDER,
     Operation,
@@ -112,6 +113,12 @@ class CompactLogConfig(Config):
     start_version: int | None = Field(default=None, description="First commit (default: after the newest checkpoint).")
     end_version: int | None = Field(default=None, description="Last commit (default: the latest version).")
     min_commits: int | None = Field(default=None, description="Write nothing for fewer commits than this.")
+
+
+class PurgeConfig(Config):
+    where: str | None = Field(default=None, description="Partition predicate.")
+    max_deleted_rows_ratio: float | None = Field(
+        default=None, description="Only files with more than this share of rows deleted (0: any deleted row).")
 
 
 _Options = TypeVar("_Options")
@@ -335,6 +342,25 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
+def _purge(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    policy = table.purge
+
+    @asset(**_common(table, PURGE, deps, description=(
+        f"Rewrite the files of `{table.name}` whose deletion vectors delete rows or that hold dropped "
+        "columns (REORG ... APPLY (PURGE); dataChange=false commits).")))
+    @_logs_typed_errors
+    def _asset(context: AssetExecutionContext, config: PurgeConfig) -> MaterializeResult:
+        from delta_core.maintenance.spark.purge import purge
+
+        options = _options(config, policy.options)
+        # A factory: Spark starts only when the plan has files to rewrite.
+        return _measured(context, table, "Purge", lambda dt: purge(
+            dt, lambda: context.resources.spark.spark_session, where=options.where,
+            max_deleted_rows_ratio=options.max_deleted_rows_ratio))
+
+    return _asset
+
+
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log).
 ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
@@ -345,6 +371,7 @@ ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinit
     MANIFEST.name: _manifest,
     CLUSTER.name: _cluster,
     COMPACT_LOG.name: _compact_log,
+    PURGE.name: _purge,
 }
 
 

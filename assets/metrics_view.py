@@ -154,6 +154,25 @@ def _manifest(m: Any) -> MetricsView:
     return MetricsView(values, headline, m.duration_seconds, m.manifests_written)
 
 
+def _purge(m: Any) -> MetricsView:
+    values = _common(m) | {
+        "files_considered": m.files_considered,
+        "files_with_deletion_vectors": m.files_with_deletion_vectors,
+        "files_with_dropped_columns": m.files_with_dropped_columns,
+        "deleted_rows_purged": m.deleted_rows,
+        "max_deleted_rows_ratio": m.max_deleted_rows_ratio,
+        "predicate": m.predicate or "none",
+        "commits": len(m.versions),
+        "batches_aborted": m.batches_aborted,
+    }
+    headline = [_committed(m), _files_line(m),
+                f"{m.files_with_deletion_vectors} file(s) with deletion vectors ({m.deleted_rows} deleted rows), "
+                f"{m.files_with_dropped_columns} with dropped columns"]
+    if m.batches_aborted:
+        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
+    return MetricsView(values, headline, m.duration_seconds, None)
+
+
 def _generic(m: Any) -> MetricsView:
     return MetricsView(_common(m), [_committed(m), _files_line(m)], m.duration_seconds)
 
@@ -162,11 +181,12 @@ def _describers() -> dict[type, Callable[[Any], MetricsView]]:
     from delta_core.maintenance.manifest import ManifestMetrics
     from delta_core.maintenance.spark.cluster import ClusterMetrics
     from delta_core.maintenance.spark.compaction import CompactionMetrics
+    from delta_core.maintenance.spark.purge import PurgeMetrics
     from delta_core.maintenance.spark.vacuum import VacuumMetrics
     from delta_core.maintenance.spark.zorder import ZOrderMetrics
 
     return {CompactionMetrics: _compaction, ManifestMetrics: _manifest, VacuumMetrics: _vacuum,
-            ZOrderMetrics: _zorder, ClusterMetrics: _cluster}
+            ZOrderMetrics: _zorder, ClusterMetrics: _cluster, PurgeMetrics: _purge}
 
 
 # Fields too long for the metadata JSON (the Markdown summary shows a sample instead).

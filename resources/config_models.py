@@ -41,6 +41,7 @@ from delta_core.maintenance.options import (
     CompactLogOptions,
     CompactOptions,
     ManifestOptions,
+    PurgeOptions,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -66,6 +67,7 @@ from resources.config_records import (
     MaintenanceConfig,
     ManifestPolicy,
     OptionValue,
+    PurgePolicy,
     SensorPolicy,
     SparkSettings,
     TableConfig,
@@ -312,6 +314,23 @@ class CompactLogSection(_Model):
         return CompactLogPolicy(enabled=self.enabled, options=CompactLogOptions(min_commits=self.min_commits))
 
 
+class PurgeSection(_Model):
+    """Rewrite files with deletion vectors or dropped columns (REORG ... APPLY (PURGE)). On when
+    the section is given."""
+
+    enabled: bool = True
+    where: Predicate | None = Field(default=None, description="Partition predicate.")
+    max_deleted_rows_ratio: float = Field(
+        default=0.0, ge=0, le=1,
+        description="Only rewrite files with more than this share of rows deleted. Default 0: every file "
+                    "with a deleted row.")
+    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
+
+    def to_policy(self) -> PurgePolicy:
+        return PurgePolicy(enabled=self.enabled, cron=self.cron, options=PurgeOptions(
+            where=self.where, max_deleted_rows_ratio=self.max_deleted_rows_ratio))
+
+
 class SensorSection(_Model):
     """The table's log sensor. On by default."""
 
@@ -355,6 +374,7 @@ class TableSection(_Model):
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
     cluster: OnOff[ClusterSection] | None = None  # on when given
     compact_log: OnOff[CompactLogSection] | None = None  # off unless given
+    purge: OnOff[PurgeSection] | None = None  # on when given
 
 
 class SparkSection(_Model):
@@ -435,6 +455,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
             assets=tuple(t.downstream.assets)),
         cluster=t.cluster.to_policy() if t.cluster is not None else ClusterPolicy(),
         compact_log=t.compact_log.to_policy() if t.compact_log is not None else CompactLogPolicy(),
+        purge=t.purge.to_policy() if t.purge is not None else PurgePolicy(),
     )
 
 

@@ -19,6 +19,7 @@ from delta_core.maintenance.options import (
     CompactLogOptions,
     CompactOptions,
     ManifestOptions,
+    PurgeOptions,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -97,6 +98,13 @@ class CompactLogPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class PurgePolicy:
+    enabled: bool = False
+    cron: str | None = None  # no schedule unless given
+    options: PurgeOptions = PurgeOptions()
+
+
+@dataclass(frozen=True, slots=True)
 class SensorPolicy:
     enabled: bool = True
     interval_seconds: int = DEFAULT_SENSOR_INTERVAL_SECONDS
@@ -124,7 +132,7 @@ class ClusterPolicy:
 
 
 Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy | \
-    CompactLogPolicy
+    CompactLogPolicy | PurgePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +150,7 @@ class TableConfig:
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
     cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
     compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
+    purge: PurgePolicy = field(default_factory=PurgePolicy)
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""

@@ -23,7 +23,7 @@ import os
 from collections.abc import Callable
 
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
-from delta_core.maintenance.operations import CLUSTER, COMPACT, ZORDER
+from delta_core.maintenance.operations import CLUSTER, COMPACT, PURGE, ZORDER
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.maintenance.zorder_plan import validate_columns
 from delta_core.model.actions import Metadata
@@ -48,7 +48,8 @@ def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) 
     checks: list[tuple[str, Callable[[], object]]] = [
         (field, functools.partial(parse_predicate, where, partition_columns))
         for field, where in ((f"{COMPACT.policy_key}.where", table.compact.options.where),
-                             (f"{ZORDER.policy_key}.where", table.zorder.options.where))
+                             (f"{ZORDER.policy_key}.where", table.zorder.options.where),
+                             (f"{PURGE.policy_key}.where", table.purge.options.where))
         if where is not None
     ]
     if table.zorder.options.columns:

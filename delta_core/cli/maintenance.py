@@ -1,5 +1,5 @@
 """Maintenance subcommands of ``delta-core``: ``compact``, ``zorder``, ``vacuum``, ``manifest``,
-``cluster`` and ``cluster-by``.
+``cluster``, ``cluster-by`` and ``purge``.
 
 Liquid clustering has two commands, as Delta Spark has ``ALTER TABLE ... CLUSTER BY`` and
 ``OPTIMIZE``: ``cluster-by TABLE --columns a,b`` (or ``--none``) sets the clustering columns and
@@ -7,7 +7,7 @@ commits nothing else; ``cluster TABLE [--full]`` is the registry's ``cluster`` o
 clusters (``compact`` on a clustered table does the same, as ``OPTIMIZE`` does there).
 
 Each builds (or joins) a Spark session only when it needs one (compaction and Z-order always;
-vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
+purge when it has files to rewrite; vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
 ``--json`` prints ``metrics.to_dict()`` as one document (``version`` is the version committed,
 or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
 """
@@ -20,7 +20,7 @@ from typing import Any
 from delta_core.cli.arguments import byte_size, ratio, retention_hours
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
-from delta_core.maintenance.operations import CLUSTER, COMPACT, MANIFEST, VACUUM, ZORDER, Operation
+from delta_core.maintenance.operations import CLUSTER, COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, ZORDER_CURVES
 
 
@@ -102,6 +102,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     which.add_argument("--none", action="store_true", help="clear the clustering columns (CLUSTER BY NONE)")
     cb.set_defaults(func=cmd_cluster_by)
 
+    p = add_operation_parser(subparsers, PURGE)
+    add_table_arguments(p)
+    _spark_argument(p)
+    p.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
+    p.add_argument("--max-deleted-rows-ratio", type=ratio, default=0.0, metavar="R",
+                   help="only rewrite files with more than this share of rows deleted (default 0: "
+                        "every file with a deleted row, as REORG ... APPLY (PURGE))")
+    p.set_defaults(func=cmd_purge)
+
 
 def _spark(args: argparse.Namespace) -> Any:
     """A factory: the operations start Spark only once they know there is work."""
@@ -176,4 +185,13 @@ def cmd_cluster_by(args: argparse.Namespace) -> int:
     table = open_table(args)
     result = cluster_by(table, None if args.none else _columns(args.columns))
     emit(result.to_dict(), args.json)
+    return 0
+
+
+def cmd_purge(args: argparse.Namespace) -> int:
+    from delta_core.maintenance.spark.purge import purge
+
+    table = open_table(args)
+    metrics = purge(table, _spark(args), where=args.where, max_deleted_rows_ratio=args.max_deleted_rows_ratio)
+    emit(metrics.to_dict(), args.json)
     return 0

@@ -28,14 +28,15 @@ from delta_core.maintenance.options import (
     CompactLogOptions,
     CompactOptions,
     ManifestOptions,
+    PurgeOptions,
     VacuumOptions,
     ZOrderOptions,
 )
-from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, VACUUM_END, VACUUM_START
+from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
     type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
-    type[CompactLogOptions]
+    type[CompactLogOptions] | type[PurgeOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +133,18 @@ COMPACT_LOG = Operation(
     uses_spark=False,
 )
 
-OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST, CLUSTER,
+PURGE = Operation(
+    name="purge", cli_command="purge", policy_key="purge", options_type=PurgeOptions,
+    metrics_type_path="delta_core.maintenance.spark.purge:PurgeMetrics",
+    delta_operations=(REORG,),
+    summary=f"rewrite files with deletion vectors or dropped columns ({REORG} ... APPLY (PURGE))",
+    description="Rewrite every file whose deletion vector deletes rows, and under column mapping every "
+                "file that still holds a dropped column, so the deleted data is gone from storage "
+                "once vacuum removes the old files.",
+    uses_spark=True,
+)
+
+OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST,
                                      COMPACT_LOG)
 BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
 

@@ -87,3 +87,13 @@ class CompactLogOptions:
     start_version: int | None = None  # None: right after the newest checkpoint
     end_version: int | None = None  # None: the latest version
     min_commits: int = 2  # write nothing when the range holds fewer commits
+
+
+@dataclass(frozen=True, slots=True)
+class PurgeOptions:
+    """``purge``: rewrite files with deletion vectors or dropped columns (``...spark.purge.purge``)."""
+
+    where: str | None = None  # partition predicate
+    # Rewrite a file with a deletion vector only when more than this share of its rows is deleted;
+    # 0.0 (Delta Spark's REORG ... APPLY (PURGE)): every file with at least one deleted row.
+    max_deleted_rows_ratio: float = 0.0

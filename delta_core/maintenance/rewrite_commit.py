@@ -1,4 +1,4 @@
-"""Committing a rewrite batch (compaction, Z-order): remove the inputs, add the outputs.
+"""Committing a rewrite batch (compaction, Z-order, purge): remove the inputs, add the outputs.
 
 The maintenance policy over ``delta_core.write.table_writes.commit_rewrite``, which makes one batch one
 OPTIMIZE commit with ``dataChange=false`` on every action. That commit
@@ -53,7 +53,7 @@ from delta_core.model.actions import Add, DeletionVectorDescriptor
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.commit_info import CommitInfoFields
-from delta_core.write.operation_records import OptimizeMetrics, OptimizeParameters, OptimizeScan
+from delta_core.write.operation_records import OptimizeMetrics, OptimizeParameters, OptimizeScan, ReorgParameters
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 
@@ -115,6 +115,7 @@ def commit_rewrite(
     max_conflict_retries: int = MAX_CONFLICT_RETRIES,
     input_summaries: Sequence[InputSummary] = (),
     tags: Mapping[str, str] | None = None,
+    operation: str = OPTIMIZE,
 ) -> BatchOutcome:
     """Commit one rewrite batch (``write.commit_rewrite``) under the module docstring's rules."""
     keys = set(file_keys(live_subset(snapshot, input_paths)).to_pylist())
@@ -128,7 +129,7 @@ def commit_rewrite(
         try:
             result = commit_rewrite_once(
                 table, removed=list(iter_adds(live_subset(current, input_paths))), added=adds,
-                operation=OPTIMIZE, operation_parameters=operation_parameters, read_snapshot=current,
+                operation=operation, operation_parameters=operation_parameters, read_snapshot=current,
                 metrics=operation_metrics, discard_on_failure=False, input_summaries=input_summaries,
                 tags=tags)
         except _ABORTING as exc:
@@ -168,9 +169,10 @@ def run_rewrite_batches(
     batches: Sequence[Sequence[Any]],
     *,
     rewrite: Callable[[Any, Sequence[Any], str, list[str]], RewriteOutput],
-    operation_parameters: OptimizeParameters,
+    operation_parameters: OptimizeParameters | ReorgParameters,
     scan: OptimizeScan | None,
     label: str,
+    operation: str = OPTIMIZE,
 ) -> RewriteTally:
     """Rewrite and commit ``batches`` of file groups (anything with ``paths`` and ``total_size``).
 
@@ -182,7 +184,8 @@ def run_rewrite_batches(
     file it may write before any is written, writes them and returns their ``add`` actions
     (``RewriteOutput``); if it fails, those files are deleted and an input missing from storage is
     named (``MissingDataFileError``). Each batch is then proven and committed by ``commit_rewrite``
-    with Delta's OPTIMIZE metrics (``OptimizeMetrics``, with ``scan`` in each batch's).
+    as ``operation`` (``OPTIMIZE``, or ``REORG`` for purge) with Delta's OPTIMIZE metrics
+    (``OptimizeMetrics``, with ``scan`` in each batch's), which REORG shares.
     """
     versions: list[int] = []
     removed_files = added_files = removed_bytes = added_bytes = aborted = dvs_removed = 0
@@ -210,7 +213,8 @@ def run_rewrite_batches(
                                   num_deletion_vectors_removed=with_dv)
         outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
                                  operation_parameters=operation_parameters, operation_metrics=metrics,
-                                 input_summaries=output.input_summaries, tags=output.tags)
+                                 input_summaries=output.input_summaries, tags=output.tags,
+                                 operation=operation)
         if outcome.version is None:
             aborted += 1
             log.warning("table=%s %s not committed: %s", table.uri, batch_label, outcome.reason)

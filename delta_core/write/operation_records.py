@@ -4,7 +4,7 @@ Provenance Information").
 The protocol leaves ``commitInfo`` free-form; history tools read the keys Delta Spark writes,
 so each record maps its fields to exactly those names in ``to_commit_info()`` (Delta Spark's
 ``DeltaOperations.CreateTable`` / ``Write`` / ``Delete`` / ``SetTableProperties`` / ``Optimize`` /
-``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is the order we have
+``Reorg`` / ``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is the order we have
 always written. ``commit_info.build_commit_info`` turns values into
 strings; nothing here does IO.
 """
@@ -24,6 +24,7 @@ __all__ = [
     "OptimizeMetrics",
     "OptimizeParameters",
     "OptimizeScan",
+    "ReorgParameters",
     "RewriteMetrics",
     "SetPropertiesParameters",
     "VacuumEndMetrics",
@@ -142,6 +143,20 @@ class OptimizeParameters:
         if self.curve is not None:
             out["curve"] = self.curve
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class ReorgParameters:
+    """``REORG`` parameters (Delta Spark's ``DeltaOperations.Reorg``): the ``predicate`` as
+    OPTIMIZE writes it, and ``applyPurge`` (true: ``REORG TABLE ... APPLY (PURGE)``). Its metrics
+    are OPTIMIZE's (``OptimizeMetrics``), as in Delta Spark."""
+
+    predicate: str | None
+    apply_purge: bool = True
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"predicate": json.dumps([self.predicate] if self.predicate else []),
+                "applyPurge": self.apply_purge}
 
 
 @dataclass(frozen=True, slots=True)

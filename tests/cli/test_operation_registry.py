@@ -28,15 +28,15 @@ def test_every_entry_is_a_cli_command_with_its_help():
 
 
 def test_one_name_per_operation():
-    assert [op.name for op in OPERATIONS] == ["compact", "zorder", "vacuum", "checkpoint", "cleanup_log",
-                                              "manifest", "cluster",
-                                              "compact_log"]
+    assert [op.name for op in OPERATIONS] == ["compact", "zorder", "cluster", "purge", "vacuum", "checkpoint",
+                                              "cleanup_log", "manifest", "compact_log"]
     for op in OPERATIONS:
         assert op.cli_command == op.name.replace("_", "-")
         assert op.policy_key in (op.name, None)
     assert len(BY_NAME) == len(OPERATIONS)
     assert operation("compact").delta_operations == ("OPTIMIZE",)
     assert operation("vacuum").delta_operations == ("VACUUM START", "VACUUM END")
+    assert operation("purge").delta_operations == ("REORG",)
     with pytest.raises(KeyError, match="known: compact, zorder"):
         operation("compaction")
 

@@ -31,6 +31,7 @@ tables:
     manifest: true
     cluster: {{columns: [a]}}
     compact_log: true
+    purge: true
 """)
     defs = build_definitions(config)
     graph = defs.resolve_asset_graph()

@@ -30,7 +30,7 @@ from delta_core.errors import (
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.rewrite_commit import run_rewrite_batches
-from delta_core.maintenance.spark.compaction import _rewrite_bins, compact
+from delta_core.maintenance.spark.compaction import compact, rewrite_bins
 from delta_core.maintenance.spark.tasks import run_tasks, settled_on_failure
 from delta_core.maintenance.spark.zorder import _run_batch, zorder
 from delta_core.maintenance.zorder_plan import plan_zorder
@@ -151,7 +151,7 @@ def test_refused_commit_deletes_the_batch_files(spark, table_uri):
     written: list[str] = []
 
     def rewrite(current, batch, label, outputs):
-        output = _rewrite_bins(spark, table, current, batch, label, outputs)
+        output = rewrite_bins(spark, table, current, batch, label, outputs)
         written.extend(url_decode_path(a.path) for a in output.adds)
         assert all(os.path.exists(os.path.join(table_uri, p)) for p in written)
         delete_files(table, [batch[0].paths[0]])  # another writer removes an input before the commit

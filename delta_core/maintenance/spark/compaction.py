@@ -25,6 +25,7 @@ from delta_core.maintenance.compaction_plan import (
     DEFAULT_BATCH_BYTES,
     Bin,
     CompactionPlan,
+    FileGroup,
     plan_compaction,
 )
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
@@ -107,7 +108,7 @@ def _compact_bin(task: CompactBinTask) -> list[str]:
     return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
 
 
-def _rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[Bin], label: str,
+def rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[FileGroup], label: str,
                   outputs: list[str]) -> RewriteOutput:
     """One compaction batch: one Spark task per bin, each writing one file at a key chosen here
     (and recorded in ``outputs`` first, so the driver can delete them if the batch fails)."""
@@ -175,7 +176,7 @@ def compact(
 
     def rewrite(current: Any, batch: Sequence[Bin], label: str, outputs: list[str]) -> RewriteOutput:
         with settled_on_failure(spark):  # no task still writes once the batch's files are deleted
-            return _rewrite_bins(spark, table, current, batch, label, outputs)
+            return rewrite_bins(spark, table, current, batch, label, outputs)
 
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=rewrite, label="compaction",
