@@ -95,6 +95,16 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def human_size(n: int) -> str:
+    """Bytes as people read them: ``512 B``, ``1.5 MiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
 def _human(obj: Any, out: TextIO, indent: int = 0) -> None:
     pad = "  " * indent
     if isinstance(obj, dict):

@@ -12,7 +12,7 @@ import argparse
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list, ratio, retention_hours
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
 from delta_core.cli.policy import resolve_options
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import COMPACT, MANIFEST, VACUUM, ZORDER, Operation
@@ -119,7 +119,17 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     spark = _spark(args)() if args.delete_on_spark else None
     metrics = vacuum(table, retention_hours=opts.retention_hours, dry_run=opts.dry_run, force=opts.force,
                      spark=spark)
-    emit(metrics.to_dict(), args.json)
+    if args.json:
+        emit(metrics.to_dict(), True)
+        return 0
+    # a person reads the counts and bytes first; the record (paths included) follows
+    done = "would delete" if metrics.dry_run else "deleted"
+    count = metrics.num_files_to_delete if metrics.dry_run else metrics.num_deleted_files
+    emit(f"vacuum{' dry run' if metrics.dry_run else ''}: {done} {count} of {metrics.files_listed} listed "
+         f"files, {human_size(metrics.bytes_to_delete)} ({metrics.bytes_to_delete} bytes); "
+         f"{metrics.young_kept} unreferenced files younger than the retention "
+         f"({metrics.retention_hours:g} hours) kept", False)
+    emit(metrics.to_dict(), False)
     return 0
 
 

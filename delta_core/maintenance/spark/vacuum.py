@@ -70,6 +70,8 @@ class VacuumMetrics(MetricsRecord):
     retention_check_enabled: bool
     files_listed: int
     num_files_to_delete: int
+    bytes_to_delete: int  # their total size: what a dry run would free
+    young_kept: int  # unreferenced, but younger than the retention: kept
     num_deleted_files: int
     num_vacuumed_directories: int
     num_removed_files: int
@@ -259,6 +261,7 @@ def _metrics(snapshot: Any, plan: VacuumPlan, retention: dt.timedelta, start: in
         version=end, start_version=start, read_version=snapshot.version, dry_run=dry_run,
         retention_hours=retention.total_seconds() / 3600, retention_check_enabled=check,
         files_listed=plan.files_listed, num_files_to_delete=plan.num_files_to_delete,
+        bytes_to_delete=plan.bytes_to_delete, young_kept=plan.young_kept,
         num_deleted_files=deleted, num_vacuumed_directories=dirs,
         num_removed_files=deleted, num_added_files=0,
         removed_bytes=plan.bytes_to_delete if not dry_run else 0, added_bytes=0,
