@@ -44,6 +44,7 @@ from delta_core.errors import ConfigError
 from delta_core.log.file_actions import DV_TYPE, STRING_MAP
 from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoint, read_last_checkpoint
 from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, multipart_checkpoint_key
+from delta_core.model import progress
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
@@ -338,6 +339,8 @@ def write_checkpoint(
     multi = part_size is not None and rows_estimate > part_size and not v2
     if part_size is not None and rows_estimate > part_size and v2:
         log.info("table=%s version=%d has v2Checkpoint: writing one file, not parts", table.uri, snapshot.version)
+    # started before the table is built: on a large table that is most of the time
+    reported = progress.begin(f"checkpoint v{snapshot.version}", unit="actions", total_items=rows_estimate)
     cp, n_head, n_add = build_checkpoint_table(snapshot, clock=clock or table.clock, sort_by_path=multi)
     v = snapshot.version
     total_bytes = 0
@@ -346,6 +349,7 @@ def write_checkpoint(
         buf = _parquet_bytes(cp)
         storage.write(key, buf.to_pybytes())
         total_bytes, parts, first = buf.size, 1, key
+        reported.advance(items=cp.num_rows, nbytes=buf.size)
     else:
         assert part_size is not None
         body_rows = cp.num_rows - n_head
@@ -361,6 +365,8 @@ def write_checkpoint(
             buf = _parquet_bytes(chunk)
             storage.write(multipart_checkpoint_key(v, i + 1, parts), buf.to_pybytes())
             total_bytes += buf.size
+            reported.advance(items=chunk.num_rows, nbytes=buf.size)
+    reported.end()
     result = CheckpointResult(version=v, parts=parts, size=cp.num_rows, size_in_bytes=total_bytes,
                               path=storage.uri(first), num_add_files=n_add)
     if update_last_checkpoint:
