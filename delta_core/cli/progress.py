@@ -14,7 +14,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Never, TextIO
 
 from delta_core.cli.common import human_size
 from delta_core.model.progress import reporting_to
@@ -30,7 +30,7 @@ class TerminalProgress:
 
     def __init__(self, stream: TextIO):
         self._stream = stream
-        self._bar: tqdm[None] | None = None
+        self._bar: tqdm[Never] | None = None
         self._unit = "files"
         self._total_items: int | None = None
         self._by_bytes = False
@@ -42,22 +42,23 @@ class TerminalProgress:
         self.finish()
         self._unit, self._total_items, self._by_bytes = unit, total_items, total_bytes is not None
         self._items = self._bytes = 0
+        ncols, nrows = self._shape()
         if self._by_bytes:
             self._bar = tqdm(total=total_bytes, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
-                             file=self._stream, mininterval=0.2, **self._shape())
+                             file=self._stream, mininterval=0.2, ncols=ncols, nrows=nrows)
         else:
             self._bar = tqdm(total=total_items, desc=name, unit=f" {unit}", file=self._stream,
-                             mininterval=0.2, **self._shape())
+                             mininterval=0.2, ncols=ncols, nrows=nrows)
         self._bar.set_postfix_str(self._other(), refresh=False)
 
-    def _shape(self) -> dict[str, int]:
+    def _shape(self) -> tuple[int, int]:
         # The terminal's size; a pseudo-terminal nobody sized reports 0x0, where tqdm draws nothing.
         try:
             size = os.get_terminal_size(self._stream.fileno())
             columns, lines = size.columns, size.lines
         except (OSError, ValueError):
             columns = lines = 0
-        return {"ncols": columns or DEFAULT_COLUMNS, "nrows": lines or DEFAULT_LINES}
+        return columns or DEFAULT_COLUMNS, lines or DEFAULT_LINES
 
     def _other(self) -> str:
         if self._by_bytes:
