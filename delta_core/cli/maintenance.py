@@ -3,7 +3,10 @@
 Each builds (or joins) a Spark session only when it needs one (compaction and Z-order always;
 vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
 ``--json`` prints ``metrics.to_dict()`` as one document (``version`` is the version committed,
-or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
+or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2). With ``--config
+FILE --table NAME`` the table and its options come from tables.yaml and flags given win
+(``delta_core.cli.policy.resolve_options``); ``vacuum`` without ``--json`` leads with the counts and
+bytes it deleted or, on a dry run, would delete.
 """
 
 from __future__ import annotations

@@ -1,11 +1,13 @@
 """Write-side subcommands of ``delta-core``: ``checkpoint`` and ``cleanup-log``
 (PROTOCOL.md "Checkpoints", "Metadata Cleanup").
 
-``checkpoint TABLE_URI [--version N] [--part-size N] [--json]`` prints
-``{"version", "parts", "size", "size_in_bytes", "path"}``;
+``checkpoint TABLE_URI [--version N] [--part-size N] [--cleanup-log] [--json]`` prints
+``{"version", "parts", "size", "size_in_bytes", "path"}`` (and ``cleanup_log``'s result when the
+flag or the table's policy, ``checkpoint.cleanup_log``, asks for it);
 ``cleanup-log TABLE_URI [--dry-run] [--ignore-log-cleanup-disabled] [--json]`` prints what was
 (or would be) deleted, or ``skipped_reason`` when nothing may be (e.g. the table has
 ``delta.enableExpiredLogCleanup=false``, which only the explicit override flag passes).
+Both take ``--config FILE --table NAME`` (``delta_core.cli.policy``).
 """
 
 from __future__ import annotations
