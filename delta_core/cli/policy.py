@@ -94,9 +94,28 @@ def _size(value: object, key: str) -> int:
     return parse_size(value)
 
 
+def _whole(value: object, key: str) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{key} must be a whole number, got {value!r}")
+
+
+def _number(value: object, key: str) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return float(value)
+    raise ConfigError(f"{key} must be a number, got {value!r}")
+
+
+# by the annotation's first type (the records use `from __future__ import annotations`: strings)
+_BY_TYPE: dict[str, Callable[[object, str], Any]] = {
+    "bool": _flag, "int": _whole, "float": _number, "tuple": _names, "str": _text,
+}
+
+
 def _converter(field: dataclasses.Field[Any]) -> Callable[[object, str], Any]:
     """How a policy value becomes the option field: by the naming the option records keep
-    (``*_size`` bytes, ``*_hours``, ``*_ratio``), else by the type of the field's default."""
+    (``*_size`` bytes, ``*_hours``, ``*_ratio``), else by the field's type, so an option record
+    added to the registry later is read without a change here."""
     name = field.name
     if name.endswith("_size"):
         return _size
@@ -106,11 +125,8 @@ def _converter(field: dataclasses.Field[Any]) -> Callable[[object, str], Any]:
         return _ratio
     if name == "curve":
         return _curve
-    if name == "columns":
-        return _names
-    if isinstance(field.default, bool):
-        return _flag
-    return _text
+    first = str(field.type).split("|")[0].split("[")[0].strip()
+    return _BY_TYPE.get(first, _text)
 
 
 def _section_options(op: Operation, section: object, where: str) -> Any:
