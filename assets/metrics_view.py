@@ -118,12 +118,14 @@ def _vacuum(m: Any) -> MetricsView:
         "retention_check_enabled": m.retention_check_enabled,
         "files_listed": m.files_listed,
         "files_to_delete": m.num_files_to_delete,
+        "bytes_to_delete": m.bytes_to_delete,
         "files_deleted": m.num_deleted_files,
         "directories_removed": m.num_vacuumed_directories,
         "ignored_log_paths": m.ignored_log_paths,
     }
     if m.dry_run:
-        headline = [f"dry run: {m.num_files_to_delete} of {m.files_listed} listed files would be deleted"]
+        headline = [f"dry run: {m.num_files_to_delete} of {m.files_listed} listed files would be deleted "
+                    f"({human_bytes(m.bytes_to_delete)})"]
     else:
         headline = [f"{m.num_deleted_files} unreferenced files deleted "
                     f"({human_bytes(m.removed_bytes)}) of {m.files_listed} listed",

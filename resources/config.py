@@ -32,6 +32,9 @@ are bytes or ``128MB``/``64MiB`` (``delta_core.model.sizes.parse_size``).
 
 ``where`` predicates are parsed here (syntax); what needs the table's schema (partition
 columns, Z-order columns) is checked at definitions load by ``resources.table_checks``.
+
+The ``delta-core`` command line reads the same file without pydantic (``--config FILE --table
+NAME``, ``delta_core.cli.policy``); tests/cli/test_cli_policy.py keeps the two in agreement.
 """
 
 from __future__ import annotations

@@ -14,7 +14,6 @@ string): a typo fails at load, named by table and field, not in a scheduled run.
 
 from __future__ import annotations
 
-import os
 import pathlib
 import re
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -45,12 +44,12 @@ from delta_core.maintenance.options import (
     VacuumOptions,
     ZOrderOptions,
 )
+from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
 from delta_core.maintenance.predicate import parse_predicate_syntax
 from delta_core.model.clustering import MAX_CLUSTERING_COLUMNS
 from delta_core.model.sizes import parse_size
 from delta_core.model.table_properties import (
     DEFAULT_CHECKPOINT_INTERVAL,
-    parse_interval,
 )
 from resources.config_records import (
     DEFAULT_COMPACT_CRON,
@@ -99,16 +98,10 @@ def _size(value: Any) -> int:
 
 
 def _hours(value: Any) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        if value < 0:
-            raise _invalid(f"must not be negative, got {value!r}")
-        return float(value)
-    if isinstance(value, str):
-        try:
-            return parse_interval(value, key="retention_hours").total_seconds() / 3600.0
-        except ConfigError as exc:
-            raise _invalid(str(exc)) from None
-    raise _invalid(f"must be hours (a number) or an interval like '7 days', got {value!r}")
+    try:  # shared with the command line's reader of this file (delta_core.cli.policy)
+        return parse_retention_hours(value)
+    except ConfigError as exc:
+        raise _invalid(str(exc)) from None
 
 
 def is_valid_cron(expr: str) -> bool:
@@ -425,13 +418,6 @@ def _flatten(node: dict[str, Any], prefix: str, out: list[tuple[str, OptionValue
             out.append((dotted, item))
 
 
-def _resolve_uri(uri: str, base_dir: pathlib.Path | None) -> str:
-    if "://" in uri or base_dir is None:
-        return uri
-    p = pathlib.Path(os.path.expanduser(uri))
-    return str(p if p.is_absolute() else (base_dir / p).resolve())
-
-
 def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -> TableConfig:
     """The frozen record of one validated table section."""
     options: list[tuple[str, OptionValue]] = []
@@ -439,7 +425,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         _flatten(t.storage_options, "", options)
     except OptionError as exc:
         raise OptionError(exc.field, str(exc), table=name) from None
-    uri = t.uri.ref() if isinstance(t.uri, Env) else _resolve_uri(t.uri, base_dir)
+    uri = t.uri.ref() if isinstance(t.uri, Env) else resolve_table_uri(t.uri, base_dir)
     summary = t.downstream.daily_summary
     return TableConfig(
         name=name, uri=uri, storage_options=tuple(options), description=t.description,

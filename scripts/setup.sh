@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Create .venv (if needed) and install the project with everything the demo and tests need.
+# No browser: only the UI test needs one, and scripts/test.sh installs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -11,10 +12,6 @@ if [ ! -f "$stamp" ]; then
   .venv/bin/pip install -q --upgrade pip setuptools wheel
   .venv/bin/pip install -q -e ".[dev]"
   rm -f .venv/.installed-* && touch "$stamp"
-fi
-# Headless Chromium + chromedriver for the UI browser test (Debian packages; CI runs as root).
-if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  apt-get update && apt-get install -y chromium chromium-driver
 fi
 if [ -d /usr/lib/jvm/java-17-openjdk-amd64 ] && [ -z "${JAVA_HOME:-}" ]; then
   export JAVA_HOME=/usr/lib/jvm/java-17-openjdk-amd64

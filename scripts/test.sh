@@ -4,6 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Headless Chromium + chromedriver for the UI browser test only (Debian packages; CI runs as
+# root); the demo (scripts/demo.sh) never installs a browser.
+if [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+  apt-get update && apt-get install -y chromium chromium-driver
+fi
 .venv/bin/ruff check .
 .venv/bin/mypy
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/java-17-openjdk-amd64}

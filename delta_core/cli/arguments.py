@@ -37,6 +37,14 @@ def ratio(text: str) -> float:
     return value
 
 
+def column_list(text: str) -> tuple[str, ...]:
+    """Comma-separated column names (``a,b``): at least one."""
+    cols = tuple(c.strip() for c in text.split(",") if c.strip())
+    if not cols:
+        raise argparse.ArgumentTypeError("needs at least one column name, like a,b")
+    return cols
+
+
 def retention_hours(text: str) -> float:
     """A retention in hours: a finite number from 0 to ``MAX_RETENTION_HOURS``."""
     try:

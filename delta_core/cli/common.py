@@ -19,6 +19,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
+from delta_core.cli.policy import add_policy_arguments
 from delta_core.errors import ConfigError, DeltaError, UsageError
 
 if TYPE_CHECKING:
@@ -36,10 +37,18 @@ class Parser(argparse.ArgumentParser):
         raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
 
 
-def add_table_arguments(parser: argparse.ArgumentParser) -> None:
-    """TABLE_URI, repeatable ``--storage-option KEY=VALUE``, ``--json`` and ``--verbose``."""
-    parser.add_argument("table_uri", metavar="TABLE_URI",
-                        help="table root: a local path or an fsspec URI such as s3://bucket/table")
+def add_table_arguments(parser: argparse.ArgumentParser, *, policy: bool = False) -> None:
+    """TABLE_URI, repeatable ``--storage-option KEY=VALUE``, ``--json`` and ``--verbose``; with
+    ``policy`` also ``--config``/``--table`` (``delta_core.cli.policy``), which may name the table
+    instead of TABLE_URI."""
+    if policy:
+        parser.add_argument("table_uri", metavar="TABLE_URI", nargs="?", default=None,
+                            help="table root: a local path or an fsspec URI such as s3://bucket/table "
+                                 "(optional with --table)")
+        add_policy_arguments(parser)
+    else:
+        parser.add_argument("table_uri", metavar="TABLE_URI",
+                            help="table root: a local path or an fsspec URI such as s3://bucket/table")
     parser.add_argument(
         "--storage-option", dest="storage_options", action="append", default=[], metavar="KEY=VALUE",
         help="fsspec storage option, repeatable; dotted keys nest (client_kwargs.endpoint_url=...), "
@@ -73,7 +82,27 @@ def open_table(args: argparse.Namespace) -> DeltaTable:
     """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
     from delta_core.log.table import DeltaTable  # deferred: --help must not need the read path
 
-    return DeltaTable(args.table_uri, parse_storage_options(getattr(args, "storage_options", []) or []))
+    options = parse_storage_options(getattr(args, "storage_options", []) or [])
+    # the table's policy (--table) gives defaults; --storage-option wins, key by key
+    return DeltaTable(args.table_uri, _merged(getattr(args, "policy_storage_options", {}), options))
+
+
+def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, dict) and isinstance(out.get(key), dict)
+        out[key] = _merged(out[key], value) if both else value
+    return out
+
+
+def human_size(n: int) -> str:
+    """Bytes as people read them: ``512 B``, ``1.5 MiB``."""
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if size < 1024 or unit == "TiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
 
 
 def _human(obj: Any, out: TextIO, indent: int = 0) -> None:

@@ -11,9 +11,8 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from delta_core.cli.arguments import byte_size
+from delta_core.cli.arguments import byte_size, column_list
 from delta_core.cli.common import add_table_arguments, emit, open_table
-from delta_core.cli.maintenance import _columns
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -22,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Compute a table's health from its log (no data reads): file sizes, deleted rows, "
                     "checkpoint lag, tombstones, clustering quality; a 0-100 score and recommendations.")
     add_table_arguments(p)
-    p.add_argument("--columns", default=None, metavar="A,B",
+    p.add_argument("--columns", type=column_list, default=None, metavar="A,B",
                    help="Z-order columns to judge clustering on (default: the table's clustering columns)")
     p.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
                    help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
@@ -98,7 +97,7 @@ def cmd_health(args: argparse.Namespace) -> int:
     table = open_table(args)
     policy = HealthPolicy(target_file_size=args.target_size, min_file_size=args.min_file_size)
     report = table_health(table, policy=policy,
-                          columns=_columns(args.columns) if args.columns is not None else None,
+                          columns=list(args.columns) if args.columns is not None else None,
                           manifests=args.manifests, log_listing=args.list_log).to_dict()
     emit(report if args.json else render_text(report), args.json)
     return 0

@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 
 from delta_core.cli import health, maintenance, read, write
 from delta_core.cli.common import EXIT_ERROR, EXIT_OK, Parser, report_error
+from delta_core.cli.progress import progress_for
 from delta_core.errors import DeltaError, UsageError
 
 COMMAND_MODULES = (read, write, maintenance, health)
@@ -40,7 +41,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if func is None:  # a command group invoked without its subcommand
             raise UsageError(f"{parser.prog} {args.command}: a subcommand is required; "
                              f"see {parser.prog} {args.command} --help")
-        status = func(args)
+        with progress_for(args):  # bars on a terminal only, never with --json
+            status = func(args)
     except DeltaError as exc:
         report_error(exc, as_json, verbose=verbose)
         return EXIT_ERROR

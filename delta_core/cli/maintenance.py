@@ -9,7 +9,10 @@ clusters (``compact`` on a clustered table does the same, as ``OPTIMIZE`` does t
 Each builds (or joins) a Spark session only when it needs one (compaction and Z-order always;
 purge when it has files to rewrite; vacuum only with ``--delete-on-spark``), runs the operation and prints its metrics record —
 ``--json`` prints ``metrics.to_dict()`` as one document (``version`` is the version committed,
-or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
+or null). Errors are reported by ``delta_core.cli.main.main`` (exit status 2). With ``--config
+FILE --table NAME`` the table and its options come from tables.yaml and flags given win
+(``delta_core.cli.policy.resolve_options``); ``vacuum`` without ``--json`` leads with the counts and
+bytes it deleted or, on a dry run, would delete.
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from delta_core.cli.arguments import byte_size, ratio, retention_hours
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.arguments import byte_size, column_list, ratio, retention_hours
+from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
+from delta_core.cli.policy import resolve_options
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import CLUSTER, COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, ZORDER_CURVES
@@ -40,7 +44,7 @@ def add_operation_parser(subparsers: argparse._SubParsersAction[argparse.Argumen
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     c = add_operation_parser(subparsers, COMPACT)
-    add_table_arguments(c)
+    add_table_arguments(c, policy=True)
     _spark_argument(c)
     c.add_argument("--where", default=None, metavar="EXPR",
                    help="partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\"")
@@ -48,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
     c.add_argument("--min-file-size", type=byte_size, default=None, metavar="SIZE",
                    help="only files smaller than this are packed (default 3/4 of the target)")
-    c.add_argument("--max-deleted-rows-ratio", type=ratio, default=DEFAULT_MAX_DELETED_ROWS_RATIO, metavar="R",
+    c.add_argument("--max-deleted-rows-ratio", type=ratio, default=None, metavar="R",
                    help="also rewrite files whose deletion vectors delete more than this share of their rows, "
                         f"even alone (default {DEFAULT_MAX_DELETED_ROWS_RATIO}, as Delta Spark's OPTIMIZE)")
     c.add_argument("--full", action="store_true",
@@ -56,36 +60,40 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     c.set_defaults(func=cmd_compact)
 
     z = add_operation_parser(subparsers, ZORDER)
-    add_table_arguments(z)
+    add_table_arguments(z, policy=True)
     _spark_argument(z)
-    z.add_argument("--columns", required=True, metavar="A,B", help="comma-separated data columns")
-    z.add_argument("--curve", choices=ZORDER_CURVES, default=ZORDER_CURVES[0])
+    z.add_argument("--columns", type=column_list, default=None, metavar="A,B",
+                   help="comma-separated data columns (required unless the policy's zorder.columns names them)")
+    z.add_argument("--curve", choices=ZORDER_CURVES, default=None,
+                   help=f"space-filling curve to sort along (default {ZORDER_CURVES[0]})")
     z.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
     z.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
                    help="target file size: bytes, 128MB or 64MiB")
     z.set_defaults(func=cmd_zorder)
 
     v = add_operation_parser(subparsers, VACUUM)
-    add_table_arguments(v)
+    add_table_arguments(v, policy=True)
     _spark_argument(v)
     v.add_argument("--retention-hours", type=retention_hours, default=None, metavar="H",
                    help="retention (default delta.deletedFileRetentionDuration, 7 days)")
-    v.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
-    v.add_argument("--force", action="store_true", help="allow a retention shorter than the table's")
+    # store_true with default None: "not given" lets the policy decide
+    v.add_argument("--dry-run", action="store_true", default=None,
+                   help="count and list what would be deleted, with its bytes; delete nothing")
+    v.add_argument("--force", action="store_true", default=None, help="allow a retention shorter than the table's")
     v.add_argument("--delete-on-spark", action="store_true", help="list and delete as Spark tasks instead of threads")
     v.set_defaults(func=cmd_vacuum)
 
     m = add_operation_parser(subparsers, MANIFEST)
-    add_table_arguments(m)
+    add_table_arguments(m, policy=True)
     _spark_argument(m)
-    m.add_argument("--incremental", action="store_true",
+    m.add_argument("--incremental", action="store_true", default=None,
                    help="rewrite only the partitions changed since the last generated version")
     m.set_defaults(func=cmd_manifest)
 
     cl = add_operation_parser(subparsers, CLUSTER)
     add_table_arguments(cl)
     _spark_argument(cl)
-    cl.add_argument("--columns", default=None, metavar="A,B",
+    cl.add_argument("--columns", type=column_list, default=None, metavar="A,B",
                     help="make these the clustering columns first (as cluster-by); default: the table's own")
     cl.add_argument("--full", action="store_true", help="recluster every file (OPTIMIZE FULL)")
     cl.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
@@ -98,7 +106,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     "table's when needed), or clear them with --none. Commits no data; run cluster to cluster.")
     add_table_arguments(cb)
     which = cb.add_mutually_exclusive_group(required=True)
-    which.add_argument("--columns", metavar="A,B", help="comma-separated top-level data columns (at most 4)")
+    which.add_argument("--columns", type=column_list, metavar="A,B", help="comma-separated top-level data columns (at most 4)")
     which.add_argument("--none", action="store_true", help="clear the clustering columns (CLUSTER BY NONE)")
     cb.set_defaults(func=cmd_cluster_by)
 
@@ -120,19 +128,13 @@ def _spark(args: argparse.Namespace) -> Any:
     return lambda: build_spark_session(master=args.spark_master, quiet=not args.verbose)
 
 
-def _columns(text: str) -> list[str]:
-    cols = [c.strip() for c in text.split(",") if c.strip()]
-    if not cols:
-        raise ConfigError("--columns needs at least one column name")
-    return cols
-
-
 def cmd_compact(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.compaction import compact
 
+    opts = resolve_options(args, COMPACT)
     table = open_table(args)
-    metrics = compact(table, _spark(args), where=args.where, target_size=args.target_size,
-                      min_file_size=args.min_file_size, max_deleted_rows_ratio=args.max_deleted_rows_ratio,
+    metrics = compact(table, _spark(args), where=opts.where, target_size=opts.target_size,
+                      min_file_size=opts.min_file_size, max_deleted_rows_ratio=opts.max_deleted_rows_ratio,
                       full=args.full)
     emit(metrics.to_dict(), args.json)
     return 0
@@ -141,10 +143,12 @@ def cmd_compact(args: argparse.Namespace) -> int:
 def cmd_zorder(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.zorder import zorder
 
+    opts = resolve_options(args, ZORDER)
+    if not opts.columns:
+        raise ConfigError("zorder needs columns: give --columns a,b, or zorder.columns in the table's policy")
     table = open_table(args)
-    columns = _columns(args.columns)
-    metrics = zorder(table, _spark(args), columns, curve=args.curve, where=args.where,
-                     target_size=args.target_size)
+    metrics = zorder(table, _spark(args), list(opts.columns), curve=opts.curve, where=opts.where,
+                     target_size=opts.target_size)
     emit(metrics.to_dict(), args.json)
     return 0
 
@@ -152,19 +156,31 @@ def cmd_zorder(args: argparse.Namespace) -> int:
 def cmd_vacuum(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.vacuum import vacuum
 
+    opts = resolve_options(args, VACUUM)
     table = open_table(args)
-    spark = _spark(args) if args.delete_on_spark else None
-    metrics = vacuum(table, retention_hours=args.retention_hours, dry_run=args.dry_run, force=args.force,
+    spark = _spark(args) if args.delete_on_spark else None  # a factory: Spark starts only with work
+    metrics = vacuum(table, retention_hours=opts.retention_hours, dry_run=opts.dry_run, force=opts.force,
                      spark=spark)
-    emit(metrics.to_dict(), args.json)
+    if args.json:
+        emit(metrics.to_dict(), True)
+        return 0
+    # a person reads the counts and bytes first; the record (paths included) follows
+    done = "would delete" if metrics.dry_run else "deleted"
+    count = metrics.num_files_to_delete if metrics.dry_run else metrics.num_deleted_files
+    emit(f"vacuum{' dry run' if metrics.dry_run else ''}: {done} {count} of {metrics.files_listed} listed "
+         f"files, {human_size(metrics.bytes_to_delete)} ({metrics.bytes_to_delete} bytes); "
+         f"{metrics.young_kept} unreferenced files younger than the retention "
+         f"({metrics.retention_hours:g} hours) kept", False)
+    emit(metrics.to_dict(), False)
     return 0
 
 
 def cmd_manifest(args: argparse.Namespace) -> int:
     from delta_core.maintenance.manifest import generate_manifests
 
+    opts = resolve_options(args, MANIFEST)
     table = open_table(args)
-    metrics = generate_manifests(table, incremental=args.incremental)
+    metrics = generate_manifests(table, incremental=opts.incremental)
     emit(metrics.to_dict(), args.json)
     return 0
 
@@ -173,7 +189,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.cluster import cluster
 
     table = open_table(args)
-    columns = _columns(args.columns) if args.columns is not None else None
+    columns = list(args.columns) if args.columns is not None else None
     metrics = cluster(table, _spark(args), columns=columns, full=args.full, target_size=args.target_size)
     emit(metrics.to_dict(), args.json)
     return 0
@@ -183,7 +199,7 @@ def cmd_cluster_by(args: argparse.Namespace) -> int:
     from delta_core.maintenance.cluster_by import cluster_by
 
     table = open_table(args)
-    result = cluster_by(table, None if args.none else _columns(args.columns))
+    result = cluster_by(table, None if args.none else list(args.columns))
     emit(result.to_dict(), args.json)
     return 0
 

@@ -19,7 +19,7 @@ import argparse
 import datetime as dt
 from typing import Any
 
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
 from delta_core.errors import ConfigError
 from delta_core.model.schema import ArrayType, DataType, MapType, StructType
 
@@ -103,15 +103,6 @@ def _iso(ms: int | None) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
 
 
-def _size(n: int) -> str:
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
-
-
 def _feature_text(values: Any) -> str:
     return "" if values is None else f" [{', '.join(sorted(values)) or 'no features'}]"
 
@@ -126,7 +117,7 @@ def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
     ]
     size = getattr(snapshot, "size_in_bytes", None)
     records = record["num_records"]
-    lines.append(f"Files:       {record['num_files']}" + (f" ({_size(size)})" if size is not None else "")
+    lines.append(f"Files:       {record['num_files']}" + (f" ({human_size(size)})" if size is not None else "")
                  + f", records: {records if records is not None else 'unknown (some files lack stats)'}")
     lines.append(f"Tombstones:  {record['num_tombstones']}")
     lines.append(f"Checksum:    {record['checksum']}")

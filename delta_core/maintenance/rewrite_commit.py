@@ -49,6 +49,7 @@ from delta_core.errors import (
 )
 from delta_core.log.file_actions import file_keys, iter_adds
 from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.model import progress
 from delta_core.model.actions import Add, DeletionVectorDescriptor
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
@@ -190,7 +191,10 @@ def run_rewrite_batches(
     versions: list[int] = []
     removed_files = added_files = removed_bytes = added_bytes = aborted = dvs_removed = 0
     current = snapshot
-    for index, batch in enumerate(batches, 1):
+    # progress by batch (files and bytes planned), for rewrites that take minutes
+    reported = progress.tracked(label, batches, items_of=lambda b: sum(len(g.paths) for g in b),
+                                bytes_of=lambda b: sum(g.total_size for g in b))
+    for index, batch in enumerate(reported, 1):
         batch_label = f"{label} batch {index}/{len(batches)} of {table.uri}"
         if index > 1:
             current = table.snapshot()

@@ -46,6 +46,7 @@ from delta_core.errors import ConfigError
 from delta_core.log.file_actions import DV_TYPE, STRING_MAP
 from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoint, read_last_checkpoint
 from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoint_key
+from delta_core.model import progress
 from delta_core.model.actions import Sidecar, action_to_json
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
@@ -342,6 +343,9 @@ def write_checkpoint(
         latest_protocol, latest_metadata = table.protocol_and_metadata()
         check_write_supported(latest_protocol, latest_metadata, path=table.uri)
     storage = table.storage
+    rows_estimate = snapshot.num_files + snapshot.tombstones.num_rows + 2 + len(snapshot.all_txns)
+    # started before the table is built: on a large table that is most of the time
+    reported = progress.begin(f"checkpoint v{snapshot.version}", unit="actions", total_items=rows_estimate)
     cp, n_head, n_add = build_checkpoint_table(snapshot, clock=clock or table.clock)
     v = snapshot.version
     v2_record: dict[str, Any] | None = None
@@ -366,6 +370,8 @@ def write_checkpoint(
         buf = _parquet_bytes(cp)
         storage.write(key, buf.to_pybytes())
         size, total_bytes = cp.num_rows, buf.size
+    reported.advance(items=size, nbytes=total_bytes)
+    reported.end()
     result = CheckpointResult(version=v, size=size, size_in_bytes=total_bytes, path=storage.uri(key),
                               num_add_files=n_add, sidecars=0 if v2_record is None else len(v2_record["sidecarFiles"]))
     if update_last_checkpoint:

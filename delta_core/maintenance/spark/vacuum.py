@@ -41,6 +41,7 @@ from delta_core.maintenance.vacuum_plan import (
     log_path_to_key,
     plan_vacuum,
 )
+from delta_core.model import progress
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.path_identity import TableRoot, Where
@@ -72,6 +73,8 @@ class VacuumMetrics(MetricsRecord):
     retention_check_enabled: bool
     files_listed: int
     num_files_to_delete: int
+    bytes_to_delete: int  # their total size: what a dry run would free
+    young_kept: int  # unreferenced, but younger than the retention: kept
     num_deleted_files: int
     num_vacuumed_directories: int
     num_removed_files: int
@@ -146,9 +149,12 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
                               _list_directory, "key string, size long, modification_time long")
         return pa.concat_tables([_listing(infos), collect_arrow(frame, description=f"vacuum listing of {storage.root}")
                                  .cast(_LISTING_SCHEMA)])
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+    with progress.stage("vacuum: listing", total_items=None) as listing, \
+            ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        listing.advance(items=len(infos), nbytes=sum(i.size for i in infos))
         for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
             infos.extend(listed)
+            listing.advance(items=len(listed), nbytes=sum(i.size for i in listed))
             log.debug("vacuum listing: %d files so far", len(infos))
     return _listing(infos)
 
@@ -191,24 +197,32 @@ def _delete_chunk(task: DeleteChunkTask) -> list[str]:
 
 
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
-                 table_uri: str = "") -> int:
+                 table_uri: str = "", sizes: Sequence[int] | None = None) -> int:
     """Delete ``keys`` in parallel chunks (threads, or Spark tasks: ``spark`` is a session or a
-    factory called only when there is something to delete); logs progress."""
+    factory called only when there is something to delete); logs progress, and reports
+    it (``delta_core.model.progress``) in files and, given each key's size in ``sizes``, bytes."""
     chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK])) for i in range(0, len(keys), DELETE_CHUNK)]
     if not chunks:
         return 0
-    if spark is not None:
-        from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
+    chunk_bytes = [sum(sizes[i:i + DELETE_CHUNK]) if sizes is not None else 0
+                   for i in range(0, len(keys), DELETE_CHUNK)]
+    with progress.stage("vacuum: deleting", total_items=len(keys),
+                        total_bytes=sum(chunk_bytes) if sizes is not None else None) as deleting:
+        if spark is not None:
+            from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
 
-        results = run_tasks(resolve_spark(spark), _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
-        return sum(int(r[0]) for r in results if r)
-    done = 0
-    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        for result in pool.map(_delete_chunk, chunks):
-            done += int(result[0])
-            if len(chunks) > 1:
-                log.info("table=%s vacuum: deleted %d/%d files", table_uri, done, len(keys))
-    return done
+            results = run_tasks(resolve_spark(spark), _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
+            deleted = sum(int(r[0]) for r in results if r)
+            deleting.advance(items=deleted, nbytes=sum(chunk_bytes))
+            return deleted
+        done = 0
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+            for result, nbytes in zip(pool.map(_delete_chunk, chunks), chunk_bytes):
+                done += int(result[0])
+                deleting.advance(items=int(result[0]), nbytes=nbytes)
+                if len(chunks) > 1:
+                    log.info("table=%s vacuum: deleted %d/%d files", table_uri, done, len(keys))
+        return done
 
 
 def remove_empty_directories(storage: Storage, deleted: Sequence[str]) -> int:
@@ -275,13 +289,20 @@ def vacuum(
     start = _commit(table, VACUUM_START, params,
                     VacuumStartMetrics(num_files_to_delete=plan.num_files_to_delete,
                                        size_of_data_to_delete=plan.bytes_to_delete))
-    deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri)
+    deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri,
+                           sizes=_sizes(listed, plan.to_delete) if progress.watching() else None)
     dirs = remove_empty_directories(storage, plan.to_delete)
     end = _commit(table, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
                   VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
     log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
              table.uri, deleted, dirs, start, end)
     return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch)
+
+
+def _sizes(listed: pa.Table, keys: Sequence[str]) -> list[int]:
+    """The listed size of each key (in ``keys``' order), for progress in bytes."""
+    by_key = dict(zip(listed.column("key").to_pylist(), listed.column("size").to_pylist()))
+    return [by_key[k] for k in keys]
 
 
 def _commit(table: Any, operation: str, params: VacuumStartParameters | VacuumEndParameters,
@@ -298,6 +319,7 @@ def _metrics(snapshot: Any, plan: VacuumPlan, retention: dt.timedelta, start: in
         version=end, start_version=start, read_version=snapshot.version, dry_run=dry_run,
         retention_hours=retention.total_seconds() / 3600, retention_check_enabled=check,
         files_listed=plan.files_listed, num_files_to_delete=plan.num_files_to_delete,
+        bytes_to_delete=plan.bytes_to_delete, young_kept=plan.young_kept,
         num_deleted_files=deleted, num_vacuumed_directories=dirs,
         num_removed_files=deleted, num_added_files=0,
         removed_bytes=plan.bytes_to_delete if not dry_run else 0, added_bytes=0,

@@ -1,0 +1,168 @@
+"""``--config tables.yaml --table NAME`` on the maintenance commands: the table's policy from the
+file, flags over it, and the CLI's pydantic-free reader agreeing with the code location's loader."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import textwrap
+
+import pyarrow as pa
+import pytest
+
+from delta_core.cli.main import main
+from delta_core.cli.policy import load_table_policy
+from delta_core.maintenance.operations import OPERATIONS
+from resources.config import EnvRef, load_config
+from tests.core_write.conftest import listing
+
+REPO_TABLES_YAML = pathlib.Path(__file__).resolve().parents[2] / "tables.yaml"
+
+# Every key the command line reads, plus sections and keys it leaves to the code location.
+FULL = """\
+spark: {master: "local[2]"}
+tables:
+  events:
+    uri: data/events
+    storage_options:
+      key: {env: POLICY_TEST_KEY}
+      client_kwargs: {endpoint_url: "http://127.0.0.1:9000", verify: false}
+    compact: {target_size: 128MB, min_file_size: 1GiB, where: "date >= '2024-01-01'",
+              max_deleted_rows_ratio: 0.2, cron: "0 2 * * *"}
+    zorder: {columns: [user_id, ts], curve: hilbert, target_size: 128KB, cron: "0 4 * * 6"}
+    vacuum: {retention_hours: 7 days, dry_run: true}
+    checkpoint: {interval: 5, cleanup_log: true}
+    manifest: {incremental: true}
+    sensor: {interval_seconds: 60}
+  plain:
+    uri: s3://bucket/plain
+    compact: false
+    vacuum: true
+    zorder: {enabled: false}
+"""
+
+
+def _flat(node: dict, prefix: str = "") -> dict:
+    out = {}
+    for key, value in node.items():
+        dotted = f"{prefix}.{key}" if prefix else key
+        out.update(_flat(value, dotted) if isinstance(value, dict) else {dotted: value})
+    return out
+
+
+@pytest.mark.parametrize("source", ["full", "repo"])
+def test_cli_reader_and_code_location_loader_agree(tmp_path, monkeypatch, source):
+    monkeypatch.setenv("POLICY_TEST_KEY", "secret")
+    if source == "full":
+        path = tmp_path / "tables.yaml"
+        path.write_text(FULL, encoding="utf-8")
+    else:
+        path = REPO_TABLES_YAML
+    config = load_config(path)
+    assert config.tables
+    for table in config.tables:
+        policy = load_table_policy(path, table.name)
+        assert policy.uri == table.uri
+        env = {k: os.environ[v.name] if isinstance(v, EnvRef) else v for k, v in table.storage_options}
+        assert _flat(policy.storage_options) == env
+        for op in OPERATIONS:
+            if op.policy_key:
+                assert policy.options[op.name] == getattr(table, op.policy_key).options, (table.name, op.name)
+    if source == "full":  # the units and intervals were read, not defaulted
+        events = load_table_policy(path, "events").options
+        assert events["compact"].target_size == 128 * 10**6 and events["compact"].min_file_size == 2**30
+        assert events["zorder"].target_size == 128_000 and events["zorder"].columns == ("user_id", "ts")
+        assert events["vacuum"].retention_hours == 168.0 and events["checkpoint"].cleanup_log
+
+
+@pytest.fixture()
+def table(tmp_path) -> pathlib.Path:
+    """A delta-rs table whose first file an overwrite removed (a vacuum candidate)."""
+    deltalake = pytest.importorskip("deltalake")
+    root = tmp_path / "data" / "events"
+    deltalake.write_deltalake(str(root), pa.table({"id": [1, 2, 3]}))
+    deltalake.write_deltalake(str(root), pa.table({"id": [4]}), mode="overwrite")
+    return root
+
+
+def _config(tmp_path: pathlib.Path, body: str) -> str:
+    path = tmp_path / "tables.yaml"
+    path.write_text(textwrap.dedent(body), encoding="utf-8")
+    return str(path)
+
+
+def _run(capsys, *argv: str) -> tuple[int, dict]:
+    status = main([*argv, "--json"])
+    return status, json.loads(capsys.readouterr().out)
+
+
+def test_vacuum_takes_uri_and_options_from_the_policy_and_flags_win(tmp_path, table, capsys):
+    config = _config(tmp_path, """\
+        tables:
+          events:
+            uri: data/events
+            vacuum: {retention_hours: 0, dry_run: true, cron: "0 3 * * 0"}
+            policy: {mode: auto}
+        """)
+    before = listing(str(table))
+    status, out = _run(capsys, "vacuum", "--config", config, "--table", "events", "--force")
+    assert status == 0, out
+    # the policy's retention and dry run, the URI relative to the file
+    assert out["dry_run"] is True and out["retention_hours"] == 0.0
+    assert out["num_files_to_delete"] == 1 and out["paths"][0].endswith(".parquet")
+    assert listing(str(table)) == before
+    # a flag overrides the policy's value
+    status, out = _run(capsys, "vacuum", "--config", config, "--table", "events", "--retention-hours", "200")
+    assert status == 0, out
+    assert out["retention_hours"] == 200.0 and out["num_files_to_delete"] == 0 and out["dry_run"] is True
+    # without --force the policy's short retention is refused, as it would be on the command line
+    status, out = _run(capsys, "vacuum", "--config", config, "--table", "events")
+    assert status == 2 and out["error"]["kind"] == "retention_too_short"
+    assert listing(str(table)) == before
+
+
+def test_positional_uri_wins_over_the_policys(tmp_path, table, capsys):
+    config = _config(tmp_path, """\
+        tables:
+          events: {uri: nowhere/at/all, manifest: {incremental: false}}
+        """)
+    status, out = _run(capsys, "cleanup-log", str(table), "--config", config, "--table", "events", "--dry-run")
+    assert status == 0, out
+    assert out["dry_run"] is True
+
+
+@pytest.mark.parametrize("argv,body,needle", [
+    (["vacuum", "--table", "nosuch"], "tables: {events: {uri: data/events}}", "no table 'nosuch' (tables: events)"),
+    (["vacuum"], "tables: {events: {uri: data/events}}", "--config needs --table"),
+    (["compact", "--table", "events"], "tables: {events: {uri: data/events, compact: {target_size: 12XB}}}",
+     "is not a size"),
+    (["vacuum", "--table", "events"], "tables: {events: {uri: data/events, vacuum: {retention_hours: soon}}}",
+     "is not an interval"),
+    (["zorder", "--table", "events"], "tables: {events: {uri: data/events, zorder: {curve: hilbert}}}",
+     "zorder needs columns"),
+    (["manifest", "--table", "events"], "tables: {events: {uri: {env: POLICY_TEST_UNSET_VAR}}}",
+     "POLICY_TEST_UNSET_VAR"),
+    (["manifest", "--table", "events"], "tables: [events]", "has no 'tables' mapping"),
+])
+def test_bad_policy_is_a_config_error_and_nothing_is_written(tmp_path, table, capsys, monkeypatch, argv, body,
+                                                             needle):
+    monkeypatch.delenv("POLICY_TEST_UNSET_VAR", raising=False)
+    config = _config(tmp_path, body)
+    before = listing(str(tmp_path))
+    status, out = _run(capsys, *argv, "--config", config)
+    assert status == 2 and out["error"]["kind"] == "config"
+    assert needle in out["error"]["message"]
+    assert listing(str(tmp_path)) == before
+
+
+def test_table_without_config_uses_the_code_locations_variable(tmp_path, table, capsys, monkeypatch):
+    monkeypatch.delenv("DELTA_MAINTENANCE_TABLES", raising=False)
+    status, out = _run(capsys, "manifest", "--table", "events")
+    assert status == 2 and "--config FILE (or $DELTA_MAINTENANCE_TABLES)" in out["error"]["message"]
+    monkeypatch.setenv("DELTA_MAINTENANCE_TABLES",
+                       _config(tmp_path, "tables: {events: {uri: data/events, checkpoint: {cleanup_log: true}}}"))
+    status, out = _run(capsys, "checkpoint", "--table", "events")
+    assert status == 0, out
+    assert out["version"] == 1 and out["cleanup_log"]["dry_run"] is False  # the policy's cleanup_log ran
+    assert (table / "_delta_log" / "00000000000000000001.checkpoint.parquet").is_file()
