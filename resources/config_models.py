@@ -34,6 +34,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
+from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.options import (
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     CheckpointOptions,
@@ -49,13 +50,18 @@ from delta_core.model.clustering import MAX_CLUSTERING_COLUMNS
 from delta_core.model.sizes import parse_size
 from delta_core.model.table_properties import (
     DEFAULT_CHECKPOINT_INTERVAL,
+    DEFAULT_DELETED_FILE_RETENTION,
     parse_interval,
 )
 from resources.config_records import (
+    DEFAULT_ADVISOR_COOLDOWN_MINUTES,
+    DEFAULT_ADVISOR_INTERVAL_SECONDS,
     DEFAULT_COMPACT_CRON,
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_VACUUM_CRON,
+    DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
+    AdvisorPolicy,
     CheckpointPolicy,
     ClusterPolicy,
     CompactLogPolicy,
@@ -131,6 +137,17 @@ def _predicate(value: str) -> str:
     except ConfigError as exc:
         raise _invalid(str(exc)) from None
     return value
+
+
+def short_retention_error(retention_hours: float | None, floor_hours: float, *, opted_in: bool,
+                          whose: str) -> str | None:
+    """Why a vacuum retention below ``floor_hours`` is refused without ``allow_short_retention: true``."""
+    if retention_hours is None or retention_hours >= floor_hours or opted_in:
+        return None
+    return (f"retention_hours {retention_hours:g} is below {whose} deleted-file retention "
+                       f"({floor_hours:g} hours): files still needed by readers of recent versions or by "
+                       "running writers could be deleted. Raise it, or add allow_short_retention: true "
+            "if nothing else reads or writes the table")
 
 
 def _asset_key(value: str) -> str:
@@ -245,10 +262,24 @@ class VacuumSection(_Model):
                                                                     "Default: delta.deletedFileRetentionDuration.")
     dry_run: bool = False
     cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
+    allow_short_retention: bool = Field(
+        default=False, description="Opt in to a retention_hours below the table's "
+                                   "delta.deletedFileRetentionDuration (default 7 days): files that readers "
+                                   "of recent versions or running writers still need may be deleted.")
+
+    @model_validator(mode="after")
+    def _short_retention_needs_opt_in(self) -> VacuumSection:
+        # The table's own retention is checked at definitions load (resources.table_checks); the
+        # file alone can already refuse one below the protocol's default.
+        error = short_retention_error(self.retention_hours, DEFAULT_DELETED_FILE_RETENTION.total_seconds() / 3600.0,
+                                      opted_in=self.allow_short_retention, whose="the default")
+        if error is not None:
+            raise _invalid(error)
+        return self
 
     def to_policy(self) -> VacuumPolicy:
         return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
-            retention_hours=self.retention_hours, dry_run=self.dry_run))
+            retention_hours=self.retention_hours, dry_run=self.dry_run, force=self.allow_short_retention))
 
 
 class CheckpointSection(_Model):
@@ -312,6 +343,51 @@ class CompactLogSection(_Model):
         return CompactLogPolicy(enabled=self.enabled, options=CompactLogOptions(min_commits=self.min_commits))
 
 
+_HEALTH_DEFAULTS = HealthPolicy()
+Ratio = Annotated[float, Field(ge=0, le=1)]
+
+
+class AdvisorSection(_Model):
+    """Policy-driven maintenance: with ``mode: auto`` the table's advisor sensor requests a run
+    of each enabled operation whose threshold is crossed (``delta_core.health``); ``schedule``
+    (default) leaves it to the crons."""
+
+    mode: Literal["schedule", "auto"] = "schedule"
+    interval_seconds: int = Field(default=DEFAULT_ADVISOR_INTERVAL_SECONDS, gt=0,
+                                  description="Seconds between the advisor's health checks.")
+    cooldown_minutes: float = Field(default=DEFAULT_ADVISOR_COOLDOWN_MINUTES, ge=0,
+                                    description="Minutes after an advised run of an operation before "
+                                                "the next of the same operation on this table.")
+    compact_small_file_ratio: Ratio = Field(default=_HEALTH_DEFAULTS.compact_small_file_ratio,
+                                            description="Compact when more than this share of files is small ...")
+    compact_min_small_files: int = Field(default=_HEALTH_DEFAULTS.compact_min_small_files, ge=0,
+                                         description="... or when more files than this are small.")
+    purge_deleted_rows_ratio: Ratio = Field(default=_HEALTH_DEFAULTS.purge_deleted_rows_ratio,
+                                            description="Purge when deletion vectors delete more than "
+                                                        "this share of rows.")
+    skip_ratio_floor: Ratio = Field(default=_HEALTH_DEFAULTS.skip_ratio_floor,
+                                    description="Z-order/cluster when the point-query skip ratio on the "
+                                                "configured columns is below this.")
+    vacuum_min_reclaimable_bytes: Size = Field(default=_HEALTH_DEFAULTS.vacuum_min_reclaimable_bytes,
+                                               description="Vacuum when at least this much is reclaimable.")
+    vacuum_min_interval_hours: Hours = Field(default=DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
+                                             description="Vacuum at most this often (default daily).")
+
+    def to_policy(self, *, target_size: int | None, min_file_size: int | None,
+                  checkpoint_interval: int | None) -> AdvisorPolicy:
+        """The record; ``checkpoint_interval`` None: the table's delta.checkpointInterval."""
+        health = HealthPolicy(
+            target_file_size=target_size, min_file_size=min_file_size,
+            compact_small_file_ratio=self.compact_small_file_ratio,
+            compact_min_small_files=self.compact_min_small_files,
+            purge_deleted_rows_ratio=self.purge_deleted_rows_ratio, skip_ratio_floor=self.skip_ratio_floor,
+            checkpoint_interval=checkpoint_interval,
+            vacuum_min_reclaimable_bytes=self.vacuum_min_reclaimable_bytes)
+        return AdvisorPolicy(mode=self.mode, interval_seconds=self.interval_seconds,
+                             cooldown_minutes=self.cooldown_minutes,
+                             vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health)
+
+
 class SensorSection(_Model):
     """The table's log sensor. On by default."""
 
@@ -355,6 +431,7 @@ class TableSection(_Model):
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
     cluster: OnOff[ClusterSection] | None = None  # on when given
     compact_log: OnOff[CompactLogSection] | None = None  # off unless given
+    advisor: AdvisorSection = Field(default_factory=AdvisorSection)
 
 
 class SparkSection(_Model):
@@ -435,6 +512,10 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
             assets=tuple(t.downstream.assets)),
         cluster=t.cluster.to_policy() if t.cluster is not None else ClusterPolicy(),
         compact_log=t.compact_log.to_policy() if t.compact_log is not None else CompactLogPolicy(),
+        # An interval written in tables.yaml wins; else the advisor follows delta.checkpointInterval.
+        advisor=t.advisor.to_policy(
+            target_size=t.compact.target_size, min_file_size=t.compact.min_file_size,
+            checkpoint_interval=t.checkpoint.interval if "interval" in t.checkpoint.model_fields_set else None),
     )
 
 
