@@ -59,6 +59,19 @@ def _ensure_instance(home: pathlib.Path) -> None:
     os.environ["DAGSTER_HOME"] = str(home)
 
 
+def short_retention_notice(retention_hours: float, table_hours: float) -> str | None:
+    """What the demo prints when its vacuum retention is below the table's: it then opts in
+    (``force``), as tables.yaml would need ``allow_short_retention: true``."""
+    from resources.config_models import short_retention_error
+
+    if short_retention_error(retention_hours, table_hours, opted_in=False, whose="the table's") is None:
+        return None
+    return (f"Note: this run vacuums with a SHORT retention ({retention_hours:g} hours, below the table's "
+            f"{table_hours:g} hours), opting in with force=True: safe only because nothing else reads or "
+            "writes the demo table. Scheduled runs keep tables.yaml's retention; a shorter one there needs "
+            "allow_short_retention: true.")
+
+
 def _line(label: str, before: str, after: str) -> str:
     return f"  {label:<22}{before:>16}  ->  {after:<16}"
 
@@ -98,8 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     defs = build_definitions(config)
     job = defs.resolve_job_def(maintenance_job_name(TABLE_NAME))
     vacuum = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, VACUUM.name))
+    notice = short_retention_notice(args.vacuum_retention_hours,
+                                    table.snapshot().properties.deleted_file_retention.total_seconds() / 3600.0)
+    if notice is not None:
+        print(notice, flush=True)
     run_config = op_run_config(vacuum, {"retention_hours": args.vacuum_retention_hours,
-                                        "force": args.vacuum_retention_hours < 168})
+                                        "force": notice is not None})
     instance = DagsterInstance.get()
     print(f"Running job {job.name} in-process (Dagster instance {home}) ...", flush=True)
     t1 = time.monotonic()

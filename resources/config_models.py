@@ -258,24 +258,26 @@ class VacuumSection(_Model):
     """Delete unreferenced files older than the retention. On by default."""
 
     enabled: bool = True
-    retention_hours: Hours | None = Field(default=None, description="Hours, or an interval like '7 days'. "
-                                                                    "Default: delta.deletedFileRetentionDuration.")
-    dry_run: bool = False
-    cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
+    # Before retention_hours, whose validator reads it.
     allow_short_retention: bool = Field(
         default=False, description="Opt in to a retention_hours below the table's "
                                    "delta.deletedFileRetentionDuration (default 7 days): files that readers "
                                    "of recent versions or running writers still need may be deleted.")
+    retention_hours: Hours | None = Field(default=None, description="Hours, or an interval like '7 days'. "
+                                                                    "Default: delta.deletedFileRetentionDuration.")
+    dry_run: bool = False
+    cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
 
-    @model_validator(mode="after")
-    def _short_retention_needs_opt_in(self) -> VacuumSection:
+    @field_validator("retention_hours")
+    @classmethod
+    def _short_retention_needs_opt_in(cls, hours: float | None, info: ValidationInfo) -> float | None:
         # The table's own retention is checked at definitions load (resources.table_checks); the
         # file alone can already refuse one below the protocol's default.
-        error = short_retention_error(self.retention_hours, DEFAULT_DELETED_FILE_RETENTION.total_seconds() / 3600.0,
-                                      opted_in=self.allow_short_retention, whose="the default")
+        error = short_retention_error(hours, DEFAULT_DELETED_FILE_RETENTION.total_seconds() / 3600.0,
+                                      opted_in=info.data.get("allow_short_retention", False), whose="the default")
         if error is not None:
             raise _invalid(error)
-        return self
+        return hours
 
     def to_policy(self) -> VacuumPolicy:
         return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
