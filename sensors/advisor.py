@@ -9,7 +9,9 @@ files and tombstones it counts) with the table's thresholds (``AdvisorPolicy.hea
 - the last one ended less than ``cooldown_minutes`` ago (vacuum: ``vacuum_min_interval_hours``,
   if longer: at most daily by default);
 - the sensor already requested it at this table version (cursor; the run key says the same,
-  so the daemon also drops a repeat).
+  so the daemon also drops a repeat);
+- it is a checkpoint and the table's log sensor is on: that sensor requests checkpoints as
+  the commits land (``checkpoint.interval``, else ``delta.checkpointInterval`` here).
 
 The run's tags carry the reason, the estimated gain and the health figures. Schedules stay for
 fixed times. A global limit on advised runs is Dagster's own run queue: each advised run carries
@@ -38,7 +40,7 @@ from dagster import (
 from assets.maintenance import TABLE_TAG
 from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.report import HealthReport, table_health
-from delta_core.maintenance.operations import OPERATIONS, VACUUM
+from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS, VACUUM
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
@@ -139,6 +141,10 @@ def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
             job = jobs.operations.get(op) if op is not None else None
             if op is None or job is None:
                 continue  # not enabled for this table (or not a job, like cleanup-log)
+            if op == CHECKPOINT.name and table.sensor.enabled:
+                # The log sensor requests checkpoints as the commits land; two requesters would race.
+                held.append(f"{op}: left to the log sensor")
+                continue
             if requested.get(op) == report.version:
                 held.append(f"{op}: already requested at version {report.version}")
                 continue

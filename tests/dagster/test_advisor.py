@@ -127,6 +127,15 @@ def test_one_run_at_a_time_and_cool_down(known_table, tables_yaml):
         assert _jobs(_tick(defs, instance, None)) == ["events_compact", "events_vacuum"]
 
 
+def test_checkpoints_are_left_to_the_log_sensor_when_it_is_on(known_table, tables_yaml):
+    text = _config(known_table.uri).replace("    sensor: false\n", "")
+    defs = build_definitions(tables_yaml(text))
+    with instance_for_test() as instance:
+        tick = _tick(defs, instance, None)
+        assert _jobs(tick) == ["events_compact", "events_vacuum"]
+        assert "checkpoint" not in parse_advisor_cursor(tick.cursor)
+
+
 def test_manual_mode_builds_no_advisor(known_table, tables_yaml):
     text = _config(known_table.uri).replace("advisor: {mode: auto}", "advisor: {mode: schedule}")
     defs = build_definitions(tables_yaml(text))
