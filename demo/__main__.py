@@ -22,6 +22,7 @@ from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VAC
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
 TABLE_DIR = pathlib.Path("demo_data") / TABLE_NAME
+DEMO_MAX_ADVISED_RUNS = 2  # advisor runs in progress at once, across tables
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -55,7 +56,15 @@ def _prepare_config(root: pathlib.Path) -> pathlib.Path:
 
 def _ensure_instance(home: pathlib.Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch(exist_ok=True)
+    instance_yaml = home / "dagster.yaml"
+    if not instance_yaml.exists():
+        # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor).
+        import yaml
+
+        from sensors.advisor import advisor_run_limits
+
+        limits = advisor_run_limits(max_concurrent_runs=DEMO_MAX_ADVISED_RUNS)
+        instance_yaml.write_text(yaml.safe_dump({"concurrency": limits}, sort_keys=False), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
 
 

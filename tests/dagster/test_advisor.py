@@ -169,3 +169,16 @@ def test_bad_cursor_and_limit_are_refused():
         parse_advisor_cursor("7")
     with pytest.raises(ConfigError, match="must be positive"):
         advisor_run_limits(max_concurrent_runs=0)
+
+
+def test_the_demo_instance_bounds_advised_runs(tmp_path, monkeypatch):
+    from dagster import DagsterInstance
+
+    from demo.__main__ import DEMO_MAX_ADVISED_RUNS, _ensure_instance
+
+    monkeypatch.setenv("DAGSTER_HOME", str(tmp_path / "home"))  # restored after the test
+    _ensure_instance(tmp_path / "home")
+    with DagsterInstance.from_config(str(tmp_path / "home")) as instance:
+        limits = instance.get_concurrency_config().run_queue_config.tag_concurrency_limits
+    assert {"key": ADVISOR_TAG, "limit": DEMO_MAX_ADVISED_RUNS} in limits
+    assert {"key": TABLE_OPERATION_TAG, "value": {"applyLimitPerUniqueValue": True}, "limit": 1} in limits
