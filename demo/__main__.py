@@ -22,6 +22,7 @@ from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VAC
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
 TABLE_DIR = pathlib.Path("demo_data") / TABLE_NAME
+DEMO_MAX_ADVISED_RUNS = 2  # advisor runs in progress at once, across tables
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -55,8 +56,29 @@ def _prepare_config(root: pathlib.Path) -> pathlib.Path:
 
 def _ensure_instance(home: pathlib.Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
-    (home / "dagster.yaml").touch(exist_ok=True)
+    instance_yaml = home / "dagster.yaml"
+    if not instance_yaml.exists():
+        # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor).
+        import yaml
+
+        from sensors.advisor import advisor_run_limits
+
+        limits = advisor_run_limits(max_concurrent_runs=DEMO_MAX_ADVISED_RUNS)
+        instance_yaml.write_text(yaml.safe_dump({"concurrency": limits}, sort_keys=False), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
+
+
+def short_retention_notice(retention_hours: float, table_hours: float) -> str | None:
+    """What the demo prints when its vacuum retention is below the table's: it then opts in
+    (``force``), as tables.yaml would need ``allow_short_retention: true``."""
+    from resources.config_models import short_retention_error
+
+    if short_retention_error(retention_hours, table_hours, opted_in=False, whose="the table's") is None:
+        return None
+    return (f"Note: this run vacuums with a SHORT retention ({retention_hours:g} hours, below the table's "
+            f"{table_hours:g} hours), opting in with force=True: safe only because nothing else reads or "
+            "writes the demo table. Scheduled runs keep tables.yaml's retention; a shorter one there needs "
+            "allow_short_retention: true.")
 
 
 def _line(label: str, before: str, after: str) -> str:
@@ -98,8 +120,12 @@ def main(argv: list[str] | None = None) -> int:
     defs = build_definitions(config)
     job = defs.resolve_job_def(maintenance_job_name(TABLE_NAME))
     vacuum = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, VACUUM.name))
+    notice = short_retention_notice(args.vacuum_retention_hours,
+                                    table.snapshot().properties.deleted_file_retention.total_seconds() / 3600.0)
+    if notice is not None:
+        print(notice, flush=True)
     run_config = op_run_config(vacuum, {"retention_hours": args.vacuum_retention_hours,
-                                        "force": args.vacuum_retention_hours < 168})
+                                        "force": notice is not None})
     instance = DagsterInstance.get()
     print(f"Running job {job.name} in-process (Dagster instance {home}) ...", flush=True)
     t1 = time.monotonic()

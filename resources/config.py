@@ -18,10 +18,12 @@ section but ``tables`` optional; an operation's section is named by its registry
           client_kwargs: {endpoint_url: "http://127.0.0.1:9000"}
         compact: {target_size: 128MB, where: "date >= '2024-01-01'", cron: "0 2 * * *"}
         zorder: {columns: [user_id, ts], curve: zorder, cron: "0 4 * * 6"}
-        vacuum: {retention_hours: 168, dry_run: false, cron: "0 3 * * 0"}
+        vacuum: {retention_hours: 168, dry_run: false, cron: "0 3 * * 0"}  # shorter than the
+                                      # table's needs allow_short_retention: true
         checkpoint: {interval: 10, cleanup_log: false}
         manifest: {enabled: true}
         sensor: {interval_seconds: 30}
+        advisor: {mode: auto, cooldown_minutes: 60, compact_small_file_ratio: 0.3}  # sensors/advisor.py
         downstream:
           daily_summary: {date_column: event_date}
           assets: ["other/asset"]

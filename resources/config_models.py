@@ -33,6 +33,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
+from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.options import (
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     CheckpointOptions,
@@ -50,12 +51,17 @@ from delta_core.model.clustering import MAX_CLUSTERING_COLUMNS
 from delta_core.model.sizes import parse_size
 from delta_core.model.table_properties import (
     DEFAULT_CHECKPOINT_INTERVAL,
+    DEFAULT_DELETED_FILE_RETENTION,
 )
 from resources.config_records import (
+    DEFAULT_ADVISOR_COOLDOWN_MINUTES,
+    DEFAULT_ADVISOR_INTERVAL_SECONDS,
     DEFAULT_COMPACT_CRON,
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_VACUUM_CRON,
+    DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
+    AdvisorPolicy,
     CheckpointPolicy,
     ClusterPolicy,
     CompactLogPolicy,
@@ -126,6 +132,17 @@ def _predicate(value: str) -> str:
     except ConfigError as exc:
         raise _invalid(str(exc)) from None
     return value
+
+
+def short_retention_error(retention_hours: float | None, floor_hours: float, *, opted_in: bool,
+                          whose: str) -> str | None:
+    """Why a vacuum retention below ``floor_hours`` is refused without ``allow_short_retention: true``."""
+    if retention_hours is None or retention_hours >= floor_hours or opted_in:
+        return None
+    return (f"retention_hours {retention_hours:g} is below {whose} deleted-file retention "
+                       f"({floor_hours:g} hours): files still needed by readers of recent versions or by "
+                       "running writers could be deleted. Raise it, or add allow_short_retention: true "
+            "if nothing else reads or writes the table")
 
 
 def _asset_key(value: str) -> str:
@@ -236,14 +253,30 @@ class VacuumSection(_Model):
     """Delete unreferenced files older than the retention. On by default."""
 
     enabled: bool = True
+    # Before retention_hours, whose validator reads it.
+    allow_short_retention: bool = Field(
+        default=False, description="Opt in to a retention_hours below the table's "
+                                   "delta.deletedFileRetentionDuration (default 7 days): files that readers "
+                                   "of recent versions or running writers still need may be deleted.")
     retention_hours: Hours | None = Field(default=None, description="Hours, or an interval like '7 days'. "
                                                                     "Default: delta.deletedFileRetentionDuration.")
     dry_run: bool = False
     cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
 
+    @field_validator("retention_hours")
+    @classmethod
+    def _short_retention_needs_opt_in(cls, hours: float | None, info: ValidationInfo) -> float | None:
+        # The table's own retention is checked at definitions load (resources.table_checks); the
+        # file alone can already refuse one below the protocol's default.
+        error = short_retention_error(hours, DEFAULT_DELETED_FILE_RETENTION.total_seconds() / 3600.0,
+                                      opted_in=info.data.get("allow_short_retention", False), whose="the default")
+        if error is not None:
+            raise _invalid(error)
+        return hours
+
     def to_policy(self) -> VacuumPolicy:
         return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
-            retention_hours=self.retention_hours, dry_run=self.dry_run))
+            retention_hours=self.retention_hours, dry_run=self.dry_run, force=self.allow_short_retention))
 
 
 class CheckpointSection(_Model):
@@ -324,6 +357,51 @@ class PurgeSection(_Model):
             where=self.where, max_deleted_rows_ratio=self.max_deleted_rows_ratio))
 
 
+_HEALTH_DEFAULTS = HealthPolicy()
+Ratio = Annotated[float, Field(ge=0, le=1)]
+
+
+class AdvisorSection(_Model):
+    """Policy-driven maintenance: with ``mode: auto`` the table's advisor sensor requests a run
+    of each enabled operation whose threshold is crossed (``delta_core.health``); ``schedule``
+    (default) leaves it to the crons."""
+
+    mode: Literal["schedule", "auto"] = "schedule"
+    interval_seconds: int = Field(default=DEFAULT_ADVISOR_INTERVAL_SECONDS, gt=0,
+                                  description="Seconds between the advisor's health checks.")
+    cooldown_minutes: float = Field(default=DEFAULT_ADVISOR_COOLDOWN_MINUTES, ge=0,
+                                    description="Minutes after an advised run of an operation before "
+                                                "the next of the same operation on this table.")
+    compact_small_file_ratio: Ratio = Field(default=_HEALTH_DEFAULTS.compact_small_file_ratio,
+                                            description="Compact when more than this share of files is small ...")
+    compact_min_small_files: int = Field(default=_HEALTH_DEFAULTS.compact_min_small_files, ge=0,
+                                         description="... or when more files than this are small.")
+    purge_deleted_rows_ratio: Ratio = Field(default=_HEALTH_DEFAULTS.purge_deleted_rows_ratio,
+                                            description="Purge when deletion vectors delete more than "
+                                                        "this share of rows.")
+    skip_ratio_floor: Ratio = Field(default=_HEALTH_DEFAULTS.skip_ratio_floor,
+                                    description="Z-order/cluster when the point-query skip ratio on the "
+                                                "configured columns is below this.")
+    vacuum_min_reclaimable_bytes: Size = Field(default=_HEALTH_DEFAULTS.vacuum_min_reclaimable_bytes,
+                                               description="Vacuum when at least this much is reclaimable.")
+    vacuum_min_interval_hours: Hours = Field(default=DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
+                                             description="Vacuum at most this often (default daily).")
+
+    def to_policy(self, *, target_size: int | None, min_file_size: int | None,
+                  checkpoint_interval: int | None) -> AdvisorPolicy:
+        """The record; ``checkpoint_interval`` None: the table's delta.checkpointInterval."""
+        health = HealthPolicy(
+            target_file_size=target_size, min_file_size=min_file_size,
+            compact_small_file_ratio=self.compact_small_file_ratio,
+            compact_min_small_files=self.compact_min_small_files,
+            purge_deleted_rows_ratio=self.purge_deleted_rows_ratio, skip_ratio_floor=self.skip_ratio_floor,
+            checkpoint_interval=checkpoint_interval,
+            vacuum_min_reclaimable_bytes=self.vacuum_min_reclaimable_bytes)
+        return AdvisorPolicy(mode=self.mode, interval_seconds=self.interval_seconds,
+                             cooldown_minutes=self.cooldown_minutes,
+                             vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health)
+
+
 class SensorSection(_Model):
     """The table's log sensor. On by default."""
 
@@ -368,6 +446,7 @@ class TableSection(_Model):
     cluster: OnOff[ClusterSection] | None = None  # on when given
     compact_log: OnOff[CompactLogSection] | None = None  # off unless given
     purge: OnOff[PurgeSection] | None = None  # on when given
+    advisor: AdvisorSection = Field(default_factory=AdvisorSection)
 
 
 class SparkSection(_Model):
@@ -442,6 +521,10 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         cluster=t.cluster.to_policy() if t.cluster is not None else ClusterPolicy(),
         compact_log=t.compact_log.to_policy() if t.compact_log is not None else CompactLogPolicy(),
         purge=t.purge.to_policy() if t.purge is not None else PurgePolicy(),
+        # An interval written in tables.yaml wins; else the advisor follows delta.checkpointInterval.
+        advisor=t.advisor.to_policy(
+            target_size=t.compact.target_size, min_file_size=t.compact.min_file_size,
+            checkpoint_interval=t.checkpoint.interval if "interval" in t.checkpoint.model_fields_set else None),
     )
 
 

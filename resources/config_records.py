@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from delta_core.errors import ConfigError
+from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.operations import OPERATIONS, operation
 from delta_core.maintenance.options import (
     CheckpointOptions,
@@ -29,6 +30,9 @@ DEFAULT_COMPACT_CRON = "0 2 * * *"  # daily 02:00
 DEFAULT_VACUUM_CRON = "0 3 * * 0"  # weekly, Sunday 03:00
 DEFAULT_SENSOR_INTERVAL_SECONDS = 30
 DEFAULT_MAX_COMMITS_PER_TICK = 1000
+DEFAULT_ADVISOR_INTERVAL_SECONDS = 300
+DEFAULT_ADVISOR_COOLDOWN_MINUTES = 60.0
+DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # the issue's "vacuum at most daily"
 
 
 class TableConfigError(ConfigError):
@@ -131,6 +135,22 @@ class ClusterPolicy:
     options: ClusterOptions = ClusterOptions()
 
 
+@dataclass(frozen=True, slots=True)
+class AdvisorPolicy:
+    """When the advisor sensor requests maintenance: ``health`` holds the thresholds
+    (``delta_core.health``'s own policy record), the rest its pacing."""
+
+    mode: str = "schedule"  # "auto": the advisor sensor requests the runs that pay off
+    interval_seconds: int = DEFAULT_ADVISOR_INTERVAL_SECONDS
+    cooldown_minutes: float = DEFAULT_ADVISOR_COOLDOWN_MINUTES
+    vacuum_min_interval_hours: float = DEFAULT_VACUUM_MIN_INTERVAL_HOURS
+    health: HealthPolicy = HealthPolicy()
+
+    @property
+    def auto(self) -> bool:
+        return self.mode == "auto"
+
+
 Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy | \
     CompactLogPolicy | PurgePolicy
 
@@ -151,6 +171,7 @@ class TableConfig:
     cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
     compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
     purge: PurgePolicy = field(default_factory=PurgePolicy)
+    advisor: AdvisorPolicy = field(default_factory=AdvisorPolicy)
 
     def policy(self, name: str) -> Policy | None:
         """The policy of registry operation ``name``; None when tables.yaml has no section for it."""

@@ -4,7 +4,8 @@
 needs a table's schema is checked here, with the very functions the runs use, so a typo fails
 ``dagster definitions validate`` instead of a scheduled run: a ``where`` predicate may only
 name partition columns (``parse_predicate``), and Z-order and clustering columns must be data
-columns of the schema with statistics (``zorder_plan.validate_columns``). Each failure is a
+columns of the schema with statistics (``zorder_plan.validate_columns``), and a vacuum retention below the table's
+``delta.deletedFileRetentionDuration`` needs ``allow_short_retention: true``. Each failure is a
 ``TableConfigError`` naming the file, the table and the field.
 
 Only protocol and metadata are read (``DeltaTable.protocol_and_metadata``: no file actions).
@@ -23,13 +24,14 @@ import os
 from collections.abc import Callable
 
 from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
-from delta_core.maintenance.operations import CLUSTER, COMPACT, PURGE, ZORDER
+from delta_core.maintenance.operations import CLUSTER, COMPACT, PURGE, VACUUM, ZORDER
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.maintenance.zorder_plan import validate_columns
 from delta_core.model.actions import Metadata
 from delta_core.model.schema import StructType
 from delta_core.model.table_properties import TableProperties
 from resources.config import EnvRef, MaintenanceConfig, TableConfig, TableConfigError
+from resources.config_models import short_retention_error
 from resources.delta_table import DeltaTableResource
 
 log = logging.getLogger(__name__)
@@ -69,6 +71,14 @@ def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) 
             check()
         except ConfigError as exc:
             raise TableConfigError(str(exc), path=source, table=table.name, field=field) from None
+    if table.vacuum.enabled:
+        # A table may keep removed files longer than the protocol's default: a shorter
+        # retention in tables.yaml needs the same opt-in against the table's own.
+        table_hours = TableProperties(metadata.configuration).deleted_file_retention.total_seconds() / 3600.0
+        error = short_retention_error(table.vacuum.options.retention_hours, table_hours,
+                                      opted_in=table.vacuum.options.force, whose="the table's")
+        if error is not None:
+            raise TableConfigError(error, path=source, table=table.name, field=f"{VACUUM.policy_key}.retention_hours")
 
 
 def _read_metadata(table: TableConfig) -> Metadata | None:

@@ -42,6 +42,7 @@ from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
 from schedules import op_run_config, policy_run_config
+from sensors.advisor import build_advisor_sensor
 
 TRIGGER_TAG = "delta_maintenance/trigger"
 VERSION_TAG = "delta_maintenance/version"
@@ -199,9 +200,10 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
 
 
 def build_sensors(tables: Iterable[tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]]) -> list[SensorDefinition]:
+    """Each table's log sensor and, with ``advisor.mode: auto``, its advisor sensor (``sensors.advisor``)."""
     out = []
     for table, jobs, assets_by_op in tables:
-        s = build_table_sensor(table, jobs, assets_by_op)
-        if s is not None:
-            out.append(s)
+        for s in (build_table_sensor(table, jobs, assets_by_op), build_advisor_sensor(table, jobs, assets_by_op)):
+            if s is not None:
+                out.append(s)
     return out

@@ -28,6 +28,8 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     for label in ("Delta version", "live files", "total size", "median file size", "partitions"):
         assert label in text
     assert "succeeded" in text
+    # its vacuum retention (0 hours) is below the table's 168: the demo says so (issue 13 §14)
+    assert "SHORT retention (0 hours, below the table's 168 hours)" in text
     for step in ("compact", "zorder", "vacuum", "checkpoint", "manifest"):
         assert f"  {step} " in text
     assert "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000" in text
