@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
-from delta_core.model.schema import ArrayType, DataType, MapType, StructType
+
+if TYPE_CHECKING:
+    from delta_core.model.schema import DataType
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,6 +90,8 @@ def txn_details(snapshot: Any) -> dict[str, dict[str, Any]]:
 
 
 def _type_text(t: DataType) -> str:
+    from delta_core.model.schema import ArrayType, MapType, StructType  # deferred: pyarrow
+
     if isinstance(t, StructType):
         return "struct<" + ", ".join(f"{f.name}: {_type_text(f.type)}" for f in t.fields) + ">"
     if isinstance(t, ArrayType):

@@ -24,9 +24,7 @@ from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_parser
 from delta_core.errors import UsageError
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT_LOG
-from delta_core.write.checkpoint_sidecars import DEFAULT_SIDECAR_THRESHOLD
-from delta_core.write.checkpoint_write import write_checkpoint
-from delta_core.write.log_cleanup import cleanup_log
+from delta_core.maintenance.options import DEFAULT_SIDECAR_THRESHOLD
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,6 +69,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
         from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
 
         writer = spark_sidecar_writer(_spark(args))  # a factory: Spark starts only for sidecars
+    from delta_core.write.checkpoint_write import write_checkpoint  # deferred: pyarrow, fsspec
+
     result = write_checkpoint(open_table(args), version=args.version, sidecar_threshold=args.sidecar_threshold,
                               sidecar_writer=writer)
     emit({"version": result.version, "size": result.size, "size_in_bytes": result.size_in_bytes,
@@ -79,6 +79,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup_log(args: argparse.Namespace) -> int:
+    from delta_core.write.log_cleanup import cleanup_log  # deferred: pyarrow, fsspec
+
     result = cleanup_log(open_table(args), dry_run=args.dry_run,
                          ignore_log_cleanup_disabled=args.ignore_log_cleanup_disabled)
     emit(result.to_dict(), args.json)
