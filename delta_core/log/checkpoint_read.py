@@ -75,6 +75,11 @@ class CheckpointState:
     _json_bodies: dict[str, list[dict[str, Any]]] = field(default_factory=dict, compare=False, repr=False)
 
 
+# Parquet pages are streamed through a buffer of this size instead of loading each column chunk
+# whole: a checkpoint of millions of files is one row group of hundreds of MB.
+_READ_BUFFER = 1 << 20
+
+
 def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
     try:
         return storage.read(key)
@@ -96,7 +101,8 @@ def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes
     try:
         # INT96 (Spark's default timestamp encoding, found in stats_parsed and
         # partitionValues_parsed) decoded as nanoseconds wraps outside 1677-2262.
-        return fh, pq.ParquetFile(fh, coerce_int96_timestamp_unit="us")
+        return fh, pq.ParquetFile(fh, coerce_int96_timestamp_unit="us", buffer_size=_READ_BUFFER,
+                                  pre_buffer=False)
     except (pa.ArrowInvalid, OSError) as exc:
         fh.close()
         raise CorruptLogError(
@@ -105,7 +111,7 @@ def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes
         ) from exc
 
 
-def _actions_from_column(column: pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
+def _actions_from_column(column: pa.Array | pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
     presence = _NON_FILE[key]
     mask = pc.is_valid(pc.struct_field(column, presence)) if column.type.get_field_index(presence) >= 0 else None
     if mask is None:
@@ -181,9 +187,10 @@ def read_checkpoint_state(storage: Storage, files: Sequence[LogPath]) -> Checkpo
             names = [n for n in _NON_FILE if pf.schema_arrow.get_field_index(n) >= 0]
             if not names:
                 continue
-            table = _read_columns(pf, names, storage.uri(f.key), version)
-            for name in names:
-                actions.extend(_actions_from_column(table[name], name, source=storage.uri(f.key)))
+            # Streamed: these columns are null in nearly every row, yet whole they cost 100+ MB.
+            for batch in _iter_batches(pf, names, storage.uri(f.key), version):
+                for name in names:
+                    actions.extend(_actions_from_column(batch.column(name), name, source=storage.uri(f.key)))
         finally:
             fh.close()
     return _state_from_actions(version, actions)
