@@ -9,8 +9,10 @@ follow the V2 spec too, so ``sidecar`` is honoured wherever it appears).
 Reading is split in two so the protocol gate runs before any file action is touched:
 ``read_checkpoint_state`` returns the few non-file actions (protocol, metaData, txn,
 domainMetadata, checkpointMetadata, sidecar); ``read_checkpoint_files`` returns the ``add``
-and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns needed; JSON
-``stats`` are synthesised from ``stats_parsed`` only for rows that lack them.
+and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns needed and
+stream batches of rows (a batch of only ``add`` rows becomes file rows without a copy), so a
+checkpoint of millions of files is never held both raw and converted; JSON ``stats`` are
+synthesised from ``stats_parsed`` only for rows that lack them.
 """
 
 from __future__ import annotations
