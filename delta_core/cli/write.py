@@ -27,9 +27,7 @@ from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_pa
 from delta_core.cli.policy import resolve_options
 from delta_core.errors import UsageError
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT_LOG
-from delta_core.write.checkpoint_sidecars import DEFAULT_SIDECAR_THRESHOLD
-from delta_core.write.checkpoint_write import write_checkpoint
-from delta_core.write.log_cleanup import cleanup_log
+from delta_core.maintenance.options import DEFAULT_SIDECAR_THRESHOLD
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -71,6 +69,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def cmd_checkpoint(args: argparse.Namespace) -> int:
+    from delta_core.write.checkpoint_write import write_checkpoint  # deferred: pyarrow, fsspec
+    from delta_core.write.log_cleanup import cleanup_log
     opts = resolve_options(args, CHECKPOINT)
     table = open_table(args)
     writer = None
@@ -89,6 +89,8 @@ def cmd_checkpoint(args: argparse.Namespace) -> int:
 
 
 def cmd_cleanup_log(args: argparse.Namespace) -> int:
+    from delta_core.write.log_cleanup import cleanup_log  # deferred: pyarrow, fsspec
+
     opts = resolve_options(args, CLEANUP_LOG)
     result = cleanup_log(open_table(args), dry_run=opts.dry_run,
                          ignore_log_cleanup_disabled=opts.ignore_log_cleanup_disabled)

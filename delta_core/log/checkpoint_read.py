@@ -9,13 +9,15 @@ follow the V2 spec too, so ``sidecar`` is honoured wherever it appears).
 Reading is split in two so the protocol gate runs before any file action is touched:
 ``read_checkpoint_state`` returns the few non-file actions (protocol, metaData, txn,
 domainMetadata, checkpointMetadata, sidecar); ``read_checkpoint_files`` returns the ``add``
-and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns needed; JSON
-``stats`` are synthesised from ``stats_parsed`` only for rows that lack them.
+and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns needed and
+stream batches of rows (a batch of only ``add`` rows becomes file rows without a copy), so a
+checkpoint of millions of files is never held both raw and converted; JSON ``stats`` are
+synthesised from ``stats_parsed`` only for rows that lack them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 from urllib.parse import unquote
@@ -75,6 +77,11 @@ class CheckpointState:
     _json_bodies: dict[str, list[dict[str, Any]]] = field(default_factory=dict, compare=False, repr=False)
 
 
+# Parquet pages are streamed through a buffer of this size instead of loading each column chunk
+# whole: a checkpoint of millions of files is one row group of hundreds of MB.
+_READ_BUFFER = 1 << 20
+
+
 def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
     try:
         return storage.read(key)
@@ -96,7 +103,8 @@ def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes
     try:
         # INT96 (Spark's default timestamp encoding, found in stats_parsed and
         # partitionValues_parsed) decoded as nanoseconds wraps outside 1677-2262.
-        return fh, pq.ParquetFile(fh, coerce_int96_timestamp_unit="us")
+        return fh, pq.ParquetFile(fh, coerce_int96_timestamp_unit="us", buffer_size=_READ_BUFFER,
+                                  pre_buffer=False)
     except (pa.ArrowInvalid, OSError) as exc:
         fh.close()
         raise CorruptLogError(
@@ -105,7 +113,7 @@ def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes
         ) from exc
 
 
-def _actions_from_column(column: pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
+def _actions_from_column(column: pa.Array | pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
     presence = _NON_FILE[key]
     mask = pc.is_valid(pc.struct_field(column, presence)) if column.type.get_field_index(presence) >= 0 else None
     if mask is None:
@@ -181,9 +189,10 @@ def read_checkpoint_state(storage: Storage, files: Sequence[LogPath]) -> Checkpo
             names = [n for n in _NON_FILE if pf.schema_arrow.get_field_index(n) >= 0]
             if not names:
                 continue
-            table = _read_columns(pf, names, storage.uri(f.key), version)
-            for name in names:
-                actions.extend(_actions_from_column(table[name], name, source=storage.uri(f.key)))
+            # Streamed: these columns are null in nearly every row, yet whole they cost 100+ MB.
+            for batch in _iter_batches(pf, names, storage.uri(f.key), version):
+                for name in names:
+                    actions.extend(_actions_from_column(batch.column(name), name, source=storage.uri(f.key)))
         finally:
             fh.close()
     return _state_from_actions(version, actions)
@@ -208,12 +217,13 @@ def _present_fields(pf: pq.ParquetFile, top: str) -> list[str]:
     return [js for js in mapping.values() if struct_type.get_field_index(js) >= 0]
 
 
-def _file_rows(column: pa.ChunkedArray, top: str, present: list[str]) -> tuple[pa.Table, pa.ChunkedArray]:
+def _file_rows(column: pa.Array, top: str, present: list[str]) -> tuple[pa.Table, pa.Array]:
     """The ``add`` or ``remove`` rows of one checkpoint column in our schema, and the row mask."""
     schema, mapping = (FILES_SCHEMA, ADD_FIELDS) if top == "add" else (TOMBSTONES_SCHEMA, REMOVE_FIELDS)
     # The ``path`` is required, so its presence marks a row holding this action.
     mask = pc.is_valid(pc.struct_field(column, "path"))
-    column = column.filter(mask)
+    if not pc.all(mask).as_py():  # a batch of adds only (the bulk of a checkpoint) is used uncopied
+        column = column.filter(mask)
     n = len(column)
     arrays = []
     for f in schema:
@@ -228,11 +238,13 @@ def _file_rows(column: pa.ChunkedArray, top: str, present: list[str]) -> tuple[p
 
 
 def _fill_stats(pf: pq.ParquetFile, files: pa.Table, mask: pa.ChunkedArray, source: str, version: int) -> pa.Table:
-    stats = files["stats"].combine_chunks()
+    # Kept in its chunks: combining copies every stats string (hundreds of MB at millions of files).
+    stats: pa.ChunkedArray | pa.Array = files["stats"]
     add_type = pf.schema_arrow.field("add").type
     if stats.null_count and add_type.get_field_index("stats_parsed") >= 0:
         parsed = _read_columns(pf, ["add.stats_parsed"], source, version)["add"]
         parsed = pc.struct_field(parsed.filter(mask), "stats_parsed").combine_chunks()
+        stats = stats.combine_chunks()
         # Synthesise only where JSON is missing and the struct is there: it is the slow part.
         need = pc.and_(pc.is_null(stats), pc.is_valid(parsed))
         if pc.any(need).as_py():
@@ -261,17 +273,46 @@ def _parquet_file_actions(storage: Storage, key: str, version: int) -> tuple[pa.
         wanted = [f"{top}.{js}" for top, names in fields.items() for js in names]
         if not wanted:
             return None, None
-        # One read for both columns: a checkpoint is scanned once, row groups in parallel.
-        table = _read_columns(pf, wanted, source, version)
+        # One scan for both columns, streamed in batches (columns decoded in parallel): only the
+        # batch in hand exists both raw and as our rows, never the whole checkpoint twice.
+        add_parts: list[pa.Table] = []
+        add_masks: list[pa.Array] = []
+        remove_parts: list[pa.Table] = []
+        for batch in _iter_batches(pf, wanted, source, version):
+            if fields["add"]:
+                rows, mask = _file_rows(batch.column("add"), "add", fields["add"])
+                add_parts.append(rows)
+                add_masks.append(mask)
+            if fields["remove"]:
+                remove_parts.append(_file_rows(batch.column("remove"), "remove", fields["remove"])[0])
+            del batch  # release the raw batch before decoding the next
         adds = removes = None
         if fields["add"]:
-            adds, mask = _file_rows(table["add"], "add", fields["add"])
+            adds = _concat_parts(add_parts, FILES_SCHEMA)
+            mask = pa.chunked_array(add_masks, type=pa.bool_())
             adds = _fill_stats(pf, adds, mask, source, version)
         if fields["remove"]:
-            removes, _ = _file_rows(table["remove"], "remove", fields["remove"])
+            removes = _concat_parts(remove_parts, TOMBSTONES_SCHEMA)
         return adds, removes
     finally:
         fh.close()
+
+
+# Rows per streamed checkpoint batch: large enough that per-batch overhead is noise, small
+# enough that one raw batch is a few tens of MB.
+_BATCH_ROWS = 131_072
+
+
+def _iter_batches(pf: pq.ParquetFile, columns: list[str], source: str, version: int) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns, use_threads=True)
+    except (pa.ArrowInvalid, OSError) as exc:
+        raise CorruptLogError(f"cannot read checkpoint {source}: {exc}", path=source, version=version) from exc
+
+
+def _concat_parts(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    # Zero-copy: each batch stays a chunk.
+    return pa.concat_tables(parts) if parts else schema.empty_table()
 
 
 def read_checkpoint_files(

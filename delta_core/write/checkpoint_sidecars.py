@@ -25,15 +25,13 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from delta_core.log.log_path import SIDECAR_DIR
+from delta_core.maintenance.options import DEFAULT_SIDECAR_THRESHOLD
 from delta_core.model.actions import Sidecar
 from delta_core.storage.base import Storage
 from delta_core.write.parquet_stream import ParquetStream
 
 log = logging.getLogger(__name__)
 
-# File actions (adds plus unexpired tombstones) above which a ``v2Checkpoint`` table's checkpoint
-# puts them in sidecars; each sidecar then holds at most this many. Below it one file is cheaper.
-DEFAULT_SIDECAR_THRESHOLD = 100_000
 SIDECAR_COLUMNS = ("add", "remove")
 
 

@@ -1,0 +1,164 @@
+"""Snapshot load and ``describe`` of a large table, and the CLI's start-up: ours vs delta-rs.
+
+The table is what a reader meets in steady state: a checkpoint (written by delta-rs, the
+reference) plus ``--tail`` commits after it (100 files each), ``--files`` live files in all,
+its log generated like ``bench_checkpoint``'s (partition values and JSON stats on every add).
+Every measurement is a fresh process run under ``/usr/bin/time -f "%e %M"``: its wall time
+(interpreter start and imports included, which is what a user waits for) and its peak RSS.
+
+- load: ``DeltaTable(path).snapshot()`` vs ``deltalake.DeltaTable(path)`` (which loads the
+  file list too); the time after imports is shown as well;
+- describe: ``delta-core describe --json`` vs a delta-rs script printing the same record
+  (version, protocol, metadata, sorted file paths, record count from ``get_add_actions``);
+- ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
+
+Engines alternate, ``--repeat`` rounds; each figure is the median run (all runs are listed).
+Several sizes in one run: ``--files 100000 --files 1000000``.
+
+    python -m benchmarks.bench_describe [--files 100000]... [--tail 100] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+
+from benchmarks.bench_checkpoint import _in_process, generate_log, run_deltars, write_commit
+
+FILES_PER_TAIL_COMMIT = 100
+
+_OURS_LOAD = """
+import sys, time
+t0 = time.perf_counter()
+from delta_core.log.table import DeltaTable
+t1 = time.perf_counter()
+s = DeltaTable(sys.argv[1]).snapshot()
+print(f"{time.perf_counter() - t1:.3f} {s.num_files}")
+"""
+
+_DELTARS_LOAD = """
+import sys, time
+import deltalake
+t1 = time.perf_counter()
+t = deltalake.DeltaTable(sys.argv[1])
+n = len(t.file_uris())
+print(f"{time.perf_counter() - t1:.3f} {n}")
+"""
+
+# The ``describe --json`` record, as a delta-rs user would build it.
+_DELTARS_DESCRIBE = """
+import json, sys
+import deltalake
+import pyarrow as pa
+import pyarrow.compute as pc
+t = deltalake.DeltaTable(sys.argv[1])
+p, m = t.protocol(), t.metadata()
+actions = pa.table(t.get_add_actions(flatten=False))
+nr = actions["num_records"]
+print(json.dumps({
+    "version": t.version(), "min_reader_version": p.min_reader_version,
+    "min_writer_version": p.min_writer_version, "reader_features": p.reader_features,
+    "writer_features": p.writer_features, "partition_columns": m.partition_columns,
+    "schema_field_names": [f.name for f in t.schema().fields], "configuration": m.configuration,
+    "num_files": actions.num_rows, "files": sorted(actions["path"].to_pylist()),
+    "num_records": None if nr.null_count else pc.sum(nr).as_py(),
+}))
+"""
+
+
+def _timed(argv: list[str]) -> tuple[float, float, str]:
+    """Wall seconds, peak RSS (MB) and stdout's last line of one process."""
+    # stdout goes to a file: a describe of millions of files prints hundreds of MB
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf, tempfile.TemporaryFile("w+b") as out:
+        proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M", *argv],
+                              stdout=out, stderr=subprocess.PIPE, text=True, check=False)
+        if proc.returncode:
+            raise RuntimeError(f"{argv[:4]} failed: {proc.stderr[-2000:]}")
+        seconds, kib = tf.read().split()[-2:]
+        out.seek(max(0, out.seek(0, os.SEEK_END) - 200))
+        tail = out.read().decode(errors="replace").strip().splitlines()
+    return float(seconds), int(kib) / 1024, tail[-1] if tail else ""
+
+
+def build_table(root: str, files: int, tail: int) -> None:
+    """``files - tail*100`` adds in 4 commits, a delta-rs checkpoint, then ``tail`` commits."""
+    base = files - tail * FILES_PER_TAIL_COMMIT
+    generate_log(root, base, 4)
+    _in_process(run_deltars, root)  # writes the checkpoint of version 4
+    for k in range(tail):
+        write_commit(root, 5 + k, base + k * FILES_PER_TAIL_COMMIT, FILES_PER_TAIL_COMMIT)
+
+
+def _rounds(commands: dict[str, list[str]], repeat: int) -> dict[str, list[tuple[float, float, str]]]:
+    runs: dict[str, list[tuple[float, float, str]]] = {name: [] for name in commands}
+    for _ in range(repeat):
+        for name, argv in commands.items():
+            runs[name].append(_timed(argv))
+    return runs
+
+
+def _report(title: str, runs: dict[str, list[tuple[float, float, str]]], ref: str | None) -> None:
+    print(f"\n{title}")
+    med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
+           for name, rs in runs.items()}
+    print(f"{'engine':<24}{'median s':>10}{'peak RSS MB':>13}{'time ratio':>12}{'RSS ratio':>11}   every run (s)")
+    for name, rs in runs.items():
+        s, mb = med[name]
+        ratios = (f"{s / med[ref][0]:>11.2f}x{mb / med[ref][1]:>10.2f}x" if ref else f"{'':>12}{'':>11}")
+        inner = ""
+        if rs[0][2] and rs[0][2].split()[0].replace(".", "", 1).isdigit():
+            inner = f"   (after imports: median {statistics.median(float(r[2].split()[0]) for r in rs):.2f} s)"
+        print(f"{name:<24}{s:>10.2f}{mb:>13.0f}{ratios}   {[r[0] for r in rs]}{inner}")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, action="append", help="live files (repeatable; default 100000)")
+    parser.add_argument("--tail", type=int, default=100, help="commits after the checkpoint")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--keep", action="store_true", help="keep the generated tables")
+    args, _unknown = parser.parse_known_args(argv)
+    py = sys.executable
+    print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+    work = tempfile.mkdtemp(prefix="bench_describe_")
+    try:
+        small = os.path.join(work, "small")
+        generate_log(small, 10, 2)
+        _report("CLI start-up (targets: --help 0.3 s, describe of a 10-file table 0.5 s)", _rounds({
+            "delta-core --help": [py, "-m", "delta_core", "--help"],
+            "describe, 10 files": [py, "-m", "delta_core", "describe", small, "--json"],
+        }, args.repeat), None)
+        for files in args.files or [100_000]:
+            root = os.path.join(work, f"t{files}")
+            t0 = time.perf_counter()
+            build_table(root, files, args.tail)
+            print(f"\n{files:,} files: a checkpoint plus {args.tail} commits "
+                  f"(built in {time.perf_counter() - t0:.1f} s); load average "
+                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+            load = _rounds({"ours": [py, "-c", _OURS_LOAD, root], "delta-rs": [py, "-c", _DELTARS_LOAD, root]},
+                           args.repeat)
+            counts = {name: {int(r[2].split()[1]) for r in rs} for name, rs in load.items()}
+            assert counts["ours"] == counts["delta-rs"] == {files}, counts
+            _report(f"snapshot load, {files:,} files", load, "delta-rs")
+            _report(f"describe --json, {files:,} files", _rounds({
+                "ours": [py, "-m", "delta_core", "describe", root, "--json"],
+                "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
+            }, args.repeat), "delta-rs")
+            shutil.rmtree(root, ignore_errors=True)
+        print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    finally:
+        if not args.keep:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
