@@ -89,3 +89,17 @@ def test_layout_cuts_each_partition_into_its_file_count():
     counts = np.bincount(ids, minlength=4)
     assert set(ids.tolist()) == {0, 1, 2, 3} and counts.min() > 400  # equal-count stretches
     assert set(layout.file_ids(1, layout.keys(sample.slice(2000))).tolist()) == {4}
+
+
+@pytest.mark.parametrize("n,bits", [(1, 63), (2, 16), (3, 21), (4, 15), (5, 12), (9, 7), (63, 1)])
+def test_zorder_keys_match_bit_by_bit_interleaving_at_every_width(n, bits):
+    # The keys are built a byte at a time; this is the definition, one bit at a time.
+    rng = np.random.default_rng(n * 100 + bits)
+    coords = [rng.integers(0, 2 ** bits, 300, dtype=np.uint64) for _ in range(n)]
+    expected = [sum(((int(coords[i][row]) >> b) & 1) << (b * n + n - 1 - i) for b in range(bits) for i in range(n))
+                for row in range(300)]
+    assert zorder_keys(coords, bits).tolist() == expected
+    # Hilbert keys stay a bijection of the same cells onto the same key range.
+    keys = hilbert_keys(coords, bits)
+    assert int(keys.max()) < 2 ** (n * bits)
+    assert len(np.unique(keys)) == len({tuple(int(c[row]) for c in coords) for row in range(300)})
