@@ -27,6 +27,9 @@ from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 
 MAX_KEY_BITS = 63
 DEFAULT_BITS_PER_COLUMN = 16
+# Integer columns spanning fewer values than this (or than twice the rows) find their range ids
+# through a lookup table over the span (``_search``).
+LOOKUP_SPAN = 1 << 17
 
 
 def bits_per_column(num_columns: int, *, max_bits: int = DEFAULT_BITS_PER_COLUMN) -> int:
@@ -91,7 +94,7 @@ def range_ids(values: pa.Array | pa.ChunkedArray, boundaries: np.ndarray) -> np.
         return out
     dense = sortable(values)
     if len(boundaries):
-        ids = np.searchsorted(boundaries, dense, side="left").astype(np.uint64)
+        ids = _search(boundaries, dense).astype(np.uint64)
     else:
         ids = np.zeros(len(dense), dtype=np.uint64)
     out[valid] = ids
@@ -105,6 +108,20 @@ def _spread_table(stride: int) -> np.ndarray:
     for k in range(8):
         out |= ((values >> np.uint64(k)) & np.uint64(1)) << np.uint64(k * stride)
     return out
+
+
+def _search(boundaries: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(boundaries, dense, side="left")``, faster for integers of a narrow span.
+
+    A binary search per row misses the cache at every step; when the values span few distinct
+    integers (ports, small codes, dates as days), the answer for every integer in the span is
+    computed once, by one pass over them in order, and each row looks its value up."""
+    if dense.dtype.kind == "i" and len(dense):  # signed: offsets from the minimum stay in int64
+        lo, hi = int(dense.min()), int(dense.max())
+        if hi - lo < max(LOOKUP_SPAN, 2 * len(dense)):
+            table = np.searchsorted(boundaries, np.arange(lo, hi + 1, dtype=np.int64), side="left")
+            return table[dense.astype(np.int64) - lo]
+    return np.searchsorted(boundaries, dense, side="left")
 
 
 def interleave(coords: list[np.ndarray], bits: int) -> np.ndarray:

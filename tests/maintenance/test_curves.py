@@ -73,6 +73,24 @@ def test_range_ids_follow_value_order(values):
     assert list(ids[order]) == sorted(ids.tolist())
 
 
+@pytest.mark.parametrize("typ,low,high", [
+    (pa.int32(), 0, 2 ** 16),  # narrow span: looked up in a table over the span
+    (pa.int8(), -128, 128),
+    (pa.int64(), -2 ** 62, 2 ** 62),  # wide span: binary search per row
+    (pa.date32(), 18_000, 20_000),
+])
+def test_range_ids_are_the_count_of_cuts_below_each_value(typ, low, high):
+    rng = np.random.default_rng(5)
+    values = pa.array(rng.integers(low, high, 5000), pa.int64()).cast(typ) if typ != pa.date32() \
+        else pa.array(rng.integers(low, high, 5000).astype(np.int32)).view(pa.date32())
+    with_null = pa.concat_arrays([values, pa.nulls(1, typ)])
+    cuts = quantile_boundaries(values.slice(0, 1000), 300)
+    ids = range_ids(with_null, cuts)
+    raw = values.view(pa.int32()) if typ == pa.date32() else values
+    expected = [sum(1 for c in cuts.tolist() if c < v) for v in raw.to_pylist()]
+    assert ids.tolist() == [*expected, 0]  # a value's range is the number of cut points below it; nulls 0
+
+
 def test_layout_cuts_each_partition_into_its_file_count():
     from delta_core.maintenance.spark.zorder import PART_COL, layout_from_sample
 
