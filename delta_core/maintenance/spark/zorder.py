@@ -277,6 +277,7 @@ def _run_batch(
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
                               + [pa.field(PART_COL, pa.int32()), pa.field(SUMMARY_COL, pa.string())])
+    watch = Stopwatch()
     sampled = collect_arrow(payload_frame(spark, file_tasks, _sample_file, _spark_schema(sample_schema)),
                             description=f"{label}: sample")
     is_summary = pc.is_valid(sampled.column(SUMMARY_COL))
@@ -296,7 +297,11 @@ def _run_batch(
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
     shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL)
+    sampled_at = watch.seconds()
     result = collect_arrow(shuffled.mapInArrow(writer, "result string"), description=f"{label}: cluster and write")
+    # Per-stage time, to see where a slow rewrite spends it (the sample is a pass of its own).
+    log.info("%s: sampled %d rows in %.2f s; keyed, shuffled and wrote %d files in %.2f s", label,
+             sample.num_rows, sampled_at, result.num_rows, watch.seconds() - sampled_at)
     adds = tuple(add_from_json(r) for r in result.column("result").to_pylist())
     return RewriteOutput(adds, tuple(s for s in summaries if s is not None),
                          tags=preserved_tags(snapshot.protocol, snapshot.metadata))
