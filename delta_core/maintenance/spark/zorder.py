@@ -77,6 +77,7 @@ SUMMARY_COL = "__summary"
 ROWS_COL = "__rows"
 # What the key tasks hand to the shuffle: an output file id and some of its rows, packed.
 PACKED_SCHEMA = pa.schema([pa.field(FILE_COL, pa.int32()), pa.field(ROWS_COL, pa.binary())])
+BATCH_BYTES = 64 * 1024 * 1024  # packed rows per Arrow batch a key task hands to Spark
 DEFAULT_SAMPLE_ROWS = 200_000
 
 
@@ -207,6 +208,11 @@ def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pydict(row, schema=data.schema)
 
 
+def _packed_batch(file_ids: Sequence[int], chunks: Sequence[bytes]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({FILE_COL: pa.array(file_ids, pa.int32()), ROWS_COL: pa.array(chunks, pa.binary())},
+                                      schema=PACKED_SCHEMA)
+
+
 def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
     def read(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
         row_ids = None if task.row_ids is None else {task.path: task.row_ids}
@@ -220,12 +226,21 @@ def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa
         data = data.take(pa.array(order)).append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
         ids = layout.file_ids(task.part, keys)
         bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
+        # Runs leave in Arrow batches of up to BATCH_BYTES, not one batch per run: every batch
+        # costs a message and a reader on the JVM side, and a file has a run per output file.
+        file_ids: list[int] = []
+        chunks: list[bytes] = []
+        size = 0
         for lo, hi in zip(bounds, bounds[1:]):
-            if hi > lo:
-                chunks = list(pack(data.slice(lo, hi - lo)))
-                yield pa.RecordBatch.from_pydict(
-                    {FILE_COL: pa.array([int(ids[lo])] * len(chunks), pa.int32()),
-                     ROWS_COL: pa.array(chunks, pa.binary())}, schema=PACKED_SCHEMA)
+            for chunk in pack(data.slice(lo, hi - lo)):
+                file_ids.append(int(ids[lo]))
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= BATCH_BYTES:
+                    yield _packed_batch(file_ids, chunks)
+                    file_ids, chunks, size = [], [], 0
+        if chunks:
+            yield _packed_batch(file_ids, chunks)
 
     return read
 
