@@ -9,12 +9,18 @@ four columns into about the same number of files: our Z-order, our Hilbert curve
 printed (the paper reports 43%+ per column and 54% on average for Z-order). Stats of every
 table are read with delta_core, so the measure is the same for all.
 
-    python -m benchmarks.bench_zorder [--rows N] [--files N] [--probes N] [--spark-master URL]
+Each of ``--rounds`` rounds clusters fresh copies with all three (alternating the order, so
+none always meets a busier machine) and the times reported are medians, with every round's
+time and the load average printed too. The first round also pays Spark's one-off cost of a
+session's first shuffle and code generation (its session start is reported separately).
+
+    python -m benchmarks.bench_zorder [--rows N] [--files N] [--probes N] [--rounds N] [--spark-master URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shutil
 import tempfile
 import time
@@ -53,11 +59,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--probes", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per layout (default 3)")
     parser.add_argument("--spark-master", default="local[*]")
     args, _unknown = parser.parse_known_args(argv)
 
     import deltalake
 
+    from benchmarks.bench_compaction import _median
     from delta_core.log.table import DeltaTable
     from delta_core.maintenance.spark.session import build_spark_session
     from delta_core.maintenance.spark.tasks import warm_up
@@ -74,22 +82,30 @@ def main(argv: Sequence[str] | None = None) -> int:
         append(DeltaTable(base), data)
         size = DeltaTable(base).snapshot().size_in_bytes
         target = size // args.files + 1
-        for name in ("zorder", "hilbert", "deltars"):
-            shutil.copytree(base, f"{work}/{name}")
 
         t0 = time.perf_counter()
         spark = build_spark_session(master=args.spark_master, app_name="bench-zorder")
         warm_up(spark)
         session_s = time.perf_counter() - t0
 
-        times = {}
-        for curve in ("zorder", "hilbert"):
-            t0 = time.perf_counter()
-            zorder(DeltaTable(f"{work}/{curve}"), spark, list(COLUMNS), curve=curve, target_size=target)
-            times[curve] = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        deltalake.DeltaTable(f"{work}/deltars").optimize.z_order(list(COLUMNS), target_size=target)
-        times["deltars"] = time.perf_counter() - t0
+        def run(name: str) -> None:
+            uri = f"{work}/{name}"
+            if name == "deltars":
+                deltalake.DeltaTable(uri).optimize.z_order(list(COLUMNS), target_size=target)
+            else:
+                zorder(DeltaTable(uri), spark, list(COLUMNS), curve=name, target_size=target)
+
+        rounds: dict[str, list[float]] = {name: [] for name in ("zorder", "hilbert", "deltars")}
+        for r in range(args.rounds):
+            for name in (list(rounds) if r % 2 == 0 else list(reversed(rounds))):
+                shutil.rmtree(f"{work}/{name}", ignore_errors=True)
+                shutil.copytree(base, f"{work}/{name}")
+                t0 = time.perf_counter()
+                run(name)
+                rounds[name].append(time.perf_counter() - t0)
+            print(f"round {r + 1}: " + ", ".join(f"{n} {ts[-1]:.2f} s" for n, ts in rounds.items())
+                  + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
+        times = {name: _median(ts) for name, ts in rounds.items()}
 
         print(f"rows={args.rows:,} files={args.files} table={size / 1e6:.1f} MB probes/column={args.probes} "
               f"spark session start {session_s:.1f} s")
@@ -100,10 +116,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             n, skip = skipping(f"{work}/{name}", data, args.probes)
             avg = sum(skip.values()) / len(skip)
             results[name] = avg
-            t = f"{times[name]:9.1f}" if name in times else f"{'':>9}"
+            t = f"{times[name]:9.2f}" if name in times else f"{'':>9}"
             print(f"{label:<22}{n:>6}" + "".join(f"{skip[c]:>10.1%}" for c in COLUMNS) + f"{avg:>10.1%}" + t)
         print(f"ratio ours z-order / delta-rs: skipping {results['zorder'] / max(results['deltars'], 1e-9):.2f}x, "
-              f"time {times['zorder'] / times['deltars']:.2f}x")
+              f"time {times['zorder'] / times['deltars']:.2f}x (medians of {args.rounds} rounds; target <= 1x)")
         print(f"ratio ours hilbert / ours z-order: skipping {results['hilbert'] / max(results['zorder'], 1e-9):.2f}x")
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -27,6 +27,9 @@ from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 
 MAX_KEY_BITS = 63
 DEFAULT_BITS_PER_COLUMN = 16
+# Integer columns spanning fewer values than this (or than twice the rows) find their range ids
+# through a lookup table over the span (``_search``).
+LOOKUP_SPAN = 1 << 17
 
 
 def bits_per_column(num_columns: int, *, max_bits: int = DEFAULT_BITS_PER_COLUMN) -> int:
@@ -91,24 +94,57 @@ def range_ids(values: pa.Array | pa.ChunkedArray, boundaries: np.ndarray) -> np.
         return out
     dense = sortable(values)
     if len(boundaries):
-        ids = np.searchsorted(boundaries, dense, side="left").astype(np.uint64)
+        ids = _search(boundaries, dense).astype(np.uint64)
     else:
         ids = np.zeros(len(dense), dtype=np.uint64)
     out[valid] = ids
     return out
 
 
+def _spread_table(stride: int) -> np.ndarray:
+    """For every byte value, its 8 bits moved ``stride`` apart (bit k to bit ``k * stride``)."""
+    values = np.arange(256, dtype=np.uint64)
+    out = np.zeros(256, dtype=np.uint64)
+    for k in range(8):
+        out |= ((values >> np.uint64(k)) & np.uint64(1)) << np.uint64(k * stride)
+    return out
+
+
+def _search(boundaries: np.ndarray, dense: np.ndarray) -> np.ndarray:
+    """``np.searchsorted(boundaries, dense, side="left")``, faster for integers of a narrow span.
+
+    A binary search per row misses the cache at every step; when the values span few distinct
+    integers (ports, small codes, dates as days), the answer for every integer in the span is
+    computed once, by one pass over them in order, and each row looks its value up."""
+    if dense.dtype.kind == "i" and len(dense):  # signed: offsets from the minimum stay in int64
+        lo, hi = int(dense.min()), int(dense.max())
+        if hi - lo < max(LOOKUP_SPAN, 2 * len(dense)):
+            table = np.searchsorted(boundaries, np.arange(lo, hi + 1, dtype=np.int64), side="left")
+            return table[dense.astype(np.int64) - lo]
+    return np.searchsorted(boundaries, dense, side="left")
+
+
 def interleave(coords: list[np.ndarray], bits: int) -> np.ndarray:
-    """Morton interleaving: for each bit from the top, one bit of every coordinate in order."""
+    """Morton interleaving: for each bit from the top, one bit of every coordinate in order.
+
+    Bit ``b`` of coordinate ``i`` (of ``n``) lands at ``b * n + (n - 1 - i)``. Each coordinate
+    is spread a byte at a time through a 256-entry table, a few whole-array operations per
+    byte rather than several per bit (the keys of every row of a rewrite are computed here)."""
     n = len(coords)
     if n * bits > MAX_KEY_BITS:
         raise ConfigError(f"{n} columns x {bits} bits do not fit in a {MAX_KEY_BITS}-bit key")
     key = np.zeros(len(coords[0]) if n else 0, dtype=np.uint64)
-    one = np.uint64(1)
-    for b in range(bits - 1, -1, -1):
-        shift = np.uint64(b)
-        for c in coords:
-            key = (key << one) | ((c >> shift) & one)
+    table = _spread_table(n)
+    low = np.uint64((1 << bits) - 1)
+    index = np.empty(len(key), dtype=np.uint64)
+    for i, c in enumerate(coords):
+        c = np.asarray(c, dtype=np.uint64) & low  # only the low ``bits`` bits take part
+        for byte in range(0, bits, 8):
+            np.right_shift(c, np.uint64(byte), out=index)
+            index &= np.uint64(0xFF)
+            spread = table.take(index.view(np.int64))  # each row's byte, spread out
+            spread <<= np.uint64(byte * n + (n - 1 - i))
+            key |= spread
     return key
 
 
@@ -123,27 +159,34 @@ def hilbert_keys(coords: list[np.ndarray], bits: int) -> np.ndarray:
     n = len(x)
     if n == 1:
         return x[0]
-    zero = np.uint64(0)
-    q = 1 << (bits - 1)
-    # Undo excess work: walk bits from the top, reflecting or swapping the lower bits.
-    while q > 1:
-        p = np.uint64(q - 1)
-        qq = np.uint64(q)
+    # Undo excess work: walk bits from the top, reflecting or swapping the lower bits. Where
+    # bit q of x[i] is set, x[0]'s lower bits are inverted, else x[0] and x[i] exchange them;
+    # masks (0 or all ones) stand in for a per-row branch, without temporaries per choice.
+    # In-place operations on two scratch arrays: this runs bits x columns times over every row.
+    one = np.uint64(1)
+    mask = np.empty_like(x[0])
+    t = np.empty_like(x[0])
+    for b in range(bits - 1, 0, -1):
+        p = np.uint64((1 << b) - 1)
         for i in range(n):
-            set_ = (x[i] & qq) != zero
-            x[0] = np.where(set_, x[0] ^ p, x[0])
-            t = np.where(set_, zero, (x[0] ^ x[i]) & p)
+            np.right_shift(x[i], np.uint64(b), out=mask)
+            mask &= one
+            mask *= p  # p where bit b of x[i] is set (invert), else 0
+            x[0] ^= mask
+            mask ^= p  # p where the lower bits are exchanged, else 0
+            np.bitwise_xor(x[0], x[i], out=t)
+            t &= mask
             x[0] ^= t
             x[i] ^= t
-        q >>= 1
     # Gray encode.
     for i in range(1, n):
         x[i] ^= x[i - 1]
-    t = np.zeros_like(x[0])
-    q = 1 << (bits - 1)
-    while q > 1:
-        t = np.where((x[n - 1] & np.uint64(q)) != zero, t ^ np.uint64(q - 1), t)
-        q >>= 1
+    t[:] = 0
+    for b in range(bits - 1, 0, -1):
+        np.right_shift(x[n - 1], np.uint64(b), out=mask)
+        mask &= one
+        mask *= np.uint64((1 << b) - 1)
+        t ^= mask
     for i in range(n):
         x[i] ^= t
     return interleave(x, bits)

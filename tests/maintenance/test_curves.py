@@ -73,6 +73,24 @@ def test_range_ids_follow_value_order(values):
     assert list(ids[order]) == sorted(ids.tolist())
 
 
+@pytest.mark.parametrize("typ,low,high", [
+    (pa.int32(), 0, 2 ** 16),  # narrow span: looked up in a table over the span
+    (pa.int8(), -128, 128),
+    (pa.int64(), -2 ** 62, 2 ** 62),  # wide span: binary search per row
+    (pa.date32(), 18_000, 20_000),
+])
+def test_range_ids_are_the_count_of_cuts_below_each_value(typ, low, high):
+    rng = np.random.default_rng(5)
+    values = pa.array(rng.integers(low, high, 5000), pa.int64()).cast(typ) if typ != pa.date32() \
+        else pa.array(rng.integers(low, high, 5000).astype(np.int32)).view(pa.date32())
+    with_null = pa.concat_arrays([values, pa.nulls(1, typ)])
+    cuts = quantile_boundaries(values.slice(0, 1000), 300)
+    ids = range_ids(with_null, cuts)
+    raw = values.view(pa.int32()) if typ == pa.date32() else values
+    expected = [sum(1 for c in cuts.tolist() if c < v) for v in raw.to_pylist()]
+    assert ids.tolist() == [*expected, 0]  # a value's range is the number of cut points below it; nulls 0
+
+
 def test_layout_cuts_each_partition_into_its_file_count():
     from delta_core.maintenance.spark.zorder import PART_COL, layout_from_sample
 
@@ -89,3 +107,17 @@ def test_layout_cuts_each_partition_into_its_file_count():
     counts = np.bincount(ids, minlength=4)
     assert set(ids.tolist()) == {0, 1, 2, 3} and counts.min() > 400  # equal-count stretches
     assert set(layout.file_ids(1, layout.keys(sample.slice(2000))).tolist()) == {4}
+
+
+@pytest.mark.parametrize("n,bits", [(1, 63), (2, 16), (3, 21), (4, 15), (5, 12), (9, 7), (63, 1)])
+def test_zorder_keys_match_bit_by_bit_interleaving_at_every_width(n, bits):
+    # The keys are built a byte at a time; this is the definition, one bit at a time.
+    rng = np.random.default_rng(n * 100 + bits)
+    coords = [rng.integers(0, 2 ** bits, 300, dtype=np.uint64) for _ in range(n)]
+    expected = [sum(((int(coords[i][row]) >> b) & 1) << (b * n + n - 1 - i) for b in range(bits) for i in range(n))
+                for row in range(300)]
+    assert zorder_keys(coords, bits).tolist() == expected
+    # Hilbert keys stay a bijection of the same cells onto the same key range.
+    keys = hilbert_keys(coords, bits)
+    assert int(keys.max()) < 2 ** (n * bits)
+    assert len(np.unique(keys)) == len({tuple(int(c[row]) for c in coords) for row in range(300)})

@@ -11,14 +11,25 @@ import pickle
 import pyarrow as pa
 import pytest
 
-from delta_core.maintenance.data_io import rewrite_output_key
+from delta_core.maintenance.data_io import read_data_file, rewrite_output_key
+from delta_core.maintenance.ipc_chunks import unpack
 from delta_core.maintenance.spark.compaction import CompactBinTask, _compact_bin
 from delta_core.maintenance.spark.tasks import add_from_json
 from delta_core.maintenance.spark.vacuum import DeleteChunkTask, _delete_chunk
-from delta_core.maintenance.spark.zorder import PART_COL, SUMMARY_COL, ZOrderFileTask, _sample_file
+from delta_core.maintenance.spark.zorder import (
+    FILE_COL,
+    KEY_COL,
+    PART_COL,
+    ROWS_COL,
+    SUMMARY_COL,
+    ZOrderFileTask,
+    _keyed_reader,
+    _sample_file,
+    layout_from_sample,
+)
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.rewrite_proof import InputSummary
-from tests.maintenance.conftest import make_table
+from tests.maintenance.conftest import make_table, multiset
 
 
 def num_records(stats: str | None) -> int:
@@ -66,6 +77,29 @@ def test_zorder_file_task_samples_its_file_after_the_trip(table_uri):
     summary = InputSummary.from_json(summaries[0])
     assert summary is not None and summary.path == add.path
     assert num_records(summary.stats) == num_records(add.stats)
+
+
+def test_zorder_key_task_packs_each_output_files_rows_in_key_order(table_uri):
+    table = make_table(table_uri, appends=1, rows=60)
+    snap = table.snapshot()
+    add = next(snap.add_actions())
+    task = ZOrderFileTask(storage=table.storage, metadata=snap.metadata, path=add.path, size=add.size, part=0,
+                          columns=("x", "id"), fraction=1.0, summarise=False)
+    sample = pa.Table.from_batches(list(_sample_file(task))).drop_columns([SUMMARY_COL])
+    layout = layout_from_sample(sample, columns=("x", "id"), curve="zorder", bits=8, files_per_partition=[3])
+    batches = list(_keyed_reader(layout)(shipped(task)))
+    # One Arrow batch for the whole file, one packed run per output file, in file order.
+    assert len(batches) == 1
+    file_ids = batches[0].column(FILE_COL).to_pylist()
+    assert file_ids == sorted(set(file_ids)) and len(file_ids) == 3
+    runs = [unpack([chunk]) for chunk in batches[0].column(ROWS_COL).to_pylist()]
+    for file_id, run in zip(file_ids, runs):
+        keys = run.column(KEY_COL).to_numpy()
+        assert keys.tolist() == sorted(keys.tolist())  # sorted by curve key within the run
+        assert set(layout.file_ids(0, keys.astype("uint64")).tolist()) == {file_id}
+    # Together the runs hold exactly the file's rows.
+    rows = pa.concat_tables(runs).drop_columns([KEY_COL])
+    assert multiset(rows) == multiset(read_data_file(table.storage, add.path, snap.metadata))
 
 
 def test_delete_chunk_task_deletes_exactly_its_keys_after_the_trip(table_uri):

@@ -9,12 +9,15 @@ Per batch of partitions (``plan_zorder`` decides them):
    sample's curve keys, and cuts each partition's keys into as many equal-count stretches as it
    gets output files (input bytes / target size): one output file per stretch. A file whose
    stats cannot stand in the rewrite's proof is read whole here and summarised (``InputSummary``).
-2. *Key* — one task per file reads the whole file (pyarrow over storage) and appends ``__zkey``
-   (the curve key of the row's range ids) and ``__file`` (its output file). Rows now go through
-   Spark:
-3. *Shuffle* — ``repartition(n_files, __file)`` then ``sortWithinPartitions(__file, __zkey)``;
-   the target file of every row is already known, so no range-partitioner sampling pass runs.
-4. *Write* — each Spark partition streams one file per ``__file`` run, full stats.
+2. *Key* — one task per file reads the whole file (pyarrow over storage), computes each row's
+   curve key (of its range ids) and output file, sorts the rows by key and packs each output
+   file's run as Arrow IPC bytes (``ipc_chunks``): one Spark row per run, not per data row, so
+   rows never convert to Spark's row format and back.
+3. *Shuffle* — ``repartition(n, __file)`` then ``sortWithinPartitions(__file)`` over those few
+   packed runs; the target file of every row is already known, so no range-partitioner
+   sampling pass runs.
+4. *Write* — each Spark partition unpacks one output file's runs at a time, sorts its rows by
+   key (merging the sorted runs) and writes the file, full stats.
 5. *Commit* — ``OPTIMIZE`` with ``zOrderBy`` in ``operationParameters``, ``dataChange=false``,
    under the same conflict rules and proof of kept data as compaction (``rewrite_commit``).
 """
@@ -43,6 +46,7 @@ from delta_core.maintenance.data_io import (
     write_rewritten,
 )
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
+from delta_core.maintenance.ipc_chunks import pack, unpack
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, run_rewrite_batches
 from delta_core.maintenance.spark.tasks import (
@@ -72,6 +76,10 @@ PART_COL = "__part"
 FILE_COL = "__file"
 KEY_COL = "__zkey"
 SUMMARY_COL = "__summary"
+ROWS_COL = "__rows"
+# What the key tasks hand to the shuffle: an output file id and some of its rows, packed.
+PACKED_SCHEMA = pa.schema([pa.field(FILE_COL, pa.int32()), pa.field(ROWS_COL, pa.binary())])
+BATCH_BYTES = 64 * 1024 * 1024  # packed rows per Arrow batch a key task hands to Spark
 DEFAULT_SAMPLE_ROWS = 200_000
 
 
@@ -202,15 +210,39 @@ def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
         yield pa.RecordBatch.from_pydict(row, schema=data.schema)
 
 
-def _keyed_reader(layout: CurveLayout, out_schema: pa.Schema) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
+def _packed_batch(file_ids: Sequence[int], chunks: Sequence[bytes]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict({FILE_COL: pa.array(file_ids, pa.int32()), ROWS_COL: pa.array(chunks, pa.binary())},
+                                      schema=PACKED_SCHEMA)
+
+
+def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
     def read(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
         row_ids = None if task.row_ids is None else {task.path: task.row_ids}
         data = DataFileReader(task.storage, task.metadata, row_ids=row_ids).read(
             task.path, size=task.size, deletion_vector=task.deletion_vector)
         keys = layout.keys(data)
-        data = data.append_column(FILE_COL, pa.array(layout.file_ids(task.part, keys), pa.int32()))
-        data = data.append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
-        yield from data.cast(out_schema).to_batches()
+        # Within one table partition the file id grows with the key, so sorting by key also
+        # groups the rows by output file: each file's rows leave as a few packed, sorted runs.
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        data = data.take(pa.array(order)).append_column(KEY_COL, pa.array(keys.astype(np.int64), pa.int64()))
+        ids = layout.file_ids(task.part, keys)
+        bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
+        # Runs leave in Arrow batches of up to BATCH_BYTES, not one batch per run: every batch
+        # costs a message and a reader on the JVM side, and a file has a run per output file.
+        file_ids: list[int] = []
+        chunks: list[bytes] = []
+        size = 0
+        for lo, hi in zip(bounds, bounds[1:]):
+            for chunk in pack(data.slice(lo, hi - lo)):
+                file_ids.append(int(ids[lo]))
+                chunks.append(chunk)
+                size += len(chunk)
+                if size >= BATCH_BYTES:
+                    yield _packed_batch(file_ids, chunks)
+                    file_ids, chunks, size = [], [], 0
+        if chunks:
+            yield _packed_batch(file_ids, chunks)
 
     return read
 
@@ -220,20 +252,19 @@ def _file_writer(
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
-    def runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, pa.RecordBatch]]:
+    def runs(batches: Iterator[pa.RecordBatch]) -> Iterator[tuple[int, bytes]]:
         for batch in batches:
-            ids = batch.column(FILE_COL).to_numpy(zero_copy_only=False)
-            # Rows arrive sorted by (__file, __zkey): split the batch where the file changes.
-            bounds = [0, *(np.flatnonzero(ids[1:] != ids[:-1]) + 1).tolist(), len(ids)]
-            for lo, hi in zip(bounds, bounds[1:]):
-                if hi > lo:
-                    yield int(ids[lo]), batch.slice(lo, hi - lo).drop_columns([FILE_COL, KEY_COL])
+            yield from zip(batch.column(FILE_COL).to_pylist(), batch.column(ROWS_COL).to_pylist())
 
     def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        # Each output file is streamed as its rows arrive: a task holds a row group, not a file.
+        # Packed runs arrive grouped by file id; a file's runs are each sorted by key, so one
+        # sort of the file's rows merges them. A task holds one output file's rows at a time.
         for file_id, run in itertools.groupby(runs(batches), key=lambda r: r[0]):
-            add = write_rewritten(storage, (rows for _, rows in run), metadata=metadata,
-                                  partition_values=partition_of_file[file_id], key=keys[file_id])
+            rows = unpack(chunk for _, chunk in run)
+            order = np.argsort(rows.column(KEY_COL).to_numpy(), kind="stable")
+            rows = rows.take(pa.array(order)).drop_columns([KEY_COL])
+            add = write_rewritten(storage, rows, metadata=metadata, partition_values=partition_of_file[file_id],
+                                  key=keys[file_id])
             yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
 
     return write
@@ -263,6 +294,7 @@ def _run_batch(
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
                               + [pa.field(PART_COL, pa.int32()), pa.field(SUMMARY_COL, pa.string())])
+    watch = Stopwatch()
     sampled = collect_arrow(payload_frame(spark, file_tasks, _sample_file, _spark_schema(sample_schema)),
                             description=f"{label}: sample")
     is_summary = pc.is_valid(sampled.column(SUMMARY_COL))
@@ -271,9 +303,7 @@ def _run_batch(
     files_per_partition = [plan.output_files([p]) for p in batch]
     layout = layout_from_sample(sample, columns=plan.columns, curve=plan.curve, bits=plan.bits_per_column,
                                 files_per_partition=files_per_partition)
-    keyed_schema = data_schema.append(pa.field(FILE_COL, pa.int32())).append(pa.field(KEY_COL, pa.int64()))
-    keyed_schema = pa.schema([f.with_nullable(True) for f in keyed_schema])
-    rows = payload_frame(spark, file_tasks, _keyed_reader(layout, keyed_schema), _spark_schema(keyed_schema))
+    rows = payload_frame(spark, file_tasks, _keyed_reader(layout), _spark_schema(PACKED_SCHEMA))
     partition_of_file: list[dict[str, str | None]] = []
     for p, cuts in zip(batch, layout.key_cuts):
         partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
@@ -283,8 +313,12 @@ def _run_batch(
     # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
-    shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL, KEY_COL)
+    shuffled = rows.repartition(shuffle_parts, FILE_COL).sortWithinPartitions(FILE_COL)
+    sampled_at = watch.seconds()
     result = collect_arrow(shuffled.mapInArrow(writer, "result string"), description=f"{label}: cluster and write")
+    # Per-stage time, to see where a slow rewrite spends it (the sample is a pass of its own).
+    log.info("%s: sampled %d rows in %.2f s; keyed, shuffled and wrote %d files in %.2f s", label,
+             sample.num_rows, sampled_at, result.num_rows, watch.seconds() - sampled_at)
     adds = tuple(add_from_json(r) for r in result.column("result").to_pylist())
     return RewriteOutput(adds, tuple(s for s in summaries if s is not None),
                          tags=preserved_tags(snapshot.protocol, snapshot.metadata))
