@@ -1,8 +1,8 @@
 """Maintenance on a real standalone Spark cluster and over Spark Connect (issue 14).
 
 The cluster is a master and a worker started with ``spark-class``; the Connect server runs its
-jobs on that worker. Compaction, Z-order and vacuum's deletes run in the worker's executor
-processes, rows and results are checked with delta-rs, and a failing task over Connect reaches
+jobs on that worker. Compaction, Z-order, liquid clustering and vacuum's deletes run in the
+worker's executor processes, rows and results are checked with delta-rs, and a failing task over Connect reaches
 the user as a typed error with nothing written. Slow: every application starts a JVM.
 """
 
@@ -112,3 +112,21 @@ def test_failed_task_over_spark_connect_is_a_typed_error_and_writes_nothing(conn
     assert error["kind"] == "task_failed" and "ArrowInvalid" in error["message"], error
     assert "Traceback" not in error["message"] and "\tat " not in error["message"]
     assert listing(uri) == before
+
+
+@pytest.mark.parametrize("server", ["standalone_cluster", "connect_server"])
+def test_cli_clusters_on_the_cluster(server, request, tmp_path):
+    """Liquid clustering (cluster-by, then cluster) runs its key, shuffle and write tasks on the
+    cluster: every live file ends up clustered, and delta-rs reads the same rows."""
+    url = request.getfixturevalue(server).url
+    uri = small_files_table(tmp_path / "t")
+    expected = sorted(deltalake.DeltaTable(uri).to_pyarrow_table().column("id").to_pylist())
+    proc = run_python("-m", "delta_core", "cluster-by", uri, "--columns", "id", "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    proc = run_python("-m", "delta_core", "cluster", uri, "--target-size", "128MB", "--spark-master", url, "--json")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    metrics = json.loads(proc.stdout)
+    assert metrics["unclustered_files"] >= 8 and metrics["num_added_files"] >= 1
+    snapshot = DeltaTable(uri).snapshot()
+    assert {a.clustering_provider for a in snapshot.add_actions()} == {"liquid"}
+    assert sorted(deltalake.DeltaTable(uri).to_pyarrow_table().column("id").to_pylist()) == expected
