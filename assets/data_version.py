@@ -44,10 +44,10 @@ def previous_observation(instance: DagsterInstance, asset_key: AssetKey) -> Prev
         return None
     observation = record.asset_observation
     entry = observation.metadata.get(DELTA_VERSION_KEY)
+    delta_version = entry.value if entry is not None and isinstance(entry.value, int) else None
     try:
-        delta_version = int(entry.value) if entry is not None else None
         data_version = int(observation.data_version) if observation.data_version is not None else None
-    except (TypeError, ValueError):
+    except ValueError:
         return None
     if delta_version is None or data_version is None or data_version > delta_version:
         return None

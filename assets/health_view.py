@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
 
-# Metadata keys of the plotted figures, in display order (``HealthReport.headline`` names).
+# Prefix of the metadata keys of the health figures (``HealthReport.headline`` names follow it).
 HEALTH_PREFIX = "health_"
 
 

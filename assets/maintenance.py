@@ -219,7 +219,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         dt = _delta(context, table).open()
         columns = list(options.columns)
         snapshot = dt.snapshot()
-        before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
+        before, health_before = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
         probes = probe_values(snapshot, columns)
         ratio_before = skipped_file_ratio(snapshot, probes)
         metrics = zorder(dt, _spark(context), columns,
@@ -227,7 +227,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         snapshot = dt.snapshot()
         after = FileStats.of(snapshot)
         ratio_after = skipped_file_ratio(snapshot, probes)
-        health = health_before_after(health, table_health_report(dt, table, snapshot=snapshot))
+        health = health_before_after(health_before, table_health_report(dt, table, snapshot=snapshot))
         return _result(table.name, "Z-order", metrics, before, after, health=health, extra={
             "skipped_file_ratio_before": ratio_before,
             "skipped_file_ratio_after": ratio_after,

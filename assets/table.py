@@ -11,13 +11,25 @@ Dagster plots over time.
 
 
 import warnings
+from typing import TYPE_CHECKING
 
-from dagster import AssetKey, BetaWarning, DataVersion, MetadataValue, ObserveResult, observable_source_asset
+from dagster import (
+    AssetKey,
+    BetaWarning,
+    DagsterInstance,
+    DataVersion,
+    MetadataValue,
+    ObserveResult,
+    observable_source_asset,
+)
 
 from assets.data_version import DELTA_VERSION_KEY, data_change_version, previous_observation
 from assets.health_view import health_metadata, table_health_report
 from resources import table_resource_key
 from resources.config import TableConfig
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
 
 TABLE_ASSET_NAME = "delta_table"
 
@@ -40,7 +52,7 @@ def table_observation_metadata(version: int, *, last_checkpoint: int | None,
     return meta
 
 
-def observe_table(dt, table: TableConfig, instance, *, latest: int, last_checkpoint: int | None,
+def observe_table(dt: "DeltaTable", table: TableConfig, instance: DagsterInstance, *, latest: int, last_checkpoint: int | None,
                   operation: str | None, timestamp_ms: int | None,
                   known: dict[int, bool] | None = None) -> tuple[DataVersion, dict[str, MetadataValue]]:
     """The data version and metadata of one observation of ``table`` at Delta version ``latest``:

@@ -14,7 +14,7 @@ import sys
 import pytest
 from dagster import AssetKey, DagsterInstance, instance_for_test, materialize
 from dagster._core.definitions.observe import observe
-from dagster._utils.test.data_versions import get_stale_status_resolver  # Dagster's own staleness, as the UI computes it
+from dagster._utils.test.data_versions import get_stale_status_resolver
 
 from definitions import build_definitions, build_resources
 from delta_core.log.table import DeltaTable
@@ -112,6 +112,7 @@ def test_compaction_shows_health_and_leaves_nothing_unsynced(make_events_table, 
         observed = _observe(config, instance)
         assert observed["delta_version"] == after.version
         assert observed["data_version"] == first["data_version"]
+        # Dagster's own staleness resolver: the UI's "Unsynced" is StaleStatus.STALE
         resolver = get_stale_status_resolver(instance, defs.assets)
         assert resolver.get_status(compact_key) == StaleStatus.FRESH
         assert resolver.get_status(summary_key) == StaleStatus.FRESH
