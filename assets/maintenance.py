@@ -34,6 +34,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.health_view import health_before_after, table_health_report
 from assets.metadata import (
     FileStats,
     before_after_markdown,
@@ -94,6 +95,8 @@ class VacuumConfig(Config):
 
 
 class CheckpointConfig(Config):
+    force: bool | None = Field(default=None, description="Write a checkpoint even when fewer commits than the "
+                                                         "table's checkpoint interval follow the last one.")
     cleanup_log: bool | None = Field(default=None, description="Also delete expired log files.")
     sidecar_threshold: int | None = Field(default=None, description="v2Checkpoint tables: file actions above "
                                                                     "which sidecars are written on Spark.")
@@ -124,10 +127,11 @@ class PurgeConfig(Config):
 _Options = TypeVar("_Options")
 
 
-def _options(config: Config, policy_options: _Options) -> _Options:
-    """The policy's option record with the values given at launch put in."""
+def _options(config: Config, policy_options: _Options, *, exclude: frozenset[str] = frozenset()) -> _Options:
+    """The policy's option record with the values given at launch put in (``exclude``: config
+    fields the asset itself handles, not options of the operation)."""
     given = {k: tuple(v) if isinstance(v, list) else v
-             for k, v in config.model_dump().items() if v is not None}
+             for k, v in config.model_dump().items() if v is not None and k not in exclude}
     return dataclasses.replace(policy_options, **given)  # type: ignore[type-var]
 
 
@@ -170,13 +174,23 @@ def _delta(context: AssetExecutionContext, table: TableConfig) -> DeltaTableReso
     return getattr(context.resources, table_resource_key(table.name))
 
 
+def _spark(context: AssetExecutionContext) -> Callable[[], Any]:
+    """A factory for the run's SparkSession: operations plan first and start Spark (a JVM, seconds)
+    only when there is work, so a run with nothing to do costs about a ``describe``."""
+    return lambda: context.resources.spark.spark_session
+
+
 def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
               run: Callable[[Any], Any]) -> MaterializeResult:
-    """Run an operation on the table; report its metrics and the file statistics before and after."""
+    """Run an operation on the table; report its metrics, the file statistics and the health
+    before and after."""
     dt = _delta(context, table).open()
-    before = FileStats.of(dt.snapshot())
+    snapshot = dt.snapshot()
+    before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
     metrics = run(dt)
-    return _result(table.name, title, metrics, before, FileStats.of(dt.snapshot()))
+    snapshot = dt.snapshot()
+    return _result(table.name, title, metrics, before, FileStats.of(snapshot),
+                   health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
 
 
 def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
@@ -191,7 +205,7 @@ def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         options = _options(config, policy.options)
         return _measured(context, table, "Compaction", lambda dt: compact(
-            dt, lambda: context.resources.spark.spark_session, where=options.where,
+            dt, _spark(context), where=options.where,
             target_size=options.target_size, min_file_size=options.min_file_size,
             max_deleted_rows_ratio=options.max_deleted_rows_ratio))
 
@@ -212,15 +226,16 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         dt = _delta(context, table).open()
         columns = list(options.columns)
         snapshot = dt.snapshot()
-        before = FileStats.of(snapshot)
+        before, health_before = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
         probes = probe_values(snapshot, columns)
         ratio_before = skipped_file_ratio(snapshot, probes)
-        metrics = zorder(dt, lambda: context.resources.spark.spark_session, columns,
+        metrics = zorder(dt, _spark(context), columns,
                          curve=options.curve, where=options.where, target_size=options.target_size)
         snapshot = dt.snapshot()
         after = FileStats.of(snapshot)
         ratio_after = skipped_file_ratio(snapshot, probes)
-        return _result(table.name, "Z-order", metrics, before, after, extra={
+        health = health_before_after(health_before, table_health_report(dt, table, snapshot=snapshot))
+        return _result(table.name, "Z-order", metrics, before, after, health=health, extra={
             "skipped_file_ratio_before": ratio_before,
             "skipped_file_ratio_after": ratio_after,
         }, extra_lines=[
@@ -250,8 +265,8 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.checkpoint
     spec = _common(table, CHECKPOINT, deps, description=(
-        f"Write a checkpoint of `{table.name}` at its latest version (and optionally clean up "
-        "expired log files)."))
+        f"Write a checkpoint of `{table.name}` at its latest version once the checkpoint interval's "
+        "commits follow the last one (and optionally clean up expired log files)."))
     # Sidecars of a large v2Checkpoint table are written by Spark tasks; the session starts only
     # when the checkpoint turns out to need them.
     spec["required_resource_keys"] = spec["required_resource_keys"] | {SPARK_RESOURCE_KEY}
@@ -263,18 +278,29 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         from delta_core.write.checkpoint_write import write_checkpoint
 
         started = time.monotonic()
-        options = _options(config, policy.options)
+        options = _options(config, policy.options, exclude=frozenset({"force"}))
         dt = _delta(context, table).open()
         checkpoint_before = dt.last_checkpoint_version()
-        result = write_checkpoint(dt, sidecar_threshold=options.sidecar_threshold, sidecar_writer=spark_sidecar_writer(
-            lambda: context.resources.spark.spark_session))
+        health = table_health_report(dt, table)
+        # The table's checkpoint interval decides, as the health advice does: a run (schedule,
+        # full maintenance job) right after a checkpoint writes nothing.
+        due = any(r.operation == CHECKPOINT.cli_command for r in health.recommendations)
+        result = None
+        if due or config.force:
+            result = write_checkpoint(dt, sidecar_threshold=options.sidecar_threshold,
+                                      sidecar_writer=spark_sidecar_writer(_spark(context)))
         cleanup = None
         if options.cleanup_log:
             from delta_core.write.log_cleanup import cleanup_log
 
             cleanup = cleanup_log(dt)
+        skipped = None if result is not None else (
+            f"{health.metrics.versions_since_checkpoint} commit(s) since the last checkpoint, fewer than "
+            f"the interval {health.metrics.checkpoint_interval}; launch with force: true to write one anyway")
+        after = table_health_report(dt, table) if result is not None or cleanup is not None else health
         return _checkpoint_result(table.name, checkpoint_before, result, cleanup,
-                                  round(time.monotonic() - started, 3))
+                                  round(time.monotonic() - started, 3), skipped_reason=skipped,
+                                  health=health_before_after(health, after))
 
     return _asset
 
@@ -289,9 +315,11 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         from delta_core.maintenance.manifest import generate_manifests
 
         dt = _delta(context, table).open()
-        before = FileStats.of(dt.snapshot())
+        snapshot = dt.snapshot()
+        before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
         metrics = generate_manifests(dt, incremental=_options(config, policy.options).incremental)
-        return _result(table.name, "Manifest", metrics, before, before)
+        return _result(table.name, "Manifest", metrics, before, before,
+                       health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
 
     return _asset
 
@@ -309,7 +337,7 @@ def _cluster(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         options = _options(config, policy.options)
         return _measured(context, table, "Clustering", lambda dt: cluster(
-            dt, lambda: context.resources.spark.spark_session, columns=options.columns or None, full=options.full,
+            dt, _spark(context), columns=options.columns or None, full=options.full,
             target_size=options.target_size))
 
     return _asset
@@ -326,7 +354,9 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         from delta_core.write.log_compaction import compact_log
 
         options = _options(config, policy.options)
-        result = compact_log(_delta(context, table).open(), start_version=options.start_version,
+        dt = _delta(context, table).open()
+        health = table_health_report(dt, table)
+        result = compact_log(dt, start_version=options.start_version,
                              end_version=options.end_version, min_commits=options.min_commits)
         if result.path is None:
             headline = [f"table `{table.name}`", f"nothing written: {result.skipped_reason}"]
@@ -337,6 +367,7 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         metadata: dict[str, MetadataValue] = {
             "summary": MetadataValue.md(summary_markdown(f"Log compaction of {table.name}", headline))}
         metadata.update(scalar_metadata({k: v for k, v in result.to_dict().items() if k != "path"}))
+        metadata.update(health_before_after(health, table_health_report(dt, table)))
         return MaterializeResult(metadata=metadata)
 
     return _asset
@@ -355,7 +386,7 @@ def _purge(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         options = _options(config, policy.options)
         # A factory: Spark starts only when the plan has files to rewrite.
         return _measured(context, table, "Purge", lambda dt: purge(
-            dt, lambda: context.resources.spark.spark_session, where=options.where,
+            dt, _spark(context), where=options.where,
             max_deleted_rows_ratio=options.max_deleted_rows_ratio))
 
     return _asset
@@ -394,6 +425,7 @@ def _ratio(value: float | None) -> str:
 
 
 def _result(table_name: str, title: str, metrics, before: FileStats, after: FileStats, *,
+            health: dict[str, MetadataValue],
             extra: dict[str, int | float | str | bool | None] | None = None,
             extra_lines: list[str] | None = None) -> MaterializeResult:
     view = describe(metrics)
@@ -407,23 +439,27 @@ def _result(table_name: str, title: str, metrics, before: FileStats, after: File
     metadata.update(before_after_metadata(before, after))
     metadata.update(scalar_metadata(view.values))
     metadata["duration_seconds"] = MetadataValue.float(float(view.duration_seconds))
+    metadata.update(health)
     metadata["metrics"] = MetadataValue.json(metrics_for_json(metrics))
     return MaterializeResult(metadata=metadata)
 
 
 def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, cleanup,
-                       duration_seconds: float) -> MaterializeResult:
-    values: dict[str, int | float | str | bool | None] = {
-        "checkpoint_version_before": checkpoint_before,
-        "checkpoint_version": result.version,
-        "checkpoint_sidecars": result.sidecars,
-        "checkpoint_actions": result.size,
-        "checkpoint_bytes": result.size_in_bytes,
-        "duration_seconds": duration_seconds,
-    }
-    headline = [f"table `{table_name}`",
-                f"checkpoint written at version {result.version} "
-                f"({result.size} actions, {result.sidecars} sidecar(s), {human_bytes(result.size_in_bytes)})",
+                       duration_seconds: float, *, skipped_reason: str | None,
+                       health: dict[str, MetadataValue]) -> MaterializeResult:
+    """``result`` is None when no checkpoint was due (``skipped_reason`` says why)."""
+    values: dict[str, int | float | str | bool | None] = {"checkpoint_version_before": checkpoint_before}
+    if result is None:
+        values.update({"checkpoint_written": False, "checkpoint_skipped_reason": skipped_reason})
+        written = f"no checkpoint written: {skipped_reason}"
+    else:
+        values.update({"checkpoint_written": True, "checkpoint_version": result.version,
+                       "checkpoint_sidecars": result.sidecars, "checkpoint_actions": result.size,
+                       "checkpoint_bytes": result.size_in_bytes})
+        written = (f"checkpoint written at version {result.version} ({result.size} actions, "
+                   f"{result.sidecars} sidecar(s), {human_bytes(result.size_in_bytes)})")
+    values["duration_seconds"] = duration_seconds
+    headline = [f"table `{table_name}`", written,
                 "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
     if cleanup is not None:
         values["log_files_deleted"] = cleanup.files_deleted
@@ -437,4 +473,5 @@ def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, c
     metadata: dict[str, MetadataValue] = {
         "summary": MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))}
     metadata.update(scalar_metadata(values))
+    metadata.update(health)
     return MaterializeResult(metadata=metadata)

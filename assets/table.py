@@ -1,18 +1,35 @@
-"""The table itself as an observable asset whose data version is the Delta table version.
+"""The table itself as an observable asset whose data version is the newest Delta version
+that changed data (``assets.data_version``: maintenance commits do not move it).
 
 User assets depend on ``<table>/delta_table``; the table's log sensor records a new
-observation (data version = latest Delta version) whenever commits land, so Dagster marks
-downstream assets stale and the sensor can refresh them. Observing by hand from the UI reads
-only the log tail (``_last_checkpoint`` and the newest commit), never the file list.
+observation whenever commits land, so Dagster marks downstream assets stale when data changed
+and the sensor can refresh them. Observing by hand from the UI reads the log tail
+(``_last_checkpoint``, the newest commit and the commits since the last observation); on a new
+version the observation also carries the table's health (``assets.health_view``), which
+Dagster plots over time.
 """
 
 
 import warnings
+from typing import TYPE_CHECKING
 
-from dagster import AssetKey, BetaWarning, DataVersion, MetadataValue, ObserveResult, observable_source_asset
+from dagster import (
+    AssetKey,
+    BetaWarning,
+    DagsterInstance,
+    DataVersion,
+    MetadataValue,
+    ObserveResult,
+    observable_source_asset,
+)
 
+from assets.data_version import DELTA_VERSION_KEY, data_change_version, previous_observation
+from assets.health_view import health_metadata, table_health_report
 from resources import table_resource_key
 from resources.config import TableConfig
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
 
 TABLE_ASSET_NAME = "delta_table"
 
@@ -24,7 +41,7 @@ def table_asset_key(table_name: str) -> AssetKey:
 def table_observation_metadata(version: int, *, last_checkpoint: int | None,
                                operation: str | None, timestamp_ms: int | None) -> dict[str, MetadataValue]:
     meta: dict[str, MetadataValue] = {
-        "delta_version": MetadataValue.int(version),
+        DELTA_VERSION_KEY: MetadataValue.int(version),
         "last_checkpoint_version": MetadataValue.text("none") if last_checkpoint is None
         else MetadataValue.int(last_checkpoint),
     }
@@ -33,6 +50,23 @@ def table_observation_metadata(version: int, *, last_checkpoint: int | None,
     if timestamp_ms is not None:
         meta["last_commit_timestamp"] = MetadataValue.timestamp(timestamp_ms / 1000.0)
     return meta
+
+
+def observe_table(dt: "DeltaTable", table: TableConfig, instance: DagsterInstance, *, latest: int, last_checkpoint: int | None,
+                  operation: str | None, timestamp_ms: int | None,
+                  known: dict[int, bool] | None = None) -> tuple[DataVersion, dict[str, MetadataValue]]:
+    """The data version and metadata of one observation of ``table`` at Delta version ``latest``:
+    health figures only when the version is new since the previous observation (cheap when
+    nothing happened). ``known``: versions already read and whether they changed data."""
+    key = table_asset_key(table.name)
+    previous = previous_observation(instance, key)
+    data_version = data_change_version(dt, latest, previous=previous, known=known)
+    meta = table_observation_metadata(latest, last_checkpoint=last_checkpoint,
+                                      operation=operation, timestamp_ms=timestamp_ms)
+    meta["data_change_version"] = MetadataValue.int(data_version)
+    if previous is None or previous.delta_version != latest:
+        meta.update(health_metadata(table_health_report(dt, table)))
+    return DataVersion(str(data_version)), meta
 
 
 def build_table_asset(table: TableConfig):
@@ -47,9 +81,10 @@ def build_table_asset(table: TableConfig):
             operation = latest[0].commit_info.get("operation")
         else:
             version, ts, operation = dt.latest_version(), None, None
-        meta = table_observation_metadata(version, last_checkpoint=dt.last_checkpoint_version(),
-                                          operation=operation, timestamp_ms=ts)
-        return ObserveResult(data_version=DataVersion(str(version)), metadata=meta)
+        data_version, meta = observe_table(dt, table, context.instance, latest=version,
+                                           last_checkpoint=dt.last_checkpoint_version(),
+                                           operation=operation, timestamp_ms=ts)
+        return ObserveResult(data_version=data_version, metadata=meta)
 
     # observable_source_asset is marked beta; it is the API for an observed external asset.
     with warnings.catch_warnings():
@@ -57,7 +92,7 @@ def build_table_asset(table: TableConfig):
         return observable_source_asset(
             key=table_asset_key(table.name),
             group_name=table.name,
-            description=table.description or f"The Delta table `{table.name}`; its data version is the Delta version.",
+            description=table.description or f"The Delta table `{table.name}`; its data version is the newest version that changed data.",
             required_resource_keys={resource_key},
             tags={"delta_maintenance/table": table.name},
         )(_observe)

@@ -177,6 +177,8 @@ def _step_line(op: str, metadata) -> str:
     if op == VACUUM.name:
         return f"{v('files_deleted')} unreferenced files deleted ({v('duration_seconds'):.1f} s)"
     if op == CHECKPOINT.name:
+        if v("checkpoint_written") is False:  # the table's checkpoint interval is not reached
+            return f"no checkpoint due: {v('checkpoint_skipped_reason')}"
         return f"checkpoint at version {v('checkpoint_version')}"
     if op == MANIFEST.name:
         return f"{v('manifests_written')} manifests written ({v('mode')})"

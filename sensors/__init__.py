@@ -3,8 +3,9 @@
 A tick reads only the commits after the cursor (``DeltaTable.changes_since``), so its cost
 depends on how many commits landed, not on the table's size. For those commits it
 
-1. records the new version as an observation of ``<table>/delta_table`` (data version =
-   Delta version), which makes assets depending on the table stale;
+1. records the new version as an observation of ``<table>/delta_table`` (data version = the
+   newest version that changed data, ``assets.data_version``) with the table's health, which
+   makes assets depending on the table stale when data changed;
 2. requests a checkpoint run when the versions since the last checkpoint reach the
    policy's interval;
 3. requests a manifest run when manifests are on and files were added or removed;
@@ -33,7 +34,7 @@ from dagster import (
 )
 
 from assets.maintenance import TABLE_TAG
-from assets.table import table_asset_key, table_observation_metadata
+from assets.table import observe_table, table_asset_key
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
@@ -183,9 +184,13 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                 tags=_tags(table.name, "data_changed", latest),
             ))
 
-        metadata = table_observation_metadata(latest, last_checkpoint=last_checkpoint,
-                                              operation=batch.operations[-1] if batch else None,
-                                              timestamp_ms=None)
+        # Commits the batch already read are not read again to find the data version.
+        known = ({v: CommitSummary.from_actions(v, actions).changes_data for v, actions in commits}
+                 if batch is not None else None)
+        data_version, metadata = observe_table(dt, table, context.instance, latest=latest,
+                                               last_checkpoint=last_checkpoint,
+                                               operation=batch.operations[-1] if batch else None,
+                                               timestamp_ms=None, known=known)
         if batch is not None:
             metadata.update({
                 "new_commits": MetadataValue.int(batch.commits),
@@ -193,7 +198,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                 "operations": MetadataValue.text(", ".join(sorted(set(batch.operations)))),
             })
         observation = AssetObservation(asset_key=asset_key, metadata=metadata,
-                                       tags={DATA_VERSION_TAG: str(latest)})
+                                       tags={DATA_VERSION_TAG: data_version.value})
         return SensorResult(run_requests=requests, cursor=str(latest), asset_events=[observation])
 
     return _sensor

@@ -1,0 +1,69 @@
+"""Table health (``delta_core.health``) as Dagster metadata: numeric entries the UI plots over
+time, and a Markdown table of recommendations.
+
+The health model reads the log only (PROTOCOL.md "Checkpoints", "Add File and Remove File",
+"Deletion Vectors"): no data files, no listing. The observable table asset reports it on each
+new version; maintenance assets report it before and after their operation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from dagster import MetadataValue
+
+from delta_core.health.policy import HealthPolicy
+from delta_core.health.report import HealthReport, table_health
+from resources.config import TableConfig
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+    from delta_core.log.table import DeltaTable
+
+# Prefix of the metadata keys of the health figures (``HealthReport.headline`` names follow it).
+HEALTH_PREFIX = "health_"
+
+
+def health_policy(table: TableConfig) -> HealthPolicy:
+    """The thresholds implied by the table's maintenance settings in tables.yaml: compaction's
+    target and small-file sizes, the checkpoint interval."""
+    compact = table.compact.options
+    return HealthPolicy(target_file_size=compact.target_size, min_file_size=compact.min_file_size,
+                        checkpoint_interval=table.checkpoint.interval)
+
+
+def table_health_report(dt: DeltaTable, table: TableConfig, *, snapshot: Snapshot | None = None) -> HealthReport:
+    """Health of ``dt`` judged by ``table``'s settings; clustering is judged on the Z-order columns
+    when Z-order is configured (else on the table's liquid clustering columns, if any)."""
+    columns = table.zorder.options.columns if table.zorder.enabled and table.zorder.options.columns else None
+    return table_health(dt, policy=health_policy(table), columns=columns, snapshot=snapshot)
+
+
+def recommendations_markdown(report: HealthReport) -> str:
+    if not report.recommendations:
+        return f"**Health {report.score}/100 at version {report.version}**: nothing to do."
+    lines = [f"**Health {report.score}/100 at version {report.version}**", "",
+             "| operation | reason | estimated gain |", "|---|---|---:|"]
+    for r in report.recommendations:
+        gain = f"{r.estimated_gain:g} {r.unit}"
+        lines.append(f"| {r.operation} | {r.reason.replace('|', '/')} | {gain} |")
+    return "\n".join(lines)
+
+
+def _figure(value: int | float) -> MetadataValue:
+    return MetadataValue.int(value) if isinstance(value, int) else MetadataValue.float(float(value))
+
+
+def health_metadata(report: HealthReport, *, suffix: str = "") -> dict[str, MetadataValue]:
+    """``health_<figure><suffix>`` numeric entries (figures not computed are left out, so a plot
+    has no fake zero) and ``health_recommendations<suffix>``."""
+    out: dict[str, MetadataValue] = {
+        f"{HEALTH_PREFIX}{name}{suffix}": _figure(value)
+        for name, value in report.headline().items() if value is not None and not isinstance(value, bool)}
+    out[f"{HEALTH_PREFIX}recommendations{suffix}"] = MetadataValue.md(recommendations_markdown(report))
+    return out
+
+
+def health_before_after(before: HealthReport, after: HealthReport) -> dict[str, MetadataValue]:
+    """Health entries suffixed ``_before`` and ``_after`` (a maintenance asset's materialization)."""
+    return health_metadata(before, suffix="_before") | health_metadata(after, suffix="_after")
