@@ -25,11 +25,10 @@ HEALTH_PREFIX = "health_"
 
 
 def health_policy(table: TableConfig) -> HealthPolicy:
-    """The thresholds implied by the table's maintenance settings in tables.yaml: compaction's
-    target and small-file sizes, the checkpoint interval."""
-    compact = table.compact.options
-    return HealthPolicy(target_file_size=compact.target_size, min_file_size=compact.min_file_size,
-                        checkpoint_interval=table.checkpoint.interval)
+    """The table's thresholds from tables.yaml, the same the advisor sensor acts on: its
+    ``advisor`` section, compaction's target and small-file sizes, and ``checkpoint.interval``
+    when written (else the table's ``delta.checkpointInterval``)."""
+    return table.advisor.health
 
 
 def table_health_report(dt: DeltaTable, table: TableConfig, *, snapshot: Snapshot | None = None) -> HealthReport:
