@@ -90,6 +90,7 @@ class VacuumConfig(Config):
     retention_hours: float | None = Field(default=None, description="Keep unreferenced files younger than this.")
     dry_run: bool | None = Field(default=None, description="List what would be deleted, delete nothing.")
     force: bool | None = Field(default=None, description="Allow a retention below delta.deletedFileRetentionDuration.")
+    mode: str | None = Field(default=None, description="full (list the table) or lite (read the log only).")
 
 
 class CheckpointConfig(Config):
@@ -235,7 +236,8 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         options = _options(config, policy.options)
         return _measured(context, table, "Vacuum", lambda dt: vacuum(
-            dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force))
+            dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force,
+            mode=options.mode))
 
     return _asset
 

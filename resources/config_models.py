@@ -245,10 +245,13 @@ class VacuumSection(_Model):
                                                                     "Default: delta.deletedFileRetentionDuration.")
     dry_run: bool = False
     cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
+    mode: Literal["full", "lite"] = Field(default="full", description=(
+        "full lists the table; lite deletes what the log removed since the last vacuum without listing "
+        "(Delta's VACUUM LITE) and refuses when log cleanup dropped commits it needs."))
 
     def to_policy(self) -> VacuumPolicy:
         return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
-            retention_hours=self.retention_hours, dry_run=self.dry_run))
+            retention_hours=self.retention_hours, dry_run=self.dry_run, mode=self.mode))
 
 
 class CheckpointSection(_Model):

@@ -72,6 +72,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     v.add_argument("--dry-run", action="store_true", help="list what would be deleted; delete nothing")
     v.add_argument("--force", action="store_true", help="allow a retention shorter than the table's")
     v.add_argument("--delete-on-spark", action="store_true", help="delete as Spark tasks instead of threads")
+    v.add_argument("--lite", action="store_true",
+                   help="list nothing: delete what the log removed since the last vacuum (Delta's VACUUM LITE)")
     v.set_defaults(func=cmd_vacuum)
 
     m = add_operation_parser(subparsers, MANIFEST)
@@ -145,7 +147,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     table = open_table(args)
     spark = _spark(args)() if args.delete_on_spark else None
     metrics = vacuum(table, retention_hours=args.retention_hours, dry_run=args.dry_run, force=args.force,
-                     spark=spark)
+                     spark=spark, mode="lite" if args.lite else "full")
     emit(metrics.to_dict(), args.json)
     return 0
 

@@ -34,8 +34,12 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from delta_core.errors import DeletionVectorError, PathEscapesTableError, VacuumLiteUnavailableError, \
-    VersionNotFoundError
+from delta_core.errors import (
+    DeletionVectorError,
+    PathEscapesTableError,
+    VacuumLiteUnavailableError,
+    VersionNotFoundError,
+)
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.history import version_at_timestamp
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key
@@ -103,6 +107,8 @@ def lite_range(storage: Storage, *, cutoff_ms: int, latest_version: int, configu
         end = version_at_timestamp(storage, cutoff_ms, configuration=configuration, ict_enabled=ict_enabled)
     except VersionNotFoundError:
         return None  # no commit is older than the cutoff yet: nothing can have expired
+    # A commit newer than the snapshot may re-add a file: its state was not checked, so not read.
+    end = min(end, latest_version)
     commits = [f.version for f in list_log(storage, end_version=end) if f.kind is LogFileKind.COMMIT]
     earliest = commits[0] if commits else end + 1
     last = read_last_vacuum_version(storage)
@@ -115,8 +121,7 @@ def lite_range(storage: Storage, *, cutoff_ms: int, latest_version: int, configu
             f"removed commits before {earliest}, which may name files to delete. Run a full vacuum "
             "(delta-core vacuum without --lite, or vacuum: {mode: full}): it lists the table, and a "
             "later lite run continues from it", path=storage.root, version=earliest)
-    start = min(start, latest_version)
-    if start > end:
+    if start > end:  # everything up to the cutoff was vacuumed already
         return None
     missing = sorted(set(range(start, end + 1)) - set(commits))
     if missing:
