@@ -15,7 +15,7 @@ import sys
 import time
 
 BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum",
-              "bench_deletion_vectors", "bench_cluster", "bench_health")
+              "bench_deletion_vectors", "bench_cluster", "bench_health", "bench_vacuum_s3")
 
 
 def main(argv: list[str] | None = None) -> int:
