@@ -241,3 +241,22 @@ def test_cli_vacuum_lite(capsys, scene, table_uri):
     os.unlink(os.path.join(table_uri, LAST_VACUUM_INFO))
     status, out = run(capsys, "vacuum", table_uri, "--lite", "--json", "--retention-hours", "0", "--force")
     assert status == 2 and out["error"]["kind"] == "vacuum_lite_unavailable"
+
+
+def test_emptied_directories_go_deepest_first_in_parallel(tmp_path):
+    """Pins the order the parallel removal keeps (one depth at a time): every emptied level goes,
+    a directory that still holds a file stays."""
+    from delta_core.maintenance.spark.vacuum import remove_empty_directories
+    from delta_core.storage.fsspec_store import FsspecStorage
+
+    root = tmp_path / "t"
+    deleted = [f"a={a}/b={b}/f-{i}.parquet" for a in range(3) for b in range(4) for i in range(2)]
+    for key in deleted + ["a=2/b=3/kept.parquet"]:
+        (root / key).parent.mkdir(parents=True, exist_ok=True)
+        (root / key).write_bytes(b"x")
+    for key in deleted:
+        (root / key).unlink()
+    removed = remove_empty_directories(FsspecStorage(str(root)), deleted, threads=8)
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) == [
+        "a=2", "a=2/b=3", "a=2/b=3/kept.parquet"]
+    assert removed == 3 * 4 - 1 + 2  # the b= directories but one, then a=0 and a=1
