@@ -15,8 +15,11 @@ before the retention cutoff when a lite vacuum last completed. The next lite run
 ``N+1 ..`` the newest commit at or before its own cutoff. Without the file it reads from commit
 0, so it needs the log to start there; when log cleanup has dropped commits it would need, it
 refuses (``VacuumLiteUnavailableError``) and names full mode, as Delta Spark does
-(``DELTA_CANNOT_VACUUM_LITE``). Like Delta Spark, an unreadable state file counts as absent,
-which can only make a run read more commits or refuse.
+(``DELTA_CANNOT_VACUUM_LITE``). Delta Spark also refuses when the mark is exactly the commit
+before the earliest one left; every commit the run needs is still there then, so we proceed.
+Like Delta Spark, an unreadable state file counts as absent, which can only make a run read
+more commits or refuse. A full vacuum leaves the file as it is (Delta Spark's writes ``{}``,
+which disables lite runs once the log is cleaned up; we read that as absent too).
 
 A remove carries its ``deletionTimestamp`` as the file's age (Delta Spark does the same); a cdc
 file has none and counts as old. Paths go through ``vacuum_plan.log_path_to_key`` (every
