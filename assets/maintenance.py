@@ -21,7 +21,7 @@ import dataclasses
 import functools
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, cast
 
 from dagster import (
     AssetExecutionContext,
@@ -92,6 +92,7 @@ class VacuumConfig(Config):
     retention_hours: float | None = Field(default=None, description="Keep unreferenced files younger than this.")
     dry_run: bool | None = Field(default=None, description="List what would be deleted, delete nothing.")
     force: bool | None = Field(default=None, description="Allow a retention below delta.deletedFileRetentionDuration.")
+    mode: str | None = Field(default=None, description="full (list the table) or lite (read the log only).")
 
 
 class CheckpointConfig(Config):
@@ -257,7 +258,8 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
         options = _options(config, policy.options)
         return _measured(context, table, "Vacuum", lambda dt: vacuum(
-            dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force))
+            dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force,
+            mode=cast(Literal["full", "lite"], options.mode)))  # vacuum refuses any other mode
 
     return _asset
 

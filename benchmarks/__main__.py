@@ -16,7 +16,7 @@ import time
 
 BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum",
               "bench_deletion_vectors", "bench_cluster", "bench_health",
-              "bench_describe")
+              "bench_describe", "bench_vacuum_s3")
 
 
 def main(argv: list[str] | None = None) -> int:

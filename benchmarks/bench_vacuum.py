@@ -5,7 +5,10 @@ A small live table gets ``--files`` unreferenced files (100k by default) spread 
 delta-rs ``vacuum(full=True)`` (its mode that also deletes files the log never mentioned).
 Both must delete exactly the orphans and keep every live file.
 
-    python -m benchmarks.bench_vacuum [--files 100000] [--dirs 100] [--threads 16]
+    python -m benchmarks.bench_vacuum [--files 100000] [--dirs 100] [--threads 16] [--rounds 1]
+
+With ``--rounds N`` each round builds fresh copies; the medians are reported, with the load
+average (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -39,8 +43,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--dirs", type=int, default=100)
     parser.add_argument("--threads", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=1)
     args, _unknown = parser.parse_known_args(argv)
 
+    ours_times, deltars_times = [], []
+    for round_ in range(max(1, args.rounds)):
+        ours_s, deltars_s = _round_times(args)
+        ours_times.append(ours_s)
+        deltars_times.append(deltars_s)
+        print(f"  round {round_ + 1}: ours {ours_s:.2f} s, delta-rs {deltars_s:.2f} s, "
+              f"load {os.getloadavg()[0]:.1f}", flush=True)
+    ours_s, deltars_s = statistics.median(ours_times), statistics.median(deltars_times)
+    print(f"{'engine':<10}{'deleted':>9}{'seconds':>9}{'files/s':>10}   (medians of {len(ours_times)})")
+    print(f"{'ours':<10}{args.files:>9}{ours_s:>9.2f}{args.files / ours_s:>10.0f}")
+    print(f"{'delta-rs':<10}{args.files:>9}{deltars_s:>9.2f}{args.files / deltars_s:>10.0f}")
+    print(f"ratio ours / delta-rs throughput: {deltars_s / ours_s:.2f}x")
+    return 0
+
+
+def _round_times(args: argparse.Namespace) -> tuple[float, float]:
     import deltalake
     import pyarrow as pa
 
@@ -71,14 +92,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         deltars_s = time.perf_counter() - t0
         assert len(deleted) == args.files, len(deleted)
         assert deltalake.DeltaTable(ours).to_pyarrow_table().num_rows == 1000
-
-        print(f"{'engine':<10}{'deleted':>9}{'seconds':>9}{'files/s':>10}")
-        print(f"{'ours':<10}{metrics.num_deleted_files:>9}{ours_s:>9.2f}{args.files / ours_s:>10.0f}")
-        print(f"{'delta-rs':<10}{len(deleted):>9}{deltars_s:>9.2f}{args.files / deltars_s:>10.0f}")
-        print(f"ratio ours / delta-rs throughput: {(args.files / ours_s) / (args.files / deltars_s):.2f}x")
+        return ours_s, deltars_s
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return 0
 
 
 if __name__ == "__main__":

@@ -270,3 +270,10 @@ class RewriteVerificationError(InvalidTransactionError):
         super().__init__(message, path=path, version=version)
         self.column = column
         self.file = file
+
+
+class VacuumLiteUnavailableError(MaintenanceError):
+    """Vacuum lite cannot know every expired file from the log (commits it needs were cleaned
+    up, or no ``_last_vacuum_info`` and the log no longer starts at 0): run a full vacuum."""
+
+    kind = "vacuum_lite_unavailable"

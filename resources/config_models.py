@@ -262,6 +262,9 @@ class VacuumSection(_Model):
                                                                     "Default: delta.deletedFileRetentionDuration.")
     dry_run: bool = False
     cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
+    mode: Literal["full", "lite"] = Field(default="full", description=(
+        "full lists the table; lite deletes what the log removed since the last vacuum without listing "
+        "(Delta's VACUUM LITE) and refuses when log cleanup dropped commits it needs."))
 
     @field_validator("retention_hours")
     @classmethod
@@ -276,7 +279,8 @@ class VacuumSection(_Model):
 
     def to_policy(self) -> VacuumPolicy:
         return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
-            retention_hours=self.retention_hours, dry_run=self.dry_run, force=self.allow_short_retention))
+            retention_hours=self.retention_hours, dry_run=self.dry_run, force=self.allow_short_retention,
+            mode=self.mode))
 
 
 class CheckpointSection(_Model):

@@ -81,6 +81,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="count and list what would be deleted, with its bytes; delete nothing")
     v.add_argument("--force", action="store_true", default=None, help="allow a retention shorter than the table's")
     v.add_argument("--delete-on-spark", action="store_true", help="list and delete as Spark tasks instead of threads")
+    v.add_argument("--lite", action="store_true",
+                   help="list nothing: delete what the log removed since the last vacuum (Delta's VACUUM LITE)")
     v.set_defaults(func=cmd_vacuum)
 
     m = add_operation_parser(subparsers, MANIFEST)
@@ -160,7 +162,7 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     table = open_table(args)
     spark = _spark(args) if args.delete_on_spark else None  # a factory: Spark starts only with work
     metrics = vacuum(table, retention_hours=opts.retention_hours, dry_run=opts.dry_run, force=opts.force,
-                     spark=spark)
+                     spark=spark, mode="lite" if args.lite else opts.mode)
     if args.json:
         emit(metrics.to_dict(), True)
         return 0

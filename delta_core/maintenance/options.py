@@ -49,6 +49,7 @@ class VacuumOptions:
     retention_hours: float | None = None  # None: delta.deletedFileRetentionDuration
     dry_run: bool = False
     force: bool = False  # allow a retention shorter than the table's
+    mode: str = "full"  # "lite": delete what the log removed since the last vacuum, list nothing
 
 
 @dataclass(frozen=True, slots=True)

@@ -105,14 +105,20 @@ def plan_vacuum(
     partition_columns: Sequence[str],
     now_ms: int,
     retention: dt.timedelta,
+    named_by_log: Iterable[str] = (),
 ) -> VacuumPlan:
     """Plan a vacuum over ``listed`` (``key``, ``size``, ``modification_time`` in ms: every file
     under the root outside ``_delta_log``) given the ``referenced`` keys (live files, their DV
-    files, and files of tombstones still inside the retention window)."""
+    files, and files of tombstones still inside the retention window). ``named_by_log`` are keys
+    exempt from the hidden-path rule because the log names them as files of the table (vacuum
+    lite's cdc files under ``_change_data``)."""
     retention_ms = int(retention.total_seconds() * 1000)
     cutoff = now_ms - retention_ms
     keys = listed.column("key")
     hidden = hidden_mask(keys, partition_columns)
+    exempt = pa.array(sorted(set(named_by_log)), pa.string())
+    if len(exempt):
+        hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=exempt)))
     ref = pa.array(sorted(set(referenced)), pa.string())
     is_ref = pc.is_in(keys, value_set=ref)
     young = pc.greater_equal(listed.column("modification_time"), pa.scalar(cutoff, pa.int64()))

@@ -207,13 +207,15 @@ class FsspecStorage:
             key = f"{prefix}/{entry.name}" if prefix else entry.name
             yield FileInfo(key, st.st_size, int(st.st_mtime * 1000))
 
-    def _list_s3(self, full_dir: str, start: str) -> Iterator[FileInfo]:
+    def _list_s3(self, full_dir: str, start: str, *, recursive: bool = False) -> Iterator[FileInfo]:
         from fsspec.asyn import sync
 
         fs = self.fs
         bucket, _, prefix = full_dir.partition("/")
         prefix = prefix.rstrip("/") + "/" if prefix else ""
-        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix, "Delimiter": "/"}
+        kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
+        if not recursive:
+            kwargs["Delimiter"] = "/"
         if start:
             # StartAfter is exclusive: a strict prefix of ``start`` sorts before it, so
             # ``start`` itself is listed; the few names between are filtered below.
@@ -225,7 +227,7 @@ class FsspecStorage:
                 return
             for obj in resp.get("Contents", []):
                 name = obj["Key"][len(prefix):]
-                if name and name >= start:
+                if name and name >= start and not name.endswith("/"):  # "dir/": a directory marker
                     yield FileInfo(self._key_of(f"{bucket}/{obj['Key']}"), int(obj["Size"]), _mtime_ms(obj))
             if not resp.get("IsTruncated"):
                 return
@@ -254,6 +256,11 @@ class FsspecStorage:
         if self._scheme == "file":
             prefix = normalize_key(directory)
             yield from _scan_local(full_dir, f"{prefix}/" if prefix else "")
+            return
+        if self._scheme in ("s3", "s3a"):
+            # One paged ListObjectsV2 over the prefix: s3fs's find also builds a dict per key
+            # and synthesises directories, which costs more than the listing itself.
+            yield from self._list_s3(full_dir, "", recursive=True)
             return
         try:
             found = self.fs.find(full_dir, detail=True, withdirs=False)

@@ -41,7 +41,7 @@ def test_retention_below_the_default_needs_the_opt_in(tables_yaml, tmp_path):
     schedule = defs.resolve_schedule_def("t_vacuum_schedule")
     request = schedule.evaluate_tick(build_schedule_context()).run_requests[0]
     assert request.run_config["ops"]["t__vacuum"]["config"] == {"retention_hours": 1.0, "dry_run": False,
-                                                                "force": True}
+                                                                "force": True, "mode": "full"}
 
 
 def test_retention_below_the_tables_own_is_refused_at_load(tables_yaml, tmp_path):

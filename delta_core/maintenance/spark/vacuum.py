@@ -16,6 +16,10 @@ refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from `
 (default: the table's clock) so tests and schedules decide what "old" means. The write protocol is checked
 first (PROTOCOL.md "VACUUM Protocol Check"). All IO goes through the ``Storage`` contract (the
 local store's fast listing and directory removal live inside it).
+
+``mode="lite"`` (Delta Spark's ``VACUUM LITE``) lists nothing: the candidates are the files the
+commits since the last vacuum name (``vacuum_lite``), planned by the same rules, and a
+completed run records how far it got in ``_delta_log/_last_vacuum_info``.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ import logging
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from itertools import groupby
+from typing import Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -34,6 +39,7 @@ from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooSh
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.log_path import LOG_DIR
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.vacuum_lite import LISTING_SCHEMA, lite_candidates, lite_range, write_last_vacuum_version
 from delta_core.maintenance.vacuum_plan import (
     VacuumPlan,
     empty_dir_candidates,
@@ -84,6 +90,8 @@ class VacuumMetrics(MetricsRecord):
     ignored_log_paths: int  # paths in the log outside the root (warned about, never touched)
     paths: tuple[str, ...]  # dry run: what would be deleted (absolute URIs)
     duration_seconds: float
+    mode: str = "full"  # "full" lists the table; "lite" reads the log since the last vacuum
+    lite_versions: tuple[int, int] | None = None  # lite: the commits read (inclusive)
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,10 +233,16 @@ def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAUL
         return done
 
 
-def remove_empty_directories(storage: Storage, deleted: Sequence[str]) -> int:
+def remove_empty_directories(storage: Storage, deleted: Sequence[str], *, threads: int = DEFAULT_THREADS) -> int:
     """Remove the now-empty parent directories of ``deleted`` keys, deepest first (object stores
-    have no directories: nothing to do there)."""
-    return sum(storage.remove_dir_if_empty(directory) for directory in empty_dir_candidates(deleted))
+    have no directories: nothing to do there). One depth at a time, in parallel within it: a
+    directory is tried only after all its sub-directories were (a local ``rmdir`` of a directory
+    that just lost many entries takes milliseconds)."""
+    removed = 0
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
+        for _depth, same_depth in groupby(empty_dir_candidates(deleted), key=lambda d: d.count("/")):
+            removed += sum(pool.map(storage.remove_dir_if_empty, list(same_depth)))
+    return removed
 
 
 def vacuum(
@@ -240,9 +254,12 @@ def vacuum(
     spark: Any = None,
     clock: Clock | None = None,
     threads: int = DEFAULT_THREADS,
+    mode: Literal["full", "lite"] = "full",
 ) -> VacuumMetrics:
     """Vacuum ``table``; see the module docstring."""
     watch = Stopwatch()
+    if mode not in ("full", "lite"):
+        raise ConfigError(f"vacuum mode must be 'full' or 'lite', got {mode!r}", path=table.uri)
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, path=table.uri, version=snapshot.version)
     table_retention = snapshot.properties.deleted_file_retention
@@ -273,17 +290,28 @@ def vacuum(
             "log names them relative to the root", path=uncertain[0], version=snapshot.version)
     for p in ignored[:10]:
         log.warning("table=%s vacuum ignores %r from the log: it is outside the table root", table.uri, p)
-    listed = list_table_files(storage, snapshot.partition_columns, threads=threads, spark=spark)
+    lite = None
+    if mode == "lite":
+        span = lite_range(storage, cutoff_ms=cutoff, latest_version=snapshot.version,
+                          configuration=snapshot.metadata.configuration,
+                          ict_enabled=snapshot.properties.in_commit_timestamps)
+        lite = None if span is None else lite_candidates(storage, *span, TableRoot.of(storage.root))
+        for p in (lite.skipped_paths if lite else ())[:10]:
+            log.warning("table=%s vacuum lite leaves %r alone: it is not certainly a file of the table", table.uri, p)
+        listed = lite.listed if lite else LISTING_SCHEMA.empty_table()
+    else:
+        listed = list_table_files(storage, snapshot.partition_columns, threads=threads, spark=spark)
     plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,
-                       now_ms=now_ms, retention=retention)
+                       now_ms=now_ms, retention=retention, named_by_log=lite.cdc_keys if lite else ())
     log.info("table=%s version=%d vacuum: %d files listed, %d to delete (%d bytes), %d young kept",
              table.uri, snapshot.version, plan.files_listed, plan.num_files_to_delete, plan.bytes_to_delete,
              plan.young_kept)
     retention_ms = int(retention.total_seconds() * 1000)
     default_ms = int(table_retention.total_seconds() * 1000)
+    versions = (lite.start, lite.end) if lite else None
     if dry_run:
         return _metrics(snapshot, plan, retention, None, None, True, not force, 0, 0, ignored,
-                        tuple(storage.uri(k) for k in plan.to_delete), watch)
+                        tuple(storage.uri(k) for k in plan.to_delete), watch, mode, versions)
     params = VacuumStartParameters(retention_check_enabled=not force, default_retention_millis=default_ms,
                                    specified_retention_millis=retention_ms if retention_hours is not None else None)
     start = _commit(table, VACUUM_START, params,
@@ -291,12 +319,16 @@ def vacuum(
                                        size_of_data_to_delete=plan.bytes_to_delete))
     deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri,
                            sizes=_sizes(listed, plan.to_delete) if progress.watching() else None)
-    dirs = remove_empty_directories(storage, plan.to_delete)
+    dirs = remove_empty_directories(storage, plan.to_delete, threads=threads)
     end = _commit(table, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
                   VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
+    if lite:
+        # Only after every candidate is gone: a failed run must be read again by the next one.
+        write_last_vacuum_version(storage, lite.end)
     log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
              table.uri, deleted, dirs, start, end)
-    return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch)
+    return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch,
+                    mode, versions)
 
 
 def _sizes(listed: pa.Table, keys: Sequence[str]) -> list[int]:
@@ -314,7 +346,7 @@ def _commit(table: Any, operation: str, params: VacuumStartParameters | VacuumEn
 
 def _metrics(snapshot: Any, plan: VacuumPlan, retention: dt.timedelta, start: int | None, end: int | None,
              dry_run: bool, check: bool, deleted: int, dirs: int, ignored: list[str], paths: tuple[str, ...],
-             watch: Stopwatch) -> VacuumMetrics:
+             watch: Stopwatch, mode: str, versions: tuple[int, int] | None) -> VacuumMetrics:
     return VacuumMetrics(
         version=end, start_version=start, read_version=snapshot.version, dry_run=dry_run,
         retention_hours=retention.total_seconds() / 3600, retention_check_enabled=check,
@@ -324,4 +356,5 @@ def _metrics(snapshot: Any, plan: VacuumPlan, retention: dt.timedelta, start: in
         num_removed_files=deleted, num_added_files=0,
         removed_bytes=plan.bytes_to_delete if not dry_run else 0, added_bytes=0,
         ignored_log_paths=len(ignored), paths=paths, duration_seconds=watch.seconds(),
+        mode=mode, lite_versions=versions,
     )

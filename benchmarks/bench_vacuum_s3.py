@@ -1,0 +1,158 @@
+"""Vacuum listing on S3 (a moto server): files listed per second, ours vs delta-rs.
+
+Both engines run a dry-run full vacuum (ours: ``vacuum(dry_run=True)``; delta-rs:
+``vacuum(dry_run=True, full=True)``; delta-rs's default is its lite mode, which lists nothing)
+with retention 0 over a small live table plus ``--files`` unreferenced objects, in two layouts:
+200 partitions under one column, and 20 x 10 under two. Both must find exactly the orphans.
+
+The moto server runs in a child process (so its Python does not share our GIL) and the child
+creates the orphans through moto's backend directly (50k HTTP PUTs would take minutes). The
+server's CPU time per listing (from ``/proc``) is printed next to the wall time: a server
+busy for about the whole listing (one core, as moto's Python is bound by its GIL) means moto
+itself is the bottleneck, not the client.
+
+    python -m benchmarks.bench_vacuum_s3 [--files 50000] [--rounds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+
+_SERVER = r"""
+import logging, sys
+from moto.server import ThreadedMotoServer
+logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
+from moto.s3.models import s3_backends
+from moto.core import DEFAULT_ACCOUNT_ID
+port = int(sys.argv[1])
+server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+server.start()
+backend = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+print("ready", flush=True)
+for line in sys.stdin:
+    cmd, *rest = line.split()
+    if cmd == "orphans":  # bucket prefix layout files
+        bucket, prefix, layout, files = rest[0], rest[1], rest[2], int(rest[3])
+        for i in range(files):
+            if layout == "one":
+                part = f"a={i % 200}"
+            else:
+                part = f"a={i % 20}/b={(i // 20) % 10}"
+            backend.put_object(bucket, f"{prefix}/{part}/orphan-{i}.parquet", b"PAR1")
+        print("done", flush=True)
+    elif cmd == "quit":
+        break
+    else:
+        print("done", flush=True)
+server.stop()
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class MotoChild:
+    """The moto server in a child process, driven over its stdin."""
+
+    def __init__(self) -> None:
+        self.port = _free_port()
+        self.proc = subprocess.Popen([sys.executable, "-c", _SERVER, str(self.port)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "ready"
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+
+    def ask(self, *words: object) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(" ".join(map(str, words)) + "\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "done"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the server process so far."""
+        with open(f"/proc/{self.proc.pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("quit\n")
+        self.proc.stdin.flush()
+        self.proc.wait(timeout=30)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=50_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=16)
+    args, _unknown = parser.parse_known_args(argv)
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    import deltalake
+    import pyarrow as pa
+    import s3fs
+
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
+    from delta_core.write.table_writes import append, create_table
+
+    moto = MotoChild()
+    ours_opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": moto.endpoint}}
+    rs_opts = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
+               "AWS_ENDPOINT_URL": moto.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
+    print(f"load average before: {os.getloadavg()[0]:.1f}")
+    rows = []
+    try:
+        for layout, columns in (("one", ["a"]), ("two", ["a", "b"])):
+            bucket = f"bench-{layout}"
+            s3fs.S3FileSystem(**ours_opts).mkdir(bucket)
+            uri = f"s3://{bucket}/t"
+            data = pa.table({"x": pa.array(range(100), pa.int64()),
+                             "a": pa.array([i % 4 for i in range(100)], pa.int32()),
+                             "b": pa.array([i % 2 for i in range(100)], pa.int32())})
+            create_table(uri, data.schema, partition_columns=columns, storage_options=ours_opts)
+            append(DeltaTable(uri, ours_opts), data)
+            t0 = time.perf_counter()
+            moto.ask("orphans", bucket, "t", layout, args.files)
+            print(f"{layout}: {args.files:,} orphans under {'200 a=' if layout == 'one' else '20 a= x 10 b='} "
+                  f"partitions (setup {time.perf_counter() - t0:.0f} s)", flush=True)
+            ours_t, rs_t = [], []
+            for r in range(args.rounds):
+                c0, t0 = moto.cpu_seconds(), time.perf_counter()
+                m = vacuum(DeltaTable(uri, ours_opts), dry_run=True, retention_hours=0, force=True,
+                           threads=args.threads)
+                ours_t.append(time.perf_counter() - t0)
+                ours_cpu = moto.cpu_seconds() - c0
+                assert m.num_files_to_delete == args.files, m.num_files_to_delete
+                c0, t0 = moto.cpu_seconds(), time.perf_counter()
+                found = deltalake.DeltaTable(uri, storage_options=rs_opts).vacuum(
+                    retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True)
+                rs_t.append(time.perf_counter() - t0)
+                rs_cpu = moto.cpu_seconds() - c0
+                assert len(found) == args.files, len(found)
+                print(f"  round {r + 1}: ours {ours_t[-1]:.2f} s (moto cpu {ours_cpu:.2f} s), delta-rs "
+                      f"{rs_t[-1]:.2f} s (moto cpu {rs_cpu:.2f} s), load {os.getloadavg()[0]:.1f}", flush=True)
+            rows.append((layout, statistics.median(ours_t), statistics.median(rs_t)))
+    finally:
+        moto.close()
+    print(f"{'layout':<8}{'ours s':>9}{'ours f/s':>10}{'rs s':>9}{'rs f/s':>10}{'ratio':>7}")
+    for layout, o, r in rows:
+        print(f"{layout:<8}{o:>9.2f}{args.files / o:>10.0f}{r:>9.2f}{args.files / r:>10.0f}{r / o:>6.2f}x")
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
