@@ -1,0 +1,129 @@
+"""Streamed output that becomes visible at its key only when complete (``Storage.open_atomic_output``).
+
+A checkpoint file is read by anyone who lists ``_delta_log`` (PROTOCOL.md "Checkpoints": a
+checkpoint must never be seen half-written), yet at a million files it is too big to build in
+memory first. So it is streamed, and published in one atomic step on ``close()``:
+
+- local disk: the bytes go to a hidden temporary file beside the target (same directory, so same
+  filesystem), then ``os.replace`` renames it over the target (atomic on POSIX);
+- object stores: the upload completes on ``close()`` (S3: one PUT, or ``CompleteMultipartUpload``,
+  both atomic per object; GCS and Azure likewise commit the object at the end), so readers see
+  the previous object or the whole new one.
+
+``discard()`` drops what was written (removes the temporary file, aborts the multipart upload);
+``close()`` after it does nothing, so a failure never publishes a partial file, not even when a
+writer's destructor closes the stream late. A checkpoint may replace an existing one of the same
+version: Delta Spark overwrites checkpoints too, and both hold the same actions.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable
+from typing import IO, Any
+
+
+class AtomicOutput:
+    """A write-only binary stream over ``raw``; ``publish`` runs after ``raw`` is closed,
+    ``drop`` instead of closing it."""
+
+    def __init__(self, raw: IO[bytes], *, publish: Callable[[], None] | None = None,
+                 drop: Callable[[], None]) -> None:
+        self._raw = raw
+        self._publish = publish
+        self._drop = drop
+        self._discarded = False
+        self.closed = False
+
+    def write(self, data: Any) -> int:
+        if self._discarded:
+            # A writer's destructor may still flush its buffer after discard(): drop it.
+            return len(memoryview(data))
+        return self._raw.write(data)
+
+    def flush(self) -> None:
+        if not self.closed:
+            self._raw.flush()
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def writable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return False
+
+    def seekable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        """Complete the file: from now on readers see it whole at its key."""
+        if self.closed:
+            return
+        self.closed = True
+        self._raw.close()
+        if self._publish is not None:
+            self._publish()
+
+    def discard(self) -> None:
+        """Drop everything written; nothing appears at the key (an older file there stays)."""
+        if self.closed:
+            return
+        self.closed = self._discarded = True
+        self._drop()
+
+    def __enter__(self) -> AtomicOutput:
+        return self
+
+    def __exit__(self, exc_type: object, *_: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.discard()
+
+
+def local_atomic_output(full: str) -> AtomicOutput:
+    """Write to ``.<name>.<uuid>.tmp`` beside ``full``; rename it over ``full`` on close."""
+    tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+    raw = open(tmp, "wb")  # noqa: SIM115 - closed by AtomicOutput
+
+    def publish() -> None:
+        try:
+            os.replace(tmp, full)
+        except OSError:
+            _unlink(tmp)
+            raise
+
+    def drop() -> None:
+        raw.close()
+        _unlink(tmp)
+
+    return AtomicOutput(raw, publish=publish, drop=drop)
+
+
+def object_atomic_output(raw: IO[bytes]) -> AtomicOutput:
+    """An fsspec object-store file (uploaded on close); ``discard`` aborts the upload."""
+
+    def drop() -> None:
+        discard = getattr(raw, "discard", None)  # fsspec buffered files: aborts a multipart upload
+        if discard is not None:
+            discard()
+        try:
+            # Mark it closed so its destructor does not upload what is buffered.
+            raw.closed = True  # type: ignore[misc]
+        except AttributeError:
+            pass  # an io-based file (memory://): no upload to hold back
+
+    return AtomicOutput(raw, drop=drop)
+
+
+def _unlink(path: str) -> None:
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
+__all__ = ["AtomicOutput", "local_atomic_output", "object_atomic_output"]
