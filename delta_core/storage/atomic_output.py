@@ -2,17 +2,20 @@
 
 A checkpoint file is read by anyone who lists ``_delta_log`` (PROTOCOL.md "Checkpoints": a
 checkpoint must never be seen half-written), yet at a million files it is too big to build in
-memory first. So it is streamed, and published in one atomic step on ``close()``:
+memory first. So it is streamed, and published in one atomic step by ``commit()``:
 
 - local disk: the bytes go to a hidden temporary file beside the target (same directory, so same
   filesystem), then ``os.replace`` renames it over the target (atomic on POSIX);
-- object stores: the upload completes on ``close()`` (S3: one PUT, or ``CompleteMultipartUpload``,
-  both atomic per object; GCS and Azure likewise commit the object at the end), so readers see
-  the previous object or the whole new one.
+- object stores: the upload completes only in ``commit()`` (S3: one PUT, or
+  ``CompleteMultipartUpload``, both atomic per object; GCS and Azure likewise commit the object
+  at the end), so readers see the previous object or the whole new one. ``memory://`` is a
+  test store with no such guarantee.
 
-``discard()`` drops what was written (removes the temporary file, aborts the multipart upload);
-``close()`` after it does nothing, so a failure never publishes a partial file, not even when a
-writer's destructor closes the stream late. A checkpoint may replace an existing one of the same
+``close()`` does not publish: writers close their streams on failure too (Arrow's buffered
+stream closes its raw file even when its last flush failed), so only an explicit ``commit()``
+after a clean ``close()`` publishes, and never after a failed write. ``discard()`` drops what was
+written (removes the temporary file, aborts the multipart upload); writes after it (a writer's
+destructor flushing late) are dropped. A checkpoint may replace an existing one of the same
 version: Delta Spark overwrites checkpoints too, and both hold the same actions.
 """
 
@@ -25,26 +28,36 @@ from typing import IO, Any
 
 
 class AtomicOutput:
-    """A write-only binary stream over ``raw``; ``publish`` runs after ``raw`` is closed,
-    ``drop`` instead of closing it."""
+    """A write-only binary stream over ``raw``. ``commit`` closes ``raw`` (on object stores:
+    completes the upload) and runs ``publish``; ``discard`` runs ``drop`` instead."""
 
     def __init__(self, raw: IO[bytes], *, publish: Callable[[], None] | None = None,
                  drop: Callable[[], None]) -> None:
         self._raw = raw
         self._publish = publish
         self._drop = drop
-        self._discarded = False
+        self._failed = False  # a write or flush raised: the content is incomplete
+        self._done = False  # committed or discarded
         self.closed = False
 
     def write(self, data: Any) -> int:
-        if self._discarded:
+        if self._done:
             # A writer's destructor may still flush its buffer after discard(): drop it.
             return len(memoryview(data))
-        return self._raw.write(data)
+        try:
+            return self._raw.write(data)
+        except BaseException:
+            self._failed = True
+            raise
 
     def flush(self) -> None:
-        if not self.closed:
+        if self._done:
+            return
+        try:
             self._raw.flush()
+        except BaseException:
+            self._failed = True
+            raise
 
     def tell(self) -> int:
         return self._raw.tell()
@@ -59,29 +72,30 @@ class AtomicOutput:
         return False
 
     def close(self) -> None:
-        """Complete the file: from now on readers see it whole at its key."""
-        if self.closed:
-            return
-        self.closed = True
-        self._raw.close()
+        """The writer is done writing; nothing is published (see ``commit``)."""
+        if not self.closed:
+            self.closed = True
+            self.flush()
+
+    def commit(self) -> None:
+        """Publish the file: from now on readers see it whole at its key."""
+        if self._done or self._failed:
+            raise ValueError("nothing to publish: the output was discarded or a write to it failed")
+        self._done = True
+        try:
+            self._raw.close()
+        except BaseException:
+            self._drop()
+            raise
         if self._publish is not None:
             self._publish()
 
     def discard(self) -> None:
         """Drop everything written; nothing appears at the key (an older file there stays)."""
-        if self.closed:
+        if self._done:
             return
-        self.closed = self._discarded = True
+        self._done = self.closed = True
         self._drop()
-
-    def __enter__(self) -> AtomicOutput:
-        return self
-
-    def __exit__(self, exc_type: object, *_: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self.discard()
 
 
 def local_atomic_output(full: str) -> AtomicOutput:
@@ -97,8 +111,12 @@ def local_atomic_output(full: str) -> AtomicOutput:
             raise
 
     def drop() -> None:
-        raw.close()
-        _unlink(tmp)
+        try:
+            raw.close()
+        except OSError:
+            pass  # flushing the rest failed: it is being thrown away anyway
+        finally:
+            _unlink(tmp)
 
     return AtomicOutput(raw, publish=publish, drop=drop)
 

@@ -189,7 +189,10 @@ class ParquetStream:
         assert self._sink is not None and self._file is not None
         size: int = self._sink.tell()
         self._sink.close()
-        self._file.close()  # commits the object on stores that upload on close
+        if isinstance(self._file, AtomicOutput):
+            self._file.commit()  # only now, after the footer: never a partial file at the key
+        else:
+            self._file.close()  # commits the object on stores that upload on close
         return size
 
     def abort(self) -> None:
