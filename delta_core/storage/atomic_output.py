@@ -44,20 +44,23 @@ class AtomicOutput:
         if self._done:
             # A writer's destructor may still flush its buffer after discard(): drop it.
             return len(memoryview(data))
+        written = False
         try:
-            return self._raw.write(data)
-        except BaseException:
-            self._failed = True
-            raise
+            n = self._raw.write(data)
+            written = True
+            return n
+        finally:
+            self._failed |= not written  # the content is incomplete: never publish it
 
     def flush(self) -> None:
         if self._done:
             return
+        flushed = False
         try:
             self._raw.flush()
-        except BaseException:
-            self._failed = True
-            raise
+            flushed = True
+        finally:
+            self._failed |= not flushed
 
     def tell(self) -> int:
         return self._raw.tell()
@@ -82,11 +85,13 @@ class AtomicOutput:
         if self._done or self._failed:
             raise ValueError("nothing to publish: the output was discarded or a write to it failed")
         self._done = True
+        closed = False
         try:
-            self._raw.close()
-        except BaseException:
-            self._drop()
-            raise
+            self._raw.close()  # object stores: completes the upload
+            closed = True
+        finally:
+            if not closed:
+                self._drop()
         if self._publish is not None:
             self._publish()
 
@@ -99,7 +104,7 @@ class AtomicOutput:
 
 
 def local_atomic_output(full: str) -> AtomicOutput:
-    """Write to ``.<name>.<uuid>.tmp`` beside ``full``; rename it over ``full`` on close."""
+    """Write to ``.<name>.<uuid>.tmp`` beside ``full``; rename it over ``full`` on commit."""
     tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
     raw = open(tmp, "wb")  # noqa: SIM115 - closed by AtomicOutput
 
@@ -122,7 +127,8 @@ def local_atomic_output(full: str) -> AtomicOutput:
 
 
 def object_atomic_output(raw: IO[bytes]) -> AtomicOutput:
-    """An fsspec object-store file (uploaded on close); ``discard`` aborts the upload."""
+    """An fsspec object-store file (its upload completes when ``commit`` closes it);
+    ``discard`` aborts the upload."""
 
     def drop() -> None:
         discard = getattr(raw, "discard", None)  # fsspec buffered files: aborts a multipart upload

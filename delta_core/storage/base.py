@@ -20,7 +20,7 @@ Contract (implementations must honour every line):
   unless built with ``allow_unsafe_commits=True``. When the file may or may not have been
   created (a timeout after the request was sent) it raises ``CommitStateUnknownError``.
 - ``write(key, data)`` writes (replacing) the whole file; readers see old or new content.
-- ``open_atomic_output(key)`` streams a file with the same guarantee, published on ``close()``.
+- ``open_atomic_output(key)`` streams a file with the same guarantee, published by ``commit()``.
 - ``delete(key)`` removes a file; a missing file is not an error.
 - Instances are picklable so they can be shipped to Spark executors.
 """
@@ -83,8 +83,8 @@ class Storage(Protocol):
         """A binary file object for streaming a new data file (not atomic; never for the log)."""
 
     def open_atomic_output(self, key: str) -> AtomicOutput:
-        """A stream whose file appears at ``key`` (replacing any) only when ``close()``
-        completes it; ``discard()`` drops it (``atomic_output``). For checkpoints."""
+        """A stream whose file appears at ``key`` (replacing any) only when ``commit()`` (after
+        ``close()``) publishes it; ``discard()`` drops it (``atomic_output``). For checkpoints."""
 
     def delete(self, key: str) -> None: ...
 

@@ -14,7 +14,12 @@ vectorised array operations, not a million Python objects.
 - Multi-part checkpoints are never written (they are read): the protocol deprecates them,
   forbids them on ``v2Checkpoint`` tables, and requires Spark's hash partitioning of their parts
   so that parts of writers racing on one version mix safely ("Multi-part checkpoint").
-- The checkpoint file is written atomically (``Storage.write``); ``_last_checkpoint`` only after
+- The checkpoint file is streamed: ``CheckpointRows`` builds its rows a slice at a time and
+  ``ParquetStream`` writes them row group by row group, so the whole file never sits in memory.
+  It is published atomically (``Storage.open_atomic_output``: a local temporary file renamed
+  over the name, or an object-store upload that completes only once the footer is written), so
+  no reader ever sees it half-written and a failed write leaves nothing; rewriting a version's
+  checkpoint replaces it whole, as Delta Spark does. ``_last_checkpoint`` is written only after
   it (and its sidecars) exist, and never moved backwards.
 - ``protocol`` and ``metaData`` keep fields this library does not know (another writer's
   additions, ``Protocol.extra``/``Metadata.extra``) as extra struct fields of the inferred type,
