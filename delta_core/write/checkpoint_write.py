@@ -309,12 +309,12 @@ class CheckpointRows:
         self.schema = pa.schema(types)
         n_head = len(header["protocol"])
         self.head = _segment({k: v for k, v in header.items() if k in types}, n_head, types)
-        self.num_adds = files.num_rows
-        self.num_removes = tomb.num_rows
+        self.num_adds: int = files.num_rows
+        self.num_removes: int = tomb.num_rows
 
     @property
     def num_rows(self) -> int:
-        return self.head.num_rows + self.num_adds + self.num_removes
+        return int(self.head.num_rows) + self.num_adds + self.num_removes
 
     def _add_rows(self, files: pa.Table) -> pa.StructArray:
         extra = _parsed_columns(self._snapshot, files) if self._stats_as_struct else []
