@@ -11,11 +11,14 @@ minutes apart differ by 2x: ``--repeat N`` runs the engines alternately N times,
 fresh copy, and reports each engine's median run. Our checkpoint is then read back by
 delta-rs to check it has every file.
 
-A second run measures the steady state: the table already has a checkpoint (written by
-delta-rs) and ``--tail`` small commits follow it, which is what an automatic checkpoint reads.
+A second run measures the steady state (issue 19's target: at most 0.5x delta-rs's time and
+1.0x its peak RSS): the table already has a checkpoint (written by delta-rs) and ``--tail``
+(100) commits of 100 files follow it, which is what an automatic checkpoint reads. ``--size
+1M|3M`` picks the table size (``--files`` any other); ``--skip-json`` leaves out the first run
+(at 3M delta-rs takes minutes on it). The load average is printed with each run's figures.
 
-    python -m benchmarks.bench_checkpoint [--files 1000000] [--commits 4] [--tail 10]
-                                          [--repeat 1]
+    python -m benchmarks.bench_checkpoint [--size 1M|3M | --files N] [--commits 4] [--tail 100]
+                                          [--repeat 1] [--skip-json]
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ import time
 import uuid
 from collections.abc import Sequence
 from typing import Any
+
+SIZES = {"1M": 1_000_000, "3M": 3_000_000}
 
 SCHEMA = {"type": "struct", "fields": [
     {"name": "id", "type": "long", "nullable": True, "metadata": {}},
@@ -142,6 +147,10 @@ def count_files_deltars(path: str) -> int:
     return pa.table(deltalake.DeltaTable(path).get_add_actions(flatten=False)).num_rows
 
 
+def _load_average() -> str:
+    return " / ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
 def _print(runs: list[tuple[str, dict[str, Any]]]) -> None:
     ref = dict(runs)["delta-rs"]
     print(f"{'engine':<22}{'seconds':>9}{'CPU s':>8}{'peak RSS MB':>13}{'parts':>7}{'MB':>8}"
@@ -153,6 +162,18 @@ def _print(runs: list[tuple[str, dict[str, Any]]]) -> None:
         if "load_seconds" in r:
             print(f"  {name}: reading the log into a snapshot {r['load_seconds']:.2f} s, "
                   f"building and writing the checkpoint {r['write_seconds']:.2f} s")
+
+
+def _check_complete(table: str, commits: Any, files: int, *, older_checkpoint: int | None = None) -> None:
+    """Hide the commits (and older checkpoint) our checkpoint replaces; delta-rs must then see
+    every file in it."""
+    log_dir = os.path.join(table, "_delta_log")
+    for v in commits:
+        os.unlink(os.path.join(log_dir, f"{v:020d}.json"))
+    if older_checkpoint is not None:
+        os.unlink(os.path.join(log_dir, f"{older_checkpoint:020d}.checkpoint.parquet"))
+    seen = _in_process(count_files_deltars, table)
+    assert seen == files, f"delta-rs sees {seen} files in our checkpoint of {table}, expected {files}"
 
 
 def _in_process(fn: Any, *args: Any) -> Any:
@@ -190,13 +211,18 @@ def _print_all_seconds(runs: list[tuple[str, dict[str, Any]]]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1_000_000)
+    parser.add_argument("--size", choices=sorted(SIZES), help="table size (overrides --files)")
+    parser.add_argument("--skip-json", action="store_true",
+                        help="only the checkpoint plus --tail commits, not the log of JSON commits")
     parser.add_argument("--commits", type=int, default=4)
-    parser.add_argument("--tail", type=int, default=10,
+    parser.add_argument("--tail", type=int, default=100,
                         help="commits after the previous checkpoint in the steady-state run")
     parser.add_argument("--repeat", type=int, default=1,
                         help="run the engines alternately this many times; report each one's median run")
     parser.add_argument("--keep", action="store_true", help="keep the generated tables")
     args, _unknown = parser.parse_known_args(argv)
+    if args.size:
+        args.files = SIZES[args.size]
 
     work = tempfile.mkdtemp(prefix="bench_checkpoint_")
     try:
@@ -207,18 +233,14 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(log generated in {time.perf_counter() - t0:.1f} s)", flush=True)
 
         engines: list[tuple[str, Any, tuple[Any, ...]]] = [("ours", run_ours, ()), ("delta-rs", run_deltars, ())]
-        runs = _alternate(work, base, "full", args.repeat, engines)
-
-        # Our checkpoint must be complete: delta-rs reading it sees every file.
-        ours_dir = os.path.join(work, "full_ours_0", "_delta_log")
-        for v in range(args.commits + 1):
-            os.unlink(os.path.join(ours_dir, f"{v:020d}.json"))
-        seen = _in_process(count_files_deltars, os.path.join(work, "full_ours_0"))
-        assert seen == args.files, f"delta-rs sees {seen} files in our checkpoint, expected {args.files}"
-
-        print(f"\n1. checkpoint of a log of {args.files:,} adds in JSON commits (no checkpoint yet)")
-        _print(runs)
-        _print_all_seconds(runs)
+        if not args.skip_json:
+            runs = _alternate(work, base, "full", args.repeat, engines)
+            # Our checkpoint must be complete: delta-rs reading it sees every file.
+            _check_complete(os.path.join(work, "full_ours_0"), range(args.commits + 1), args.files)
+            print(f"\n1. checkpoint of a log of {args.files:,} adds in JSON commits (no checkpoint yet); "
+                  f"load average {_load_average()}")
+            _print(runs)
+            _print_all_seconds(runs)
 
         # 2. Steady state: the previous checkpoint (written by delta-rs, the reference) plus
         # --tail small commits, which is what an automatic checkpoint every N commits reads.
@@ -228,8 +250,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for k in range(args.tail):
             write_commit(steady, args.commits + 1 + k, args.files + k * 100, 100)
         runs2 = _alternate(work, steady, "steady", args.repeat, engines[:2])
+        _check_complete(os.path.join(work, "steady_ours_0"), range(args.commits + 1, args.commits + 1 + args.tail),
+                        args.files + 100 * args.tail, older_checkpoint=args.commits)
         print(f"\n2. checkpoint after {args.tail} more commits, starting from the previous checkpoint "
-              f"({args.files + 100 * args.tail:,} files)")
+              f"({args.files + 100 * args.tail:,} files); load average {_load_average()}")
         _print(runs2)
         _print_all_seconds(runs2)
         print("(seconds exclude interpreter/library import; peak RSS includes it; "

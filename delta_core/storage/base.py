@@ -20,6 +20,7 @@ Contract (implementations must honour every line):
   unless built with ``allow_unsafe_commits=True``. When the file may or may not have been
   created (a timeout after the request was sent) it raises ``CommitStateUnknownError``.
 - ``write(key, data)`` writes (replacing) the whole file; readers see old or new content.
+- ``open_atomic_output(key)`` streams a file with the same guarantee, published by ``commit()``.
 - ``delete(key)`` removes a file; a missing file is not an error.
 - Instances are picklable so they can be shipped to Spark executors.
 """
@@ -32,6 +33,7 @@ from dataclasses import dataclass
 from typing import IO, Protocol, runtime_checkable
 
 from delta_core.errors import PathEscapesTableError
+from delta_core.storage.atomic_output import AtomicOutput
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +81,10 @@ class Storage(Protocol):
 
     def open_output(self, key: str) -> IO[bytes]:
         """A binary file object for streaming a new data file (not atomic; never for the log)."""
+
+    def open_atomic_output(self, key: str) -> AtomicOutput:
+        """A stream whose file appears at ``key`` (replacing any) only when ``commit()`` (after
+        ``close()``) publishes it; ``discard()`` drops it (``atomic_output``). For checkpoints."""
 
     def delete(self, key: str) -> None: ...
 

@@ -40,6 +40,7 @@ from delta_core.errors import (
 )
 from delta_core.model.path_identity import local_os_path
 from delta_core.storage.access import needs_access
+from delta_core.storage.atomic_output import AtomicOutput, local_atomic_output, object_atomic_output
 from delta_core.storage.base import FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
 from delta_core.storage.credentials import without_credentials
@@ -431,6 +432,15 @@ class FsspecStorage:
         full = self._full(key)
         self._makedirs_for(full)
         return cast(IO[bytes], self.fs.open(full, "wb"))
+
+    @needs_access("write")
+    def open_atomic_output(self, key: str) -> AtomicOutput:
+        full = self._full(key)
+        self._makedirs_for(full)
+        if self._scheme == "file":
+            return local_atomic_output(full)
+        # Object stores publish an object when its upload completes (S3: PUT or multipart).
+        return object_atomic_output(cast(IO[bytes], self.fs.open(full, "wb")))
 
     @needs_access("write")
     def delete(self, key: str) -> None:

@@ -14,7 +14,12 @@ vectorised array operations, not a million Python objects.
 - Multi-part checkpoints are never written (they are read): the protocol deprecates them,
   forbids them on ``v2Checkpoint`` tables, and requires Spark's hash partitioning of their parts
   so that parts of writers racing on one version mix safely ("Multi-part checkpoint").
-- The checkpoint file is written atomically (``Storage.write``); ``_last_checkpoint`` only after
+- The checkpoint file is streamed: ``CheckpointRows`` builds its rows a slice at a time and
+  ``ParquetStream`` writes them row group by row group, so the whole file never sits in memory.
+  It is published atomically (``Storage.open_atomic_output``: a local temporary file renamed
+  over the name, or an object-store upload that completes only once the footer is written), so
+  no reader ever sees it half-written and a failed write leaves nothing; rewriting a version's
+  checkpoint replaces it whole, as Delta Spark does. ``_last_checkpoint`` is written only after
   it (and its sidecars) exist, and never moved backwards.
 - ``protocol`` and ``metaData`` keep fields this library does not know (another writer's
   additions, ``Protocol.extra``/``Metadata.extra``) as extra struct fields of the inferred type,
@@ -32,15 +37,15 @@ vectorised array operations, not a million Python objects.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from delta_core.errors import ConfigError
 from delta_core.log.file_actions import DV_TYPE, STRING_MAP
@@ -53,6 +58,7 @@ from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
 from delta_core.model.stats import parse_stats_struct
 from delta_core.model.table_features import check_write_supported, column_mapping_mode, has_feature
+from delta_core.storage.base import Storage
 from delta_core.write.checkpoint_sidecars import (
     DEFAULT_SIDECAR_THRESHOLD,
     SidecarWriter,
@@ -60,12 +66,18 @@ from delta_core.write.checkpoint_sidecars import (
     uses_sidecars,
     write_sidecars_in_process,
 )
+from delta_core.write.parquet_stream import ParquetStream
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
+
+# File actions turned into checkpoint rows per step while writing: the rows of one step (and the
+# row group ``ParquetStream`` buffers) are all that exists beside the snapshot, not a second copy
+# of the whole table.
+SLICE_ROWS = 128 * 1024
 
 PROTOCOL_TYPE = pa.struct([
     ("minReaderVersion", pa.int32()), ("minWriterVersion", pa.int32()),
@@ -120,7 +132,7 @@ def _col(table: pa.Table, name: str, typ: pa.DataType) -> pa.Array:
     return arr if arr.type == typ else arr.cast(typ)
 
 
-def _add_struct(files: pa.Table, extra: list[tuple[str, pa.Array]]) -> pa.StructArray:
+def _add_struct(files: pa.Table, extra: list[tuple[str, pa.Array]], *, clustering: bool) -> pa.StructArray:
     n = files.num_rows
     arrays = [
         _col(files, "path", pa.string()),
@@ -136,7 +148,7 @@ def _add_struct(files: pa.Table, extra: list[tuple[str, pa.Array]]) -> pa.Struct
         _col(files, "default_row_commit_version", pa.int64()),
     ]
     fields = [pa.field(name, typ) for name, typ in _ADD_BASE]
-    if "clustering_provider" in files.column_names and files.column("clustering_provider").null_count < n:
+    if clustering:
         arrays.append(_col(files, "clustering_provider", pa.string()))
         fields.append(pa.field("clusteringProvider", pa.string()))
     for name, arr in extra:
@@ -259,56 +271,102 @@ def _segment(columns: dict[str, pa.Array], n: int, types: dict[str, pa.DataType]
                      for name, typ in types.items()})
 
 
+class CheckpointRows:
+    """The rows of a checkpoint, built a slice at a time: ``head`` (protocol, metaData, txn,
+    domainMetadata, checkpointMetadata rows), then ``body()`` (add rows, then unexpired
+    remove rows) in slices of ``SLICE_ROWS``, all of type ``schema``. Each slice is a few
+    vectorised Arrow operations over the snapshot's columns (zero-copy where the snapshot has
+    one chunk), so the checkpoint's rows never exist all at once next to the snapshot's.
+    ``clock`` gives the "now" that expired tombstones and txns are dropped against."""
+
+    def __init__(self, snapshot: Snapshot, *, clock: Clock = system_clock) -> None:
+        props = snapshot.properties
+        now_ms = clock()
+        self._snapshot = snapshot
+        self._files = files = snapshot.files
+        self._stats_as_struct = props.checkpoint_write_stats_as_struct
+        self._stats_as_json = props.checkpoint_write_stats_as_json
+        # Decided once for the whole file: every slice must have the same add type.
+        self._clustering = ("clustering_provider" in files.column_names
+                            and files.column("clustering_provider").null_count < files.num_rows)
+        tomb = snapshot.tombstones
+        cutoff = now_ms - int(props.deleted_file_retention.total_seconds() * 1000)
+        if tomb.num_rows:
+            ts = tomb.column("deletion_timestamp")
+            # Tombstones only protect files from vacuum until the retention passes.
+            tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, cutoff), False))
+        self._tombstones = tomb
+        v2 = has_feature(snapshot.protocol, "v2Checkpoint")
+        header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
+        types: dict[str, pa.DataType] = {
+            "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
+            "add": self._add_rows(files.slice(0, 0)).type, "remove": REMOVE_TYPE,
+        }
+        if header["domainMetadata"].null_count < len(header["domainMetadata"]):
+            types["domainMetadata"] = DOMAIN_TYPE
+        if v2:
+            types["checkpointMetadata"] = CHECKPOINT_METADATA_TYPE
+        self._types = types
+        self.schema = pa.schema(types)
+        n_head = len(header["protocol"])
+        self.head = _segment({k: v for k, v in header.items() if k in types}, n_head, types)
+        self.num_adds: int = files.num_rows
+        self.num_removes: int = tomb.num_rows
+
+    @property
+    def num_rows(self) -> int:
+        return int(self.head.num_rows) + self.num_adds + self.num_removes
+
+    def _add_rows(self, files: pa.Table) -> pa.StructArray:
+        extra = _parsed_columns(self._snapshot, files) if self._stats_as_struct else []
+        add = _add_struct(files, extra, clustering=self._clustering)
+        if not self._stats_as_json and any(name == "stats_parsed" for name, _ in extra):
+            # Stats live in stats_parsed only; the JSON copy is dropped as the property asks.
+            idx = add.type.get_field_index("stats")
+            fields = list(add.type)
+            arrays = [add.field(i) for i in range(len(fields))]
+            arrays[idx] = pa.nulls(len(add), pa.string())
+            add = pa.StructArray.from_arrays(arrays, fields=fields)
+        return add
+
+    def body(self, *, slice_rows: int = SLICE_ROWS) -> Iterator[pa.Table]:
+        """The add rows, then the remove rows, ``slice_rows`` at a time."""
+        for start in range(0, self.num_adds, slice_rows):
+            add = self._add_rows(self._files.slice(start, slice_rows))
+            yield _segment({"add": add}, len(add), self._types)
+        for start in range(0, self.num_removes, slice_rows):
+            remove = _remove_struct(self._tombstones.slice(start, slice_rows))
+            yield _segment({"remove": remove}, len(remove), self._types)
+
+
 def build_checkpoint_table(
     snapshot: Snapshot,
     *,
     clock: Clock = system_clock,
 ) -> tuple[pa.Table, int, int]:
-    """(table of checkpoint rows, number of header rows, number of add rows); ``clock`` gives
-    the "now" that expired tombstones and txns are dropped against."""
-    props = snapshot.properties
-    now_ms = clock()
-    v2 = has_feature(snapshot.protocol, "v2Checkpoint")
-    files = snapshot.files
-    extra = _parsed_columns(snapshot, files) if props.checkpoint_write_stats_as_struct else []
-    add = _add_struct(files, extra)
-    if not props.checkpoint_write_stats_as_json and any(name == "stats_parsed" for name, _ in extra):
-        # Stats live in stats_parsed only; the JSON copy is dropped as the property asks.
-        idx = add.type.get_field_index("stats")
-        fields = list(add.type)
-        arrays = [add.field(i) for i in range(len(fields))]
-        arrays[idx] = pa.nulls(len(add), pa.string())
-        add = pa.StructArray.from_arrays(arrays, fields=fields)
-    tomb = snapshot.tombstones
-    cutoff = now_ms - int(props.deleted_file_retention.total_seconds() * 1000)
-    if tomb.num_rows:
-        ts = tomb.column("deletion_timestamp")
-        # Tombstones only protect files from vacuum until the retention passes.
-        tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, cutoff), False))
-    remove = _remove_struct(tomb)
-    header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
-    types: dict[str, pa.DataType] = {
-        "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
-        "add": add.type, "remove": REMOVE_TYPE,
-    }
-    if header["domainMetadata"].null_count < len(header["domainMetadata"]):
-        types["domainMetadata"] = DOMAIN_TYPE
-    if v2:
-        types["checkpointMetadata"] = CHECKPOINT_METADATA_TYPE
-    n_head = len(header["protocol"])
-    head = _segment({k: v for k, v in header.items() if k in types}, n_head, types)
-    n_add, n_rm = len(add), len(remove)
-    body = pa.concat_tables([_segment({"add": add}, n_add, types), _segment({"remove": remove}, n_rm, types)])
-    return pa.concat_tables([head, body]), n_head, n_add
+    """(table of checkpoint rows, number of header rows, number of add rows), all in memory;
+    ``write_checkpoint`` streams ``CheckpointRows`` instead."""
+    rows = CheckpointRows(snapshot, clock=clock)
+    return pa.concat_tables([rows.head, *rows.body()]), rows.head.num_rows, rows.num_adds
 
 
 # --- writing -----------------------------------------------------------------------------
 
 
-def _parquet_bytes(table: pa.Table) -> pa.Buffer:
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, compression="snappy", row_group_size=1 << 20)
-    return sink.getvalue()
+def _write_parquet(storage: Storage, key: str, schema: pa.Schema, parts: Iterable[pa.Table]) -> int:
+    """Stream ``parts`` into one Parquet file at ``key`` a row group at a time, published
+    atomically on completion (``ParquetStream(atomic=True)``: never visible half-written, and a
+    failure leaves nothing, not even a partial file); returns the file's size in bytes."""
+    stream = ParquetStream(storage, key, schema, atomic=True)
+    size = None
+    try:
+        for part in parts:
+            stream.write(part)
+        size = stream.close()
+    finally:
+        if size is None:
+            stream.abort()
+    return size
 
 
 def write_checkpoint(
@@ -346,34 +404,36 @@ def write_checkpoint(
     rows_estimate = snapshot.num_files + snapshot.tombstones.num_rows + 2 + len(snapshot.all_txns)
     # started before the table is built: on a large table that is most of the time
     reported = progress.begin(f"checkpoint v{snapshot.version}", unit="actions", total_items=rows_estimate)
-    cp, n_head, n_add = build_checkpoint_table(snapshot, clock=clock or table.clock)
+    rows = CheckpointRows(snapshot, clock=clock or table.clock)
     v = snapshot.version
+    n_file_actions = rows.num_adds + rows.num_removes
     v2_record: dict[str, Any] | None = None
-    if has_feature(snapshot.protocol, "v2Checkpoint") and uses_sidecars(cp.num_rows - n_head, threshold=threshold):
-        tasks = sidecar_tasks(storage, cp.slice(n_head), version=v, max_actions=threshold)
+    if has_feature(snapshot.protocol, "v2Checkpoint") and uses_sidecars(n_file_actions, threshold=threshold):
+        # The sidecar tasks carry their rows (Spark ships them); the slices are not copied.
+        body = pa.concat_tables(list(rows.body()))
+        tasks = sidecar_tasks(storage, body, version=v, max_actions=threshold)
         sidecars = (sidecar_writer or write_sidecars_in_process)(tasks)
-        top = _uuid_checkpoint_table(cp.slice(0, n_head), sidecars)
+        top = _uuid_checkpoint_table(rows.head, sidecars)
         key = v2_checkpoint_key(v, str(uuid.uuid4()))
-        buf = _parquet_bytes(top)
-        storage.write(key, buf.to_pybytes())
+        top_bytes = _write_parquet(storage, key, top.schema, [top])
         written = storage.head(key)
-        size = top.num_rows + cp.num_rows - n_head
-        total_bytes = buf.size + sum(s.size_in_bytes for s in sidecars)
+        size = top.num_rows + n_file_actions
+        total_bytes = top_bytes + sum(s.size_in_bytes for s in sidecars)
         v2_record = {
-            "path": written.name, "sizeInBytes": buf.size, "modificationTime": written.modification_time,
-            "nonFileActions": _rows_as_actions(cp.slice(0, n_head)),
+            "path": written.name, "sizeInBytes": top_bytes, "modificationTime": written.modification_time,
+            "nonFileActions": _rows_as_actions(rows.head),
             "sidecarFiles": [action_to_json(s)["sidecar"] for s in sidecars],
         }
     else:
-        # One classic file (V1, or V2 spec with its checkpointMetadata row on v2Checkpoint tables).
+        # One classic file (V1, or V2 spec with its checkpointMetadata row on v2Checkpoint tables),
+        # streamed slice by slice: the rows are built as the writer takes them.
         key = checkpoint_key(v)
-        buf = _parquet_bytes(cp)
-        storage.write(key, buf.to_pybytes())
-        size, total_bytes = cp.num_rows, buf.size
+        total_bytes = _write_parquet(storage, key, rows.schema, itertools.chain([rows.head], rows.body()))
+        size = rows.num_rows
     reported.advance(items=size, nbytes=total_bytes)
     reported.end()
     result = CheckpointResult(version=v, size=size, size_in_bytes=total_bytes, path=storage.uri(key),
-                              num_add_files=n_add, sidecars=0 if v2_record is None else len(v2_record["sidecarFiles"]))
+                              num_add_files=rows.num_adds, sidecars=0 if v2_record is None else len(v2_record["sidecarFiles"]))
     if update_last_checkpoint:
         _update_last_checkpoint(storage, result, v2_checkpoint=v2_record)
     log.info("table=%s version=%d checkpoint written: %d action(s), %d bytes%s", table.uri, v, result.size,

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from delta_core.storage.atomic_output import AtomicOutput
 from delta_core.storage.base import Storage
 
 # Snappy and page statistics, as delta-rs and Delta Spark write; dictionary encoding where it
@@ -107,6 +108,9 @@ class ParquetStream:
     ``storage.open_output(key)`` through a write buffer; ``on_row_group`` sees each row group
     just before it is written. The output is opened with the first row group, so a stream that
     fails early leaves nothing behind; one that fails later is deleted by ``abort``.
+    With ``atomic`` the file goes through ``storage.open_atomic_output``: nothing is visible at
+    ``key`` until ``close`` completes it, and ``abort`` discards it (a file already at ``key``,
+    e.g. a checkpoint being rewritten, stays).
     """
 
     def __init__(
@@ -118,6 +122,7 @@ class ParquetStream:
         row_group_rows: int | None = None,
         row_group_bytes: int | None = None,
         on_row_group: Callable[[pa.Table], None] | None = None,
+        atomic: bool = False,
     ) -> None:
         self.storage = storage
         self.key = key
@@ -125,12 +130,13 @@ class ParquetStream:
         self.row_group_rows = max(1, ROW_GROUP_ROWS if row_group_rows is None else row_group_rows)
         self.row_group_bytes = max(1, ROW_GROUP_BYTES if row_group_bytes is None else row_group_bytes)
         self.on_row_group = on_row_group
+        self.atomic = atomic
         self.num_rows = 0
         self.num_row_groups = 0
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._pending_bytes = 0
-        self._file: IO[bytes] | None = None
+        self._file: IO[bytes] | AtomicOutput | None = None
         self._sink: pa.NativeFile | None = None
         self._writer: pq.ParquetWriter | None = None
 
@@ -159,7 +165,8 @@ class ParquetStream:
     def _open(self, first: pa.Table | None) -> pq.ParquetWriter:
         if self._writer is None:
             use_dictionary = dictionary_columns(first) if first is not None else True
-            self._file = self.storage.open_output(self.key)
+            self._file = (self.storage.open_atomic_output(self.key) if self.atomic
+                          else self.storage.open_output(self.key))
             self._sink = pa.output_stream(self._file, buffer_size=OUTPUT_BUFFER_BYTES)
             self._writer = pq.ParquetWriter(self._sink, self.schema, compression=PARQUET_COMPRESSION,
                                             use_dictionary=use_dictionary, write_statistics=True,
@@ -182,13 +189,21 @@ class ParquetStream:
         assert self._sink is not None and self._file is not None
         size: int = self._sink.tell()
         self._sink.close()
-        self._file.close()  # commits the object on stores that upload on close
+        if isinstance(self._file, AtomicOutput):
+            self._file.commit()  # only now, after the footer: never a partial file at the key
+        else:
+            self._file.close()  # commits the object on stores that upload on close
         return size
 
     def abort(self) -> None:
         """Drop the partial file (best effort: the caller is already handling a failure)."""
         self._pending = []
         if self._file is None:
+            return
+        if isinstance(self._file, AtomicOutput):
+            # Nothing was published: drop the upload or temporary file, never the key itself.
+            # The writer's late flushes into the discarded output are dropped.
+            self._file.discard()
             return
         try:
             if self._sink is not None:

@@ -12,6 +12,7 @@ from typing import IO, Any
 import pytest
 
 from delta_core.storage import FileInfo, FsspecStorage, open_storage
+from delta_core.storage.atomic_output import AtomicOutput
 
 
 class RecordingStorage:
@@ -64,6 +65,9 @@ class RecordingStorage:
 
     def open_output(self, key: str) -> IO[bytes]:
         return self._inner.open_output(key)
+
+    def open_atomic_output(self, key: str) -> AtomicOutput:
+        return self._inner.open_atomic_output(key)
 
     def delete(self, key: str) -> None:
         self._inner.delete(key)
