@@ -13,7 +13,6 @@ from delta_core.cli.arguments import byte_size
 from delta_core.cli.main import build_parser
 from resources.config_models import TablesFile
 
-COUNTS = {"part_size"}  # `checkpoint --part-size N`: actions per checkpoint file, not bytes
 SIZES = {"128MB": 128 * 10**6, "128KB": 128 * 10**3, "1GiB": 2**30, "64MiB": 64 * 2**20, "4096": 4096}
 
 
@@ -58,9 +57,6 @@ def test_every_cli_size_option_uses_the_size_parser_and_takes_units():
     found = list(_size_options())
     assert {a.dest for _, a in found} >= {"target_size", "min_file_size"}
     for path, action in found:
-        if action.dest in COUNTS:
-            assert action.type is int and action.metavar == "N", path
-            continue
         assert action.type is byte_size and action.metavar == "SIZE", f"{path} {action.option_strings}"
         command = path.split()[1:]
         for text, want in SIZES.items():
