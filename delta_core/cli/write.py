@@ -27,7 +27,7 @@ from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_pa
 from delta_core.cli.policy import resolve_options
 from delta_core.errors import UsageError
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT_LOG
-from delta_core.maintenance.options import DEFAULT_SIDECAR_THRESHOLD
+from delta_core.write.checkpoint_limits import DEFAULT_SIDECAR_THRESHOLD
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -15,10 +15,6 @@ from dataclasses import dataclass
 ZORDER_CURVES = ("zorder", "hilbert")  # here, not in ``curves`` (numpy), so the CLI loads light
 # Delta Spark's spark.databricks.delta.optimize.maxDeletedRowsRatio (``compaction_plan``)
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
-# File actions (adds plus unexpired tombstones) above which a ``v2Checkpoint`` table's checkpoint
-# puts them in sidecars; each sidecar then holds at most this many. Below it one file is cheaper.
-# Here, not in ``write.checkpoint_sidecars`` (pyarrow), so the CLI's help loads light.
-DEFAULT_SIDECAR_THRESHOLD = 100_000
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from delta_core.log.log_path import SIDECAR_DIR
-from delta_core.maintenance.options import DEFAULT_SIDECAR_THRESHOLD
 from delta_core.model.actions import Sidecar
 from delta_core.storage.base import Storage
+from delta_core.write.checkpoint_limits import DEFAULT_SIDECAR_THRESHOLD
 from delta_core.write.parquet_stream import ParquetStream
 
 log = logging.getLogger(__name__)

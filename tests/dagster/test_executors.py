@@ -20,10 +20,12 @@ tables:
     uri: ROOT/left
     compact: false
     vacuum: false
+    checkpoint: {interval: 1}
   right:
     uri: ROOT/right
     compact: false
     vacuum: false
+    checkpoint: {interval: 1}
 """
 
 
