@@ -93,11 +93,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     m.set_defaults(func=cmd_manifest)
 
     cl = add_operation_parser(subparsers, CLUSTER)
-    add_table_arguments(cl)
+    add_table_arguments(cl, policy=True)
     _spark_argument(cl)
     cl.add_argument("--columns", type=column_list, default=None, metavar="A,B",
                     help="make these the clustering columns first (as cluster-by); default: the table's own")
-    cl.add_argument("--full", action="store_true", help="recluster every file (OPTIMIZE FULL)")
+    cl.add_argument("--full", action="store_true", default=None, help="recluster every file (OPTIMIZE FULL)")
     cl.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
                     help="target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)")
     cl.set_defaults(func=cmd_cluster)
@@ -113,10 +113,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     cb.set_defaults(func=cmd_cluster_by)
 
     p = add_operation_parser(subparsers, PURGE)
-    add_table_arguments(p)
+    add_table_arguments(p, policy=True)
     _spark_argument(p)
     p.add_argument("--where", default=None, metavar="EXPR", help="partition predicate")
-    p.add_argument("--max-deleted-rows-ratio", type=ratio, default=0.0, metavar="R",
+    p.add_argument("--max-deleted-rows-ratio", type=ratio, default=None, metavar="R",
                    help="only rewrite files with more than this share of rows deleted (default 0: "
                         "every file with a deleted row, as REORG ... APPLY (PURGE))")
     p.set_defaults(func=cmd_purge)
@@ -190,9 +190,10 @@ def cmd_manifest(args: argparse.Namespace) -> int:
 def cmd_cluster(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.cluster import cluster
 
+    opts = resolve_options(args, CLUSTER)
     table = open_table(args)
-    columns = list(args.columns) if args.columns is not None else None
-    metrics = cluster(table, _spark(args), columns=columns, full=args.full, target_size=args.target_size)
+    metrics = cluster(table, _spark(args), columns=list(opts.columns) or None, full=opts.full,
+                      target_size=opts.target_size)
     emit(metrics.to_dict(), args.json)
     return 0
 
@@ -209,7 +210,8 @@ def cmd_cluster_by(args: argparse.Namespace) -> int:
 def cmd_purge(args: argparse.Namespace) -> int:
     from delta_core.maintenance.spark.purge import purge
 
+    opts = resolve_options(args, PURGE)
     table = open_table(args)
-    metrics = purge(table, _spark(args), where=args.where, max_deleted_rows_ratio=args.max_deleted_rows_ratio)
+    metrics = purge(table, _spark(args), where=opts.where, max_deleted_rows_ratio=opts.max_deleted_rows_ratio)
     emit(metrics.to_dict(), args.json)
     return 0

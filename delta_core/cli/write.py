@@ -58,12 +58,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     sp.add_argument("properties", nargs="+", metavar="KEY=VALUE", help="a table property, repeatable")
     sp.set_defaults(func=cmd_set_properties)
     cl = add_operation_parser(subparsers, COMPACT_LOG)
-    add_table_arguments(cl)
+    add_table_arguments(cl, policy=True)
     cl.add_argument("--from", dest="start_version", type=int, default=None, metavar="V",
                     help="first commit to compact (default: the one after the newest checkpoint)")
     cl.add_argument("--to", dest="end_version", type=int, default=None, metavar="V",
                     help="last commit to compact (default: the latest version)")
-    cl.add_argument("--min-commits", type=int, default=2, metavar="N",
+    cl.add_argument("--min-commits", type=int, default=None, metavar="N",
                     help="write nothing when the range holds fewer than N commits (default 2)")
     cl.set_defaults(func=cmd_compact_log)
 
@@ -121,7 +121,8 @@ def cmd_set_properties(args: argparse.Namespace) -> int:
 def cmd_compact_log(args: argparse.Namespace) -> int:
     from delta_core.write.log_compaction import compact_log
 
-    result = compact_log(open_table(args), start_version=args.start_version, end_version=args.end_version,
-                         min_commits=args.min_commits)
+    opts = resolve_options(args, COMPACT_LOG)
+    result = compact_log(open_table(args), start_version=opts.start_version, end_version=opts.end_version,
+                         min_commits=opts.min_commits)
     emit(result.to_dict(), args.json)
     return 0

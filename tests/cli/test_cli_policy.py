@@ -166,3 +166,36 @@ def test_table_without_config_uses_the_code_locations_variable(tmp_path, table, 
     assert status == 0, out
     assert out["version"] == 1 and out["cleanup_log"]["dry_run"] is False  # the policy's cleanup_log ran
     assert (table / "_delta_log" / "00000000000000000001.checkpoint.parquet").is_file()
+
+
+def test_compact_log_takes_its_section_and_flags_win(tmp_path, table, capsys):
+    config = _config(tmp_path, """\
+        tables:
+          events:
+            uri: data/events
+            compact_log: {min_commits: 3}
+        """)
+    before = listing(str(table))
+    status, out = _run(capsys, "compact-log", "--config", config, "--table", "events")
+    assert status == 0 and out["path"] is None and out["skipped_reason"], out  # 2 commits < the policy's 3
+    assert listing(str(table)) == before
+    status, out = _run(capsys, "compact-log", "--config", config, "--table", "events", "--min-commits", "2")
+    assert status == 0 and out["path"].endswith("00000000000000000000.00000000000000000001.compacted.json"), out
+
+
+@pytest.mark.parametrize("command", ["purge", "cluster"])
+def test_rewrite_commands_take_the_policy_table(tmp_path, table, capsys, command):
+    config = _config(tmp_path, """\
+        tables:
+          events:
+            uri: data/events
+        """)
+    before = listing(str(table))
+    # purge finds no deletion vectors and cluster no clustering columns: the policy's table was
+    # opened (relative uri resolved), nothing written, and no Spark needed
+    status, out = _run(capsys, command, "--config", config, "--table", "events")
+    if command == "purge":
+        assert status == 0 and out["num_added_files"] == 0 and out["version"] is None, out
+    else:
+        assert status == 2 and out["error"]["kind"] == "config" and "cluster-by" in out["error"]["message"], out
+    assert listing(str(table)) == before
