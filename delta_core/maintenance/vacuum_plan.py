@@ -127,10 +127,11 @@ def plan_vacuum(
     keep_young = pc.and_(pc.and_(visible, pc.invert(is_ref)), young)
     delete = pc.and_(pc.and_(visible, pc.invert(is_ref)), pc.invert(young))
     chosen = listed.filter(delete)
+    chosen_keys = chosen.column("key")
     return VacuumPlan(
         cutoff_ms=cutoff,
         retention_ms=retention_ms,
-        to_delete=tuple(sorted(chosen.column("key").to_pylist())),
+        to_delete=tuple(pc.take(chosen_keys, pc.sort_indices(chosen_keys)).to_pylist()),  # sorted in Arrow
         bytes_to_delete=int(pc.sum(chosen.column("size")).as_py() or 0),
         files_listed=listed.num_rows,
         hidden_skipped=_count(hidden),
@@ -145,10 +146,10 @@ def _count(mask: pa.Array | pa.ChunkedArray) -> int:
 
 def empty_dir_candidates(deleted: Sequence[str]) -> list[str]:
     """Parent directories of deleted keys, deepest first (candidates for empty-dir removal)."""
+    parents = {key.rpartition("/")[0] for key in deleted}  # many files share a directory: walk up once each
     dirs: set[str] = set()
-    for key in deleted:
-        parent = key.rpartition("/")[0]
-        while parent:
+    for parent in parents:
+        while parent and parent not in dirs:
             dirs.add(parent)
             parent = parent.rpartition("/")[0]
     return sorted(dirs, key=lambda d: (-d.count("/"), d))

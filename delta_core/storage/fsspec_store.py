@@ -457,7 +457,16 @@ class FsspecStorage:
     def delete_many(self, keys: list[str]) -> None:
         if not keys:
             return
-        if self._scheme == "file" or self._scheme == "memory":
+        if self._scheme == "file":
+            # Every key is checked (``_full`` refuses one that leaves the root) before the first
+            # unlink; then one syscall per file, without a method call and wrapper around each.
+            for full in [self._full(k) for k in keys]:
+                try:
+                    os.unlink(full)
+                except FileNotFoundError:
+                    pass
+            return
+        if self._scheme == "memory":
             for key in keys:
                 self.delete(key)
             return
