@@ -73,7 +73,7 @@ def describe_record(snapshot: Any, *, files: bool = True) -> dict[str, Any]:
         "schema_field_names": snapshot.schema.field_names,
         "configuration": dict(metadata.configuration),
         "num_files": snapshot.num_files,
-        "files": sorted(snapshot.file_paths) if files else None,
+        "files": snapshot.sorted_file_paths() if files else None,
         "num_records": snapshot.num_records,
         "txn": {app_id: txn.version for app_id, txn in sorted(snapshot.txns.items())},
         "num_tombstones": snapshot.tombstones.num_rows,

@@ -21,33 +21,99 @@ with hash lookups against the keys the commits touched; only the commit rows are
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.commit_read import CommitBatch
 from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
-from delta_core.model.arrow_values import bool_array, empty_table, int_scalar
+from delta_core.model.arrow_values import bool_array, empty_table, int_array, int_scalar
 from delta_core.model.path_identity import TableRoot, canonical_paths
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayState:
-    """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain."""
+    """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain.
+
+    ``rows`` are the live files. Rows loaded from a Parquet checkpoint may not have their
+    ``stats`` and ``num_records`` read yet: then ``rows`` has one more column,
+    ``CHECKPOINT_ROW``, and ``checkpoint_stats`` reads those columns on first use (``files``,
+    ``num_records``, ``file_columns``); replay carries the ordinals through.
+    """
 
     protocol: Protocol | None
     metadata: Metadata | None
-    files: pa.Table
+    rows: pa.Table
     tombstones: pa.Table
     txns: Mapping[str, Txn] = field(default_factory=dict)
     domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=dict)
+    checkpoint_stats: CheckpointStats | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def empty(cls) -> ReplayState:
         return cls(None, None, empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA))
+
+    @property
+    def stats_deferred(self) -> bool:
+        return self.checkpoint_stats is not None and CHECKPOINT_ROW in self.rows.column_names
+
+    @property
+    def files(self) -> pa.Table:
+        """Live files (``FILES_SCHEMA``), statistics included (read from the checkpoint now if
+        they were deferred)."""
+        if not self.stats_deferred:
+            return self.rows
+        if "files" not in self._cache:
+            assert self.checkpoint_stats is not None
+            stats, num_records = self.checkpoint_stats.stats()
+            rows = self.rows
+            for name, values in (("stats", stats), ("num_records", num_records)):
+                rows = rows.set_column(rows.schema.get_field_index(name), name, self._merged(values, name))
+            self._cache["files"] = rows.drop_columns([CHECKPOINT_ROW])
+        files: pa.Table = self._cache["files"]
+        return files
+
+    @property
+    def num_records(self) -> pa.ChunkedArray:
+        """``num_records`` of each live file, without reading JSON stats when the checkpoint
+        has ``stats_parsed.numRecords``."""
+        if not self.stats_deferred or "files" in self._cache:
+            return self.files["num_records"]
+        if "num_records" not in self._cache:
+            assert self.checkpoint_stats is not None
+            self._cache["num_records"] = self._merged(self.checkpoint_stats.num_records(), "num_records")
+        column: pa.ChunkedArray = self._cache["num_records"]
+        return column
+
+    def file_columns(self, names: Sequence[str]) -> pa.Table:
+        """Columns ``names`` of the live files; ``stats`` are read only if asked for."""
+        if "stats" in names:
+            return self.files.select(list(names))
+        if "num_records" in names and self.stats_deferred:
+            return pa.Table.from_arrays([self.num_records if n == "num_records" else self.rows[n] for n in names],
+                                        names=list(names))
+        return self.rows.select(list(names))
+
+    def _merged(self, from_checkpoint: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+        """Column ``name`` of ``rows`` with the checkpoint rows' values taken from
+        ``from_checkpoint`` (indexed by ordinal). Replay keeps checkpoint rows first and in
+        order (it only drops some and appends commit rows), so the values are the kept
+        ordinals' values followed by the commit rows' own."""
+        ordinals = self.rows[CHECKPOINT_ROW]
+        kept = len(ordinals) - ordinals.null_count
+        if ordinals.slice(0, kept).null_count:
+            raise AssertionError("replay moved a checkpoint row after a commit row")
+        if kept != len(from_checkpoint):  # some were removed by later commits
+            wanted = pc.is_in(int_array(range(len(from_checkpoint))), value_set=_combined(ordinals.slice(0, kept)))
+            from_checkpoint = from_checkpoint.filter(wanted)
+        own = self.rows[name].slice(kept)
+        return pa.chunked_array([*from_checkpoint.chunks, *own.chunks], type=from_checkpoint.type)
 
 
 def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
@@ -144,6 +210,8 @@ def reconcile_files(
                                              value_set=touched))
         if not pc.all(keep_tombstones).as_py():
             base_tombstones = base_tombstones.filter(keep_tombstones)
+    if CHECKPOINT_ROW in base_files.column_names:  # commit rows have no checkpoint ordinal
+        new_adds = new_adds.append_column(CHECKPOINT_ROW, pa.nulls(new_adds.num_rows, pa.int64()))
     files = pa.concat_tables([base_files, new_adds])
     tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
@@ -165,10 +233,11 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         for d in c.domain_metadata:
             domains[d.domain] = d
     root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
-    files, tombstones = reconcile_files(base.files, base.tombstones, batch, table_root=root)
+    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root)
     return ReplayState(
-        protocol=protocol, metadata=metadata, files=files, tombstones=tombstones, txns=txns,
+        protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},
+        checkpoint_stats=base.checkpoint_stats if CHECKPOINT_ROW in rows.column_names else None,
     )
 
 
@@ -180,11 +249,14 @@ def base_state(
     tombstones: pa.Table,
     txns: Iterable[Txn] = (),
     domain_metadata: Iterable[DomainMetadata] = (),
+    checkpoint_stats: CheckpointStats | None = None,
 ) -> ReplayState:
-    """A replay base from a checkpoint's actions (later entries of one appId/domain win)."""
+    """A replay base from a checkpoint's actions (later entries of one appId/domain win);
+    ``checkpoint_stats`` when ``files`` came without statistics (``CHECKPOINT_ROW``)."""
     t = {x.app_id: x for x in txns}
     d = {x.domain: x for x in domain_metadata}
-    return ReplayState(protocol, metadata, files, tombstones, t, {k: v for k, v in d.items() if not v.removed})
+    return ReplayState(protocol, metadata, files, tombstones, t, {k: v for k, v in d.items() if not v.removed},
+                       checkpoint_stats)
 
 
 # --- expiry (applied by checkpoint writers and callers that ask for it) -------------------

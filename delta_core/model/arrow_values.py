@@ -38,6 +38,11 @@ def bool_array(values: Iterable[bool]) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(bytes(bits))])
 
 
+def true_array(n: int) -> pa.Array:
+    """``n`` true values."""
+    return pc.is_null(pa.nulls(n))
+
+
 def string_scalar(value: str) -> pa.Scalar:
     data = value.encode("utf-8")
     return pa.StringArray.from_buffers(1, pa.py_buffer(array("i", [0, len(data)])), pa.py_buffer(data))[0]
