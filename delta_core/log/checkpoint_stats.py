@@ -52,11 +52,14 @@ class CheckpointStats:
         return stats, num_records_from_stats(stats)
 
     def num_records(self) -> pa.ChunkedArray:
-        """``numRecords`` of every checkpoint ``add`` row, by ordinal, reading the JSON only
-        when some row has no ``stats_parsed.numRecords``."""
+        """``numRecords`` of every checkpoint ``add`` row, by ordinal, from
+        ``stats_parsed.numRecords`` when every row has it, else from the JSON, batch by batch
+        (the strings of one batch at a time are held, not the whole column)."""
         chunks: list[pa.Array] = []
         for key in self.keys:
             found = self._parsed_num_records(key)
+            if found is None:
+                found = self._json_num_records(key)
             if found is None:
                 return self.stats()[1]
             chunks.extend(found.chunks)
@@ -93,6 +96,28 @@ class CheckpointStats:
             if has_parsed and stats.null_count:
                 stats = _fill_from_parsed(pf, stats, source, self.version)
             return stats
+        finally:
+            fh.close()
+
+    def _json_num_records(self, key: str) -> pa.ChunkedArray | None:
+        """``numRecords`` from the JSON of each batch, or ``None`` when some row has no JSON
+        (its stats may have to be synthesised from ``stats_parsed``: see ``stats``)."""
+        fh, pf = open_parquet(self.storage, key, version=self.version)
+        try:
+            add_type = _add_type(pf)
+            if add_type is None:
+                return pa.chunked_array([], type=pa.int64())
+            if add_type.get_field_index("stats") < 0:
+                return None
+            out: list[pa.Array] = []
+            for batch in iter_batches(pf, ["add.path", "add.stats"], self.storage.uri(key), self.version):
+                rows, _ = rows_holding(batch.column("add"), "path")
+                stats = pc.struct_field(rows, "stats")
+                if stats.null_count and add_type.get_field_index("stats_parsed") >= 0:
+                    return None
+                out.extend(num_records_from_stats(stats).chunks)
+                del batch, rows, stats
+            return pa.chunked_array(out, type=pa.int64())
         finally:
             fh.close()
 

@@ -74,8 +74,8 @@ class ParsedCommit:
     commit_info: CommitInfo | None = None
     num_lines: int = 0
     raw: bytes | None = None  # the file, kept by the per-line decoder for ``build_batch``
-    # File-action lines not decoded yet (line number, text): see ``read_commits``.
-    deferred: list[tuple[int, bytes]] = field(default_factory=list)
+    # Numbers of the file-action lines of ``raw`` not decoded yet: see ``read_commits``.
+    deferred: list[int] = field(default_factory=list)
     source: str = ""
 
     @property
@@ -90,8 +90,10 @@ class ParsedCommit:
             return
         where = f"{self.source} (version {self.version})"
         bodies: dict[int, tuple[str, Any]] = {}
-        for lineno, line in self.deferred:
-            bodies[lineno] = parse_log_line(line, lineno, where=where, source=where, version=self.version,
+        assert self.raw is not None  # kept by the per-line decoder, which defers
+        lines = self.raw.splitlines()
+        for lineno in self.deferred:
+            bodies[lineno] = parse_log_line(lines[lineno - 1], lineno, where=where, source=where, version=self.version,
                                             remedy=_REMEDY)
             key, body = bodies[lineno]
             if not isinstance(body, dict):
@@ -169,18 +171,18 @@ def _parse_lines(data: bytes, *, version: int, source: str, modification_time: i
 
 
 def _parse_deferring(out: ParsedCommit, data: bytes) -> ParsedCommit:
-    """``_parse_lines`` with file-action lines kept as text in ``out.deferred``."""
+    """``_parse_lines`` with file-action lines left undecoded (their numbers in ``out.deferred``)."""
     where = f"{out.source} (version {out.version})"
     lineno = 0
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
         if _FILE_LINE.match(line):
-            out.deferred.append((lineno, line))
+            out.deferred.append(lineno)
             continue
         key, body = parse_log_line(line, lineno, where=where, source=where, version=out.version, remedy=_REMEDY)
         if key == "add" or key == "remove":  # spelled oddly (e.g. an escaped key)
-            out.deferred.append((lineno, line))
+            out.deferred.append(lineno)
             continue
         _add_action(out, key, body, lineno, source=out.source, version=out.version)
     out.num_lines = lineno

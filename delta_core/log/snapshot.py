@@ -164,14 +164,6 @@ class Snapshot:
         paths: list[str] = self._state.rows["path"].to_pylist()
         return paths
 
-    def sorted_file_paths(self) -> list[str]:
-        """``file_paths`` in code-point order (sorted in Arrow, not in Python)."""
-        paths = self._state.rows["path"]
-        if not len(paths):
-            return []
-        ordered: list[str] = paths.take(pc.sort_indices(paths)).to_pylist()
-        return ordered
-
     @property
     def num_files(self) -> int:
         return int(self._state.rows.num_rows)
