@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
@@ -64,12 +63,6 @@ def describe_record(snapshot: Any, *, files: bool = True) -> dict[str, Any]:
     from delta_core.log.version_checksum import verify_version_checksum  # deferred: pyarrow
 
     protocol, metadata = snapshot.protocol, snapshot.metadata
-    # The record count may read every file's JSON stats from the checkpoint (Arrow, which
-    # releases the GIL) while this thread sorts the paths (Python): both cores work.
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        num_records = pool.submit(lambda: snapshot.num_records)
-        paths = sorted(snapshot.file_paths) if files else None
-        records = num_records.result()
     return {
         "version": snapshot.version,
         "min_reader_version": protocol.min_reader_version,
@@ -80,8 +73,8 @@ def describe_record(snapshot: Any, *, files: bool = True) -> dict[str, Any]:
         "schema_field_names": snapshot.schema.field_names,
         "configuration": dict(metadata.configuration),
         "num_files": snapshot.num_files,
-        "files": paths,
-        "num_records": records,
+        "files": sorted(snapshot.file_paths) if files else None,
+        "num_records": snapshot.num_records,
         "txn": {app_id: txn.version for app_id, txn in sorted(snapshot.txns.items())},
         "num_tombstones": snapshot.tombstones.num_rows,
         "txn_details": txn_details(snapshot),
