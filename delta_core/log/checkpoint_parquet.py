@@ -23,8 +23,9 @@ from delta_core.storage.base import Storage
 _READ_BUFFER = 1 << 20
 
 # Rows per streamed checkpoint batch: large enough that per-batch overhead is noise, small
-# enough that one raw batch is a few tens of MB.
-BATCH_ROWS = 131_072
+# enough that one raw batch is a few MB (at 1M files, 32k rows gave a 30 MB lower peak than
+# 128k, in the same time).
+BATCH_ROWS = 32_768
 
 
 def open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes], pq.ParquetFile]:
