@@ -42,14 +42,14 @@ class CheckpointStats:
     version: int
     num_rows: int
 
-    def stats(self) -> tuple[pa.ChunkedArray, pa.ChunkedArray]:
-        """JSON ``stats`` and ``numRecords`` of every checkpoint ``add`` row, by ordinal."""
+    def stats(self) -> pa.ChunkedArray:
+        """JSON ``stats`` of every checkpoint ``add`` row, by ordinal."""
         chunks: list[pa.Array] = []
         for key in self.keys:
             chunks.extend(self._stats_of(key).chunks)
         stats = pa.chunked_array(chunks, type=pa.string())
         self._check(len(stats))
-        return stats, num_records_from_stats(stats)
+        return stats
 
     def num_records(self) -> pa.ChunkedArray:
         """``numRecords`` of every checkpoint ``add`` row, by ordinal, from
@@ -61,7 +61,7 @@ class CheckpointStats:
             if found is None:
                 found = self._json_num_records(key)
             if found is None:
-                return self.stats()[1]
+                return num_records_from_stats(self.stats())
             chunks.extend(found.chunks)
         out = pa.chunked_array(chunks, type=pa.int64())
         self._check(len(out))

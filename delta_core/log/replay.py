@@ -30,7 +30,7 @@ import pyarrow.compute as pc
 
 from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.commit_read import CommitBatch
-from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
+from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys, num_records_from_stats
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.model.arrow_values import bool_array, empty_table, int_array, int_scalar
 from delta_core.model.path_identity import TableRoot, canonical_paths
@@ -70,35 +70,53 @@ class ReplayState:
         if not self.stats_deferred:
             return self.rows
         if "files" not in self._cache:
-            assert self.checkpoint_stats is not None
-            stats, num_records = self.checkpoint_stats.stats()
-            rows = self.rows
-            for name, values in (("stats", stats), ("num_records", num_records)):
-                rows = rows.set_column(rows.schema.get_field_index(name), name, self._merged(values, name))
-            self._cache["files"] = rows.drop_columns([CHECKPOINT_ROW])
+            self._cache["files"] = self.file_columns(FILES_SCHEMA.names)
         files: pa.Table = self._cache["files"]
         return files
 
     @property
     def num_records(self) -> pa.ChunkedArray:
-        """``num_records`` of each live file, without reading JSON stats when the checkpoint
-        has ``stats_parsed.numRecords``."""
-        if not self.stats_deferred or "files" in self._cache:
-            return self.files["num_records"]
+        """``num_records`` of each live file; for checkpoint rows from the stats already read,
+        else from ``stats_parsed.numRecords`` or the JSON read batch by batch."""
+        if not self.stats_deferred:
+            return self.rows["num_records"]
         if "num_records" not in self._cache:
             assert self.checkpoint_stats is not None
-            self._cache["num_records"] = self._merged(self.checkpoint_stats.num_records(), "num_records")
+            stats = self._cache.get("stats")
+            if stats is not None:  # the JSON is in memory already: count there
+                kept = self._kept()
+                counted = num_records_from_stats(stats.slice(0, kept))
+                own = self.rows["num_records"].slice(kept)
+                self._cache["num_records"] = pa.chunked_array([*counted.chunks, *own.chunks], type=pa.int64())
+            else:
+                self._cache["num_records"] = self._merged(self.checkpoint_stats.num_records(), "num_records")
         column: pa.ChunkedArray = self._cache["num_records"]
         return column
 
+    @property
+    def stats(self) -> pa.ChunkedArray:
+        """``stats`` of each live file (the checkpoint's read now if they were deferred)."""
+        if not self.stats_deferred:
+            return self.rows["stats"]
+        if "stats" not in self._cache:
+            assert self.checkpoint_stats is not None
+            self._cache["stats"] = self._merged(self.checkpoint_stats.stats(), "stats")
+        column: pa.ChunkedArray = self._cache["stats"]
+        return column
+
     def file_columns(self, names: Sequence[str]) -> pa.Table:
-        """Columns ``names`` of the live files; ``stats`` are read only if asked for."""
-        if "stats" in names:
-            return self.files.select(list(names))
-        if "num_records" in names and self.stats_deferred:
-            return pa.Table.from_arrays([self.num_records if n == "num_records" else self.rows[n] for n in names],
-                                        names=list(names))
-        return self.rows.select(list(names))
+        """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read
+        only if asked for, ``num_records`` without them where the checkpoint allows."""
+        if not self.stats_deferred:
+            return self.rows.select(list(names))
+        lazy = {"stats": lambda: self.stats, "num_records": lambda: self.num_records}
+        columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
+        return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
+
+    def _kept(self) -> int:
+        """Number of checkpoint rows replay kept (they come first: see ``_merged``)."""
+        ordinals = self.rows[CHECKPOINT_ROW]
+        return int(len(ordinals) - ordinals.null_count)
 
     def _merged(self, from_checkpoint: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
         """Column ``name`` of ``rows`` with the checkpoint rows' values taken from
@@ -106,7 +124,7 @@ class ReplayState:
         order (it only drops some and appends commit rows), so the values are the kept
         ordinals' values followed by the commit rows' own."""
         ordinals = self.rows[CHECKPOINT_ROW]
-        kept = len(ordinals) - ordinals.null_count
+        kept = self._kept()
         if ordinals.slice(0, kept).null_count:
             raise AssertionError("replay moved a checkpoint row after a commit row")
         if kept != len(from_checkpoint):  # some were removed by later commits

@@ -48,7 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.log.file_actions import DV_TYPE, STRING_MAP
+from delta_core.log.file_actions import DV_TYPE, FILES_SCHEMA, STRING_MAP
 from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoint, read_last_checkpoint
 from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoint_key
 from delta_core.model import progress
@@ -283,7 +283,8 @@ class CheckpointRows:
         props = snapshot.properties
         now_ms = clock()
         self._snapshot = snapshot
-        self._files = files = snapshot.files
+        # Everything but num_records (not a checkpoint column): counting it would parse every JSON.
+        self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names if n != "num_records"))
         self._stats_as_struct = props.checkpoint_write_stats_as_struct
         self._stats_as_json = props.checkpoint_write_stats_as_json
         # Decided once for the whole file: every slice must have the same add type.
