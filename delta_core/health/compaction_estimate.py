@@ -47,7 +47,7 @@ def estimate_compaction(
     table_target = snapshot.properties.target_file_size if snapshot.properties.raw(TARGET_FILE_SIZE) is not None \
         else None
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
-    files = snapshot.files
+    files = snapshot.file_columns("path", "size", "partition_values", "deletion_vector", "num_records")
     due = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
     candidates = pc.or_(pc.less(files.column("size"), pa.scalar(minimum, pa.int64())), due)
     schema = table_schema(snapshot.metadata)  # partitionValues are keyed by physical names
