@@ -5,7 +5,7 @@ A small live table gets ``--files`` unreferenced files (100k by default) spread 
 delta-rs ``vacuum(full=True)`` (its mode that also deletes files the log never mentioned).
 Both must delete exactly the orphans and keep every live file.
 
-    python -m benchmarks.bench_vacuum [--files 100000] [--dirs 100] [--threads N] [--rounds 1]
+    python -m benchmarks.bench_vacuum [--files 100000] [--dirs 100] [--threads 16] [--rounds 1]
 
 With ``--rounds N`` each round builds fresh copies; the medians are reported, with the load
 average (the machine may be shared).
@@ -42,8 +42,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--dirs", type=int, default=100)
-    parser.add_argument("--threads", type=int, default=None,
-                        help="threads for listing and deleting (default: vacuum's own, by storage)")
+    parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=1)
     args, _unknown = parser.parse_known_args(argv)
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -69,16 +68,6 @@ __all__ = ["DeleteChunkTask", "VacuumMetrics", "VacuumPlan", "plan_vacuum", "ref
 
 DEFAULT_THREADS = 16
 DELETE_CHUNK = 1000
-
-
-def default_threads(storage: Storage) -> int:
-    """Threads for listing and deleting: an object store's calls wait on the network
-    (``DEFAULT_THREADS``); local calls are short system calls between Python steps that hold
-    the GIL, so threads beyond the cores only contend (measured on 2 cores, 100k files: 16
-    threads deleted in 1.63 s, 2 or 4 threads in 0.69-0.77 s)."""
-    if storage.uri("").startswith("file:"):
-        return min(8, max(2, os.cpu_count() or 2))
-    return DEFAULT_THREADS
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +144,7 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
     return refs
 
 
-def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int | None = None,
+def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
                      spark: Any = None) -> pa.Table:
     """Every non-hidden file under the root (``key``, ``size``, ``modification_time``), listed
     per top-level directory in parallel (threads, or Spark tasks when ``spark`` is a session or
@@ -171,7 +160,7 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
         return pa.concat_tables([_listing(infos), collect_arrow(frame, description=f"vacuum listing of {storage.root}")
                                  .cast(_LISTING_SCHEMA)])
     with progress.stage("vacuum: listing", total_items=None) as listing, \
-            ThreadPoolExecutor(max_workers=max(1, threads or default_threads(storage))) as pool:
+            ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         listing.advance(items=len(infos), nbytes=sum(i.size for i in infos))
         for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
             infos.extend(listed)
@@ -218,7 +207,7 @@ def _delete_chunk(task: DeleteChunkTask) -> list[str]:
     return [str(len(task.keys))]
 
 
-def delete_files(storage: Storage, keys: Sequence[str], *, threads: int | None = None, spark: Any = None,
+def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
                  table_uri: str = "", sizes: Sequence[int] | None = None) -> int:
     """Delete ``keys`` in parallel chunks (threads, or Spark tasks: ``spark`` is a session or a
     factory called only when there is something to delete); logs progress, and reports
@@ -238,7 +227,7 @@ def delete_files(storage: Storage, keys: Sequence[str], *, threads: int | None =
             deleting.advance(items=deleted, nbytes=sum(chunk_bytes))
             return deleted
         done = 0
-        with ThreadPoolExecutor(max_workers=max(1, threads or default_threads(storage))) as pool:
+        with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
             for result, nbytes in zip(pool.map(_delete_chunk, chunks), chunk_bytes):
                 done += int(result[0])
                 deleting.advance(items=int(result[0]), nbytes=nbytes)
@@ -247,13 +236,13 @@ def delete_files(storage: Storage, keys: Sequence[str], *, threads: int | None =
         return done
 
 
-def remove_empty_directories(storage: Storage, deleted: Sequence[str], *, threads: int | None = None) -> int:
+def remove_empty_directories(storage: Storage, deleted: Sequence[str], *, threads: int = DEFAULT_THREADS) -> int:
     """Remove the now-empty parent directories of ``deleted`` keys, deepest first (object stores
     have no directories: nothing to do there). One depth at a time, in parallel within it: a
     directory is tried only after all its sub-directories were (a local ``rmdir`` of a directory
     that just lost many entries takes milliseconds)."""
     removed = 0
-    with ThreadPoolExecutor(max_workers=max(1, threads or default_threads(storage))) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
         for _depth, same_depth in groupby(empty_dir_candidates(deleted), key=lambda d: d.count("/")):
             removed += sum(pool.map(storage.remove_dir_if_empty, list(same_depth)))
     return removed
@@ -267,7 +256,7 @@ def vacuum(
     force: bool = False,
     spark: Any = None,
     clock: Clock | None = None,
-    threads: int | None = None,
+    threads: int = DEFAULT_THREADS,
     mode: Literal["full", "lite"] = "full",
 ) -> VacuumMetrics:
     """Vacuum ``table``; see the module docstring."""
