@@ -26,6 +26,7 @@ _READ_BUFFER = 1 << 20
 # enough that one raw batch is a few MB (at 1M files, 32k rows gave a 30 MB lower peak than
 # 128k, in the same time).
 BATCH_ROWS = 32_768
+_THREADED_ROWS = 250_000
 
 
 def open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes], pq.ParquetFile]:
@@ -55,8 +56,11 @@ def iter_batches(pf: pq.ParquetFile, columns: list[str], source: str, version: i
     """``columns`` (dotted sub-columns allowed) in batches of ``BATCH_ROWS`` rows, or fewer
     (``batch_rows``)."""
     size = min(batch_rows, BATCH_ROWS) if batch_rows else BATCH_ROWS
+    # Decoding columns on Arrow's threads pays off on big checkpoints only; on small ones each
+    # thread's allocator arena just adds to the peak memory.
+    threads = pf.metadata.num_rows > _THREADED_ROWS
     try:
-        yield from pf.iter_batches(batch_size=size, columns=columns, use_threads=True)
+        yield from pf.iter_batches(batch_size=size, columns=columns, use_threads=threads)
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptLogError(f"cannot read checkpoint {source}: {exc}", path=source, version=version) from exc
 
