@@ -2,7 +2,7 @@
 
     python -m benchmarks                 # default sizes (minutes)
     python -m benchmarks --only bench_zorder
-    python -m benchmarks -- --files 1000000   # extra args passed to every benchmark
+    python -m benchmarks -- --files 1000000   # these args instead of each run's own
 
 Each benchmark prints its own table with ratios against delta-rs measured in the same run.
 """
@@ -17,6 +17,20 @@ import time
 BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum",
               "bench_deletion_vectors", "bench_cluster", "bench_health",
               "bench_describe", "bench_vacuum_s3")
+# The runs of the one-command default (issue 19's figures): name and its own arguments.
+PLAN: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("bench_commit", ()),
+    ("bench_checkpoint", ()),  # 1M: from JSON commits, and from a checkpoint plus 100 commits
+    ("bench_checkpoint", ("--size", "3M", "--skip-json")),
+    ("bench_compaction", ()),
+    ("bench_zorder", ()),
+    ("bench_vacuum", ()),
+    ("bench_deletion_vectors", ()),
+    ("bench_cluster", ()),
+    ("bench_health", ()),
+    ("bench_describe", ("--files", "100000", "--files", "1000000", "--files", "3000000")),
+    ("bench_vacuum_s3", ()),
+)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,10 +40,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("extra", nargs="*", help="arguments passed to each benchmark (after --)")
     args = parser.parse_args(argv)
     failed = []
-    for name in args.only or BENCHMARKS:
-        print(f"\n=== {name} ===", flush=True)
+    # Extra arguments replace each run's own (e.g. --files N for every benchmark).
+    runs = [(name, tuple(args.extra) or own) for name, own in PLAN if not args.only or name in args.only]
+    for name, run_args in runs:
+        print(f"\n=== {name} {' '.join(run_args)} ===", flush=True)
         started = time.perf_counter()
-        rc = subprocess.call([sys.executable, "-m", f"benchmarks.{name}", *args.extra])
+        rc = subprocess.call([sys.executable, "-m", f"benchmarks.{name}", *run_args])
         print(f"--- {name}: exit {rc} in {time.perf_counter() - started:.1f} s", flush=True)
         if rc:
             failed.append(name)

@@ -8,7 +8,7 @@ meets a busier machine). Our time is measured with a warm Spark session (its sta
 reported separately); the headline is the ratio of the medians ours / delta-rs (target: at
 most 1x). Every result is checked to hold every row.
 
-    python -m benchmarks.bench_compaction [--gb 0.5] [--files 1000] [--partitions 4] [--rounds 3]
+    python -m benchmarks.bench_compaction [--gb 0.5] [--files 1000] [--partitions 4] [--rounds 5]
         [--spark-master URL]
 """
 
@@ -76,7 +76,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--gb", type=float, default=0.5, help="table size in GB (default 0.5)")
     parser.add_argument("--files", type=int, default=1000, help="number of small files (default 1000)")
     parser.add_argument("--partitions", type=int, default=4)
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per engine (default 3)")
+    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per engine (default 5)")
     parser.add_argument("--spark-master", default="local[*]")
     args, _unknown = parser.parse_known_args(argv)
 

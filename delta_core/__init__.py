@@ -10,7 +10,16 @@ so ``import delta_core`` is cheap.
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
+
+# Arrow's allocator, chosen before pyarrow is first imported (an explicit
+# ARROW_DEFAULT_MEMORY_POOL wins): jemalloc, which Linux wheels ship, returns pages to the
+# reuse of later batches where mimalloc (Arrow's default) keeps touching fresh ones. Measured on
+# a 1M-file log: snapshot load 0.84 s and 435 MB peak RSS against 1.0-1.26 s and 505 MB.
+if sys.platform == "linux" and os.uname().machine in ("x86_64", "aarch64") and "pyarrow" not in sys.modules:
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
 
 __version__ = "0.1.0"
 ENGINE_INFO = f"delta-maintenance/delta_core-{__version__}"

@@ -132,11 +132,27 @@ def _scalar(v: Any) -> str:
     return str(v)
 
 
+def json_text(obj: Any) -> str:
+    """``obj`` as compact JSON (UTF-8 kept, unknown types as ``str``), through orjson: a
+    describe of millions of files is mostly one list of paths. Values orjson refuses (integers
+    beyond 64 bits) go through ``json``."""
+    import orjson
+
+    # Whatever orjson would format its own way (datetimes, dataclasses) goes through
+    # ``default=str``, as with json.
+    options = (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+               | orjson.OPT_PASSTHROUGH_SUBCLASS)
+    try:
+        return orjson.dumps(obj, default=str, option=options).decode()
+    except orjson.JSONEncodeError:
+        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+
+
 def emit(obj: Any, as_json: bool, *, out: TextIO | None = None) -> None:
     """Print ``obj``: as one JSON document, or readably (strings as they are)."""
     out = out or sys.stdout
     if as_json:
-        print(json.dumps(obj, ensure_ascii=False, default=str), file=out)
+        print(json_text(obj), file=out)
     elif isinstance(obj, str):
         print(obj, file=out)
     else:

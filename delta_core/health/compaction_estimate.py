@@ -47,17 +47,22 @@ def estimate_compaction(
     table_target = snapshot.properties.target_file_size if snapshot.properties.raw(TARGET_FILE_SIZE) is not None \
         else None
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
-    files = snapshot.files
+    files = snapshot.file_columns("path", "size", "partition_values", "deletion_vector", "num_records")
     due = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
     candidates = pc.or_(pc.less(files.column("size"), pa.scalar(minimum, pa.int64())), due)
     schema = table_schema(snapshot.metadata)  # partitionValues are keyed by physical names
     key_names = [f.physical_name if (f := schema.get(c)) else c for c in snapshot.partition_columns]
     keys = {f"p{i}": k.filter(candidates) for i, k in enumerate(partition_key_columns(files, key_names))}
-    work = pa.table({**keys, "size": files.column("size").filter(candidates),
-                     "path": files.column("path").filter(candidates), "due": due.filter(candidates)})
+    # The planner breaks ties of equal size by path. Only a file over the deleted-rows ratio
+    # ("due") makes the order of equal sizes change the counts, so without one the paths are
+    # neither copied nor sorted (most of the cost at millions of files).
+    by_path = bool(pc.any(due).as_py())
+    work = pa.table({**keys, "size": files.column("size").filter(candidates), "due": due.filter(candidates),
+                     **({"path": files.column("path").filter(candidates)} if by_path else {})})
     if work.num_rows == 0:
         return CompactionEstimate(target, minimum, 0, 0)
-    work = work.sort_by([(k, "ascending") for k in keys] + [("size", "ascending"), ("path", "ascending")])
+    work = work.sort_by([(k, "ascending") for k in keys] + [("size", "ascending")]
+                        + ([("path", "ascending")] if by_path else []))
     sizes = work.column("size").to_numpy().astype(np.int64)
     # files over the deleted-rows ratio so far: a bin holding one is rewritten even alone
     due_before = np.concatenate([[0], np.cumsum(work.column("due").to_numpy(zero_copy_only=False))])

@@ -111,7 +111,7 @@ def compute_metrics(
     columns: Sequence[str] = (),
 ) -> HealthMetrics:
     """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired."""
-    files = snapshot.files
+    files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
     sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64, copy=False) \
         if n else np.zeros(0, np.int64)

@@ -10,16 +10,16 @@ Reading is split in two so the protocol gate runs before any file action is touc
 ``read_checkpoint_state`` returns the few non-file actions (protocol, metaData, txn,
 domainMetadata, checkpointMetadata, sidecar); ``read_checkpoint_files`` returns the ``add``
 and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns needed and
-stream batches of rows (a batch of only ``add`` rows becomes file rows without a copy), so a
-checkpoint of millions of files is never held both raw and converted; JSON ``stats`` are
-synthesised from ``stats_parsed`` only for rows that lack them.
+stream batches of rows (runs of ``add`` rows become file rows without a copy), so a checkpoint
+of millions of files is never held both raw and converted. The ``add.stats`` column, most of a
+checkpoint's bytes, is not read here: ``checkpoint_stats`` reads it when a caller needs it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
@@ -27,13 +27,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from delta_core.errors import CorruptLogError
+from delta_core.log.checkpoint_parquet import iter_batches, open_parquet, rows_holding
+from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.file_actions import (
     ADD_FIELDS,
     FILES_SCHEMA,
     REMOVE_FIELDS,
     TOMBSTONES_SCHEMA,
     conform_array,
-    num_records_from_stats,
     table_from_json,
 )
 from delta_core.log.log_path import SIDECAR_DIR, LogFileKind, LogPath
@@ -47,7 +48,7 @@ from delta_core.model.actions import (
     action_from_json,
     iter_log_lines,
 )
-from delta_core.model.stats import stats_json_from_parsed
+from delta_core.model.arrow_values import empty_table, int_array, true_array
 from delta_core.storage.base import Storage
 
 # Non-file action columns, with the field whose presence marks a real action in that row
@@ -77,11 +78,6 @@ class CheckpointState:
     _json_bodies: dict[str, list[dict[str, Any]]] = field(default_factory=dict, compare=False, repr=False)
 
 
-# Parquet pages are streamed through a buffer of this size instead of loading each column chunk
-# whole: a checkpoint of millions of files is one row group of hundreds of MB.
-_READ_BUFFER = 1 << 20
-
-
 def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
     try:
         return storage.read(key)
@@ -90,27 +86,6 @@ def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
             f"checkpoint file {storage.uri(key)} disappeared while reading; retry (a log cleanup "
             "may be running)", path=storage.uri(key), version=version,
         ) from None
-
-
-def _open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes], pq.ParquetFile]:
-    try:
-        fh = storage.open_input(key)
-    except FileNotFoundError:
-        raise CorruptLogError(
-            f"checkpoint file {storage.uri(key)} is missing; restore it or remove the checkpoint "
-            "so readers fall back to the commits", path=storage.uri(key), version=version,
-        ) from None
-    try:
-        # INT96 (Spark's default timestamp encoding, found in stats_parsed and
-        # partitionValues_parsed) decoded as nanoseconds wraps outside 1677-2262.
-        return fh, pq.ParquetFile(fh, coerce_int96_timestamp_unit="us", buffer_size=_READ_BUFFER,
-                                  pre_buffer=False)
-    except (pa.ArrowInvalid, OSError) as exc:
-        fh.close()
-        raise CorruptLogError(
-            f"checkpoint file {storage.uri(key)} is not readable Parquet ({exc}); delete it so "
-            "readers use the commits or an older checkpoint", path=storage.uri(key), version=version,
-        ) from exc
 
 
 def _actions_from_column(column: pa.Array | pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
@@ -184,29 +159,54 @@ def read_checkpoint_state(storage: Storage, files: Sequence[LogPath]) -> Checkpo
         return _state_from_actions(version, json_actions, bodies)
     actions: list[Any] = []
     for f in files:
-        fh, pf = _open_parquet(storage, f.key, version=version)
+        fh, pf = open_parquet(storage, f.key, version=version)
         try:
-            names = [n for n in _NON_FILE if pf.schema_arrow.get_field_index(n) >= 0]
-            if not names:
-                continue
-            # Streamed: these columns are null in nearly every row, yet whole they cost 100+ MB.
-            for batch in _iter_batches(pf, names, storage.uri(f.key), version):
-                for name in names:
-                    actions.extend(_actions_from_column(batch.column(name), name, source=storage.uri(f.key)))
+            actions.extend(_non_file_actions(pf, storage.uri(f.key), version))
         finally:
             fh.close()
     return _state_from_actions(version, actions)
 
 
-def _read_columns(pf: pq.ParquetFile, columns: list[str], source: str, version: int) -> pa.Table:
-    try:
-        return pf.read(columns=columns, use_threads=True)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptLogError(f"cannot read checkpoint {source}: {exc}", path=source, version=version) from exc
+# Rows per batch when decoding the non-file columns: they are null in nearly every row, and
+# small batches let the scan stop soon after the last row that holds one.
+_STATE_BATCH_ROWS = 8192
+
+
+def _non_file_actions(pf: pq.ParquetFile, source: str, version: int) -> list[Any]:
+    """The non-file actions of one checkpoint file. A first pass reads only each action's
+    marker field (one narrow column each) to find the last row holding one; the whole columns
+    are then decoded up to that row only (writers put these few rows first)."""
+    schema = pf.schema_arrow
+    names = [n for n in _NON_FILE if schema.get_field_index(n) >= 0
+             and pa.types.is_struct(schema.field(n).type)
+             and schema.field(n).type.get_field_index(_NON_FILE[n]) >= 0]
+    if not names:
+        return []
+    last = -1
+    offset = 0
+    for batch in iter_batches(pf, [f"{n}.{_NON_FILE[n]}" for n in names], source, version):
+        for name in names:
+            marks = pc.is_valid(pc.struct_field(batch.column(name), _NON_FILE[name]))
+            found = pc.indices_nonzero(marks)
+            if len(found):
+                last = max(last, offset + int(found[-1].as_py()))
+        offset += batch.num_rows
+    actions: list[Any] = []
+    offset = 0
+    if last < 0:
+        return actions
+    for batch in iter_batches(pf, names, source, version, batch_rows=_STATE_BATCH_ROWS):
+        for name in names:
+            actions.extend(_actions_from_column(batch.column(name), name, source=source))
+        offset += batch.num_rows
+        if offset > last:
+            break
+    return actions
 
 
 def _present_fields(pf: pq.ParquetFile, top: str) -> list[str]:
-    """Sub-fields of ``add``/``remove`` this file has and we read (none if the column is absent)."""
+    """Sub-fields of ``add``/``remove`` this file has and we read now (none if the column is
+    absent); ``add.stats`` is left to ``CheckpointStats``."""
     idx = pf.schema_arrow.get_field_index(top)
     if idx < 0:
         return []
@@ -214,46 +214,30 @@ def _present_fields(pf: pq.ParquetFile, top: str) -> list[str]:
     if not pa.types.is_struct(struct_type) or struct_type.get_field_index("path") < 0:
         return []
     mapping = ADD_FIELDS if top == "add" else REMOVE_FIELDS
-    return [js for js in mapping.values() if struct_type.get_field_index(js) >= 0]
+    return [js for name, js in mapping.items()
+            if struct_type.get_field_index(js) >= 0 and not (top == "add" and name in _DEFERRED)]
 
 
-def _file_rows(column: pa.Array, top: str, present: list[str]) -> tuple[pa.Table, pa.Array]:
-    """The ``add`` or ``remove`` rows of one checkpoint column in our schema, and the row mask."""
+# FILES_SCHEMA columns read later, from the checkpoint, by ``CheckpointStats``.
+_DEFERRED = frozenset({"stats", "num_records"})
+
+
+def _file_rows(column: pa.Array, top: str, present: list[str]) -> pa.Table:
+    """The ``add`` or ``remove`` rows of one checkpoint column in our schema."""
     schema, mapping = (FILES_SCHEMA, ADD_FIELDS) if top == "add" else (TOMBSTONES_SCHEMA, REMOVE_FIELDS)
     # The ``path`` is required, so its presence marks a row holding this action.
-    mask = pc.is_valid(pc.struct_field(column, "path"))
-    if not pc.all(mask).as_py():  # a batch of adds only (the bulk of a checkpoint) is used uncopied
-        column = column.filter(mask)
-    n = len(column)
+    rows, _ = rows_holding(column, "path")
+    n = len(rows)
     arrays = []
     for f in schema:
         js = mapping.get(f.name)
         if js in present:
-            arrays.append(conform_array(pc.struct_field(column, js), f.type))
+            arrays.append(conform_array(pc.struct_field(rows, js), f.type))
         elif f.name == "data_change":
-            arrays.append(pa.chunked_array([pa.array([True] * n, pa.bool_())]))
+            arrays.append(pa.chunked_array([true_array(n)]))  # required; old writers omitted it
         else:
             arrays.append(pa.chunked_array([pa.nulls(n, f.type)]))
-    return pa.Table.from_arrays(arrays, schema=schema), mask
-
-
-def _fill_stats(pf: pq.ParquetFile, files: pa.Table, mask: pa.ChunkedArray, source: str, version: int) -> pa.Table:
-    # Kept in its chunks: combining copies every stats string (hundreds of MB at millions of files).
-    stats: pa.ChunkedArray | pa.Array = files["stats"]
-    add_type = pf.schema_arrow.field("add").type
-    if stats.null_count and add_type.get_field_index("stats_parsed") >= 0:
-        parsed = _read_columns(pf, ["add.stats_parsed"], source, version)["add"]
-        parsed = pc.struct_field(parsed.filter(mask), "stats_parsed").combine_chunks()
-        stats = stats.combine_chunks()
-        # Synthesise only where JSON is missing and the struct is there: it is the slow part.
-        need = pc.and_(pc.is_null(stats), pc.is_valid(parsed))
-        if pc.any(need).as_py():
-            synthesised = stats_json_from_parsed(parsed.filter(need))
-            stats = pc.replace_with_mask(stats, need, synthesised.cast(pa.string()))
-            files = files.set_column(files.schema.get_field_index("stats"), "stats", stats)
-    return files.set_column(
-        files.schema.get_field_index("num_records"), "num_records", num_records_from_stats(stats)
-    )
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def sidecar_key(sidecar: Sidecar) -> str:
@@ -266,7 +250,7 @@ def sidecar_key(sidecar: Sidecar) -> str:
 
 
 def _parquet_file_actions(storage: Storage, key: str, version: int) -> tuple[pa.Table | None, pa.Table | None]:
-    fh, pf = _open_parquet(storage, key, version=version)
+    fh, pf = open_parquet(storage, key, version=version)
     try:
         source = storage.uri(key)
         fields = {top: _present_fields(pf, top) for top in ("add", "remove")}
@@ -276,77 +260,74 @@ def _parquet_file_actions(storage: Storage, key: str, version: int) -> tuple[pa.
         # One scan for both columns, streamed in batches (columns decoded in parallel): only the
         # batch in hand exists both raw and as our rows, never the whole checkpoint twice.
         add_parts: list[pa.Table] = []
-        add_masks: list[pa.Array] = []
         remove_parts: list[pa.Table] = []
-        for batch in _iter_batches(pf, wanted, source, version):
+        for batch in iter_batches(pf, wanted, source, version):
             if fields["add"]:
-                rows, mask = _file_rows(batch.column("add"), "add", fields["add"])
-                add_parts.append(rows)
-                add_masks.append(mask)
+                add_parts.append(_file_rows(batch.column("add"), "add", fields["add"]))
             if fields["remove"]:
-                remove_parts.append(_file_rows(batch.column("remove"), "remove", fields["remove"])[0])
+                remove_parts.append(_file_rows(batch.column("remove"), "remove", fields["remove"]))
             del batch  # release the raw batch before decoding the next
-        adds = removes = None
-        if fields["add"]:
-            adds = _concat_parts(add_parts, FILES_SCHEMA)
-            mask = pa.chunked_array(add_masks, type=pa.bool_())
-            adds = _fill_stats(pf, adds, mask, source, version)
-        if fields["remove"]:
-            removes = _concat_parts(remove_parts, TOMBSTONES_SCHEMA)
+        adds = _concat_parts(add_parts, FILES_SCHEMA) if fields["add"] else None
+        removes = _concat_parts(remove_parts, TOMBSTONES_SCHEMA) if fields["remove"] else None
         return adds, removes
     finally:
         fh.close()
 
 
-# Rows per streamed checkpoint batch: large enough that per-batch overhead is noise, small
-# enough that one raw batch is a few tens of MB.
-_BATCH_ROWS = 131_072
-
-
-def _iter_batches(pf: pq.ParquetFile, columns: list[str], source: str, version: int) -> Iterator[pa.RecordBatch]:
-    try:
-        yield from pf.iter_batches(batch_size=_BATCH_ROWS, columns=columns, use_threads=True)
-    except (pa.ArrowInvalid, OSError) as exc:
-        raise CorruptLogError(f"cannot read checkpoint {source}: {exc}", path=source, version=version) from exc
-
-
 def _concat_parts(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
     # Zero-copy: each batch stays a chunk.
-    return pa.concat_tables(parts) if parts else schema.empty_table()
+    return pa.concat_tables(parts) if parts else empty_table(schema)
 
 
-def read_checkpoint_files(
-    storage: Storage, files: Sequence[LogPath], state: CheckpointState,
-) -> tuple[pa.Table, pa.Table]:
-    """All ``add`` rows (``FILES_SCHEMA``) and ``remove`` rows (``TOMBSTONES_SCHEMA``) of the
-    checkpoint, sidecars included."""
+@dataclass(frozen=True, slots=True)
+class CheckpointFiles:
+    """The file actions of a checkpoint: ``adds`` (``FILES_SCHEMA`` plus ``CHECKPOINT_ROW``)
+    and ``removes`` (``TOMBSTONES_SCHEMA``). Rows from Parquet have no ``stats`` or
+    ``num_records`` yet: their ``CHECKPOINT_ROW`` is their ordinal, and ``stats`` reads those
+    columns when asked. Rows from a JSON V2 checkpoint's own lines are read whole (null
+    ordinal)."""
+
+    adds: pa.Table
+    removes: pa.Table
+    stats: CheckpointStats
+
+
+def read_checkpoint_files(storage: Storage, files: Sequence[LogPath], state: CheckpointState) -> CheckpointFiles:
+    """All ``add`` and ``remove`` rows of the checkpoint, sidecars included. Rows read from
+    Parquet come first (rows whose ``stats`` wait have ordinals, the rest follow them)."""
     version = state.version
     adds: list[pa.Table] = []
     removes: list[pa.Table] = []
-    if state._json_bodies:
-        source = storage.uri(files[0].key)
-        adds.append(table_from_json(state._json_bodies.get("add", []), tombstones=False, source=source))
-        removes.append(table_from_json(state._json_bodies.get("remove", []), tombstones=True, source=source))
-    else:
-        for f in files:
-            a, r = _parquet_file_actions(storage, f.key, version)
-            adds += [a] if a is not None else []
-            removes += [r] if r is not None else []
-    for sc in state.sidecars:
-        key = sidecar_key(sc)
+    keys: list[str] = []
+    parquet_keys = [] if state._json_bodies else [f.key for f in files]
+    for key in [*parquet_keys, *(sidecar_key(sc) for sc in state.sidecars)]:
         try:
             a, r = _parquet_file_actions(storage, key, version)
         except CorruptLogError as exc:
+            if key in parquet_keys:
+                raise
             raise CorruptLogError(
-                f"sidecar {sc.path} of checkpoint {version} cannot be read ({exc}); the checkpoint "
-                "is unusable: delete it so readers fall back to the commits",
+                f"sidecar {storage.uri(key)} of checkpoint {version} cannot be read ({exc}); the "
+                "checkpoint is unusable: delete it so readers fall back to the commits",
                 path=storage.uri(key), version=version,
             ) from exc
         adds += [a] if a is not None else []
         removes += [r] if r is not None else []
-    add_table = pa.concat_tables(adds) if adds else FILES_SCHEMA.empty_table()
-    remove_table = pa.concat_tables(removes) if removes else TOMBSTONES_SCHEMA.empty_table()
-    return add_table, remove_table
+        keys += [key] if a is not None else []
+    n = sum(a.num_rows for a in adds)
+    add_table = pa.concat_tables(adds) if adds else empty_table(FILES_SCHEMA)
+    add_table = add_table.append_column(CHECKPOINT_ROW, int_array(range(n)))
+    if state._json_bodies:  # the V2 checkpoint's own lines: read whole, stats included
+        source = storage.uri(files[0].key)
+        json_adds = table_from_json(state._json_bodies.get("add", []), tombstones=False, source=source)
+        add_table = pa.concat_tables([
+            add_table, json_adds.append_column(CHECKPOINT_ROW, pa.nulls(json_adds.num_rows, pa.int64()))])
+        removes.append(table_from_json(state._json_bodies.get("remove", []), tombstones=True, source=source))
+    return CheckpointFiles(
+        adds=add_table,
+        removes=pa.concat_tables(removes) if removes else empty_table(TOMBSTONES_SCHEMA),
+        stats=CheckpointStats(storage, tuple(keys), version, n),
+    )
 
 
-__all__ = ["CheckpointState", "read_checkpoint_files", "read_checkpoint_state", "sidecar_key"]
+__all__ = ["CheckpointFiles", "CheckpointState", "read_checkpoint_files", "read_checkpoint_state", "sidecar_key"]

@@ -14,13 +14,16 @@ Commit files are fetched concurrently: on object stores the latency, not parsing
 
 from __future__ import annotations
 
+import re
 import threading
+from array import array
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError, LogGapError
 from delta_core.log.commit_json import CommitColumns, decode_commit
@@ -34,8 +37,9 @@ from delta_core.model.actions import (
     Txn,
     action_from_json,
     iter_log_lines,
+    parse_log_line,
 )
-from delta_core.model.arrow_values import empty_table, int_array
+from delta_core.model.arrow_values import empty_table, int_array, int_scalar
 from delta_core.storage.base import Storage
 
 _MAX_PARALLEL_READS = 8
@@ -69,6 +73,40 @@ class ParsedCommit:
     domain_metadata: list[DomainMetadata] = field(default_factory=list)
     commit_info: CommitInfo | None = None
     num_lines: int = 0
+    raw: bytes | None = None  # the file, kept by the per-line decoder for ``build_batch``
+    # Numbers of the file-action lines of ``raw`` not decoded yet: see ``read_commits``.
+    deferred: list[int] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def has_file_actions(self) -> bool:
+        return bool(self.adds or self.removes or self.deferred or (
+            self.columns is not None and (self.columns.adds.num_rows or self.columns.removes.num_rows)))
+
+    def decode_deferred(self) -> None:
+        """Decode the deferred file-action lines into ``adds``/``removes`` (in line order),
+        raising the error the per-line decoder raises for a bad one."""
+        if not self.deferred:
+            return
+        where = f"{self.source} (version {self.version})"
+        bodies: dict[int, tuple[str, Any]] = {}
+        assert self.raw is not None  # kept by the per-line decoder, which defers
+        lines = self.raw.splitlines()
+        for lineno in self.deferred:
+            bodies[lineno] = parse_log_line(lines[lineno - 1], lineno, where=where, source=where, version=self.version,
+                                            remedy=_REMEDY)
+            key, body = bodies[lineno]
+            if not isinstance(body, dict):
+                raise CorruptLogError(f"line {lineno} of {self.source}: {key} is not an object",
+                                      path=self.source, version=self.version)
+        self.deferred = []
+        merged = sorted([*((n, "add", b) for n, b in zip(self.add_lines, self.adds)),
+                         *((n, "remove", b) for n, b in zip(self.remove_lines, self.removes)),
+                         *((n, k, b) for n, (k, b) in bodies.items())], key=lambda x: x[0])
+        self.adds, self.removes, self.add_lines, self.remove_lines = [], [], [], []
+        for n, key, body in merged:  # only add and remove lines are ever deferred
+            (self.adds if key == "add" else self.removes).append(body)
+            (self.add_lines if key == "add" else self.remove_lines).append(n)
 
     @property
     def columnar(self) -> bool:
@@ -78,11 +116,14 @@ class ParsedCommit:
 
 def parse_commit(
     data: bytes, *, version: int, source: str, modification_time: int = 0, columnar: bool | None = None,
+    defer_file_lines: bool = False,
 ) -> ParsedCommit:
     """Parse one commit file; malformed content raises ``CorruptLogError`` naming the line.
 
     ``columnar`` forces (``True``) or disables (``False``) the columnar decoder; by default it
     runs for commits of ``COLUMNAR_MIN_BYTES`` or more. Either way the result is the same.
+    ``defer_file_lines`` leaves the per-line decoder's ``add``/``remove`` lines undecoded for
+    ``build_batch`` (which decodes them all at once): their errors are raised there.
     """
     if columnar is None:
         columnar = len(data) >= COLUMNAR_MIN_BYTES
@@ -98,15 +139,24 @@ def parse_commit(
                 pass  # let the per-line decoder raise it, with its exact message
             else:
                 return out
-    return _parse_lines(data, version=version, source=source, modification_time=modification_time)
+    out = _parse_lines(data, version=version, source=source, modification_time=modification_time,
+                       defer_file_lines=defer_file_lines)
+    return out
 
 
-def _parse_lines(data: bytes, *, version: int, source: str, modification_time: int) -> ParsedCommit:
-    out = ParsedCommit(version=version, modification_time=modification_time)
+_REMEDY = "restore it from a backup or from the writer's output"
+# A line whose first key is add or remove (what the deferred path leaves undecoded).
+_FILE_LINE = re.compile(rb'\s*\{\s*"(?:add|remove)"\s*:')
+
+
+def _parse_lines(data: bytes, *, version: int, source: str, modification_time: int,
+                 defer_file_lines: bool = False) -> ParsedCommit:
+    out = ParsedCommit(version=version, modification_time=modification_time, raw=data, source=source)
+    if defer_file_lines:
+        return _parse_deferring(out, data)
     lineno = 0
     for lineno, key, body in iter_log_lines(
-        data, source=f"{source} (version {version})", version=version,
-        remedy="restore it from a backup or from the writer's output",
+        data, source=f"{source} (version {version})", version=version, remedy=_REMEDY,
     ):
         if key == "add" or key == "remove":
             if not isinstance(body, dict):
@@ -116,6 +166,25 @@ def _parse_lines(data: bytes, *, version: int, source: str, modification_time: i
             (out.add_lines if key == "add" else out.remove_lines).append(lineno)
             continue
         _add_action(out, key, body, lineno, source=source, version=version)
+    out.num_lines = lineno
+    return out
+
+
+def _parse_deferring(out: ParsedCommit, data: bytes) -> ParsedCommit:
+    """``_parse_lines`` with file-action lines left undecoded (their numbers in ``out.deferred``)."""
+    where = f"{out.source} (version {out.version})"
+    lineno = 0
+    for lineno, line in enumerate(data.splitlines(), 1):
+        if not line.strip():
+            continue
+        if _FILE_LINE.match(line):
+            out.deferred.append(lineno)
+            continue
+        key, body = parse_log_line(line, lineno, where=where, source=where, version=out.version, remedy=_REMEDY)
+        if key == "add" or key == "remove":  # spelled oddly (e.g. an escaped key)
+            out.deferred.append(lineno)
+            continue
+        _add_action(out, key, body, lineno, source=out.source, version=out.version)
     out.num_lines = lineno
     return out
 
@@ -140,7 +209,7 @@ def _add_action(out: ParsedCommit, key: str, body: Any, lineno: int, *, source: 
         out.commit_info = action
 
 
-def _read_commit(storage: Storage, f: LogPath) -> ParsedCommit:
+def _read_commit(storage: Storage, f: LogPath, defer_file_lines: bool = False) -> ParsedCommit:
     try:
         data = storage.read(f.key)
     except FileNotFoundError:
@@ -149,19 +218,21 @@ def _read_commit(storage: Storage, f: LogPath) -> ParsedCommit:
             "cleanup may have removed it)", path=storage.uri(f.key), version=f.version,
         ) from None
     if len(data) < COLUMNAR_MIN_BYTES:
-        return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
+        return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time,
+                            defer_file_lines=defer_file_lines)
     # Arrow's reader already uses every core: decoding big commits one at a time is faster
     # than side by side, and their tables then build up one by one (lower peak memory).
     with _COLUMNAR_DECODE:
         return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
 
 
-def read_commits(storage: Storage, files: Sequence[LogPath]) -> list[ParsedCommit]:
-    """Parse ``files`` (ascending versions), fetching them concurrently."""
+def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines: bool = False) -> list[ParsedCommit]:
+    """Parse ``files`` (ascending versions), fetching them concurrently. ``defer_file_lines``:
+    see ``parse_commit`` (for callers that pass the commits to ``build_batch``)."""
     if len(files) <= 1:
-        return [_read_commit(storage, f) for f in files]
+        return [_read_commit(storage, f, defer_file_lines) for f in files]
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_READS, len(files))) as pool:
-        return list(pool.map(lambda f: _read_commit(storage, f), files))
+        return list(pool.map(lambda f: _read_commit(storage, f, defer_file_lines), files))
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,7 +269,17 @@ def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
     def flush() -> None:
         if not pending:
             return
+        together = _decode_together(pending)
+        if together is not None:
+            adds.append(together.adds)
+            removes.append(together.removes)
+            add_order.append(together.add_lines)
+            remove_order.append(together.remove_lines)
+            pending.clear()
+            return
         group = [c for c, _ in pending]
+        for c in group:
+            c.decode_deferred()
         try:
             adds.append(table_from_json([b for c in group for b in c.adds], tombstones=False, source=source))
             removes.append(table_from_json([b for c in group for b in c.removes], tombstones=True, source=source))
@@ -228,6 +309,34 @@ def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
         add_order=pa.concat_arrays(add_order) if add_order else int_array([]),
         remove_order=pa.concat_arrays(remove_order) if remove_order else int_array([]),
     )
+
+
+def _decode_together(pending: Sequence[tuple[ParsedCommit, int]]) -> CommitColumns | None:
+    """The file actions of small commits decoded as one text by the columnar decoder, their
+    line numbers turned into global orders (``base`` + line), or ``None`` if it cannot be done
+    exactly (the caller then converts the parsed bodies). One reader pass for a hundred small
+    commits costs less than building their columns from Python objects, and builds no Python
+    values through pyarrow (whose pandas probe imports pandas)."""
+    parts: list[bytes] = []
+    order = array("q")
+    for c, base in pending:
+        if not c.has_file_actions:
+            continue
+        if c.raw is None or b"\r" in c.raw:  # a lone CR numbers lines differently: let the slow path do it
+            return None
+        raw = c.raw if c.raw.endswith(b"\n") else c.raw + b"\n"
+        parts.append(raw)
+        order.extend(range(base + 1, base + raw.count(b"\n") + 1))
+    if not parts:
+        return CommitColumns(empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA), int_array([]), int_array([]))
+    decoded = decode_commit(b"".join(parts))
+    if decoded is None:
+        return None
+    orders = pa.Array.from_buffers(pa.int64(), len(order), [None, pa.py_buffer(order)])
+    cols = decoded.columns
+    return CommitColumns(cols.adds, cols.removes,
+                         orders.take(pc.subtract(cols.add_lines, int_scalar(1))),
+                         orders.take(pc.subtract(cols.remove_lines, int_scalar(1))))
 
 
 def _raise_for_culprit(commits: Sequence[ParsedCommit], source: str) -> None:

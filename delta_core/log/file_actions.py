@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError
 from delta_core.model.actions import ADD_JSON_FIELDS, REMOVE_JSON_FIELDS, Add, DeletionVectorDescriptor, Remove
-from delta_core.model.arrow_values import empty_table, int_array, int_scalar, repeat_string
+from delta_core.model.arrow_values import empty_table, int_array, int_scalar, repeat_string, string_scalar
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
 DV_TYPE = pa.struct([
@@ -282,8 +282,8 @@ def dv_unique_ids(dv: pa.ChunkedArray) -> pa.ChunkedArray:
     storage_type = pc.struct_field(dv, "storageType")
     location = pc.struct_field(dv, "pathOrInlineDv")
     offset = pc.cast(pc.struct_field(dv, "offset"), pa.string())
-    base = pc.binary_join_element_wise(storage_type, location, "")
-    with_offset = pc.binary_join_element_wise(base, offset, "@")
+    base = pc.binary_join_element_wise(storage_type, location, string_scalar(""))
+    with_offset = pc.binary_join_element_wise(base, offset, string_scalar("@"))
     return pc.if_else(pc.is_null(offset), base, with_offset)
 
 
@@ -297,7 +297,7 @@ def file_keys(
     if dv.null_count == len(dv):
         return path
     uid = dv_unique_ids(dv)
-    joined = pc.binary_join_element_wise(path, uid, _KEY_SEP)
+    joined = pc.binary_join_element_wise(path, uid, string_scalar(_KEY_SEP))
     return pc.if_else(pc.is_null(uid), path, joined)
 
 

@@ -21,33 +21,117 @@ with hash lookups against the keys the commits touched; only the commit rows are
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.commit_read import CommitBatch
-from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys
+from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys, num_records_from_stats
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
-from delta_core.model.arrow_values import bool_array, empty_table, int_scalar
+from delta_core.model.arrow_values import bool_array, empty_table, int_array, int_scalar
 from delta_core.model.path_identity import TableRoot, canonical_paths
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayState:
-    """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain."""
+    """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain.
+
+    ``rows`` are the live files. Rows loaded from a Parquet checkpoint may not have their
+    ``stats`` and ``num_records`` read yet: then ``rows`` has one more column,
+    ``CHECKPOINT_ROW``, and ``checkpoint_stats`` reads those columns on first use (``files``,
+    ``num_records``, ``file_columns``); replay carries the ordinals through.
+    """
 
     protocol: Protocol | None
     metadata: Metadata | None
-    files: pa.Table
+    rows: pa.Table
     tombstones: pa.Table
     txns: Mapping[str, Txn] = field(default_factory=dict)
     domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=dict)
+    checkpoint_stats: CheckpointStats | None = None
+    _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def empty(cls) -> ReplayState:
         return cls(None, None, empty_table(FILES_SCHEMA), empty_table(TOMBSTONES_SCHEMA))
+
+    @property
+    def stats_deferred(self) -> bool:
+        return self.checkpoint_stats is not None and CHECKPOINT_ROW in self.rows.column_names
+
+    @property
+    def files(self) -> pa.Table:
+        """Live files (``FILES_SCHEMA``), statistics included (read from the checkpoint now if
+        they were deferred)."""
+        if not self.stats_deferred:
+            return self.rows
+        if "files" not in self._cache:
+            self._cache["files"] = self.file_columns(FILES_SCHEMA.names)
+        files: pa.Table = self._cache["files"]
+        return files
+
+    @property
+    def num_records(self) -> pa.ChunkedArray:
+        """``num_records`` of each live file; for checkpoint rows from the stats already read,
+        else from ``stats_parsed.numRecords`` or the JSON read batch by batch."""
+        if not self.stats_deferred:
+            return self.rows["num_records"]
+        if "num_records" not in self._cache:
+            assert self.checkpoint_stats is not None
+            stats = self._cache.get("stats")
+            if stats is not None:  # the JSON is in memory already: count there
+                kept = self._kept()
+                counted = num_records_from_stats(stats.slice(0, kept))
+                own = self.rows["num_records"].slice(kept)
+                self._cache["num_records"] = pa.chunked_array([*counted.chunks, *own.chunks], type=pa.int64())
+            else:
+                self._cache["num_records"] = self._merged(self.checkpoint_stats.num_records(), "num_records")
+        column: pa.ChunkedArray = self._cache["num_records"]
+        return column
+
+    @property
+    def stats(self) -> pa.ChunkedArray:
+        """``stats`` of each live file (the checkpoint's read now if they were deferred)."""
+        if not self.stats_deferred:
+            return self.rows["stats"]
+        if "stats" not in self._cache:
+            assert self.checkpoint_stats is not None
+            self._cache["stats"] = self._merged(self.checkpoint_stats.stats(), "stats")
+        column: pa.ChunkedArray = self._cache["stats"]
+        return column
+
+    def file_columns(self, names: Sequence[str]) -> pa.Table:
+        """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read
+        only if asked for, ``num_records`` without them where the checkpoint allows."""
+        if not self.stats_deferred:
+            return self.rows.select(list(names))
+        lazy = {"stats": lambda: self.stats, "num_records": lambda: self.num_records}
+        columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
+        return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
+
+    def _kept(self) -> int:
+        """Number of checkpoint rows replay kept (they come first: see ``_merged``)."""
+        ordinals = self.rows[CHECKPOINT_ROW]
+        return int(len(ordinals) - ordinals.null_count)
+
+    def _merged(self, from_checkpoint: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
+        """Column ``name`` of ``rows`` with the checkpoint rows' values taken from
+        ``from_checkpoint`` (indexed by ordinal). Replay keeps checkpoint rows first and in
+        order (it only drops some and appends commit rows), so the values are the kept
+        ordinals' values followed by the commit rows' own."""
+        ordinals = self.rows[CHECKPOINT_ROW]
+        kept = self._kept()
+        if ordinals.slice(0, kept).null_count:
+            raise AssertionError("replay moved a checkpoint row after a commit row")
+        if kept != len(from_checkpoint):  # some were removed by later commits
+            wanted = pc.is_in(int_array(range(len(from_checkpoint))), value_set=_combined(ordinals.slice(0, kept)))
+            from_checkpoint = from_checkpoint.filter(wanted)
+        own = self.rows[name].slice(kept)
+        return pa.chunked_array([*from_checkpoint.chunks, *own.chunks], type=from_checkpoint.type)
 
 
 def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
@@ -144,6 +228,8 @@ def reconcile_files(
                                              value_set=touched))
         if not pc.all(keep_tombstones).as_py():
             base_tombstones = base_tombstones.filter(keep_tombstones)
+    if CHECKPOINT_ROW in base_files.column_names:  # commit rows have no checkpoint ordinal
+        new_adds = new_adds.append_column(CHECKPOINT_ROW, pa.nulls(new_adds.num_rows, pa.int64()))
     files = pa.concat_tables([base_files, new_adds])
     tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
@@ -165,10 +251,11 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         for d in c.domain_metadata:
             domains[d.domain] = d
     root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
-    files, tombstones = reconcile_files(base.files, base.tombstones, batch, table_root=root)
+    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root)
     return ReplayState(
-        protocol=protocol, metadata=metadata, files=files, tombstones=tombstones, txns=txns,
+        protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},
+        checkpoint_stats=base.checkpoint_stats if CHECKPOINT_ROW in rows.column_names else None,
     )
 
 
@@ -180,11 +267,14 @@ def base_state(
     tombstones: pa.Table,
     txns: Iterable[Txn] = (),
     domain_metadata: Iterable[DomainMetadata] = (),
+    checkpoint_stats: CheckpointStats | None = None,
 ) -> ReplayState:
-    """A replay base from a checkpoint's actions (later entries of one appId/domain win)."""
+    """A replay base from a checkpoint's actions (later entries of one appId/domain win);
+    ``checkpoint_stats`` when ``files`` came without statistics (``CHECKPOINT_ROW``)."""
     t = {x.app_id: x for x in txns}
     d = {x.domain: x for x in domain_metadata}
-    return ReplayState(protocol, metadata, files, tombstones, t, {k: v for k, v in d.items() if not v.removed})
+    return ReplayState(protocol, metadata, files, tombstones, t, {k: v for k, v in d.items() if not v.removed},
+                       checkpoint_stats)
 
 
 # --- expiry (applied by checkpoint writers and callers that ask for it) -------------------

@@ -149,24 +149,30 @@ class Snapshot:
 
     @property
     def files(self) -> pa.Table:
-        """Live files, one row per ``add`` (columns: ``file_actions.FILES_SCHEMA``)."""
+        """Live files, one row per ``add`` (columns: ``file_actions.FILES_SCHEMA``). Statistics
+        of checkpoint rows are read on first use; ``file_columns`` reads only what it names."""
         return self._state.files
+
+    def file_columns(self, *names: str) -> pa.Table:
+        """Columns ``names`` of ``files``, reading checkpoint statistics only if ``stats`` (or,
+        without ``stats_parsed``, ``num_records``) is among them."""
+        return self._state.file_columns(names)
 
     @property
     def file_paths(self) -> list[str]:
         """``add.path`` of each live file, exactly as written (still URI-encoded)."""
-        paths: list[str] = self._state.files["path"].to_pylist()
+        paths: list[str] = self._state.rows["path"].to_pylist()
         return paths
 
     @property
     def num_files(self) -> int:
-        return int(self._state.files.num_rows)
+        return int(self._state.rows.num_rows)
 
     @property
     def num_records(self) -> int | None:
         """Sum of ``numRecords`` over live files; ``None`` if any file lacks it. Deletion
         vectors are not subtracted."""
-        col = self._state.files["num_records"]
+        col = self._state.num_records
         if col.null_count:
             return None
         total = pc.sum(col).as_py()
@@ -174,7 +180,7 @@ class Snapshot:
 
     @property
     def size_in_bytes(self) -> int:
-        return int(pc.sum(self._state.files["size"]).as_py() or 0)
+        return int(pc.sum(self._state.rows["size"]).as_py() or 0)
 
     def add_actions(self) -> Iterator[Add]:
         return iter_adds(self._state.files)
@@ -190,17 +196,18 @@ class Snapshot:
     def partition_values_typed(self) -> pa.Table:
         """``path`` plus one typed column per partition column (logical names)."""
         return typed_partition_values(
-            self._state.files["partition_values"], self.schema, self.partition_columns,
-            physical_keys=self.column_mapping_mode != "none", paths=self._state.files["path"],
+            self._state.rows["partition_values"], self.schema, self.partition_columns,
+            physical_keys=self.column_mapping_mode != "none", paths=self._state.rows["path"],
         )
 
     def file_stats(self) -> pa.Table:
         """``path``, ``num_records`` and typed ``min.<col>``/``max.<col>``/``null_count.<col>``."""
+        files = self._state.files
         stats = parse_stats(
-            self._state.files["stats"], self.schema, partition_columns=self.partition_columns,
+            files["stats"], self.schema, partition_columns=self.partition_columns,
             physical=self.column_mapping_mode != "none",
         )
-        return stats.add_column(0, "path", self._state.files["path"])
+        return stats.add_column(0, "path", files["path"])
 
     # --- other state --------------------------------------------------------------------
 
@@ -239,7 +246,7 @@ class Snapshot:
             # The log moved in a way a delta cannot follow (gap, checkpoint-only version):
             # load from scratch, which raises the precise error if the log is broken.
             return load_snapshot(self._storage, clock=self._clock)
-        parsed = read_commits(self._storage, commits)
+        parsed = read_commits(self._storage, commits, defer_file_lines=True)
         segment = LogSegment(
             version=commits[-1].version,
             checkpoint_version=self._segment.checkpoint_version,
@@ -302,9 +309,9 @@ def load_snapshot(
             metadata = c.metadata or metadata
         # Gate before touching the (possibly huge) file actions of the checkpoint.
         _gate(storage, segment, protocol, metadata)
-        adds, removes = read_checkpoint_files(storage, segment.checkpoint_files, cp)
-        base = base_state(protocol=cp.protocol, metadata=cp.metadata, files=adds, tombstones=removes,
-                          txns=cp.txns, domain_metadata=cp.domain_metadata)
+        found = read_checkpoint_files(storage, segment.checkpoint_files, cp)
+        base = base_state(protocol=cp.protocol, metadata=cp.metadata, files=found.adds, tombstones=found.removes,
+                          txns=cp.txns, domain_metadata=cp.domain_metadata, checkpoint_stats=found.stats)
     else:
         base = ReplayState.empty()
     state = _apply(storage, segment, base, parsed)
@@ -321,7 +328,7 @@ def _read_replay_files(storage: Storage, segment: LogSegment) -> list[ParsedComm
     (fewer reads, same state). Compactions are optional: one that cannot be read costs only the
     reads it would have saved, so the commits are read instead."""
     if not segment.compactions:
-        return read_commits(storage, segment.commit_files)
+        return read_commits(storage, segment.commit_files, defer_file_lines=True)
     try:
         return read_commits(storage, segment.replay_files)
     except CorruptLogError as exc:

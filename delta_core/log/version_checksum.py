@@ -152,7 +152,7 @@ def checksum_of_state(state: ReplayState, *, txn_id: str | None = None, in_commi
     and the field is optional.
     """
     assert state.protocol is not None and state.metadata is not None  # a committed state has both
-    files = state.files
+    files = state.file_columns(["size", "deletion_vector"])
     sizes = files["size"]
     dv_counts: dict[str, int | None] = {"records": None, "vectors": None}
     if has_feature(state.protocol, "deletionVectors"):
@@ -197,8 +197,7 @@ def compare(snapshot_numbers: Mapping[str, int | None], crc: VersionChecksum) ->
 
 
 def _numbers(snapshot: Snapshot) -> dict[str, int | None]:
-    files = snapshot.files
-    cardinality = pc.struct_field(files["deletion_vector"], "cardinality")
+    cardinality = pc.struct_field(snapshot.file_columns("deletion_vector")["deletion_vector"], "cardinality")
     return {"numFiles": snapshot.num_files, "tableSizeBytes": snapshot.size_in_bytes,
             "numDeletedRecordsOpt": int(pc.sum(cardinality).as_py() or 0),
             "numDeletionVectorsOpt": len(cardinality) - cardinality.null_count}

@@ -132,7 +132,7 @@ def check_manifest_supported(snapshot: Any) -> None:
             path=uri, version=snapshot.version,
         )
     dv_enabled = str(snapshot.configuration.get(ENABLE_DELETION_VECTORS, "false")).lower() == "true"
-    files = snapshot.files
+    files = snapshot.file_columns("deletion_vector")
     with_dv = 0
     if "deletion_vector" in files.column_names and files.num_rows:
         with_dv = int(pc.sum(pc.is_valid(files.column("deletion_vector")).cast(pa.int64())).as_py() or 0)
@@ -192,7 +192,7 @@ def generate_manifests(table: Any, *, incremental: bool = False) -> ManifestMetr
         decoded = url_decode_path(path)
         return decoded if "://" in decoded else storage.uri(decoded)
 
-    contents = manifest_contents(snapshot.files, partition_columns, uri_of)
+    contents = manifest_contents(snapshot.file_columns("path", "partition_values"), partition_columns, uri_of)
     if touched is None:
         to_write = contents
         existing = {

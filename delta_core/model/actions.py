@@ -449,20 +449,28 @@ def iter_log_lines(
     for lineno, line in enumerate(data.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except ValueError as exc:
-            raise CorruptLogError(
-                f"line {lineno} of {where} is not valid JSON ({exc}); the file is corrupt or "
-                f"truncated: {remedy}", path=source, version=version,
-            ) from exc
-        found = line_action(obj)
-        if found is None:
-            raise CorruptLogError(
-                f"line {lineno} of {where} is not a single action object (a JSON object with one "
-                f"action); the file is corrupt: {remedy}", path=source, version=version,
-            )
-        yield lineno, *found
+        yield lineno, *parse_log_line(line, lineno, where=where, source=source, version=version, remedy=remedy)
+
+
+def parse_log_line(
+    line: bytes, lineno: int, *, where: str, source: str | None, version: int | None, remedy: str,
+) -> tuple[str, Any]:
+    """``(action key, body)`` of one non-blank log line, or the ``CorruptLogError`` that
+    ``iter_log_lines`` raises for it."""
+    try:
+        obj = json.loads(line)
+    except ValueError as exc:
+        raise CorruptLogError(
+            f"line {lineno} of {where} is not valid JSON ({exc}); the file is corrupt or "
+            f"truncated: {remedy}", path=source, version=version,
+        ) from exc
+    found = line_action(obj)
+    if found is None:
+        raise CorruptLogError(
+            f"line {lineno} of {where} is not a single action object (a JSON object with one "
+            f"action); the file is corrupt: {remedy}", path=source, version=version,
+        )
+    return found
 
 
 def parse_actions(data: bytes, *, path: str | None = None, version: int | None = None) -> list[Action]:

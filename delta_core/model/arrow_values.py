@@ -9,7 +9,8 @@ through the buffer protocol, so a process that only reads a table never pays tha
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -36,6 +37,32 @@ def bool_array(values: Iterable[bool]) -> pa.Array:
         if v:
             bits[i >> 3] |= 1 << (i & 7)
     return pa.Array.from_buffers(pa.bool_(), len(flags), [None, pa.py_buffer(bytes(bits))])
+
+
+def true_array(n: int) -> pa.Array:
+    """``n`` true values."""
+    return pc.is_null(pa.nulls(n))
+
+
+def false_array(n: int) -> pa.Array:
+    """``n`` false values."""
+    return pc.is_valid(pa.nulls(n))
+
+
+def string_array(values: Sequence[str | None]) -> pa.Array:
+    """A string array of ``values`` (null where ``None``)."""
+    encoded = [b"" if v is None else v.encode("utf-8") for v in values]
+    offsets = array("i", [0])
+    offsets.extend(accumulate(len(e) for e in encoded))
+    nulls = [i for i, v in enumerate(values) if v is None]
+    validity = None
+    if nulls:
+        bits = bytearray(b"\xff" * ((len(values) + 7) // 8))
+        for i in nulls:
+            bits[i >> 3] &= ~(1 << (i & 7)) & 0xFF
+        validity = pa.py_buffer(bytes(bits))
+    return pa.StringArray.from_buffers(len(values), pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded)),
+                                       validity, len(nulls))
 
 
 def string_scalar(value: str) -> pa.Scalar:

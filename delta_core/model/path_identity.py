@@ -227,7 +227,9 @@ def canonical_paths(paths: pa.ChunkedArray | pa.Array, root: TableRoot) -> pa.Ch
         return paths
     chunked = isinstance(paths, pa.ChunkedArray)
     flat = paths.combine_chunks() if chunked else paths
-    mask = pc.fill_null(pc.match_substring_regex(flat, _NEEDS_WORK), False)
+    from delta_core.model.arrow_values import false_array
+
+    mask = pc.fill_null(pc.match_substring_regex(flat, _NEEDS_WORK), false_array(1)[0])
     if not pc.any(mask).as_py():
         return paths
     out = pc.replace_with_mask(flat, mask, _canonical_rows(flat.filter(mask), root))
@@ -241,26 +243,29 @@ def _canonical_rows(rows: pa.Array, root: TableRoot) -> pa.Array:
     import pyarrow as pa
     import pyarrow.compute as pc
 
+    from delta_core.model.arrow_values import int_scalar, string_array, string_scalar
+
+    empty = string_scalar("")
     # Split at the last "/" (a regex extract is ~10x slower): [dir, name], or [name] alone.
     lists = pc.split_pattern(rows, "/", max_splits=1, reverse=True)
     offsets = lists.offsets
     parts = lists.values
-    names = parts.take(pc.subtract(offsets[1:], 1))
-    has_dir = pc.equal(pc.list_value_length(lists), 2)
-    dirs = pc.if_else(has_dir, pc.binary_join_element_wise(parts.take(offsets[:-1]), "/", ""), "")
+    names = parts.take(pc.subtract(offsets[1:], int_scalar(1, pa.int32())))
+    has_dir = pc.equal(pc.list_value_length(lists), int_scalar(2, pa.int32()))
+    dirs = pc.if_else(has_dir, pc.binary_join_element_wise(parts.take(offsets[:-1]), string_scalar("/"), empty), empty)
     distinct = pc.unique(dirs)
     placed = [root.canonical(d + "x") for d in distinct.to_pylist()]
-    known = pa.array([i[:-1] if i == "x" or i.endswith("/x") else None for i in placed], pa.string())
+    known = string_array([i[:-1] if i == "x" or i.endswith("/x") else None for i in placed])
     prefix = known.take(pc.index_in(dirs, value_set=distinct))
     one_by_one = pc.or_(pc.or_(pc.match_substring_regex(dirs, r"^([A-Za-z][A-Za-z0-9+.-]+:)?/*$"),
-                               pc.is_in(names, value_set=pa.array(["", ".", ".."]))),
+                               pc.is_in(names, value_set=string_array(["", ".", ".."]))),
                         pc.is_null(prefix))
     encoded = pc.match_substring(names, "%")
     if pc.any(encoded).as_py():
         decoded = [unquote(n) for n in names.filter(encoded).to_pylist()]
-        names = pc.replace_with_mask(names, encoded, pa.array(decoded, pa.string()))
-    joined = pc.binary_join_element_wise(prefix, names, "")
+        names = pc.replace_with_mask(names, encoded, string_array(decoded))
+    joined = pc.binary_join_element_wise(prefix, names, empty)
     if pc.any(one_by_one).as_py():
         singles = [root.canonical(p) for p in rows.filter(one_by_one).to_pylist()]
-        joined = pc.replace_with_mask(joined, one_by_one, pa.array(singles, pa.string()))
+        joined = pc.replace_with_mask(joined, one_by_one, string_array(singles))
     return joined.cast(rows.type)

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from delta_core.model.arrow_values import false_array, string_scalar
 from delta_core.model.schema import DataType, PrimitiveType, StructType, primitive_to_arrow
 
 NUM_RECORDS = "num_records"
@@ -436,6 +437,10 @@ def _has_values(d: dict[str, Any]) -> bool:
     return any(v is not None and (not isinstance(v, dict) or _has_values(v)) for v in d.values())
 
 
+def _NULL_TEXT() -> pa.Scalar:  # noqa: N802  (reads as the constant it is)
+    return pa.nulls(1, pa.string())[0]
+
+
 def stats_json_from_parsed(struct_array: pa.Array | pa.ChunkedArray) -> pa.Array:
     """JSON ``stats`` strings from a checkpoint's ``stats_parsed`` struct column (null stays null).
 
@@ -449,16 +454,16 @@ def stats_json_from_parsed(struct_array: pa.Array | pa.ChunkedArray) -> pa.Array
         return pa.array([], pa.string())
     text = _json_fragment(struct_array)
     # a present but empty stats struct still becomes "{}", as it was present
-    return pc.if_else(pc.is_valid(struct_array), pc.fill_null(text, "{}"), pa.scalar(None, pa.string()))
+    return pc.if_else(pc.is_valid(struct_array), pc.fill_null(text, string_scalar("{}")), _NULL_TEXT())
 
 
 def _quote(texts: pa.Array) -> pa.Array:
-    return pc.binary_join_element_wise(pa.scalar('"'), texts, pa.scalar('"'), pa.scalar(""))
+    return pc.binary_join_element_wise(string_scalar('"'), texts, string_scalar('"'), string_scalar(""))
 
 
 def _json_string(arr: pa.Array) -> pa.Array:
     arr = pc.cast(arr, pa.string())
-    needs_python = pc.fill_null(pc.match_substring_regex(arr, r"[\x00-\x1f]"), False)
+    needs_python = pc.fill_null(pc.match_substring_regex(arr, r"[\x00-\x1f]"), false_array(1)[0])
     if pc.any(needs_python).as_py():
         # control characters need \uXXXX escapes, which string kernels cannot compute
         return pa.array([None if v is None else json.dumps(v, ensure_ascii=False) for v in arr.to_pylist()],
@@ -474,25 +479,26 @@ def _json_fragment(arr: pa.Array) -> pa.Array:
         members = []
         for i in range(t.num_fields):
             child = _json_fragment(pc.struct_field(arr, [i]))
-            key = pa.scalar(json.dumps(t.field(i).name, ensure_ascii=False) + ":")
-            members.append(pc.binary_join_element_wise(key, child, pa.scalar("")))
+            key = string_scalar(json.dumps(t.field(i).name, ensure_ascii=False) + ":")
+            members.append(pc.binary_join_element_wise(key, child, string_scalar("")))
         # A non-null "{" leads every row: pyarrow 26's skip-nulls join drops rows whose
         # arguments are all null, which would shift rows; the lead keeps every row present.
-        lead = pc.fill_null(pa.nulls(len(arr), pa.string()), "{")
-        joined = pc.binary_join_element_wise(lead, *members, pa.scalar(","), null_handling="skip")
+        lead = pc.fill_null(pa.nulls(len(arr), pa.string()), string_scalar("{"))
+        joined = pc.binary_join_element_wise(lead, *members, string_scalar(","), null_handling="skip")
         obj = pc.binary_join_element_wise(pc.replace_substring(joined, "{,", "{", max_replacements=1),
-                                          pa.scalar("}"), pa.scalar(""))
-        return pc.if_else(pc.equal(joined, "{"), pa.scalar(None, pa.string()), obj)
+                                          string_scalar("}"), string_scalar(""))
+        return pc.if_else(pc.equal(joined, string_scalar("{")), _NULL_TEXT(), obj)
     if pa.types.is_boolean(t):
-        return pc.if_else(arr, pa.scalar("true"), pa.scalar("false"))
+        return pc.if_else(arr, string_scalar("true"), string_scalar("false"))
     if pa.types.is_integer(t) or pa.types.is_decimal(t):
         return pc.cast(arr, pa.string())
     if pa.types.is_floating(t):
         arr = pc.cast(arr, pa.float64())
         text = pc.cast(arr, pa.string())
-        text = pc.if_else(pc.is_nan(arr), pa.scalar('"NaN"'), text)
-        text = pc.if_else(pc.equal(arr, math.inf), pa.scalar('"Infinity"'), text)
-        return pc.if_else(pc.equal(arr, -math.inf), pa.scalar('"-Infinity"'), text)
+        text = pc.if_else(pc.is_nan(arr), string_scalar('"NaN"'), text)
+        infinite, positive = pc.is_inf(arr), pc.greater(arr, pc.negate(arr))
+        text = pc.if_else(pc.and_(infinite, positive), string_scalar('"Infinity"'), text)
+        return pc.if_else(pc.and_(infinite, pc.invert(positive)), string_scalar('"-Infinity"'), text)
     if pa.types.is_date(t):
         return _quote(pc.cast(pc.cast(arr, pa.date32()), pa.string()))
     if pa.types.is_timestamp(t):
@@ -500,7 +506,7 @@ def _json_fragment(arr: pa.Array) -> pa.Array:
         ms = pc.cast(arr, pa.timestamp("ms", tz=t.tz), safe=False)
         fmt = pc.strftime(ms, format="%Y-%m-%dT%H:%M:%S")
         if t.tz is not None:
-            fmt = pc.binary_join_element_wise(fmt, pa.scalar("Z"), pa.scalar(""))
+            fmt = pc.binary_join_element_wise(fmt, string_scalar("Z"), string_scalar(""))
         return _quote(fmt)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return _json_string(arr)

@@ -48,11 +48,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.log.file_actions import DV_TYPE, STRING_MAP
+from delta_core.log.file_actions import DV_TYPE, FILES_SCHEMA, STRING_MAP
 from delta_core.log.last_checkpoint import LastCheckpoint, encode_last_checkpoint, read_last_checkpoint
 from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoint_key
 from delta_core.model import progress
 from delta_core.model.actions import Sidecar, action_to_json
+from delta_core.model.arrow_rows import array_from_pylist
+from delta_core.model.arrow_values import false_array, int_scalar
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
@@ -140,7 +142,7 @@ def _add_struct(files: pa.Table, extra: list[tuple[str, pa.Array]], *, clusterin
         _col(files, "size", pa.int64()),
         _col(files, "modification_time", pa.int64()),
         # The snapshot state is not a change: Delta writes dataChange=false in checkpoints.
-        pa.repeat(False, n) if n else pa.array([], pa.bool_()),
+        false_array(n),
         _col(files, "stats", pa.string()),
         _col(files, "tags", STRING_MAP),
         _col(files, "deletion_vector", DV_TYPE),
@@ -162,7 +164,7 @@ def _remove_struct(tomb: pa.Table) -> pa.StructArray:
     arrays = [
         _col(tomb, "path", pa.string()),
         _col(tomb, "deletion_timestamp", pa.int64()),
-        pa.repeat(False, n) if n else pa.array([], pa.bool_()),
+        false_array(n),
         _col(tomb, "extended_file_metadata", pa.bool_()),
         _col(tomb, "partition_values", STRING_MAP),
         _col(tomb, "size", pa.int64()),
@@ -262,7 +264,7 @@ def _header_rows(snapshot: Snapshot, *, now_ms: int, v2: bool) -> dict[str, pa.A
         rows.append(("checkpointMetadata", {"version": snapshot.version, "tags": None}))
     types = {"protocol": protocol_type, "metaData": metadata_type, "txn": TXN_TYPE,
              "domainMetadata": DOMAIN_TYPE, "checkpointMetadata": CHECKPOINT_METADATA_TYPE}
-    return {name: pa.array([body if kind == name else None for kind, body in rows], typ)
+    return {name: array_from_pylist([body if kind == name else None for kind, body in rows], typ)
             for name, typ in types.items()}
 
 
@@ -283,7 +285,8 @@ class CheckpointRows:
         props = snapshot.properties
         now_ms = clock()
         self._snapshot = snapshot
-        self._files = files = snapshot.files
+        # Everything but num_records (not a checkpoint column): counting it would parse every JSON.
+        self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names if n != "num_records"))
         self._stats_as_struct = props.checkpoint_write_stats_as_struct
         self._stats_as_json = props.checkpoint_write_stats_as_json
         # Decided once for the whole file: every slice must have the same add type.
@@ -294,7 +297,7 @@ class CheckpointRows:
         if tomb.num_rows:
             ts = tomb.column("deletion_timestamp")
             # Tombstones only protect files from vacuum until the retention passes.
-            tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, cutoff), False))
+            tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, int_scalar(cutoff)), false_array(1)[0]))
         self._tombstones = tomb
         v2 = has_feature(snapshot.protocol, "v2Checkpoint")
         header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
@@ -331,8 +334,10 @@ class CheckpointRows:
 
     def body(self, *, slice_rows: int = SLICE_ROWS) -> Iterator[pa.Table]:
         """The add rows, then the remove rows, ``slice_rows`` at a time."""
-        for start in range(0, self.num_adds, slice_rows):
-            add = self._add_rows(self._files.slice(start, slice_rows))
+        # Batches follow the columns' chunks (zero-copy slices): a slice across chunk
+        # boundaries would copy every path and stats string of it.
+        for batch in self._files.to_batches(max_chunksize=slice_rows):
+            add = self._add_rows(pa.Table.from_batches([batch]))
             yield _segment({"add": add}, len(add), self._types)
         for start in range(0, self.num_removes, slice_rows):
             remove = _remove_struct(self._tombstones.slice(start, slice_rows))
@@ -444,8 +449,8 @@ def write_checkpoint(
 def _uuid_checkpoint_table(head: pa.Table, sidecars: Sequence[Sidecar]) -> pa.Table:
     """The UUID-named file: the non-file actions, then one ``sidecar`` row per sidecar. The
     ``add``/``remove`` columns stay (all null), as Delta Spark writes them."""
-    rows = pa.array([{"path": s.path, "sizeInBytes": s.size_in_bytes, "modificationTime": s.modification_time,
-                      "tags": None} for s in sidecars], SIDECAR_TYPE)
+    rows = array_from_pylist([{"path": s.path, "sizeInBytes": s.size_in_bytes,
+                               "modificationTime": s.modification_time, "tags": None} for s in sidecars], SIDECAR_TYPE)
     types = {**{f.name: f.type for f in head.schema}, "sidecar": SIDECAR_TYPE}
     head = head.append_column("sidecar", pa.nulls(head.num_rows, SIDECAR_TYPE))
     return pa.concat_tables([head, _segment({"sidecar": rows}, len(rows), types)])

@@ -1,4 +1,4 @@
-"""Checkpoints are read in streamed batches (``checkpoint_read._BATCH_ROWS``, issue 19): the
+"""Checkpoints are read in streamed batches (``checkpoint_parquet.BATCH_ROWS``, issue 19): the
 state must not depend on where batch boundaries fall. Each real table is read with one row
 per batch, so every boundary splits add, remove and non-file rows (PROTOCOL.md "Checkpoints"),
 stats filled from ``stats_parsed`` included, and compared with a read in one batch."""
@@ -9,7 +9,7 @@ import pathlib
 
 import pytest
 
-from delta_core.log import checkpoint_read
+from delta_core.log import checkpoint_parquet
 from delta_core.log.table import DeltaTable
 
 TABLES = (
@@ -39,5 +39,5 @@ def test_state_is_the_same_whatever_the_batch_size(conformance_dir: pathlib.Path
     path = conformance_dir / name
     whole = _state(path)
     assert whole["files"], "the table must have live files for the comparison to mean anything"
-    monkeypatch.setattr(checkpoint_read, "_BATCH_ROWS", 1)
+    monkeypatch.setattr(checkpoint_parquet, "BATCH_ROWS", 1)
     assert _state(path) == whole

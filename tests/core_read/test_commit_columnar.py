@@ -265,3 +265,41 @@ def test_loading_a_snapshot_does_not_import_pandas(log_writer) -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=str(pathlib.Path(__file__).resolve().parents[2]))
     assert out.stdout.strip() == "False"
+
+
+_DEFERRED_CASES = [
+    _lines(commit_info(), add("a")) + b"{this is not json}\n" + _lines(add("c")),
+    _lines(add("a")) + b'{"add": {"path": "b"}} {"add": {"path": "c"}}\n',
+    _lines(add("a")) + b'{"add": {"path": "b"}, "remove": {"path": "c"}}\n',
+    _lines(add("a")) + b'{"add": null}\n',
+    _lines(add("a")) + b'{"add": {"path": "\xff"}}\n',
+    _lines(add("a")) + b'{"add": {"path": "b", "size": "big"}}\n',  # a field of the wrong type
+    _lines(add("a")) + b'{"protocol": {"minReaderVersion": "x"}}\n',
+    _lines(commit_info(), add("a"), add("b")) + b'{"remove": {"path": "a", "deletionTimestamp": 5}}\n',  # valid
+]
+
+
+@pytest.mark.parametrize("data", _DEFERRED_CASES)
+def test_deferred_file_lines_give_the_same_rows_and_errors(data: bytes) -> None:
+    """Snapshot loading leaves small commits' add/remove lines undecoded until ``build_batch``
+    decodes them together: the rows, or the error (same text), are those of the eager path."""
+    def eager() -> object:
+        return build_batch([parse_commit(data, version=2, source="c.json", columnar=False)], source="t")
+
+    def deferred() -> object:
+        parsed = [parse_commit(data, version=2, source="c.json", columnar=False, defer_file_lines=True),
+                  parse_commit(_lines(add("z")), version=3, source="d.json", columnar=False, defer_file_lines=True)]
+        return build_batch(parsed, source="t")
+
+    try:
+        want = eager()
+    except CorruptLogError as exc:
+        with pytest.raises(CorruptLogError) as got:
+            deferred()
+        assert str(got.value) == str(exc)
+        return
+    got_batch = deferred()
+    assert got_batch.adds.slice(0, want.adds.num_rows).equals(want.adds)
+    assert got_batch.removes.equals(want.removes)
+    assert got_batch.add_order.slice(0, len(want.add_order)).equals(want.add_order)
+    assert got_batch.adds["path"].to_pylist()[-1] == "z"

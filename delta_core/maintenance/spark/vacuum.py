@@ -49,6 +49,7 @@ from delta_core.maintenance.vacuum_plan import (
     plan_vacuum,
 )
 from delta_core.model import progress
+from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.path_identity import TableRoot, Where
@@ -131,9 +132,10 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
     """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``.
     Paths certainly outside the root go to ``ignored``; paths that cannot be placed with
     certainty (``path_identity.Where.UNCERTAIN``) go to ``uncertain`` (the caller refuses)."""
-    files = snapshot.files
+    files = snapshot.file_columns("path", "deletion_vector")
     tomb = snapshot.tombstones
-    recent = tomb.filter(pc.fill_null(pc.greater(tomb.column("deletion_timestamp"), cutoff_ms), False))
+    recent = tomb.filter(pc.fill_null(pc.greater(tomb.column("deletion_timestamp"), int_scalar(cutoff_ms)),
+                                      false_array(1)[0]))
     table_root = TableRoot.of(root)
     unsure = uncertain if uncertain is not None else []
     refs = set(_keys(files.column("path").to_pylist(), table_root, ignored, unsure))
@@ -173,11 +175,12 @@ LISTING_BATCH = 10_000
 
 
 def _listing(infos: Sequence[FileInfo]) -> pa.Table:
-    return pa.table({
-        "key": pa.array([i.key for i in infos], pa.string()),
-        "size": pa.array([i.size for i in infos], pa.int64()),
-        "modification_time": pa.array([i.modification_time for i in infos], pa.int64()),
-    }, schema=_LISTING_SCHEMA)
+    # Built from buffers: pa.array would import pandas (its pandas probe) in every vacuum.
+    return pa.Table.from_arrays([
+        string_array([i.key for i in infos]),
+        int_array([i.size for i in infos]),
+        int_array([i.modification_time for i in infos]),
+    ], schema=_LISTING_SCHEMA)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,61 @@
+"""``array_from_pylist`` builds what ``pa.array`` builds, through Arrow's JSON reader, so that
+writing a checkpoint's header rows never imports pandas (issue 19)."""
+
+from __future__ import annotations
+
+import pathlib
+import shutil
+import subprocess
+import sys
+
+import pyarrow as pa
+import pytest
+
+from delta_core.model.arrow_rows import array_from_pylist
+from delta_core.write.checkpoint_write import METADATA_TYPE, PROTOCOL_TYPE, SIDECAR_TYPE, TXN_TYPE
+
+CASES = [
+    (pa.string(), ["a", None, "é✓ \"q\" \\ \n"]),
+    (pa.int64(), [1, None, -(2 ** 63), 2 ** 63 - 1]),
+    (pa.int32(), [7, None]),
+    (pa.bool_(), [True, False, None]),
+    (pa.list_(pa.string()), [["x", None], [], None]),
+    (pa.map_(pa.string(), pa.string()), [{"k": "v", "z": None}, [("a", "b")], {}, None]),
+    (PROTOCOL_TYPE, [{"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                      "writerFeatures": ["deletionVectors", "rowTracking"]}, None]),
+    (METADATA_TYPE, [None, {"id": "i", "name": None, "description": "d", "format": {"provider": "parquet",
+                     "options": []}, "schemaString": "{}", "partitionColumns": ["p"],
+                     "configuration": [("delta.appendOnly", "true")], "createdTime": 5}]),
+    (TXN_TYPE, [{"appId": "a", "version": 3, "lastUpdated": None}, None]),
+    (SIDECAR_TYPE, [{"path": "s.parquet", "sizeInBytes": 10, "modificationTime": 2, "tags": None}]),
+]
+
+
+@pytest.mark.parametrize(("typ", "values"), CASES, ids=[str(i) for i in range(len(CASES))])
+def test_same_array_as_pa_array(typ: pa.DataType, values: list) -> None:
+    got = array_from_pylist(values, typ)
+    want = pa.array(values, typ)
+    assert got.type == want.type
+    assert got.to_pylist() == want.to_pylist()
+    assert got.equals(want)
+
+
+def test_no_values() -> None:
+    assert array_from_pylist([], TXN_TYPE).equals(pa.array([], TXN_TYPE))
+
+
+@pytest.mark.parametrize("name", ["dat-with_checkpoint", "rs-checkpoint_with_partitions"])
+def test_a_checkpoint_write_does_not_import_pandas(conformance_dir: pathlib.Path, tmp_path: pathlib.Path,
+                                                   name: str) -> None:
+    table = tmp_path / name
+    shutil.copytree(conformance_dir / name, table)
+    script = (
+        "import sys\n"
+        "from delta_core.log.table import DeltaTable\n"
+        "from delta_core.write.checkpoint_write import write_checkpoint\n"
+        "write_checkpoint(DeltaTable(sys.argv[1]))\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(table)], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+    assert len(list((table / "_delta_log").glob("*.checkpoint.parquet"))) >= 1
