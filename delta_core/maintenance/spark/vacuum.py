@@ -1,13 +1,14 @@
 """Vacuum: delete the files under a table root that no version inside the retention needs.
 
 ``vacuum`` reads the latest snapshot, lists the table root in parallel (one listing per
-top-level directory on a bounded thread pool, no more threads than cores on a local disk:
-``io_threads``; hidden top-level directories such as ``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
-parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
-``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
-``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
-``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
-(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
+top-level directory on a bounded thread pool, with no more threads than cores on a local disk:
+``io_threads``; hidden top-level directories such as ``_delta_log`` are never listed), plans
+with ``vacuum_plan.plan_vacuum`` (pure) and deletes in parallel — on a thread pool, or as
+Spark tasks when a session is given. Like Delta it records a ``VACUUM START`` commit
+(``operationParameters``: ``retentionCheckEnabled``, ``specifiedRetentionMillis``,
+``defaultRetentionMillis``; ``operationMetrics``: ``numFilesToDelete``, ``sizeOfDataToDelete``)
+before deleting and a ``VACUUM END`` commit (``status``; ``numDeletedFiles``,
+``numVacuumedDirectories``) after. A dry run lists only.
 With a Spark session the listing of the top-level directories and the deletes are Spark tasks
 (executors list and delete; the driver holds the listing and the snapshot's keys to plan).
 
