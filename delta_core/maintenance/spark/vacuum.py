@@ -1,14 +1,13 @@
 """Vacuum: delete the files under a table root that no version inside the retention needs.
 
 ``vacuum`` reads the latest snapshot, lists the table root in parallel (one listing per
-top-level directory on a bounded thread pool, with no more threads than cores on a local disk:
-``io_threads``; hidden top-level directories such as ``_delta_log`` are never listed), plans
-with ``vacuum_plan.plan_vacuum`` (pure) and deletes in parallel — on a thread pool, or as
-Spark tasks when a session is given. Like Delta it records a ``VACUUM START`` commit
-(``operationParameters``: ``retentionCheckEnabled``, ``specifiedRetentionMillis``,
-``defaultRetentionMillis``; ``operationMetrics``: ``numFilesToDelete``, ``sizeOfDataToDelete``)
-before deleting and a ``VACUUM END`` commit (``status``; ``numDeletedFiles``,
-``numVacuumedDirectories``) after. A dry run lists only.
+top-level directory on a bounded thread pool; hidden top-level directories such as
+``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
+parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
+``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
+``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
+``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
+(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
 With a Spark session the listing of the top-level directories and the deletes are Spark tasks
 (executors list and delete; the driver holds the listing and the snapshot's keys to plan).
 
@@ -27,7 +26,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import os
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -238,17 +236,6 @@ def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAUL
         return done
 
 
-def io_threads(storage: Storage, threads: int) -> int:
-    """The threads worth running against ``storage`` (at most ``threads``). A local disk lists
-    and unlinks from the page cache: each call is a short syscall that keeps a core busy, so
-    threads beyond the cores only fight over the GIL and the file system's locks (on two cores,
-    16 threads took half as long again as two, and twice the CPU). Object stores wait on the
-    network: all ``threads`` help there."""
-    if storage.root.startswith("file://"):
-        return max(1, min(threads, os.cpu_count() or 1))
-    return max(1, threads)
-
-
 def remove_empty_directories(storage: Storage, deleted: Sequence[str], *, threads: int = DEFAULT_THREADS) -> int:
     """Remove the now-empty parent directories of ``deleted`` keys, deepest first (object stores
     have no directories: nothing to do there). One depth at a time, in parallel within it: a
@@ -293,7 +280,6 @@ def vacuum(
     now_ms = (clock or table.clock)()
     cutoff = now_ms - int(retention.total_seconds() * 1000)
     storage = table.storage
-    threads = io_threads(storage, threads)
     ignored: list[str] = []
     uncertain: list[str] = []
     referenced = referenced_keys(snapshot, cutoff, storage.root, ignored, uncertain=uncertain)
