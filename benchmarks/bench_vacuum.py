@@ -1,11 +1,19 @@
-"""Vacuum of a table with many unreferenced files: files deleted per second, ours vs delta-rs.
+"""Vacuum of a table with many files to delete: files deleted per second, ours vs delta-rs.
 
-A small live table gets ``--files`` unreferenced files (100k by default) spread over
-``--dirs`` partition directories, all older than the retention; an identical copy goes to
-delta-rs ``vacuum(full=True)`` (its mode that also deletes files the log never mentioned).
-Both must delete exactly the orphans and keep every live file.
+Two modes, each on its own pair of identical tables (a small live table plus ``--files`` files
+spread over ``--dirs`` partition directories, all past the retention):
+
+- ``full``: the files are unreferenced (the log never names them). Ours runs ``vacuum()``,
+  delta-rs ``vacuum(full=True)`` (its mode that lists the table).
+- ``lite``: the files were added by one commit and removed by the next. Ours runs
+  ``vacuum(mode="lite")`` (Delta's VACUUM LITE: the files named by expired removes, no listing),
+  delta-rs ``vacuum(full=False)`` (its lite mode: the tombstones of its snapshot). Both with
+  retention 0 and the retention check off.
+
+Both engines must delete exactly those files and keep every live file.
 
     python -m benchmarks.bench_vacuum [--files 100000] [--dirs 100] [--threads 16] [--rounds 1]
+                                      [--mode full --mode lite]
 
 With ``--rounds N`` each round builds fresh copies and the engines take turns to go first; the
 medians are reported, with the load average (the machine may be shared). The copies are flushed
@@ -46,24 +54,53 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--dirs", type=int, default=100)
     parser.add_argument("--threads", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--mode", action="append", choices=("full", "lite"), help="repeatable; default both")
     args, _unknown = parser.parse_known_args(argv)
 
-    ours_times, deltars_times = [], []
-    for round_ in range(max(1, args.rounds)):
-        ours_s, deltars_s = _round_times(args, first_ours=round_ % 2 == 0)
-        ours_times.append(ours_s)
-        deltars_times.append(deltars_s)
-        print(f"  round {round_ + 1}: ours {ours_s:.2f} s, delta-rs {deltars_s:.2f} s, "
-              f"load {os.getloadavg()[0]:.1f}", flush=True)
-    ours_s, deltars_s = statistics.median(ours_times), statistics.median(deltars_times)
-    print(f"{'engine':<10}{'deleted':>9}{'seconds':>9}{'files/s':>10}   (medians of {len(ours_times)})")
-    print(f"{'ours':<10}{args.files:>9}{ours_s:>9.2f}{args.files / ours_s:>10.0f}")
-    print(f"{'delta-rs':<10}{args.files:>9}{deltars_s:>9.2f}{args.files / deltars_s:>10.0f}")
-    print(f"ratio ours / delta-rs throughput: {deltars_s / ours_s:.2f}x")
+    for mode in args.mode or ["full", "lite"]:
+        print(f"{mode} vacuum")
+        ours_times, deltars_times = [], []
+        for round_ in range(max(1, args.rounds)):
+            ours_s, deltars_s = _round_times(args, mode, first_ours=round_ % 2 == 0)
+            ours_times.append(ours_s)
+            deltars_times.append(deltars_s)
+            print(f"  round {round_ + 1}: ours {ours_s:.2f} s, delta-rs {deltars_s:.2f} s, "
+                  f"load {os.getloadavg()[0]:.1f}", flush=True)
+        ours_s, deltars_s = statistics.median(ours_times), statistics.median(deltars_times)
+        print(f"{'engine':<10}{'deleted':>9}{'seconds':>9}{'files/s':>10}   ({mode}, medians of {len(ours_times)})")
+        print(f"{'ours':<10}{args.files:>9}{ours_s:>9.2f}{args.files / ours_s:>10.0f}")
+        print(f"{'delta-rs':<10}{args.files:>9}{deltars_s:>9.2f}{args.files / deltars_s:>10.0f}")
+        print(f"ratio ours / delta-rs throughput ({mode}): {deltars_s / ours_s:.2f}x\n", flush=True)
     return 0
 
 
-def _round_times(args: argparse.Namespace, *, first_ours: bool) -> tuple[float, float]:
+def _log_and_remove(root: str) -> None:
+    """Name every orphan under ``root`` in one commit's adds, then remove them all in the next."""
+    from delta_core.log.table import DeltaTable
+    from delta_core.model.actions import Add
+    from delta_core.model.delta_operations import WRITE
+    from delta_core.write.operation_records import WriteParameters
+    from delta_core.write.table_writes import delete_files
+    from delta_core.write.transaction import Transaction
+
+    table = DeltaTable(root)
+    adds = []
+    for entry in sorted(os.listdir(root)):
+        if not entry.startswith("part="):
+            continue
+        for name in sorted(os.listdir(os.path.join(root, entry))):
+            if name.startswith("orphan-"):
+                path = os.path.join(root, entry, name)
+                adds.append(Add(path=f"{entry}/{name}", partition_values={"part": entry.partition("=")[2]},
+                                size=os.path.getsize(path), modification_time=int(os.path.getmtime(path) * 1000),
+                                data_change=True))
+    txn = Transaction(table, operation=WRITE, operation_parameters=WriteParameters(mode="Append"))
+    txn.add_actions(adds)
+    txn.commit()
+    delete_files(table, [a.path for a in adds])
+
+
+def _round_times(args: argparse.Namespace, mode: str, *, first_ours: bool) -> tuple[float, float]:
     import deltalake
     import pyarrow as pa
 
@@ -80,23 +117,32 @@ def _round_times(args: argparse.Namespace, *, first_ours: bool) -> tuple[float, 
         append(DeltaTable(ours), data)
         t0 = time.perf_counter()
         add_orphans(ours, args.files, args.dirs, time.time() - 30 * 86400)
+        if mode == "lite":
+            _log_and_remove(ours)
         shutil.copytree(ours, f"{work}/deltars")
-        print(f"{args.files:,} unreferenced files in {args.dirs} directories + 4 live files "
+        what = "added then removed" if mode == "lite" else "unreferenced"
+        print(f"{args.files:,} {what} files in {args.dirs} directories + 4 live files "
               f"(setup {time.perf_counter() - t0:.0f} s)")
-
-        # Orphans older than the retention have long been written back to disk in any real
-        # table: flush them first, so neither engine unlinks files that only the page cache holds.
+        # Files past the retention have long been written back to disk in any real table: flush
+        # them first, so neither engine unlinks files that only the page cache holds.
         os.sync()
 
         def run_ours() -> float:
             t0 = time.perf_counter()
-            metrics = vacuum(DeltaTable(ours), threads=args.threads)
+            if mode == "lite":
+                metrics = vacuum(DeltaTable(ours), retention_hours=0, force=True, mode="lite", threads=args.threads)
+            else:
+                metrics = vacuum(DeltaTable(ours), threads=args.threads)
             assert metrics.num_deleted_files == args.files, metrics
             return time.perf_counter() - t0
 
         def run_deltars() -> float:
             t0 = time.perf_counter()
-            deleted = deltalake.DeltaTable(f"{work}/deltars").vacuum(retention_hours=168, dry_run=False, full=True)
+            dt = deltalake.DeltaTable(f"{work}/deltars")
+            if mode == "lite":
+                deleted = dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False, full=False)
+            else:
+                deleted = dt.vacuum(retention_hours=168, dry_run=False, full=True)
             assert len(deleted) == args.files, len(deleted)
             return time.perf_counter() - t0
 
@@ -104,7 +150,9 @@ def _round_times(args: argparse.Namespace, *, first_ours: bool) -> tuple[float, 
             ours_s, deltars_s = run_ours(), run_deltars()
         else:
             deltars_s, ours_s = run_deltars(), run_ours()
-        assert deltalake.DeltaTable(ours).to_pyarrow_table().num_rows == 1000
+        for root in (ours, f"{work}/deltars"):
+            assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 1000
+            assert not any(name.startswith("orphan-") for _, _, names in os.walk(root) for name in names)
         return ours_s, deltars_s
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -47,8 +47,9 @@ _COLUMNAR_DECODE = threading.Lock()
 # Below this size the per-line decoder is faster than setting up Arrow's reader (~1 ms).
 COLUMNAR_MIN_BYTES = 64 * 1024
 # Actions that never take part in snapshot replay (PROTOCOL.md "Action Reconciliation":
-# v2-checkpoint-only actions are not allowed in commits; cdc is for change readers only).
-_IGNORED = frozenset({"cdc", "checkpointMetadata", "sidecar"})
+# v2-checkpoint-only actions are not allowed in commits). cdc is for change readers only: its
+# bodies are kept as they are (``ParsedCommit.cdc``) for vacuum lite, never decoded here.
+_IGNORED = frozenset({"checkpointMetadata", "sidecar"})
 
 
 @dataclass(slots=True)
@@ -72,6 +73,7 @@ class ParsedCommit:
     txns: list[Txn] = field(default_factory=list)
     domain_metadata: list[DomainMetadata] = field(default_factory=list)
     commit_info: CommitInfo | None = None
+    cdc: list[tuple[int, Any]] = field(default_factory=list)  # (line number, body) of cdc actions
     num_lines: int = 0
     raw: bytes | None = None  # the file, kept by the per-line decoder for ``build_batch``
     # Numbers of the file-action lines of ``raw`` not decoded yet: see ``read_commits``.
@@ -192,6 +194,9 @@ def _parse_deferring(out: ParsedCommit, data: bytes) -> ParsedCommit:
 def _add_action(out: ParsedCommit, key: str, body: Any, lineno: int, *, source: str, version: int) -> None:
     """Record one non-file action of a commit."""
     if key in _IGNORED:
+        return
+    if key == "cdc":
+        out.cdc.append((lineno, body))
         return
     try:
         action = action_from_json({key: body})

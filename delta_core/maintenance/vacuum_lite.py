@@ -32,31 +32,34 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.errors import (
+    CorruptLogError,
     DeletionVectorError,
     PathEscapesTableError,
     VacuumLiteUnavailableError,
     VersionNotFoundError,
 )
+from delta_core.log.commit_read import build_batch, read_commits
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.history import version_at_timestamp
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key
 from delta_core.log.log_segment import list_log
 from delta_core.maintenance.vacuum_plan import log_path_to_key
-from delta_core.model.actions import Action, AddCDCFile, DeletionVectorDescriptor, Remove, parse_actions
-from delta_core.model.path_identity import TableRoot
+from delta_core.model.actions import AddCDCFile, action_from_json
+from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
+from delta_core.model.path_identity import TableRoot, plain_mask
 from delta_core.storage.base import Storage
 
 log = logging.getLogger(__name__)
 
 LAST_VACUUM_INFO = f"{LOG_DIR}/_last_vacuum_info"
 LAST_VACUUM_FIELD = "latestCommitVersionOutsideOfRetentionWindow"
-_READ_THREADS = 8
 LISTING_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64())])
 
 
@@ -137,52 +140,80 @@ def lite_range(storage: Storage, *, cutoff_ms: int, latest_version: int, configu
 
 
 def lite_candidates(storage: Storage, start: int, end: int, root: TableRoot) -> LiteCandidates:
-    """Read commits ``start..end`` and collect the files their removes and cdc actions name."""
-    def read(version: int) -> list[Action]:
-        key = commit_key(version)
-        return parse_actions(storage.read(key), path=storage.uri(key), version=version)
+    """Read commits ``start..end`` and collect the files their removes and cdc actions name.
 
-    found: dict[str, tuple[int, int]] = {}  # key -> (size, age in ms)
-    cdc: set[str] = set()
+    The commits go through the replay reader (``commit_read``: fetched concurrently, file
+    actions decoded into Arrow columns, the same errors for a bad line), and plain relative
+    paths become keys as Arrow columns: a commit removing a hundred thousand files costs no
+    Python object per action."""
+    files = [f for f in list_log(storage, start_version=start, end_version=end) if f.kind is LogFileKind.COMMIT]
+    commits = read_commits(storage, files, defer_file_lines=True)
+    removes = build_batch(commits, source=storage.uri(LOG_DIR)).removes
+    zero = int_scalar(0)
+    ages = pc.fill_null(removes.column("deletion_timestamp"), zero).combine_chunks()
     skipped: list[str] = []
-
-    def take(path: str, size: int, age: int, *, is_cdc: bool = False) -> None:
-        try:
-            key = log_path_to_key(path, root)
-        except PathEscapesTableError:
-            skipped.append(path)  # not ours, or not certainly ours: never deleted
-            return
-        if key == LOG_DIR or key.startswith(f"{LOG_DIR}/"):
-            skipped.append(path)
-            return
-        if is_cdc:
-            cdc.add(key)
-        # The same file removed twice: its newest removal decides its age, as in Delta Spark.
-        old = found.get(key)
-        found[key] = (size, age) if old is None else (max(old[0], size), max(old[1], age))
-
-    with ThreadPoolExecutor(max_workers=max(1, min(_READ_THREADS, end - start + 1))) as pool:
-        for actions in pool.map(read, range(start, end + 1)):
-            for action in actions:
-                if isinstance(action, Remove):
-                    age = action.deletion_timestamp or 0
-                    take(action.path, action.size or 0, age)
-                    if action.deletion_vector is not None:
-                        dv = _dv_path(action.deletion_vector)
-                        if dv is not None:
-                            take(dv, action.deletion_vector.size_in_bytes, age)
-                elif isinstance(action, AddCDCFile):
-                    take(action.path, action.size, 0, is_cdc=True)
-    keys = list(found)
+    parts = [_keyed(removes.column("path"), pc.fill_null(removes.column("size"), zero), ages, root, skipped)]
+    dv = removes.column("deletion_vector").combine_chunks()
+    with_dv = pc.is_valid(dv)
+    if pc.any(with_dv).as_py():
+        vectors = dv.filter(with_dv)
+        dv_paths = [_dv_path(kind, ref) for kind, ref in zip(pc.struct_field(vectors, "storageType").to_pylist(),
+                                                              pc.struct_field(vectors, "pathOrInlineDv").to_pylist())]
+        sizes = pc.fill_null(pc.struct_field(vectors, "sizeInBytes").cast(pa.int64()), zero)
+        parts.append(_keyed(string_array(dv_paths), sizes, ages.filter(with_dv), root, skipped))
+    cdc_actions = [_cdc_action(body, lineno, storage.uri(commit_key(c.version)), c.version)
+                   for c in commits for lineno, body in c.cdc]
+    cdc = _keyed(string_array([a.path for a in cdc_actions]), int_array(a.size for a in cdc_actions),
+                 int_array(0 for _ in cdc_actions), root, skipped)  # a cdc file has no age: it counts as old
+    parts.append(cdc)
+    # The same file named twice: its newest removal decides its age, as in Delta Spark.
+    named = pa.concat_tables(parts).group_by("key").aggregate([("size", "max"), ("modification_time", "max")])
     return LiteCandidates(
         start=start, end=end,
-        listed=pa.table([keys, [found[k][0] for k in keys], [found[k][1] for k in keys]], schema=LISTING_SCHEMA),
-        cdc_keys=frozenset(cdc), skipped_paths=tuple(skipped),
+        listed=pa.table([named.column("key"), named.column("size_max"), named.column("modification_time_max")],
+                        schema=LISTING_SCHEMA),
+        cdc_keys=frozenset(cdc.column("key").to_pylist()), skipped_paths=tuple(skipped),
     )
 
 
-def _dv_path(dv: DeletionVectorDescriptor) -> str | None:
+def _keyed(paths: pa.ChunkedArray | pa.Array, sizes: pa.ChunkedArray | pa.Array, ages: pa.ChunkedArray | pa.Array,
+           root: TableRoot, skipped: list[str]) -> pa.Table:
+    """``LISTING_SCHEMA`` rows (the age as ``modification_time``) for the paths a log names
+    that are certainly files of the table: a plain relative path is its own key, any other
+    goes through ``log_path_to_key``. Paths outside the root, not certainly inside it, or under
+    ``_delta_log`` go to ``skipped`` (never deleted); null paths (undecodable vectors) are dropped."""
+    paths = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    plain = plain_mask(paths)
+    keys = paths
+    odd = pc.invert(plain)
+    if pc.any(odd).as_py():
+        placed: list[str | None] = []
+        for path in paths.filter(odd).to_pylist():
+            try:
+                placed.append(None if path is None else log_path_to_key(path, root))
+            except PathEscapesTableError:
+                skipped.append(path)
+                placed.append(None)
+        keys = pc.replace_with_mask(paths, odd, string_array(placed))
+    in_log = pc.fill_null(pc.or_(pc.equal(keys, LOG_DIR), pc.starts_with(keys, f"{LOG_DIR}/")), false_array(1)[0])
+    skipped.extend(paths.filter(in_log).to_pylist())
+    keep = pc.and_(pc.is_valid(keys), pc.invert(in_log))
+    return pa.table([keys, sizes, ages], schema=LISTING_SCHEMA).filter(keep)
+
+
+def _cdc_action(body: Any, lineno: int, source: str, version: int) -> AddCDCFile:
     try:
-        return dv_relative_path(dv.storage_type, dv.path_or_inline_dv)
+        action = action_from_json({"cdc": body})
+    except CorruptLogError as exc:
+        raise CorruptLogError(f"{source}: line {lineno}: {exc}", path=source, version=version) from exc
+    assert isinstance(action, AddCDCFile)
+    return action
+
+
+def _dv_path(storage_type: str | None, path_or_inline_dv: str | None) -> str | None:
+    if storage_type is None or path_or_inline_dv is None:
+        return None
+    try:
+        return dv_relative_path(storage_type, path_or_inline_dv)
     except (DeletionVectorError, ValueError):
         return None  # a descriptor we cannot decode names no file we could safely delete

@@ -215,6 +215,20 @@ def _surely_plain(paths: pa.ChunkedArray | pa.Array) -> bool:
     return not (pc.any(pc.starts_with(paths, "/")).as_py() or pc.any(pc.starts_with(paths, ".")).as_py())
 
 
+def plain_mask(paths: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """True for each row that is a plain relative path, already its own storage key (what
+    ``needs_canonicalising`` and ``storage.base.normalize_key`` would leave as it is); False for
+    nulls, empty rows and anything that must go through ``TableRoot.place`` one by one."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from delta_core.model.arrow_values import true_array
+
+    flat = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    odd = pc.or_(pc.match_substring_regex(flat, _NEEDS_WORK + r"|\\|/$|^$"), pc.is_null(flat))
+    return pc.invert(pc.fill_null(odd, true_array(1)[0]))
+
+
 def canonical_paths(paths: pa.ChunkedArray | pa.Array, root: TableRoot) -> pa.ChunkedArray | pa.Array:
     """``TableRoot.canonical`` over an Arrow string column. A column of plain relative paths is
     returned as is; otherwise only the rows that may need work are canonicalised, directory by

@@ -263,7 +263,8 @@ def delete_files(
                       operation_parameters=DeleteParameters())
     _check_writable(txn, removes_data=True)
     wanted = list(dict.fromkeys(paths))
-    live = {a.path: a for a in txn.snapshot.add_actions() if a.path in set(wanted)}
+    wanted_set = set(wanted)
+    live = {a.path: a for a in txn.snapshot.add_actions() if a.path in wanted_set}
     missing = [p for p in wanted if p not in live]
     if missing:
         raise InvalidTransactionError(

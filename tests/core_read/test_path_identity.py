@@ -14,7 +14,9 @@ from deltalake import DeltaTable as RsTable
 
 from delta_core.cli.main import main
 from delta_core.log.table import DeltaTable
-from delta_core.model.path_identity import TableRoot, canonical_paths
+from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.model.path_identity import TableRoot, canonical_paths, needs_canonicalising, plain_mask
+from delta_core.storage.base import normalize_key
 from delta_core.write.checkpoint_write import write_checkpoint
 from tests.path_spelling import ROWS, add_commit, deltars_table, remove_json, respell_local
 
@@ -110,3 +112,19 @@ def test_column_canonicalisation_agrees_with_one_path_at_a_time(tmp_path):
     assert root.canonical(f"file://{lnk}/a/f%2520") == "a/f%20"  # decoded once, not twice
     plain = pa.chunked_array([pa.array(["a/b.parquet", "c=1/d.parquet"])])
     assert canonical_paths(plain, root) is plain  # the fast path: nothing to do, nothing copied
+
+
+def test_plain_mask_marks_only_paths_that_are_their_own_keys(tmp_path):
+    """Vacuum lite takes rows ``plain_mask`` marks as keys without placing them one by one."""
+    r = str(tmp_path / "t")
+    paths = [
+        "a/b.parquet", "c=1/d e.parquet", "_change_data/x.parquet", "a%20b/c", "a:b/c", f"{r}/f",
+        f"file:{r}/a/f", "s3://b/t/x", "../x", "./a", "a//b", "a/./b", "a/..", "a/", "a\\b", "", None,
+        "deletion_vector_1.bin",
+    ]
+    mask = plain_mask(pa.chunked_array([pa.array(paths[:9]), pa.array(paths[9:])])).to_pylist()
+    assert mask == [True, True, True] + [False] * 14 + [True]
+    for path, plain in zip(paths, mask):
+        if plain:
+            assert not needs_canonicalising(path)
+            assert normalize_key(path) == path == log_path_to_key(path, r)

@@ -317,13 +317,13 @@ def vacuum(
                         tuple(storage.uri(k) for k in plan.to_delete), watch, mode, versions)
     params = VacuumStartParameters(retention_check_enabled=not force, default_retention_millis=default_ms,
                                    specified_retention_millis=retention_ms if retention_hours is not None else None)
-    start = _commit(table, VACUUM_START, params,
+    start = _commit(table, snapshot, VACUUM_START, params,
                     VacuumStartMetrics(num_files_to_delete=plan.num_files_to_delete,
                                        size_of_data_to_delete=plan.bytes_to_delete))
     deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri,
                            sizes=_sizes(listed, plan.to_delete) if progress.watching() else None)
     dirs = remove_empty_directories(storage, plan.to_delete, threads=threads)
-    end = _commit(table, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
+    end = _commit(table, snapshot, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
                   VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
     if lite:
         # Only after every candidate is gone: a failed run must be read again by the next one.
@@ -340,9 +340,11 @@ def _sizes(listed: pa.Table, keys: Sequence[str]) -> list[int]:
     return [by_key[k] for k in keys]
 
 
-def _commit(table: Any, operation: str, params: VacuumStartParameters | VacuumEndParameters,
+def _commit(table: Any, snapshot: Any, operation: str, params: VacuumStartParameters | VacuumEndParameters,
             metrics: VacuumStartMetrics | VacuumEndMetrics) -> int:
-    txn = Transaction(table, operation=operation, operation_parameters=params)
+    # Read from the newest version, brought up from the vacuum's own snapshot by its newer
+    # commits only (loading the table again would replay it all).
+    txn = Transaction(table, read_snapshot=snapshot.update(), operation=operation, operation_parameters=params)
     txn.set_operation_metrics(metrics)
     return txn.commit().version
 
