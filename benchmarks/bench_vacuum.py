@@ -29,7 +29,8 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 
 def add_orphans(root: str, files: int, dirs: int, mtime: float) -> None:
@@ -74,30 +75,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _log_and_remove(root: str) -> None:
-    """Name every orphan under ``root`` in one commit's adds, then remove them all in the next."""
-    from delta_core.log.table import DeltaTable
+def log_then_remove(table: Any, files: Iterable[tuple[str, str]], *, column: str, size: int, mtime_ms: int) -> None:
+    """Name ``files`` (path, value of the partition ``column``) in one commit's adds, then
+    remove them all in the next (through our transactions, as any writer would)."""
     from delta_core.model.actions import Add
     from delta_core.model.delta_operations import WRITE
     from delta_core.write.operation_records import WriteParameters
     from delta_core.write.table_writes import delete_files
     from delta_core.write.transaction import Transaction
 
-    table = DeltaTable(root)
-    adds = []
-    for entry in sorted(os.listdir(root)):
-        if not entry.startswith("part="):
-            continue
-        for name in sorted(os.listdir(os.path.join(root, entry))):
-            if name.startswith("orphan-"):
-                path = os.path.join(root, entry, name)
-                adds.append(Add(path=f"{entry}/{name}", partition_values={"part": entry.partition("=")[2]},
-                                size=os.path.getsize(path), modification_time=int(os.path.getmtime(path) * 1000),
-                                data_change=True))
+    adds = [Add(path=path, partition_values={column: value}, size=size, modification_time=mtime_ms, data_change=True)
+            for path, value in files]
     txn = Transaction(table, operation=WRITE, operation_parameters=WriteParameters(mode="Append"))
     txn.add_actions(adds)
     txn.commit()
     delete_files(table, [a.path for a in adds])
+
+
+def _local_orphans(root: str) -> list[tuple[str, str]]:
+    return [(f"{entry}/{name}", entry.partition("=")[2])
+            for entry in sorted(os.listdir(root)) if entry.startswith("part=")
+            for name in sorted(os.listdir(os.path.join(root, entry))) if name.startswith("orphan-")]
 
 
 def _round_times(args: argparse.Namespace, mode: str, *, first_ours: bool) -> tuple[float, float]:
@@ -118,7 +116,8 @@ def _round_times(args: argparse.Namespace, mode: str, *, first_ours: bool) -> tu
         t0 = time.perf_counter()
         add_orphans(ours, args.files, args.dirs, time.time() - 30 * 86400)
         if mode == "lite":
-            _log_and_remove(ours)
+            log_then_remove(DeltaTable(ours), _local_orphans(ours), column="part", size=4,
+                            mtime_ms=int((time.time() - 30 * 86400) * 1000))
         shutil.copytree(ours, f"{work}/deltars")
         what = "added then removed" if mode == "lite" else "unreferenced"
         print(f"{args.files:,} {what} files in {args.dirs} directories + 4 live files "

@@ -4,6 +4,9 @@ Both engines run a dry-run full vacuum (ours: ``vacuum(dry_run=True)``; delta-rs
 ``vacuum(dry_run=True, full=True)``; delta-rs's default is its lite mode, which lists nothing)
 with retention 0 over a small live table plus ``--files`` unreferenced objects, in two layouts:
 200 partitions under one column, and 20 x 10 under two. Both must find exactly the orphans.
+A third table measures vacuum lite (ours ``mode="lite"``, delta-rs ``full=False``, both dry
+runs): ``--files`` objects added by one commit and removed by the next, found from the log
+without listing.
 
 The moto server runs in a child process (so its Python does not share our GIL) and the child
 creates the orphans through moto's backend directly (50k HTTP PUTs would take minutes). The
@@ -24,6 +27,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
+from typing import Any
 
 _SERVER = r"""
 import logging, sys
@@ -90,6 +94,52 @@ class MotoChild:
         self.proc.wait(timeout=30)
 
 
+def _lite_times(moto: MotoChild, args: argparse.Namespace, ours_opts: dict[str, Any],
+                rs_opts: dict[str, str]) -> tuple[float, float]:
+    """Vacuum lite, dry run: the files of a commit of removes (``--files`` of them, added by the
+    commit before), found from the log alone. Ours ``vacuum(mode="lite")``, delta-rs
+    ``vacuum(full=False)``, both with retention 0 and the retention check off."""
+    import deltalake
+    import pyarrow as pa
+    import s3fs
+
+    from benchmarks.bench_vacuum import log_then_remove
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
+    from delta_core.write.table_writes import append, create_table
+
+    bucket = "bench-lite"
+    s3fs.S3FileSystem(**ours_opts).mkdir(bucket)
+    uri = f"s3://{bucket}/t"
+    data = pa.table({"x": pa.array(range(100), pa.int64()), "a": pa.array([i % 4 for i in range(100)], pa.int32())})
+    create_table(uri, data.schema, partition_columns=["a"], storage_options=ours_opts)
+    append(DeltaTable(uri, ours_opts), data)
+    t0 = time.perf_counter()
+    moto.ask("orphans", bucket, "t", "one", args.files)
+    log_then_remove(DeltaTable(uri, ours_opts),
+                    ((f"a={i % 200}/orphan-{i}.parquet", str(i % 200)) for i in range(args.files)),
+                    column="a", size=4, mtime_ms=int(time.time() * 1000))
+    print(f"lite: {args.files:,} files added then removed under 200 a= partitions "
+          f"(setup {time.perf_counter() - t0:.0f} s)", flush=True)
+    ours_t, rs_t = [], []
+    for r in range(args.rounds):
+        c0, t0 = moto.cpu_seconds(), time.perf_counter()
+        m = vacuum(DeltaTable(uri, ours_opts), dry_run=True, retention_hours=0, force=True, mode="lite",
+                   threads=args.threads)
+        ours_t.append(time.perf_counter() - t0)
+        ours_cpu = moto.cpu_seconds() - c0
+        assert m.num_files_to_delete == args.files, m.num_files_to_delete
+        c0, t0 = moto.cpu_seconds(), time.perf_counter()
+        found = deltalake.DeltaTable(uri, storage_options=rs_opts).vacuum(
+            retention_hours=0, enforce_retention_duration=False, dry_run=True, full=False)
+        rs_t.append(time.perf_counter() - t0)
+        rs_cpu = moto.cpu_seconds() - c0
+        assert len(found) == args.files, len(found)
+        print(f"  round {r + 1}: ours {ours_t[-1]:.2f} s (moto cpu {ours_cpu:.2f} s), delta-rs "
+              f"{rs_t[-1]:.2f} s (moto cpu {rs_cpu:.2f} s), load {os.getloadavg()[0]:.1f}", flush=True)
+    return statistics.median(ours_t), statistics.median(rs_t)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=50_000)
@@ -145,6 +195,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"  round {r + 1}: ours {ours_t[-1]:.2f} s (moto cpu {ours_cpu:.2f} s), delta-rs "
                       f"{rs_t[-1]:.2f} s (moto cpu {rs_cpu:.2f} s), load {os.getloadavg()[0]:.1f}", flush=True)
             rows.append((layout, statistics.median(ours_t), statistics.median(rs_t)))
+        rows.append(("lite", *_lite_times(moto, args, ours_opts, rs_opts)))
     finally:
         moto.close()
     print(f"{'layout':<8}{'ours s':>9}{'ours f/s':>10}{'rs s':>9}{'rs f/s':>10}{'ratio':>7}")
