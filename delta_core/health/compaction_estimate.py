@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 
 from delta_core.maintenance.compaction_plan import over_deleted_rows_ratio, partition_key_columns, resolve_sizes
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.model.arrow_values import false_array, int_scalar, numbers_of
 from delta_core.model.table_properties import TARGET_FILE_SIZE
 from delta_core.write.data_writer import table_schema
 
@@ -49,7 +50,7 @@ def estimate_compaction(
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
     files = snapshot.file_columns("path", "size", "partition_values", "deletion_vector", "num_records")
     due = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
-    candidates = pc.or_(pc.less(files.column("size"), pa.scalar(minimum, pa.int64())), due)
+    candidates = pc.or_(pc.less(files.column("size"), int_scalar(minimum)), due)
     schema = table_schema(snapshot.metadata)  # partitionValues are keyed by physical names
     key_names = [f.physical_name if (f := schema.get(c)) else c for c in snapshot.partition_columns]
     keys = {f"p{i}": k.filter(candidates) for i, k in enumerate(partition_key_columns(files, key_names))}
@@ -63,16 +64,15 @@ def estimate_compaction(
         return CompactionEstimate(target, minimum, 0, 0)
     work = work.sort_by([(k, "ascending") for k in keys] + [("size", "ascending")]
                         + ([("path", "ascending")] if by_path else []))
-    sizes = work.column("size").to_numpy().astype(np.int64)
+    sizes = numbers_of(pc.fill_null(work.column("size"), int_scalar(0))).astype(np.int64)
     # files over the deleted-rows ratio so far: a bin holding one is rewritten even alone
-    due_before = np.concatenate([[0], np.cumsum(work.column("due").to_numpy(zero_copy_only=False))])
+    due_before = np.concatenate([[0], np.cumsum(numbers_of(pc.fill_null(work.column("due"), false_array(1)[0])))])
     # A partition starts where any key differs from the row before (null equals null, as in
     # the planner's tuple comparison).
     starts = np.zeros(len(sizes), dtype=bool)
     starts[0] = True
     for k in keys:
-        values = np.asarray(work.column(k).to_numpy(zero_copy_only=False), dtype=object)
-        starts[1:] |= values[1:] != values[:-1]
+        starts[1:] |= _differs_from_previous(work.column(k))
     bounds = [*np.flatnonzero(starts).tolist(), len(sizes)]
     cumulative = np.cumsum(sizes)
     inputs = outputs = 0
@@ -86,3 +86,13 @@ def estimate_compaction(
                 outputs += 1
             i = j  # a file over the target (due) still makes a bin of its own
     return CompactionEstimate(target, minimum, inputs, outputs)
+
+
+def _differs_from_previous(column: pa.ChunkedArray) -> np.ndarray:
+    """For rows 1.., whether the value differs from the row before (null equals null, as in
+    the planner's tuple comparison)."""
+    flat = column.combine_chunks()
+    after, before = flat.slice(1), flat.slice(0, max(0, len(flat) - 1))
+    differs = pc.or_(pc.fill_null(pc.not_equal(after, before), false_array(1)[0]),
+                     pc.xor(pc.is_null(after), pc.is_null(before)))
+    return numbers_of(differs)

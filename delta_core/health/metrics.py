@@ -23,6 +23,7 @@ import pyarrow.compute as pc
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
+from delta_core.model.arrow_values import int_array, int_scalar, numbers_of
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -113,7 +114,7 @@ def compute_metrics(
     """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired."""
     files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
-    sizes = files.column("size").to_numpy(zero_copy_only=False).astype(np.int64, copy=False) \
+    sizes = numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
         if n else np.zeros(0, np.int64)
     estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size)
     target, minimum = estimate.target_size, estimate.min_file_size
@@ -121,11 +122,12 @@ def compute_metrics(
 
     dv = files.column("deletion_vector")
     has_dv = pc.is_valid(dv)
-    cardinality = pc.struct_field(dv, "cardinality") if n else pa.array([], pa.int64())
+    cardinality = pc.struct_field(dv, "cardinality") if n else int_array([])
     records = files.column("num_records")
     # Deleted rows only count against files whose row count is known (the ratio's denominator).
     known = pc.is_valid(records)
-    deleted = _sum(pc.if_else(known, pc.fill_null(cardinality, 0), 0)) if n else 0
+    zero = int_scalar(0)
+    deleted = _sum(pc.if_else(known, pc.fill_null(cardinality, zero), zero)) if n else 0
     total_records = _sum(records)
 
     segment = snapshot.log_segment
@@ -134,9 +136,8 @@ def compute_metrics(
 
     tombstones = snapshot.tombstones
     retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
-    expired = pc.less(pc.fill_null(tombstones.column("deletion_timestamp"), 0),
-                      pa.scalar(now_ms - retention_ms, pa.int64()))
-    tomb_sizes = pc.fill_null(tombstones.column("size"), 0)
+    expired = pc.less(pc.fill_null(tombstones.column("deletion_timestamp"), zero), int_scalar(int(now_ms - retention_ms)))
+    tomb_sizes = pc.fill_null(tombstones.column("size"), zero)
 
     skip, depth = column_quality(snapshot, columns)
     missing_stats = int(records.null_count)
@@ -165,7 +166,7 @@ def compute_metrics(
         num_tombstones=tombstones.num_rows,
         tombstone_bytes=_sum(tomb_sizes),
         reclaimable_tombstones=_sum(pc.cast(expired, pa.int64())) if tombstones.num_rows else 0,
-        reclaimable_bytes=_sum(pc.if_else(expired, tomb_sizes, 0)) if tombstones.num_rows else 0,
+        reclaimable_bytes=_sum(pc.if_else(expired, tomb_sizes, zero)) if tombstones.num_rows else 0,
         columns=tuple(columns),
         skip_ratio=skip,
         overlap_depth=depth,

@@ -31,12 +31,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
+from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, string_scalar, true_array
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
@@ -161,8 +163,23 @@ def partition_key_columns(files: pa.Table, partition_columns: Sequence[str]) -> 
         if files.num_rows == 0:
             out.append(pa.chunked_array([], pa.string()))
         else:
-            out.append(pc.map_lookup(pv, pa.scalar(col, pa.string()), "first"))
+            out.append(pa.chunked_array([_value_of(chunk, col) for chunk in pv.chunks], pa.string()))
     return out
+
+
+def _value_of(maps: pa.MapArray, key: str) -> pa.Array:
+    """``map_lookup(maps, key, "first")``, without the lookup when every map holds ``key``
+    exactly once (the usual shape: each file names each partition column once)."""
+    if maps.null_count == 0 and len(maps):
+        offsets = maps.offsets  # of this slice, into the whole children
+        first, last = offsets[0].as_py(), offsets[-1].as_py()
+        keys, items = maps.keys.slice(first, last - first), maps.items.slice(first, last - first)
+        hit = pc.fill_null(pc.equal(keys, string_scalar(key)), false_array(1)[0])
+        sizes = np.diff(numbers_of(offsets))
+        rows = np.repeat(np.arange(len(maps)), sizes)[numbers_of(hit)]  # the map of each hit
+        if len(rows) == len(maps) and bool((rows == np.arange(len(maps))).all()):
+            return items.filter(hit)
+    return pc.map_lookup(maps, string_scalar(key), "first")
 
 
 def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate: Expr | None) -> pa.Array:
@@ -172,7 +189,7 @@ def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate
     ``path``; it is re-ordered to match ``files`` when its order differs.
     """
     if predicate is None:
-        return pa.array([True] * files.num_rows, pa.bool_())
+        return true_array(files.num_rows)
     if typed_partitions is None:
         raise ConfigError("a partition predicate needs the typed partition values of the snapshot")
     if typed_partitions.num_rows != files.num_rows:
@@ -194,16 +211,17 @@ def over_deleted_rows_ratio(files: pa.Table, ratio: float) -> pa.Array | pa.Chun
     """Rows of ``files`` (``Snapshot.files`` columns) whose deletion vector deletes more than
     ``ratio`` of their ``num_records``, or that have a vector and no ``num_records``."""
     if "deletion_vector" not in files.column_names or files.num_rows == 0:
-        return pa.array([False] * files.num_rows, pa.bool_())
+        return false_array(files.num_rows)
     dv = files.column("deletion_vector")
     has_dv = pc.is_valid(dv)
     deleted = pc.cast(pc.struct_field(dv, "cardinality"), pa.float64())
     records = (pc.cast(files.column("num_records"), pa.float64()) if "num_records" in files.column_names
                else pa.nulls(files.num_rows, pa.float64()))
     # 0 records with deleted rows divides to +inf: over any ratio, as it should be.
-    over = pc.greater(pc.divide(deleted, records), pa.scalar(ratio, pa.float64()))
+    over = pc.greater(pc.divide(deleted, records), float_scalar(ratio))
     unknown = pc.is_null(records)
-    return pc.fill_null(pc.and_kleene(has_dv, pc.or_kleene(unknown, over)), False)  # Kleene: true OR null is true
+    # Kleene: true OR null is true
+    return pc.fill_null(pc.and_kleene(has_dv, pc.or_kleene(unknown, over)), false_array(1)[0])
 
 
 def pack_files(
@@ -229,7 +247,7 @@ def pack_files(
         .aggregate([]).num_rows if keys and files.num_rows else (1 if files.num_rows else 0)
     )
     deleted_rows = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
-    chosen = pc.or_(pc.less(files.column("size"), pa.scalar(min_file_size, pa.int64())), deleted_rows)
+    chosen = pc.or_(pc.less(files.column("size"), int_scalar(min_file_size)), deleted_rows)
     candidates = files.filter(chosen)
     key_cols = [k.filter(chosen) for k in keys]
     columns: dict[str, Any] = {f"p{i}": k for i, k in enumerate(key_cols)}

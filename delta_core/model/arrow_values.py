@@ -11,9 +11,13 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 from itertools import accumulate
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _CODES = {pa.int32(): "i", pa.int64(): "q", pa.uint8(): "B", pa.uint64(): "Q"}
 _INT64 = pa.int64()  # module-level so the default below is not a call in the signature (immutable anyway)
@@ -27,6 +31,10 @@ def int_array(values: Iterable[int], typ: pa.DataType = _INT64) -> pa.Array:
 
 def int_scalar(value: int, typ: pa.DataType = _INT64) -> pa.Scalar:
     return int_array([value], typ)[0]
+
+
+def float_scalar(value: float) -> pa.Scalar:
+    return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(array("d", [value]))])[0]
 
 
 def bool_array(values: Iterable[bool]) -> pa.Array:
@@ -78,3 +86,25 @@ def repeat_string(value: str, n: int) -> pa.Array:
 def empty_table(schema: pa.Schema) -> pa.Table:
     """A table with no rows (``Schema.empty_table`` goes through the pandas probe)."""
     return pa.Table.from_batches([], schema=schema)
+
+
+def numbers_of(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """A NumPy array of a null-free integer, float or boolean column, read from its buffers
+    (``to_numpy`` imports pandas). Nulls, or another type, raise ``ValueError``."""
+    import numpy as np
+
+    flat = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    if flat.null_count:
+        raise ValueError("numbers_of needs a column without nulls")
+    typ = flat.type
+    if pa.types.is_boolean(typ):
+        flat = pc.cast(flat, pa.uint8())
+        typ = flat.type
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        raise ValueError(f"numbers_of needs a numeric or boolean column, got {typ}")
+    dtype = np.dtype(f"{'f' if pa.types.is_floating(typ) else ('u' if pa.types.is_unsigned_integer(typ) else 'i')}"
+                     f"{typ.bit_width // 8}")
+    data = flat.buffers()[1]
+    out = np.zeros(0, dtype) if data is None or len(flat) == 0 else \
+        np.frombuffer(data, dtype, count=len(flat), offset=flat.offset * dtype.itemsize)
+    return out.astype(bool) if pa.types.is_boolean(values.type) else out

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pytest
 
 from delta_core.model.arrow_rows import array_from_pylist
+from delta_core.model.arrow_values import float_scalar, numbers_of
 from delta_core.write.checkpoint_write import METADATA_TYPE, PROTOCOL_TYPE, SIDECAR_TYPE, TXN_TYPE
 
 CASES = [
@@ -59,3 +60,40 @@ def test_a_checkpoint_write_does_not_import_pandas(conformance_dir: pathlib.Path
     out = subprocess.run([sys.executable, "-c", script, str(table)], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
     assert len(list((table / "_delta_log").glob("*.checkpoint.parquet"))) >= 1
+
+
+@pytest.mark.parametrize("values", [
+    pa.array([1, -2, 3], pa.int64()), pa.array([7, 8], pa.int32()), pa.array([0, 255], pa.uint8()),
+    pa.array([1.5, -0.25], pa.float64()), pa.array([True, False, True, True, False, False, True, False, True]),
+    pa.array([1, 2, 3, 4, 5], pa.int64()).slice(2), pa.array([True, False, True]).slice(1),
+    pa.chunked_array([pa.array([1, 2], pa.int64()), pa.array([3], pa.int64())]),
+    pa.chunked_array([], pa.int64()), pa.array([], pa.bool_()),
+])
+def test_numbers_of_reads_what_to_numpy_reads(values) -> None:
+    got = numbers_of(values)
+    want = values.to_numpy(zero_copy_only=False) if isinstance(values, pa.Array) else values.to_numpy()
+    assert got.dtype == want.dtype and got.tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("values", [pa.array([1, None], pa.int64()), pa.array(["a"])])
+def test_numbers_of_refuses_nulls_and_other_types(values) -> None:
+    with pytest.raises(ValueError):
+        numbers_of(values)
+
+
+def test_float_scalar() -> None:
+    assert float_scalar(0.25).equals(pa.scalar(0.25, pa.float64()))
+
+
+def test_health_does_not_import_pandas(conformance_dir: pathlib.Path) -> None:
+    script = (
+        "import sys, io, contextlib\n"
+        "from delta_core.cli.main import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out:\n"
+        "    main(['health', sys.argv[1], '--json'])\n"
+        "assert '\"score\"' in out.getvalue()\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, str(conformance_dir / "rs-checkpoint_with_partitions")],
+                         capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from delta_core.errors import ConfigError
@@ -12,6 +13,7 @@ from delta_core.maintenance.compaction_plan import (
     DEFAULT_MIN_FILE_FRACTION,
     batch_bins,
     pack_files,
+    partition_key_columns,
     plan_compaction,
     resolve_sizes,
 )
@@ -144,3 +146,21 @@ def test_zorder_refuses_columns_without_stats(tmp_path):
     with pytest.raises(ConfigError, match="no statistics"):
         plan_zorder(table.snapshot(), ["x"])
     assert plan_zorder(table.snapshot(), ["id"]).columns == ("id",)
+
+
+MAP = pa.map_(pa.string(), pa.string())
+
+
+@pytest.mark.parametrize("maps", [
+    [[("a", "1"), ("b", "x")], [("a", "2"), ("b", "y")], [("b", "z"), ("a", "3")]],  # one key each
+    [[("a", "1")], [], [("b", "q")]],  # a key missing
+    [[("a", "1"), ("a", "9")], [("a", "2")], [("a", None)]],  # a key twice, a null value
+    [[("a", "1")], None, [("a", "3")]],  # a null map
+])
+def test_partition_key_columns_equal_map_lookup(maps) -> None:
+    column = pa.array(maps, MAP)
+    for part in (column, column.slice(1), column.slice(1, 1)):
+        table = pa.table({"partition_values": pa.chunked_array([part, part])})
+        for key in ("a", "b"):
+            (got,) = partition_key_columns(table, [key])
+            assert got.to_pylist() == pc.map_lookup(table.column("partition_values"), pa.scalar(key), "first").to_pylist()
