@@ -99,13 +99,11 @@ def _lite_times(moto: MotoChild, args: argparse.Namespace, ours_opts: dict[str, 
     """Vacuum lite, dry run: the files of a commit of removes (``--files`` of them, added by the
     commit before), found from the log alone. Ours ``vacuum(mode="lite")``, delta-rs
     ``vacuum(full=False)``, both with retention 0 and the retention check off."""
-    import deltalake
     import pyarrow as pa
     import s3fs
 
     from benchmarks.bench_vacuum import log_then_remove
     from delta_core.log.table import DeltaTable
-    from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
     bucket = "bench-lite"
@@ -121,17 +119,29 @@ def _lite_times(moto: MotoChild, args: argparse.Namespace, ours_opts: dict[str, 
                     column="a", size=4, mtime_ms=int(time.time() * 1000))
     print(f"lite: {args.files:,} files added then removed under 200 a= partitions "
           f"(setup {time.perf_counter() - t0:.0f} s)", flush=True)
+    return _dry_run_rounds(moto, args, uri, ours_opts, rs_opts, mode="lite")
+
+
+def _dry_run_rounds(moto: MotoChild, args: argparse.Namespace, uri: str, ours_opts: dict[str, Any],
+                    rs_opts: dict[str, str], *, mode: str) -> tuple[float, float]:
+    """``--rounds`` dry runs of each engine in ``mode`` (delta-rs: ``full=True`` or ``False``),
+    each finding exactly ``--files`` files; the median seconds of each."""
+    import deltalake
+
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
+
     ours_t, rs_t = [], []
     for r in range(args.rounds):
         c0, t0 = moto.cpu_seconds(), time.perf_counter()
-        m = vacuum(DeltaTable(uri, ours_opts), dry_run=True, retention_hours=0, force=True, mode="lite",
+        m = vacuum(DeltaTable(uri, ours_opts), dry_run=True, retention_hours=0, force=True, mode=mode,
                    threads=args.threads)
         ours_t.append(time.perf_counter() - t0)
         ours_cpu = moto.cpu_seconds() - c0
         assert m.num_files_to_delete == args.files, m.num_files_to_delete
         c0, t0 = moto.cpu_seconds(), time.perf_counter()
         found = deltalake.DeltaTable(uri, storage_options=rs_opts).vacuum(
-            retention_hours=0, enforce_retention_duration=False, dry_run=True, full=False)
+            retention_hours=0, enforce_retention_duration=False, dry_run=True, full=mode == "full")
         rs_t.append(time.perf_counter() - t0)
         rs_cpu = moto.cpu_seconds() - c0
         assert len(found) == args.files, len(found)
@@ -150,12 +160,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
     os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
     os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
-    import deltalake
     import pyarrow as pa
     import s3fs
 
     from delta_core.log.table import DeltaTable
-    from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
     moto = MotoChild()
@@ -178,23 +186,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             moto.ask("orphans", bucket, "t", layout, args.files)
             print(f"{layout}: {args.files:,} orphans under {'200 a=' if layout == 'one' else '20 a= x 10 b='} "
                   f"partitions (setup {time.perf_counter() - t0:.0f} s)", flush=True)
-            ours_t, rs_t = [], []
-            for r in range(args.rounds):
-                c0, t0 = moto.cpu_seconds(), time.perf_counter()
-                m = vacuum(DeltaTable(uri, ours_opts), dry_run=True, retention_hours=0, force=True,
-                           threads=args.threads)
-                ours_t.append(time.perf_counter() - t0)
-                ours_cpu = moto.cpu_seconds() - c0
-                assert m.num_files_to_delete == args.files, m.num_files_to_delete
-                c0, t0 = moto.cpu_seconds(), time.perf_counter()
-                found = deltalake.DeltaTable(uri, storage_options=rs_opts).vacuum(
-                    retention_hours=0, enforce_retention_duration=False, dry_run=True, full=True)
-                rs_t.append(time.perf_counter() - t0)
-                rs_cpu = moto.cpu_seconds() - c0
-                assert len(found) == args.files, len(found)
-                print(f"  round {r + 1}: ours {ours_t[-1]:.2f} s (moto cpu {ours_cpu:.2f} s), delta-rs "
-                      f"{rs_t[-1]:.2f} s (moto cpu {rs_cpu:.2f} s), load {os.getloadavg()[0]:.1f}", flush=True)
-            rows.append((layout, statistics.median(ours_t), statistics.median(rs_t)))
+            rows.append((layout, *_dry_run_rounds(moto, args, uri, ours_opts, rs_opts, mode="full")))
         rows.append(("lite", *_lite_times(moto, args, ours_opts, rs_opts)))
     finally:
         moto.close()
