@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
@@ -51,7 +51,7 @@ from delta_core.model import progress
 from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
-from delta_core.model.path_identity import TableRoot, Where
+from delta_core.model.path_identity import TableRoot, Where, plain_mask
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.write.operation_records import (
@@ -103,9 +103,13 @@ class DeleteChunkTask:
     keys: tuple[str, ...]
 
 
-def _keys(paths: Iterable[str | None], root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
-    out = []
-    for p in paths:
+def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
+    """The keys of ``paths`` (in no particular order): plain relative paths are their own keys
+    (``plain_mask``, one vectorised pass); the rest are placed one by one."""
+    plain = plain_mask(paths)
+    flat = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    out: list[str] = flat.filter(plain).to_pylist()
+    for p in flat.filter(pc.invert(plain)).to_pylist():
         if not p:
             continue
         try:
@@ -123,7 +127,7 @@ def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain
         return []
     kinds = pc.struct_field(valid, "storageType").to_pylist()
     refs = pc.struct_field(valid, "pathOrInlineDv").to_pylist()
-    return _keys((dv_relative_path(k, r) for k, r in zip(kinds, refs)), root, ignored, uncertain)
+    return _keys(string_array([dv_relative_path(k, r) for k, r in zip(kinds, refs)]), root, ignored, uncertain)
 
 
 def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str], *,
@@ -137,9 +141,9 @@ def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str]
                                       false_array(1)[0]))
     table_root = TableRoot.of(root)
     unsure = uncertain if uncertain is not None else []
-    refs = set(_keys(files.column("path").to_pylist(), table_root, ignored, unsure))
+    refs = set(_keys(files.column("path"), table_root, ignored, unsure))
     refs.update(_dv_keys(files.column("deletion_vector"), table_root, ignored, unsure))
-    refs.update(_keys(recent.column("path").to_pylist(), table_root, ignored, unsure))
+    refs.update(_keys(recent.column("path"), table_root, ignored, unsure))
     refs.update(_dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure))
     return refs
 
