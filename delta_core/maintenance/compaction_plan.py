@@ -309,7 +309,8 @@ def plan_compaction(
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
     predicate = parse_predicate(where, partition_columns,
                                 schema_columns=snapshot.schema.field_names) if where is not None else None
-    files = snapshot.files
+    # Only the columns the packing reads: no stats are read or kept for the plan.
+    files = snapshot.file_columns("path", "partition_values", "size", "num_records", "deletion_vector")
     typed = snapshot.partition_values_typed() if predicate is not None else None
     mask = selection_mask(files, typed, predicate)
     # partitionValues are keyed by physical names under column mapping.
