@@ -41,7 +41,6 @@ import pyarrow.compute as pc
 from delta_core.errors import (
     CorruptLogError,
     DeletionVectorError,
-    PathEscapesTableError,
     VacuumLiteUnavailableError,
     VersionNotFoundError,
 )
@@ -50,10 +49,10 @@ from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.history import version_at_timestamp
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key
 from delta_core.log.log_segment import list_log
-from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.maintenance.vacuum_plan import log_paths_to_keys
 from delta_core.model.actions import AddCDCFile, action_from_json
 from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
-from delta_core.model.path_identity import TableRoot, plain_mask
+from delta_core.model.path_identity import TableRoot
 from delta_core.storage.base import Storage
 
 log = logging.getLogger(__name__)
@@ -180,21 +179,12 @@ def _keyed(paths: pa.ChunkedArray | pa.Array, sizes: pa.ChunkedArray | pa.Array,
            root: TableRoot, skipped: list[str]) -> pa.Table:
     """``LISTING_SCHEMA`` rows (the age as ``modification_time``) for the paths a log names
     that are certainly files of the table: a plain relative path is its own key, any other
-    goes through ``log_path_to_key``. Paths outside the root, not certainly inside it, or under
-    ``_delta_log`` go to ``skipped`` (never deleted); null paths (undecodable vectors) are dropped."""
+    goes through ``log_path_to_key`` (``log_paths_to_keys``). Paths outside the root, not
+    certainly inside it, or under ``_delta_log`` go to ``skipped`` (never deleted); null and
+    empty paths (undecodable vectors) are dropped."""
     paths = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
-    plain = plain_mask(paths)
-    keys = paths
-    odd = pc.invert(plain)
-    if pc.any(odd).as_py():
-        placed: list[str | None] = []
-        for path in paths.filter(odd).to_pylist():
-            try:
-                placed.append(None if path is None else log_path_to_key(path, root))
-            except PathEscapesTableError:
-                skipped.append(path)
-                placed.append(None)
-        keys = pc.replace_with_mask(paths, odd, string_array(placed))
+    keys, unplaced = log_paths_to_keys(paths, root)
+    skipped.extend(unplaced)
     in_log = pc.fill_null(pc.or_(pc.equal(keys, LOG_DIR), pc.starts_with(keys, f"{LOG_DIR}/")), false_array(1)[0])
     skipped.extend(paths.filter(in_log).to_pylist())
     keep = pc.and_(pc.is_valid(keys), pc.invert(in_log))

@@ -30,7 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import PathEscapesTableError
-from delta_core.model.path_identity import TableRoot, Where, needs_canonicalising
+from delta_core.model.arrow_values import string_array
+from delta_core.model.path_identity import TableRoot, Where, needs_canonicalising, plain_mask
 from delta_core.storage.base import normalize_key
 
 _MAYBE_HIDDEN = r"(^|/)[_.]"
@@ -96,6 +97,28 @@ def log_path_to_key(path: str, table_root: str | TableRoot) -> str:
         where = "outside" if placed.where is Where.OUTSIDE else "not certainly inside"
         raise PathEscapesTableError(f"{path!r} is {where} the table root {name}", path=name)
     return normalize_key(placed.key, root=name)
+
+
+def log_paths_to_keys(paths: pa.Array | pa.ChunkedArray, table_root: TableRoot) -> tuple[pa.Array, list[str]]:
+    """``log_path_to_key`` over an Arrow column: the keys, row for row (null for null or empty
+    paths and for paths not certainly inside the root), and the latter paths. Plain relative
+    paths are their own keys, found in one vectorised pass (``plain_mask``); only the others
+    are placed one by one."""
+    flat = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
+    odd = pc.invert(plain_mask(flat))
+    if not pc.any(odd).as_py():
+        return flat, []
+    placed: list[str | None] = []
+    unplaced: list[str] = []
+    for path in flat.filter(odd).to_pylist():
+        key = None
+        if path:
+            try:
+                key = log_path_to_key(path, table_root)
+            except PathEscapesTableError:
+                unplaced.append(path)
+        placed.append(key)
+    return pc.replace_with_mask(flat, odd, string_array(placed)), unplaced
 
 
 def plan_vacuum(

@@ -13,8 +13,9 @@ import pytest
 from deltalake import DeltaTable as RsTable
 
 from delta_core.cli.main import main
+from delta_core.errors import PathEscapesTableError
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.vacuum_plan import log_path_to_key
+from delta_core.maintenance.vacuum_plan import log_path_to_key, log_paths_to_keys
 from delta_core.model.path_identity import TableRoot, canonical_paths, needs_canonicalising, plain_mask
 from delta_core.storage.base import normalize_key
 from delta_core.write.checkpoint_write import write_checkpoint
@@ -128,3 +129,22 @@ def test_plain_mask_marks_only_paths_that_are_their_own_keys(tmp_path):
         if plain:
             assert not needs_canonicalising(path)
             assert normalize_key(path) == path == log_path_to_key(path, r)
+
+
+def test_log_paths_to_keys_agrees_with_one_path_at_a_time(tmp_path):
+    """The column form vacuum and vacuum lite use: each key as ``log_path_to_key`` gives it;
+    paths it refuses come back unplaced (never keys); null and empty paths name nothing."""
+    r = str(tmp_path / "t")
+    root = TableRoot.of(r)
+    paths = ["a/b.parquet", "a%20b/c", f"{r}/f", f"file:{r}/a/f", "../x", f"{tmp_path}/other/f",
+             "s3://b/t/x", "a//b", "", None, "p=1/d.parquet"]
+    keys, unplaced = log_paths_to_keys(pa.chunked_array([pa.array(paths[:5]), pa.array(paths[5:])]), root)
+    expected, refused = [], []
+    for p in paths:
+        try:
+            expected.append(log_path_to_key(p, root) if p else None)
+        except PathEscapesTableError:
+            expected.append(None)
+            refused.append(p)
+    assert keys.to_pylist() == expected
+    assert unplaced == refused and len(refused) == 3

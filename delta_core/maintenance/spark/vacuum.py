@@ -35,7 +35,7 @@ from typing import Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import ConfigError, PathEscapesTableError, RetentionTooShortError, UnplaceablePathError
+from delta_core.errors import ConfigError, RetentionTooShortError, UnplaceablePathError
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.log_path import LOG_DIR
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
@@ -44,14 +44,14 @@ from delta_core.maintenance.vacuum_plan import (
     VacuumPlan,
     empty_dir_candidates,
     is_hidden,
-    log_path_to_key,
+    log_paths_to_keys,
     plan_vacuum,
 )
 from delta_core.model import progress
 from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
-from delta_core.model.path_identity import TableRoot, Where, plain_mask
+from delta_core.model.path_identity import TableRoot, Where
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.write.operation_records import (
@@ -104,20 +104,13 @@ class DeleteChunkTask:
 
 
 def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
-    """The keys of ``paths`` (in no particular order): plain relative paths are their own keys
-    (``plain_mask``, one vectorised pass); the rest are placed one by one."""
-    plain = plain_mask(paths)
-    flat = paths.combine_chunks() if isinstance(paths, pa.ChunkedArray) else paths
-    out: list[str] = flat.filter(plain).to_pylist()
-    for p in flat.filter(pc.invert(plain)).to_pylist():
-        if not p:
-            continue
-        try:
-            out.append(log_path_to_key(p, root))
-        except PathEscapesTableError:
-            # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours
-            # under another spelling of the root.
-            (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
+    """The keys of ``paths`` (null and empty paths have none)."""
+    keys, unplaced = log_paths_to_keys(paths, root)
+    for p in unplaced:
+        # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours under
+        # another spelling of the root.
+        (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
+    out: list[str] = keys.drop_null().to_pylist()
     return out
 
 
