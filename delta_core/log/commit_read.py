@@ -141,9 +141,8 @@ def parse_commit(
                 pass  # let the per-line decoder raise it, with its exact message
             else:
                 return out
-    out = _parse_lines(data, version=version, source=source, modification_time=modification_time,
-                       defer_file_lines=defer_file_lines)
-    return out
+    return _parse_lines(data, version=version, source=source, modification_time=modification_time,
+                        defer_file_lines=defer_file_lines)
 
 
 _REMEDY = "restore it from a backup or from the writer's output"

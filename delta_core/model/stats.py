@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from delta_core.model.arrow_values import false_array, string_scalar
+from delta_core.model.arrow_values import false_array, float_scalar, string_scalar
 from delta_core.model.schema import DataType, PrimitiveType, StructType, primitive_to_arrow
 
 NUM_RECORDS = "num_records"
@@ -496,9 +496,8 @@ def _json_fragment(arr: pa.Array) -> pa.Array:
         arr = pc.cast(arr, pa.float64())
         text = pc.cast(arr, pa.string())
         text = pc.if_else(pc.is_nan(arr), string_scalar('"NaN"'), text)
-        infinite, positive = pc.is_inf(arr), pc.greater(arr, pc.negate(arr))
-        text = pc.if_else(pc.and_(infinite, positive), string_scalar('"Infinity"'), text)
-        return pc.if_else(pc.and_(infinite, pc.invert(positive)), string_scalar('"-Infinity"'), text)
+        text = pc.if_else(pc.equal(arr, float_scalar(math.inf)), string_scalar('"Infinity"'), text)
+        return pc.if_else(pc.equal(arr, float_scalar(-math.inf)), string_scalar('"-Infinity"'), text)
     if pa.types.is_date(t):
         return _quote(pc.cast(pc.cast(arr, pa.date32()), pa.string()))
     if pa.types.is_timestamp(t):
