@@ -35,6 +35,8 @@ from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.model.arrow_values import bool_array, empty_table, int_array, int_scalar
 from delta_core.model.path_identity import TableRoot, canonical_paths
 
+_KEY_SEPARATOR = "\x00"  # between path and dvId in a ``file_keys`` key
+
 
 @dataclass(frozen=True, slots=True)
 class ReplayState:
@@ -233,6 +235,28 @@ def reconcile_files(
     files = pa.concat_tables([base_files, new_adds])
     tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
+
+
+def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:
+    """Why the file actions of ``batch`` are not reconciled, or ``None`` when they are.
+
+    A log compaction file (PROTOCOL.md "Log Compaction Files") holds the *reconciled* actions of
+    the commits it covers: at most one action per logical file ``(path, dvId)`` (so no add
+    beside a remove of the same key) and adds unique by path. Replay takes the last line of a
+    file as the newest, so a file that breaks this (e.g. commits concatenated newest first)
+    would bring removed files back; such a file must not stand in for its commits."""
+    if not batch.has_file_actions:
+        return None
+    root = TableRoot.of(table_root)
+    add_paths = canonical_paths(batch.adds["path"], root)
+    keys = _concat(file_keys(batch.adds, paths=add_paths),
+                   file_keys(batch.removes, paths=canonical_paths(batch.removes["path"], root)))
+    for values, what in ((keys, "has more than one action"), (_combined(add_paths), "is added more than once")):
+        if pc.count_distinct(values).as_py() != len(values):
+            counts = pc.value_counts(values)
+            repeated = counts.field("values").filter(pc.greater(counts.field("counts"), int_scalar(1)))
+            return f"{str(repeated[0].as_py()).split(_KEY_SEPARATOR)[0]!r} {what}"
+    return None
 
 
 def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None) -> ReplayState:

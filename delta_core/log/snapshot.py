@@ -24,7 +24,7 @@ from delta_core.log.file_actions import iter_adds, iter_removes
 from delta_core.log.history import read_commit_info
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import LogSegment, build_log_segment, list_log
-from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile
+from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile, reconciliation_defect
 from delta_core.log.version_checksum import warn_on_mismatch
 from delta_core.model import table_features
 from delta_core.model.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
@@ -325,12 +325,21 @@ def load_snapshot(
 
 def _read_replay_files(storage: Storage, segment: LogSegment) -> list[ParsedCommit]:
     """The commits after the checkpoint, compaction files standing in for the commits they cover
-    (fewer reads, same state). Compactions are optional: one that cannot be read costs only the
-    reads it would have saved, so the commits are read instead."""
+    (fewer reads, same state). Compactions are optional: one that cannot be read, or whose
+    actions are not reconciled (``replay.reconciliation_defect``: replaying it would revive
+    removed files), costs only the reads it would have saved, so the commits are read instead."""
     if not segment.compactions:
         return read_commits(storage, segment.commit_files, defer_file_lines=True)
     try:
-        return read_commits(storage, segment.replay_files)
+        parsed = read_commits(storage, segment.replay_files)
+        for f, commit in zip(segment.replay_files, parsed):
+            if f.kind is LogFileKind.COMPACTED_COMMITS:
+                defect = reconciliation_defect(build_batch([commit], source=storage.uri(f.key)),
+                                               table_root=storage.root)
+                if defect is not None:
+                    raise CorruptLogError(f"{storage.uri(f.key)} is not reconciled: {defect}",
+                                          path=storage.uri(f.key), version=f.version)
+        return parsed
     except CorruptLogError as exc:
         log.warning("%s: a log compaction file is unusable (%s); reading the commits it covers instead",
                     storage.root, exc)

@@ -213,3 +213,48 @@ def test_unreadable_compaction_falls_back_to_the_commits(table_dir, caplog):
     with caplog.at_level("WARNING"):
         assert _state(table_dir, 9) == expected
     assert "reading the commits it covers instead" in caplog.text
+
+
+def _newest_first_compaction(table_dir: str, start: int, end: int) -> str:
+    """A compaction file for ``start..end`` that is *not* reconciled: the commits' add/remove
+    lines concatenated newest first (as a broken writer made one in a public test table)."""
+    log_dir = os.path.join(table_dir, "_delta_log")
+    lines: list[str] = []
+    for v in range(end, start - 1, -1):
+        with open(os.path.join(log_dir, f"{v:020d}.json")) as fh:
+            lines += [ln for ln in fh.read().splitlines() if ln.strip() and '"commitInfo"' not in ln]
+    path = os.path.join(log_dir, f"{start:020d}.{end:020d}.compacted.json")
+    with open(path, "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def test_unreconciled_compaction_is_ignored_and_removed_files_stay_removed(table_dir, tmp_path, caplog):
+    _build(table_dir)
+    plain = str(tmp_path / "plain")
+    shutil.copytree(table_dir, plain)
+    bad = _newest_first_compaction(table_dir, 3, 9)
+    with caplog.at_level("WARNING"):
+        for v in range(3, 10):
+            assert _state(table_dir, v) == _state(plain, v), v
+    assert f"{os.path.basename(bad)} is not reconciled" in caplog.text
+    assert "reading the commits it covers instead" in caplog.text
+    # Replayed as written, the file would revive the file commit 6 removed (its add comes last).
+    assert DeltaTable(table_dir).snapshot().num_records == 6
+
+
+def test_reconciliation_defect_names_the_repeated_file(table_dir):
+    from delta_core.log.commit_read import build_batch, parse_commit
+    from delta_core.log.replay import reconciliation_defect
+
+    t = _build(table_dir)
+    good = compact_log(t)
+    with open((good.path or "").removeprefix("file://"), "rb") as fh:
+        parsed = parse_commit(fh.read(), version=3, source="good")
+    assert reconciliation_defect(build_batch([parsed], source="good"), table_root=table_dir) is None
+    bad = _newest_first_compaction(table_dir, 3, 9)
+    with open(bad, "rb") as fh:
+        parsed = parse_commit(fh.read(), version=3, source="bad")
+    defect = reconciliation_defect(build_batch([parsed], source="bad"), table_root=table_dir)
+    removed = sorted(set(DeltaTable(table_dir).snapshot(5).file_paths) - set(DeltaTable(table_dir).snapshot(6).file_paths))
+    assert defect == f"{removed[0]!r} has more than one action"

@@ -123,3 +123,34 @@ def test_on_s3(spark, s3_table_uri, s3_storage_options, deltalake_s3_options):
     check_rewrite_commit(table, metrics.version, removed=8, added=2)
     assert multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options)) == before
     assert_versions_readable(s3_table_uri, range(metrics.version + 1), storage_options=deltalake_s3_options)
+
+
+def test_compaction_ignores_an_unreconciled_log_compaction_file(spark, table_uri):
+    """A log compaction file whose commits were concatenated newest first adds back files that a
+    later commit removed; read as the table's state it would make compaction rewrite deleted
+    rows into new live files. Ignored, the commits are read and no row comes back."""
+    import os
+
+    import polars_deltalake
+
+    from delta_core.write.table_writes import delete_files
+
+    table = make_table(table_uri, appends=4)
+    paths = sorted(table.snapshot().file_paths)
+    delete_files(table, [paths[0], paths[-1]])  # one file of each partition
+    table = DeltaTable(table_uri)
+    latest = table.latest_version()
+    log_dir = os.path.join(table_uri, "_delta_log")
+    lines = []
+    for v in range(latest, 0, -1):  # newest first: each remove precedes the add it undoes
+        with open(os.path.join(log_dir, f"{v:020d}.json")) as fh:
+            lines += [ln for ln in fh.read().splitlines() if '"add"' in ln[:8] or '"remove"' in ln[:12]]
+    with open(os.path.join(log_dir, f"{1:020d}.{latest:020d}.compacted.json"), "w") as fh:
+        fh.write("\n".join(lines) + "\n")
+    before = multiset(deltars_rows(table_uri))
+    assert table.snapshot().num_files == 8 - 2
+    metrics = compact(table, spark)
+    assert metrics.num_removed_files == 6 and metrics.num_added_files == 2
+    assert multiset(deltars_rows(table_uri)) == before
+    kernel = polars_deltalake.read_delta(table_uri).to_arrow()
+    assert multiset(kernel.select(deltars_rows(table_uri).column_names)) == before
