@@ -253,10 +253,12 @@ class DataFileReader:
                 if col.type != phys.type:
                     if not readable_as(col.type, phys.type):
                         raise MaintenanceError(
-                            f"column {logi.name!r} of {self.storage.uri(key)} is {col.type}, which cannot be read as "
-                            f"the table's {phys.type}: it is neither that type nor one it widens from (PROTOCOL.md "
-                            "\"Type Widening\"), so the file does not fit the schema - fix or remove it before "
-                            "rewriting", path=self.storage.root)
+                            f"column {logi.name!r} of {self.storage.uri(key)} holds {col.type} values, but the "
+                            f"table's schema says {phys.type} and {col.type} is neither a layout of it nor a type "
+                            "it widens from (PROTOCOL.md \"Type Widening\"): the file and the schema disagree, so "
+                            "this rewrite stops with nothing written. Find the commit that added the file "
+                            "(delta-core history) and ask its writer's maintainers; the table is unchanged",
+                            path=self.storage.root)
                     try:
                         col = col.cast(phys.type)
                     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:

@@ -23,6 +23,7 @@ from typing import Any
 import pyarrow as pa
 
 from delta_core.errors import CorruptLogError, SchemaMismatchError
+from delta_core.model.arrow_kinds import is_binary_like, is_list_like, is_string_like
 
 PHYSICAL_NAME_KEY = "delta.columnMapping.physicalName"
 FIELD_ID_KEY = "delta.columnMapping.id"
@@ -473,18 +474,12 @@ def type_from_arrow(t: pa.DataType, *, where: str = "column") -> DataType:
         # unsigned widen to the next signed type that holds every value
         (pa.types.is_uint8, "short"), (pa.types.is_uint16, "integer"), (pa.types.is_uint32, "long"),
         (pa.types.is_float16, "float"), (pa.types.is_float32, "float"), (pa.types.is_float64, "double"),
-        (pa.types.is_string, "string"), (pa.types.is_large_string, "string"),
-        (pa.types.is_binary, "binary"), (pa.types.is_large_binary, "binary"),
-        (pa.types.is_fixed_size_binary, "binary"),
+        (is_string_like, "string"), (is_binary_like, "binary"),
         (pa.types.is_date32, "date"), (pa.types.is_date64, "date"),
     ]
     for pred, name in simple:
         if pred(t):
             return PrimitiveType(name)
-    if hasattr(pa.types, "is_string_view") and (pa.types.is_string_view(t)):
-        return PrimitiveType("string")
-    if hasattr(pa.types, "is_binary_view") and (pa.types.is_binary_view(t)):
-        return PrimitiveType("binary")
     if pa.types.is_timestamp(t):
         return PrimitiveType("timestamp" if t.tz is not None else "timestamp_ntz")
     if pa.types.is_decimal(t):
@@ -494,9 +489,7 @@ def type_from_arrow(t: pa.DataType, *, where: str = "column") -> DataType:
                 "cast the column to a narrower decimal"
             )
         return PrimitiveType.decimal(t.precision, t.scale)
-    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t) or (
-        hasattr(pa.types, "is_list_view") and (pa.types.is_list_view(t) or pa.types.is_large_list_view(t))
-    ):
+    if is_list_like(t):
         vf = t.value_field
         return ArrayType(type_from_arrow(vf.type, where=f"{where}.element"), vf.nullable)
     if pa.types.is_map(t):

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ import pyarrow as pa
 
 from delta_core.errors import CorruptLogError, UnsupportedWriterFeatureError
 from delta_core.model.actions import Metadata
+from delta_core.model.arrow_kinds import is_list_like, same_primitive_kind
 from delta_core.model.schema import PrimitiveType, parse_data_type
 
 TYPE_CHANGES_KEY = "delta.typeChanges"
@@ -76,23 +77,9 @@ def is_supported_widening(from_type: PrimitiveType, to_type: PrimitiveType) -> b
     return False
 
 
-# Kinds of value whose widths, units and encodings differ between writers (Parquet stores a byte
-# as INT32, timestamps in ns, us or INT96, strings as large or small) without changing meaning.
-_KINDS: tuple[Callable[[pa.DataType], bool], ...] = (
-    pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal, pa.types.is_boolean,
-    pa.types.is_date, pa.types.is_timestamp, pa.types.is_time,
-    lambda t: pa.types.is_string(t) or pa.types.is_large_string(t),
-    lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t),
-)
-
-
-def _list_like(t: pa.DataType) -> bool:
-    return bool(pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t))
-
-
 def readable_as(stored: pa.DataType, table: pa.DataType) -> bool:
     """Whether values a data file stores as Arrow type ``stored`` may be read as the table's
-    ``table`` type: the same kind of value (another width, unit or encoding), or one that type
+    ``table`` type: the same kind of value (another width, unit or layout, ``arrow_kinds``), or one that type
     widening turns into it (integer to floating point or decimal, date to timestamp_ntz). A file
     holding anything else (a string for a number, ...) does not fit the schema; a cast would
     invent values."""
@@ -105,12 +92,12 @@ def readable_as(stored: pa.DataType, table: pa.DataType) -> bool:
             return False
         have = {f.name: f.type for f in stored}
         return all(readable_as(have[f.name], f.type) for f in table if f.name in have)
-    if _list_like(table):
-        return _list_like(stored) and readable_as(stored.value_type, table.value_type)
+    if is_list_like(table):
+        return is_list_like(stored) and readable_as(stored.value_type, table.value_type)
     if pa.types.is_map(table):
         return pa.types.is_map(stored) and readable_as(stored.key_type, table.key_type) \
             and readable_as(stored.item_type, table.item_type)
-    if any(kind(stored) and kind(table) for kind in _KINDS):
+    if same_primitive_kind(stored, table):
         return True
     if pa.types.is_integer(stored):
         return bool(pa.types.is_floating(table) or pa.types.is_decimal(table))

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from delta_core.errors import PartitionValueError, SchemaMismatchError
 from delta_core.model.actions import Add, Metadata
+from delta_core.model.arrow_kinds import is_list_like, same_primitive_kind
 from delta_core.model.partition_values import partition_path, serialize_partition_value, url_encode_path
 from delta_core.model.schema import StructField, StructType, schema_to_arrow, to_physical_path, without_column_mapping
 from delta_core.model.stats_collect import StatsCollector, split_column_name
@@ -38,30 +39,14 @@ from delta_core.write.parquet_stream import ParquetStream
 from delta_core.write.row_tracking import materialized_fields
 from delta_core.write.void_columns import check_void_writable, drop_void, without_void
 
-# Arrow type families that may be cast into one another without changing meaning.
-_FAMILIES = (
-    pa.types.is_integer, pa.types.is_floating, pa.types.is_decimal,
-    lambda t: pa.types.is_string(t) or pa.types.is_large_string(t) or _is_view(t, "string"),
-    lambda t: pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
-    or _is_view(t, "binary"),
-    pa.types.is_date, pa.types.is_timestamp, pa.types.is_boolean,
-    lambda t: pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_fixed_size_list(t),
-    pa.types.is_map, pa.types.is_struct, pa.types.is_null,
-)
-
-
-def _is_view(t: pa.DataType, kind: str) -> bool:
-    pred = getattr(pa.types, f"is_{kind}_view", None)
-    return bool(pred and pred(t))
-
 
 def _same_family(a: pa.DataType, b: pa.DataType) -> bool:
     if pa.types.is_timestamp(a) and pa.types.is_timestamp(b):
         # timestamp (UTC) and timestamp_ntz are different Delta types: never mix them.
         return (a.tz is None) == (b.tz is None)
-    if pa.types.is_null(a):
+    if pa.types.is_null(a) or same_primitive_kind(a, b):
         return True
-    return any(f(a) and f(b) for f in _FAMILIES)
+    return any(f(a) and f(b) for f in (is_list_like, pa.types.is_map, pa.types.is_struct))
 
 
 def table_schema(metadata: Metadata) -> StructType:

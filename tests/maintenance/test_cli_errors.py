@@ -92,7 +92,7 @@ def test_delta_error_in_an_executor_keeps_its_kind(spark, table_uri):
         compact(table, spark)
     assert type(info.value) is MaintenanceError  # the executor's own error class, not a wrapper
     assert str(info.value).startswith("column 'id' of ")
-    assert "which cannot be read as the table's int64" in str(info.value)
+    assert "holds string values, but the table's schema says int64" in str(info.value)
 
 
 @pytest.mark.spark
