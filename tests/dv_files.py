@@ -17,7 +17,9 @@ from collections.abc import Iterable, Sequence
 import pyarrow as pa
 from pyroaring import BitMap64
 
-from delta_core.model.actions import DeletionVectorDescriptor
+from delta_core.log.table import DeltaTable
+from delta_core.model.actions import Add, DeletionVectorDescriptor
+from delta_core.write.transaction import Transaction
 
 MAGIC = 1681511377
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"
@@ -93,3 +95,16 @@ def rows_applying_dvs(uri: str, version: int | None = None) -> pa.Table:
 
     dt = deltalake.DeltaTable(uri, version=version)
     return pa.table(deltalake.QueryBuilder().register("t", dt).execute("select * from t").read_all())
+
+
+def commit_deletion_vector(table: DeltaTable, path: str, rows: list[int]) -> int:
+    """Another engine's DELETE: the file stays, a deletion vector hides ``rows`` of it."""
+    txn = Transaction(table, operation="DELETE", operation_parameters={"predicate": "[]"})
+    victim = next(a for a in txn.snapshot.add_actions() if a.path == path)
+    with txn:
+        txn.add_actions([
+            victim.to_remove(victim.modification_time, data_change=True),
+            Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,
+                deletion_vector=inline_dv(rows)),
+        ])
+        return txn.commit().version

@@ -30,6 +30,7 @@ The executors of compaction and Z-order call these functions; nothing here impor
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections import deque
 from collections.abc import Generator, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -342,11 +343,11 @@ def rewrite_files(
     key: str | None = None,
     deletion_vectors: Sequence[DeletionVectorDescriptor | None] | None = None,
     row_ids: Mapping[str, FileRowIds] | None = None,
-) -> Add:
+) -> Add | None:
     """Stream the live rows of ``paths`` (files of one partition; ``sizes`` and
     ``deletion_vectors`` as in the log, when known) into one new file with ``dataChange=false``
     and no deletion vector (at ``key`` when given); returns its ``add``, whose stats count the
-    rows written. Row order follows ``paths``. ``reader`` (for this table's ``metadata``)
+    rows written, or ``None`` when the inputs have no live row (no empty file is left). Row order follows ``paths``. ``reader`` (for this table's ``metadata``)
     replaces the default one, e.g. to summarise inputs; ``row_ids`` (``row_tracking.input_row_ids``)
     are the default reader's, to keep rows' stable ids (a given ``reader`` must have them)."""
     reader = reader if reader is not None else DataFileReader(storage, metadata, row_ids=row_ids)
@@ -356,5 +357,10 @@ def rewrite_files(
             "the table has row tracking enabled, so a rewrite must keep each row's stable row id: "
             "read the inputs with their row ids (row_ids=row_tracking.input_row_ids(snapshot, paths))",
             path=storage.root)
-    return write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
-                           partition_values=partition_values, key=key)
+    add = write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
+                          partition_values=partition_values, key=key)
+    if json.loads(add.stats or "{}").get("numRecords") == 0:
+        # Deletion vectors deleted every input row: the inputs are removed and nothing replaces them.
+        storage.delete(log_path_to_key(add.path, storage.root))
+        return None
+    return add

@@ -145,3 +145,32 @@ def test_purge_on_s3(spark, s3_table_uri, s3_storage_options):
     after = pa.concat_tables(read_data_file(table.storage, a.path, table.snapshot().metadata)
                              for a in table.snapshot().add_actions())
     assert collections.Counter(json.dumps(r, sort_keys=True, default=str) for r in after.to_pylist()) == before
+
+
+def test_purge_removes_a_file_whose_rows_are_all_deleted_without_adding_an_empty_one(spark, tmp_path):
+    import polars_deltalake
+
+    from tests.dv_files import commit_deletion_vector
+    from tests.maintenance.conftest import make_table
+
+    uri = str(tmp_path / "t")
+    table = make_table(uri, appends=2, properties={"delta.enableDeletionVectors": "true"})
+    gone, partly = sorted(table.snapshot().file_paths)[:2]  # both in region=eu
+    commit_deletion_vector(table, gone, list(range(20)))  # each file holds 20 rows
+    commit_deletion_vector(table, partly, [0, 5])
+    before = rows(uri, table.latest_version())
+    kernel_before = polars_deltalake.read_delta(uri).to_arrow().num_rows
+    assert sum(before.values()) == kernel_before == 80 - 22
+
+    metrics = purge(table, spark)
+
+    assert (metrics.num_removed_files, metrics.num_added_files, metrics.files_with_deletion_vectors) == (2, 1, 2)
+    info = commit_info(table, metrics.version)
+    assert info["operationMetrics"]["numAddedFiles"] == "1" and info["operationMetrics"]["numRemovedFiles"] == "2"
+    snapshot = table.snapshot()
+    assert gone not in snapshot.file_paths and partly not in snapshot.file_paths
+    assert all(json.loads(a.stats)["numRecords"] > 0 for a in snapshot.add_actions())  # no empty file
+    assert rows(uri, metrics.version) == before
+    assert polars_deltalake.read_delta(uri).to_arrow().num_rows == kernel_before
+    new_files = {p for p, _ in listing(uri) if p.endswith(".parquet")} - {url_decode_path(p) for p in [gone, partly]}
+    assert len(new_files) == snapshot.num_files  # the task left no 0-row file behind on storage either

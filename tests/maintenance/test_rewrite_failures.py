@@ -37,25 +37,11 @@ from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.model.actions import Add, Remove
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.table_writes import append, create_table, delete_files
-from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
-from tests.dv_files import inline_dv, rows_applying_dvs
+from tests.dv_files import commit_deletion_vector, inline_dv, rows_applying_dvs
 from tests.maintenance.conftest import SCHEMA, batch, make_table, multiset
 
 pytestmark = pytest.mark.spark
-
-def commit_deletion_vector(table: DeltaTable, path: str, rows: list[int]) -> int:
-    """Another engine's DELETE: the file stays, a deletion vector hides ``rows`` of it."""
-    txn = Transaction(table, operation="DELETE", operation_parameters={"predicate": "[]"})
-    victim = next(a for a in txn.snapshot.add_actions() if a.path == path)
-    with txn:
-        txn.add_actions([
-            victim.to_remove(victim.modification_time, data_change=True),
-            Add(victim.path, victim.partition_values, victim.size, victim.modification_time, True, victim.stats,
-                deletion_vector=inline_dv(rows)),
-        ])
-        return txn.commit().version
-
 
 def data_files(root: str) -> list[tuple[str, int]]:
     return [(p, size) for p, size in listing(root) if p.endswith(".parquet")]

@@ -99,13 +99,14 @@ class CompactionMetrics(MetricsRecord):
 
 
 def _compact_bin(task: CompactBinTask) -> list[str]:
-    """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON, then the
-    summaries of the inputs in ``summarise`` (``InputSummary`` JSON)."""
+    """Spark task: rewrite one bin into one file; returns the new ``add`` as JSON (none when
+    deletion vectors deleted every row of the bin), then the summaries of the inputs in
+    ``summarise`` (``InputSummary`` JSON)."""
     reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise, row_ids=task.row_ids)
     add = rewrite_files(task.storage, task.paths, metadata=task.metadata,
                         partition_values=task.partition_values, sizes=task.sizes, reader=reader,
                         key=task.key, deletion_vectors=task.deletion_vectors or None)
-    return [add_to_json(add), *(s.to_json() for s in reader.summaries())]
+    return [*([add_to_json(add)] if add is not None else []), *(s.to_json() for s in reader.summaries())]
 
 
 def rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[FileGroup], label: str,
