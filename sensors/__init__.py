@@ -39,6 +39,7 @@ from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.actions import Action
+from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
@@ -96,11 +97,6 @@ def parse_cursor(cursor: str | None) -> int | None:
     if version < -1:
         raise ConfigError(f"sensor cursor {cursor!r} must be -1 or a Delta version")
     return version
-
-
-def checkpoint_due(latest: int, last_checkpoint: int | None, interval: int) -> bool:
-    """Versions since the last checkpoint (or since version 0) reached the interval."""
-    return latest - (last_checkpoint if last_checkpoint is not None else 0) >= interval
 
 
 def _run_key(table: str, purpose: str, version: int) -> str:
@@ -163,7 +159,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
 
         last_checkpoint = dt.last_checkpoint_version()
         requests: list[RunRequest] = []
-        if checkpoint_job is not None and checkpoint_due(latest, last_checkpoint, interval):
+        if checkpoint_job is not None and checkpoint_due(versions_since_checkpoint(latest, last_checkpoint), interval):
             requests.append(RunRequest(
                 run_key=_run_key(table.name, CHECKPOINT.name, latest),
                 job_name=checkpoint_job.name,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from delta_core.health.metrics import HealthMetrics
 from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT, MANIFEST, VACUUM, ZORDER
+from delta_core.write.checkpoint_cadence import checkpoint_due
 
 # Operations whose registry entries live on other branches (purge, liquid clustering); the
 # recommendation names them as the issue does.
@@ -72,7 +73,7 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
         out.append(Recommendation(
             VACUUM.cli_command, f"{m.reclaimable_tombstones} removed files ({m.reclaimable_bytes} bytes) "
                                 "are past the deleted-file retention", float(m.reclaimable_bytes), "bytes"))
-    if m.versions_since_checkpoint > 0 and m.versions_since_checkpoint >= m.checkpoint_interval:
+    if checkpoint_due(m.versions_since_checkpoint, m.checkpoint_interval):
         out.append(Recommendation(
             CHECKPOINT.cli_command, f"{m.versions_since_checkpoint} commits ({m.log_bytes_since_checkpoint} "
                                     f"bytes) since the last checkpoint, interval {m.checkpoint_interval}",

@@ -24,6 +24,7 @@ from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
 from delta_core.model.arrow_values import int_array, int_scalar, numbers_of
+from delta_core.write.checkpoint_cadence import versions_since_checkpoint
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -161,7 +162,7 @@ def compute_metrics(
         files_without_stats_ratio=_ratio(missing_stats, n),
         checkpoint_version=segment.checkpoint_version,
         checkpoint_interval=interval,
-        versions_since_checkpoint=len(segment.commit_files),
+        versions_since_checkpoint=versions_since_checkpoint(segment.version, segment.checkpoint_version),
         log_bytes_since_checkpoint=sum(c.size for c in segment.commit_files),
         num_tombstones=tombstones.num_rows,
         tombstone_bytes=_sum(tomb_sizes),

@@ -66,7 +66,7 @@ def test_observation_reports_health_on_each_new_version_only(make_events_table, 
         meta = _observe(config, instance)
         assert set(PLOTTED) <= set(meta)
         assert meta["health_num_files"] == snapshot.num_files
-        assert meta["health_versions_since_checkpoint"] == snapshot.version + 1  # no checkpoint yet
+        assert meta["health_versions_since_checkpoint"] == snapshot.version  # no checkpoint yet: commits after v0
         assert 0 <= meta["health_small_file_ratio"] <= 1 and 0 <= meta["health_score"] <= 100
         assert meta["health_deleted_rows_ratio"] == 0.0  # the demo table deletes whole files, no DVs
         # the recommendations table names what the thresholds call for: many small files, 7 commits >= 5

@@ -10,10 +10,11 @@ from dagster import AssetKey, build_sensor_context, instance_for_test, materiali
 
 from definitions import build_definitions, build_resources
 from delta_core.errors import ConfigError
+from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, delete_files
 from demo.data import event_batch
-from sensors import checkpoint_due, parse_cursor
+from sensors import parse_cursor
 
 TABLE_KEY = AssetKey(["events", "delta_table"])
 
@@ -159,5 +160,9 @@ def test_cursor_and_due_rules():
     assert parse_cursor(None) is None and parse_cursor("") is None and parse_cursor("12") == 12
     with pytest.raises(ConfigError, match="reset the sensor's cursor"):
         parse_cursor("v12")
-    assert not checkpoint_due(9, None, 10) and checkpoint_due(10, None, 10)
-    assert not checkpoint_due(19, 10, 10) and checkpoint_due(20, 10, 10)
+    def due(version: int, checkpoint: int | None, interval: int) -> bool:
+        return checkpoint_due(versions_since_checkpoint(version, checkpoint), interval)
+
+    assert not due(9, None, 10) and due(10, None, 10)
+    assert not due(19, 10, 10) and due(20, 10, 10)
+    assert not due(0, None, 1) and not due(10, 10, 10)  # nothing since the checkpoint (or creation)

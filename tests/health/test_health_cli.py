@@ -27,7 +27,7 @@ def test_health_json_has_score_metrics_and_recommendations(tmp_path, capsys):
     m = doc["metrics"]
     assert {"num_files", "small_file_ratio", "deleted_rows_ratio", "versions_since_checkpoint",
             "tombstone_bytes", "skip_ratio"} <= set(m)
-    assert (m["num_files"], m["small_file_ratio"], m["versions_since_checkpoint"]) == (3, 1.0, 2)
+    assert (m["num_files"], m["small_file_ratio"], m["versions_since_checkpoint"]) == (3, 1.0, 1)  # commits after v0
     assert (m["skip_ratio"], m["overlap_depth"]) == (0.0, 3.0)  # every file spans the whole range
     recs = {r["operation"]: r for r in doc["recommendations"]}
     assert set(recs) == {"compact", "zorder"}
