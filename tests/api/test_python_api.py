@@ -55,7 +55,7 @@ def _resolve(dotted: str) -> Any:
 def _check_parameters(dotted: str, obj: Any, documented: str) -> None:
     """Each documented parameter exists, in the documented order among the positional ones,
     keyword-only where the doc puts it after ``*``, with the documented default."""
-    shown = ast.parse(f"def f({documented}): pass").body[0].args  # type: ignore[attr-defined]
+    shown = ast.parse(f"def f({documented}): pass").body[0].args
     real = inspect.signature(obj).parameters
     positional = [p for p in real if real[p].kind is inspect.Parameter.POSITIONAL_OR_KEYWORD and p != "self"]
     shown_positional = [a.arg for a in shown.args]
