@@ -50,6 +50,7 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         jobs.extend(table_jobs.operations.values())
         if table_jobs.downstream is not None:
             jobs.append(table_jobs.downstream)
+        jobs.append(table_jobs.observe)
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
     return Definitions(

@@ -3,8 +3,9 @@
 Layers, each importing only those before it: ``model`` (actions, schema, features, properties),
 ``storage`` (the one IO contract), ``log`` (segments, replay, snapshots), ``write``
 (transactions, checkpoints, data files), ``maintenance`` (plans; ``maintenance.spark`` executes
-them) and ``cli``. The names below are the public entry points; they are imported on first use,
-so ``import delta_core`` is cheap.
+them) and ``cli``. The names below are the public entry points (docs/python-api.md); they are
+imported on first use, so ``import delta_core`` is cheap: no pyarrow, and pyspark only once a Spark
+session is built. The ``TYPE_CHECKING`` block gives type checkers and editors the same names.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import importlib
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Arrow's allocator, chosen before pyarrow is first imported (an explicit
 # ARROW_DEFAULT_MEMORY_POOL wins): jemalloc, which Linux wheels ship, returns pages to the
@@ -38,11 +39,36 @@ _EXPORTS = {
     "set_properties": "delta_core.write.table_writes",
     "write_checkpoint": "delta_core.write.checkpoint_write",
     "cleanup_log": "delta_core.write.log_cleanup",
+    "compact": "delta_core.maintenance.spark.compaction",
+    "zorder": "delta_core.maintenance.spark.zorder",
+    "vacuum": "delta_core.maintenance.spark.vacuum",
+    "build_spark_session": "delta_core.maintenance.spark.session",
     "DeltaError": "delta_core.errors",
     "CommitStateUnknownError": "delta_core.errors",
 }
 
 __all__ = ["ENGINE_INFO", "__version__", *_EXPORTS]
+
+if TYPE_CHECKING:  # the same names as _EXPORTS (tests/api/test_python_api.py keeps them equal)
+    from delta_core.errors import CommitStateUnknownError as CommitStateUnknownError
+    from delta_core.errors import DeltaError as DeltaError
+    from delta_core.log.snapshot import Snapshot as Snapshot
+    from delta_core.log.table import DeltaTable as DeltaTable
+    from delta_core.maintenance.spark.compaction import compact as compact
+    from delta_core.maintenance.spark.session import build_spark_session as build_spark_session
+    from delta_core.maintenance.spark.vacuum import vacuum as vacuum
+    from delta_core.maintenance.spark.zorder import zorder as zorder
+    from delta_core.storage import open_storage as open_storage
+    from delta_core.write.checkpoint_write import write_checkpoint as write_checkpoint
+    from delta_core.write.commit_outcome import CommitResult as CommitResult
+    from delta_core.write.commit_outcome import RetryPolicy as RetryPolicy
+    from delta_core.write.log_cleanup import cleanup_log as cleanup_log
+    from delta_core.write.table_writes import append as append
+    from delta_core.write.table_writes import create_table as create_table
+    from delta_core.write.table_writes import delete_files as delete_files
+    from delta_core.write.table_writes import overwrite as overwrite
+    from delta_core.write.table_writes import set_properties as set_properties
+    from delta_core.write.transaction import Transaction as Transaction
 
 
 def __getattr__(name: str) -> Any:

@@ -3,9 +3,16 @@
     python -m demo [--root DIR] [--rows N] [--appends N] [--days N]
 
 The table goes to ``DIR/demo_data/events`` (DIR defaults to the repository), the Dagster
-instance to ``$DAGSTER_HOME`` or ``DIR/.dagster_home``; the run then shows in the UI started
+instance to ``$DAGSTER_HOME`` or ``DIR/.dagster_home``; its runs then show in the UI started
 with the same ``DAGSTER_HOME``. Run it from the repository root (``scripts/demo.sh`` does): the
 code location it drives (``definitions``, ``assets``, ...) is imported from there, not installed.
+
+It starts four runs, in this process, and names each: it observes the table (as the log sensor
+would on the new table), refreshes the downstream ``daily_summary`` from it, runs the full
+maintenance job, and observes the table again: the data version has not moved, so the summary
+stays in sync. The table's writer leaves checkpoints to maintenance (``delta.checkpointInterval``
+``WRITER_CHECKPOINT_INTERVAL``), so the job's checkpoint step finds one due by tables.yaml's
+interval and writes it.
 """
 
 from __future__ import annotations
@@ -23,6 +30,10 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
 TABLE_DIR = pathlib.Path("demo_data") / TABLE_NAME
 DEMO_MAX_ADVISED_RUNS = 2  # advisor runs in progress at once, across tables
+# The demo's writer checkpoints this rarely, as writers that leave checkpoints to a maintenance
+# job do; tables.yaml's checkpoint.interval (10) then makes the job's checkpoint step due.
+WRITER_CHECKPOINT_INTERVAL = 1000
+QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
 def _args(argv: list[str] | None) -> argparse.Namespace:
@@ -76,8 +87,8 @@ def short_retention_notice(retention_hours: float, table_hours: float) -> str | 
     if short_retention_error(retention_hours, table_hours, opted_in=False, whose="the table's") is None:
         return None
     return (f"Note: this run vacuums with a SHORT retention ({retention_hours:g} hours, below the table's "
-            f"{table_hours:g} hours), opting in with force=True: safe only because nothing else reads or "
-            "writes the demo table. Scheduled runs keep tables.yaml's retention; a shorter one there needs "
+            f"{table_hours:g} hours),\n  opting in with force=True: safe only because nothing else reads or "
+            "writes the demo table.\n  Scheduled runs keep tables.yaml's retention; a shorter one there needs "
             "allow_short_retention: true.")
 
 
@@ -100,8 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     from assets.maintenance import maintenance_asset_key
     from assets.metadata import FileStats, human_bytes
     from definitions import build_definitions
+    from delta_core.model.table_properties import CHECKPOINT_INTERVAL
     from demo.table import build_demo_table
-    from jobs import downstream_job_name, maintenance_job_name
+    from jobs import downstream_job_name, maintenance_job_name, observe_job_name
     from resources.config import load_config
     from schedules import op_run_config
 
@@ -111,35 +123,43 @@ def main(argv: list[str] | None = None) -> int:
     print(f"Creating {table_path} ({args.rows} rows, {args.appends} appends x {args.days} days) ...",
           flush=True)
     table = build_demo_table(table_path, name=TABLE_NAME, rows=args.rows, appends=args.appends,
-                             days=args.days, delete_fraction=args.delete_fraction)
+                             days=args.days, delete_fraction=args.delete_fraction,
+                             properties={CHECKPOINT_INTERVAL: str(WRITER_CHECKPOINT_INTERVAL)})
     before = FileStats.of(table.snapshot())
-    print(f"  created in {time.monotonic() - t0:.1f} s: version {before.version}, "
-          f"{before.num_files} files, {human_bytes(before.total_bytes)}", flush=True)
-
     config = load_config(config_path)
+    policy = config.table(TABLE_NAME)
+    checkpoint = table.last_checkpoint_version()
+    print(f"  created in {time.monotonic() - t0:.1f} s: version {before.version}, "
+          f"{before.num_files} files, {human_bytes(before.total_bytes)}, "
+          f"{'no checkpoint' if checkpoint is None else f'last checkpoint at version {checkpoint}'}: its writer "
+          f"checkpoints\n  every {WRITER_CHECKPOINT_INTERVAL} commits ({CHECKPOINT_INTERVAL}), maintenance "
+          f"every {policy.checkpoint.interval} (tables.yaml checkpoint.interval)", flush=True)
+
     defs = build_definitions(config)
-    job = defs.resolve_job_def(maintenance_job_name(TABLE_NAME))
     vacuum = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, VACUUM.name))
     notice = short_retention_notice(args.vacuum_retention_hours,
                                     table.snapshot().properties.deleted_file_retention.total_seconds() / 3600.0)
     if notice is not None:
         print(notice, flush=True)
-    run_config = op_run_config(vacuum, {"retention_hours": args.vacuum_retention_hours,
-                                        "force": notice is not None})
     instance = DagsterInstance.get()
-    print(f"Running job {job.name} in-process (Dagster instance {home}) ...", flush=True)
-    t1 = time.monotonic()
-    quiet = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
-    result = job.execute_in_process(instance=instance, run_config=run_config | quiet, raise_on_error=False)
-    print(f"  run {result.run_id} {'succeeded' if result.success else 'FAILED'} "
-          f"in {time.monotonic() - t1:.1f} s", flush=True)
-    if not result.success:
-        for event in result.all_events:
-            if event.is_step_failure:
-                print(f"  step {event.step_key} failed: {event.event_specific_data.error.message}")
+    print(f"\nRuns started in the Dagster instance {home} (in this process):", flush=True)
+
+    observe_job = observe_job_name(TABLE_NAME)
+    observed = _run(defs, instance, observe_job, lambda result, _: _observation_text(result))
+    if not observed.success:
         return 1
-    summary_job = defs.resolve_job_def(downstream_job_name(TABLE_NAME))
-    summary_job.execute_in_process(instance=instance, run_config=quiet)
+    refreshed = _run(defs, instance, downstream_job_name(TABLE_NAME), lambda result, _: _summary_text(result))
+    if not refreshed.success:
+        return 1
+    job_name = maintenance_job_name(TABLE_NAME)
+    result = _run(defs, instance, job_name, lambda _, seconds: f"{', '.join(policy.operations)} in {seconds:.1f} s",
+                  op_run_config(vacuum, {"retention_hours": args.vacuum_retention_hours, "force": notice is not None}))
+    if not result.success:
+        return 1
+    observed_after = _run(defs, instance, observe_job,
+                          lambda result, _: _observation_text(result, previous=_observation(observed)))
+    if not observed_after.success:
+        return 1
 
     after = FileStats.of(table.snapshot())
     print()
@@ -150,11 +170,11 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("median file size", human_bytes(before.median_file_bytes), human_bytes(after.median_file_bytes)))
     print(_line("partitions", str(before.num_partitions), str(after.num_partitions)))
     print()
-    print("Per step:")
-    for op in config.table(TABLE_NAME).operations:
+    print(f"Per step of {job_name}:")
+    for op in policy.operations:
         node = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, op)).node_def.name
         for mat in result.asset_materializations_for_node(node):
-            print(f"  {op:<11} " + _step_line(op, mat.metadata))
+            print(f"  {op:<11} " + _step_line(op, mat.metadata, checkpoint_interval=policy.checkpoint.interval))
     print()
     tables_env = "" if config_path == REPO_ROOT / "tables.yaml" else f" DELTA_MAINTENANCE_TABLES={config_path}"
     print(f"Dagster UI:  DAGSTER_HOME={home}{tables_env} \\")
@@ -163,7 +183,49 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _step_line(op: str, metadata) -> str:
+def _run(defs, instance, job_name: str, describe, run_config: dict | None = None):
+    """Run ``job_name`` in this process, printing one line: the job, its run id (as the UI
+    shortens it), the outcome and ``describe(result, seconds)``; after a failure, the failed
+    steps' errors instead."""
+    print(f"  {job_name:<26} ", end="", flush=True)
+    started = time.monotonic()
+    result = defs.resolve_job_def(job_name).execute_in_process(
+        instance=instance, run_config=(run_config or {}) | QUIET_RUN_CONFIG, raise_on_error=False)
+    if result.success:
+        print(f"{result.run_id[:8]}  succeeded  {describe(result, time.monotonic() - started)}", flush=True)
+        return result
+    print(f"{result.run_id[:8]}  FAILED", flush=True)
+    for event in result.get_step_failure_events():
+        print(f"    step {event.step_key} failed: {event.event_specific_data.error.message.strip()}")
+    return result
+
+
+def _observation(result):
+    (observation,) = [e.asset_observation_data.asset_observation for e in result.get_asset_observation_events()]
+    return observation
+
+
+def _observation_text(result, *, previous=None) -> str:
+    """``<table>/delta_table``'s Delta and data versions; after the ``previous`` observation,
+    whether the data version moved (assets computed from it are then unsynced)."""
+    observation = _observation(result)
+    text = (f"{observation.asset_key.to_user_string()} at version {observation.metadata['delta_version'].value}, "
+            "data version ")
+    if previous is None:
+        return text + observation.data_version
+    if observation.data_version == previous.data_version:
+        return text + f"still {observation.data_version}: daily_summary in sync"
+    return text + f"{observation.data_version}: assets computed from it are unsynced"
+
+
+def _summary_text(result) -> str:
+    (materialization,) = [e.materialization for e in result.get_asset_materialization_events()]
+    meta = materialization.metadata
+    return (f"{materialization.asset_key.to_user_string()}: {meta['total_rows'].value:,} rows over "
+            f"{meta['days'].value} days, from version {meta['source_delta_version'].value}")
+
+
+def _step_line(op: str, metadata, *, checkpoint_interval: int) -> str:
     def v(key: str):
         entry = metadata.get(key)
         return None if entry is None else entry.value
@@ -179,7 +241,11 @@ def _step_line(op: str, metadata) -> str:
     if op == CHECKPOINT.name:
         if v("checkpoint_written") is False:  # the table's checkpoint interval is not reached
             return f"no checkpoint due: {v('checkpoint_skipped_reason')}"
-        return f"checkpoint at version {v('checkpoint_version')}"
+        since = v("checkpoint_version_before")
+        return (f"checkpoint written at version {v('checkpoint_version')} "
+                f"({v('health_versions_since_checkpoint_before')} commits since "
+                f"{'the table was created' if since == 'none' else f'the checkpoint at version {since}'}, "
+                f"interval {checkpoint_interval})")
     if op == MANIFEST.name:
         return f"{v('manifests_written')} manifests written ({v('mode')})"
     return ""

@@ -1,5 +1,5 @@
-"""Asset jobs: per table (full maintenance, one per operation, downstream refresh) and across
-tables (all maintenance, one per operation).
+"""Asset jobs: per table (full maintenance, one per operation, downstream refresh, observation of
+the table) and across tables (all maintenance, one per operation).
 
 Every job runs on the in-process executor by default: one process, one SparkSession for all
 its steps, and steps in dependency order (compact before zorder before vacuum ...). Run config
@@ -19,6 +19,7 @@ from dagster import AssetKey, AssetSelection, define_asset_job, multi_or_in_proc
 
 from assets.downstream import daily_summary_key
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
+from assets.table import table_asset_key
 from delta_core.maintenance.operations import OPERATIONS
 from resources.config import MaintenanceConfig, TableConfig
 
@@ -43,6 +44,10 @@ def downstream_job_name(table_name: str) -> str:
     return f"{table_name}_downstream_refresh"
 
 
+def observe_job_name(table_name: str) -> str:
+    return f"{table_name}_observe"
+
+
 def all_tables_job_name(operation: str) -> str:
     return f"all_tables_{operation}"
 
@@ -58,6 +63,7 @@ class TableJobs:
     maintenance: AssetJob
     operations: dict[str, AssetJob]
     downstream: AssetJob | None
+    observe: AssetJob
 
 
 def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
@@ -80,7 +86,10 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
     keys = downstream_keys(table)
     downstream = _job(downstream_job_name(table.name), AssetSelection.assets(*keys),
                       f"Refresh assets downstream of `{table.name}` after data changes.") if keys else None
-    return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream)
+    # What the log sensor records on each new version, on demand (the demo runs it; so can a person).
+    observe = _job(observe_job_name(table.name), AssetSelection.assets(table_asset_key(table.name)),
+                   f"Observe `{table.name}`: record its Delta version, data version and health.")
+    return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream, observe=observe)
 
 
 def build_cross_table_jobs(config: MaintenanceConfig) -> list[AssetJob]:

@@ -1,4 +1,6 @@
-"""The demo command end to end on a temporary folder (small size)."""
+"""The demo command end to end on a temporary folder (small size), then its Dagster instance read
+back: the runs it says it started are the runs it started, the table asset is observed, the
+maintenance job wrote a checkpoint, and the downstream summary stays in sync."""
 
 from __future__ import annotations
 
@@ -12,8 +14,19 @@ from tests.dagster.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
 
+SCREEN_LINES = 40
+RUNS = ("events_observe", "events_downstream_refresh", "events_maintenance", "events_observe")
+
 
 def test_demo_command_prints_before_after_summary(tmp_path):
+    from dagster import AssetKey, DagsterInstance, DagsterRunStatus
+    from dagster._core.definitions.data_version import StaleStatus
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    from definitions import build_definitions
+    from delta_core.log.table import DeltaTable
+    from resources.config import load_config
+
     env = {k: v for k, v in os.environ.items() if k not in ("DAGSTER_HOME", "DELTA_MAINTENANCE_TABLES")}
     env.update(PYTHONPATH=str(REPO_ROOT), SPARK_LOCAL_IP="127.0.0.1", SPARK_MASTER="local[1]",
                JAVA_HOME=os.environ.get("JAVA_HOME", "/usr/lib/jvm/java-17-openjdk-amd64"))
@@ -24,34 +37,62 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     )
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     text = out.stdout
+    assert len(text.splitlines()) <= SCREEN_LINES, text  # one screen
     assert "Delta maintenance of 'events' — before / after" in text
     for label in ("Delta version", "live files", "total size", "median file size", "partitions"):
         assert label in text
-    assert "succeeded" in text
     # its vacuum retention (0 hours) is below the table's 168: the demo says so (issue 13 §14)
     assert "SHORT retention (0 hours, below the table's 168 hours)" in text
     for step in ("compact", "zorder", "vacuum", "checkpoint", "manifest"):
         assert f"  {step} " in text
     assert "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000" in text
 
-    from delta_core.log.table import DeltaTable
-
     table = DeltaTable(str(tmp_path / "demo_data" / "events"))
     snap = table.snapshot()
     assert snap.num_records == 3000 - _deleted_rows(table)
-    # the checkpoint step writes one only when tables.yaml's interval (10) of commits follow the last
-    checkpoint = table.last_checkpoint_version()
-    if checkpoint == snap.version:
-        assert f"checkpoint at version {snap.version}" in text
-    else:
-        assert checkpoint is not None and snap.version - checkpoint < 10
-        assert "no checkpoint due" in text
-    assert (tmp_path / ".dagster_home" / "dagster.yaml").exists()
     files_line = next(line for line in text.splitlines() if "live files" in line)
     before, after = (int(x) for x in files_line.split()[2:5:2])
     assert after < before
+    # The table's writer left checkpoints to maintenance: the job's checkpoint step found one due
+    # (tables.yaml's interval 10) and wrote it at the latest version.
+    assert table.last_checkpoint_version() == snap.version
+    assert (f"checkpoint written at version {snap.version} ({snap.version + 1} commits since the table "
+            "was created, interval 10)") in text
+    assert "no checkpoint due" not in text
+
+    # The runs it names, in order, are the runs the instance holds, all succeeded.
+    printed = [line.split()[:3] for line in text.splitlines() if line.startswith("  events_")]
+    assert [job for job, _, _ in printed] == list(RUNS)
+    assert all(outcome == "succeeded" for _, _, outcome in printed)
+    home = tmp_path / ".dagster_home"
+    assert (home / "dagster.yaml").exists()
+    data_version = str(_last_data_change(table))
+    with DagsterInstance.from_config(str(home)) as instance:
+        runs = list(reversed(instance.get_runs()))  # newest first, as stored
+        assert [run.job_name for run in runs] == list(RUNS)
+        assert [run.run_id[:8] for run in runs] == [run_id for _, run_id, _ in printed]
+        assert all(run.status == DagsterRunStatus.SUCCESS for run in runs)
+
+        # The table asset is observed (the UI no longer says "Never observed"): at the latest
+        # version, with the data version of the last data change (maintenance changed no data).
+        record = instance.get_latest_data_version_record(AssetKey(["events", "delta_table"]))
+        assert record is not None and record.asset_observation is not None
+        assert record.asset_observation.metadata["delta_version"].value == snap.version
+        assert record.asset_observation.data_version == data_version
+        assert (f"events/delta_table at version {snap.version}, data version still {data_version}: "
+                "daily_summary in sync") in text
+        # ... which Dagster agrees with: the summary refreshed before maintenance is not unsynced.
+        defs = build_definitions(load_config(tmp_path / "tables.yaml"))
+        resolver = get_stale_status_resolver(instance, defs.assets)
+        assert resolver.get_status(AssetKey(["events", "daily_summary"])) == StaleStatus.FRESH
+        assert resolver.get_status(AssetKey(["events", "compact"])) == StaleStatus.FRESH
 
 
 def _deleted_rows(table) -> int:
     return sum(int(c.commit_info.get("operationMetrics", {}).get("numDeletedRows", 0))
                for c in table.history() if c.commit_info.get("operation") == "DELETE")
+
+
+def _last_data_change(table) -> int:
+    """The demo's last data-changing commit: its second DELETE (maintenance follows it)."""
+    return max(c.version for c in table.history() if c.commit_info.get("operation") == "DELETE")

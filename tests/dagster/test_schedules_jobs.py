@@ -92,6 +92,7 @@ def test_jobs_select_by_group_and_kind(defs):
     assert keys("all_tables_compact") == {"events/compact", "orders/compact"}
     assert keys("all_tables_checkpoint") == {"events/checkpoint"}
     assert keys("orders_vacuum") == {"orders/vacuum"}
+    assert keys("events_observe") == {"events/delta_table"}  # an observation, nothing materialized
     for name in ("events_maintenance", "all_tables_maintenance", "orders_compact"):
         # Run config may choose multiprocess (tests/dagster/test_executors.py runs both).
         assert defs.resolve_job_def(name).executor_def.name == "multi_or_in_process_executor"
