@@ -16,6 +16,12 @@ Rule (the protocol's, stated for time travel):
 4. Then delete the sidecars in ``_delta_log/_sidecars/`` that no remaining checkpoint
    references and that are more than a day old as of midnight UTC (``sidecar_cleanup``).
 
+Also deleted: this library's abandoned temporary files in ``_delta_log`` (``.<log file>.<uuid
+hex>.tmp``, hidden, so no reader sees them), which a writer killed between writing and
+publishing a commit or checkpoint leaves behind (``storage.fsspec_store``, ``atomic_output``),
+once they are past the cutoff and more than a day old (``sidecar_cutoff_ms``): no live writer
+holds one that long. They can be as large as a checkpoint.
+
 Without such a checkpoint nothing is deleted. Commit timestamps are file modification
 times, made strictly increasing as Delta does. Files are deleted oldest first, so a crash
 half-way leaves a log that still starts at a checkpoint. The clock is injectable (``now``).
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import re
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -40,12 +47,15 @@ from delta_core.model.clock import Clock
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_EXPIRED_LOG_CLEANUP, TableProperties
 from delta_core.write.checkpoint_protection import protect_checkpoints, protected_before
-from delta_core.write.sidecar_cleanup import plan_sidecar_cleanup
+from delta_core.write.sidecar_cleanup import plan_sidecar_cleanup, sidecar_cutoff_ms
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
+
+# A temporary file of ours beside a log file being published: hidden, named after its target.
+_ABANDONED_TEMP = re.compile(r"^\.\d{20}\.[^/]+\.[0-9a-f]{32}\.tmp$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,10 +170,14 @@ def cleanup_log(
         return LogCleanupResult(checkpoint_version=None, cutoff_ms=cutoff, dry_run=dry_run,
                                 duration_seconds=time.monotonic() - started, skipped_reason=reason)
     listed: list[LogPath] = []
+    abandoned: list[str] = []
+    temp_cutoff = min(cutoff, sidecar_cutoff_ms(now))
     for info in storage.list_from(LOG_DIR, ""):
         lp = parse_log_name(info.name, size=info.size, modification_time=info.modification_time)
         if lp is not None:
             listed.append(lp)
+        elif _ABANDONED_TEMP.match(info.name) and info.modification_time <= temp_cutoff:
+            abandoned.append(info.key)
     keep_from, doomed = plan_log_cleanup(listed, cutoff_ms=cutoff)
     skipped_reason = None
     boundary = protected_before(protocol, metadata)
@@ -179,6 +193,7 @@ def cleanup_log(
         gone = set(keys)
         remaining = [f for f in listed if f.is_checkpoint and f.key not in gone]
         keys += plan_sidecar_cleanup(storage, remaining, now_ms=now)
+    keys += abandoned
     if keys and not dry_run:
         # In plan order (oldest first; commits before checkpoints under checkpointProtection),
         # in batches: an interruption leaves a log that still starts at a checkpoint.

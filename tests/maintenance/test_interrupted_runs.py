@@ -16,6 +16,7 @@ second is the kill as the version appears, which lands in the ``.crc`` write.
 from __future__ import annotations
 
 import collections
+import datetime as dt
 import json
 import os
 import pathlib
@@ -197,6 +198,20 @@ def test_checkpoint_killed_while_writing(tmp_path):
     assert DeltaTable(uri).snapshot().log_segment.checkpoint_version == 0
     assert sorted(DeltaTable(uri).snapshot().file_paths) == files
     assert len(deltalake.DeltaTable(uri).file_uris()) == len(files)
+    # The killed write's hidden temporary file (as large as a checkpoint) stays until log
+    # cleanup finds it more than a day old; nothing else of the log goes.
+    from delta_core.write.log_cleanup import cleanup_log
+
+    def temps() -> list[str]:
+        return [f for f in os.listdir(os.path.join(uri, "_delta_log")) if f.endswith(".tmp")]
+
+    (temp,) = temps()
+    young = cleanup_log(DeltaTable(uri), retention=dt.timedelta(0))
+    assert young.deleted == () and temps() == [temp]  # less than a day old: kept
+    two_days = int(time.time() * 1000) + 2 * 86_400_000
+    result = cleanup_log(DeltaTable(uri), clock=lambda: two_days, retention=dt.timedelta(0))
+    assert temps() == [] and [k.rsplit("/", 1)[-1] for k in result.deleted] == [temp]
+    assert sorted(DeltaTable(uri).snapshot().file_paths) == files
 
 
 def test_a_commit_killed_before_its_link(spark, tmp_path):
