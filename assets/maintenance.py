@@ -93,6 +93,8 @@ class VacuumConfig(Config):
     dry_run: bool | None = Field(default=None, description="List what would be deleted, delete nothing.")
     force: bool | None = Field(default=None, description="Allow a retention below delta.deletedFileRetentionDuration.")
     mode: str | None = Field(default=None, description="full (list the table) or lite (read the log only).")
+    inventory: str | None = Field(default=None, description="Plan from this storage inventory instead of "
+                                                            "listing (path, length, isDir, modificationTime).")
 
 
 class CheckpointConfig(Config):
@@ -259,7 +261,8 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         options = _options(config, policy.options)
         return _measured(context, table, "Vacuum", lambda dt: vacuum(
             dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force,
-            mode=cast(Literal["full", "lite"], options.mode)))  # vacuum refuses any other mode
+            mode=cast(Literal["full", "lite"], options.mode),  # vacuum refuses any other mode
+            inventory=options.inventory, inventory_storage_options=_delta(context, table).fsspec_options()))
 
     return _asset
 

@@ -265,6 +265,10 @@ class VacuumSection(_Model):
     mode: Literal["full", "lite"] = Field(default="full", description=(
         "full lists the table; lite deletes what the log removed since the last vacuum without listing "
         "(Delta's VACUUM LITE) and refuses when log cleanup dropped commits it needs."))
+    inventory: NonEmpty | None = Field(default=None, description=(
+        "Plan from this storage inventory instead of listing the table (Delta's VACUUM ... USING INVENTORY): "
+        "a Delta table or Parquet/CSV files with path, length, isDir, modificationTime; read with the "
+        "table's storage_options."))
 
     @field_validator("retention_hours")
     @classmethod
@@ -280,7 +284,7 @@ class VacuumSection(_Model):
     def to_policy(self) -> VacuumPolicy:
         return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
             retention_hours=self.retention_hours, dry_run=self.dry_run, force=self.allow_short_retention,
-            mode=self.mode))
+            mode=self.mode, inventory=self.inventory))
 
 
 class CheckpointSection(_Model):

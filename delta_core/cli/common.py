@@ -78,13 +78,18 @@ def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
     return options
 
 
+def table_storage_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The table's storage options: its policy's (``--table``), with ``--storage-option`` values
+    winning key by key."""
+    options = parse_storage_options(getattr(args, "storage_options", []) or [])
+    return _merged(getattr(args, "policy_storage_options", {}), options)
+
+
 def open_table(args: argparse.Namespace) -> DeltaTable:
     """The ``DeltaTable`` named by the parsed TABLE_URI and storage options."""
     from delta_core.log.table import DeltaTable  # deferred: --help must not need the read path
 
-    options = parse_storage_options(getattr(args, "storage_options", []) or [])
-    # the table's policy (--table) gives defaults; --storage-option wins, key by key
-    return DeltaTable(args.table_uri, _merged(getattr(args, "policy_storage_options", {}), options))
+    return DeltaTable(args.table_uri, table_storage_options(args))
 
 
 def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:

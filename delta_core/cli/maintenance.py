@@ -21,7 +21,7 @@ import argparse
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list, ratio, retention_hours
-from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
+from delta_core.cli.common import add_table_arguments, emit, human_size, open_table, table_storage_options
 from delta_core.cli.policy import resolve_options
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import CLUSTER, COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
@@ -83,6 +83,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     v.add_argument("--delete-on-spark", action="store_true", help="list and delete as Spark tasks instead of threads")
     v.add_argument("--lite", action="store_true",
                    help="list nothing: delete what the log removed since the last vacuum (Delta's VACUUM LITE)")
+    v.add_argument("--inventory", default=None, metavar="URI",
+                   help="plan from this storage inventory instead of listing the table (Delta's VACUUM ... USING "
+                        "INVENTORY): a Delta table or Parquet/CSV files with path, length, isDir, modificationTime; "
+                        "read with the table's --storage-option values")
     v.set_defaults(func=cmd_vacuum)
 
     m = add_operation_parser(subparsers, MANIFEST)
@@ -162,7 +166,8 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     table = open_table(args)
     spark = _spark(args) if args.delete_on_spark else None  # a factory: Spark starts only with work
     metrics = vacuum(table, retention_hours=opts.retention_hours, dry_run=opts.dry_run, force=opts.force,
-                     spark=spark, mode="lite" if args.lite else opts.mode)
+                     spark=spark, mode="lite" if args.lite else opts.mode, inventory=opts.inventory,
+                     inventory_storage_options=table_storage_options(args))
     if args.json:
         emit(metrics.to_dict(), True)
         return 0

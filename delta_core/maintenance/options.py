@@ -46,6 +46,7 @@ class VacuumOptions:
     dry_run: bool = False
     force: bool = False  # allow a retention shorter than the table's
     mode: str = "full"  # "lite": delete what the log removed since the last vacuum, list nothing
+    inventory: str | None = None  # plan from this storage inventory instead of listing (vacuum_inventory)
 
 
 @dataclass(frozen=True, slots=True)

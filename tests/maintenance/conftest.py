@@ -6,6 +6,8 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import json
+import os
+import time
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,6 +15,8 @@ import pyarrow as pa
 import pytest
 
 from delta_core.log.log_path import commit_key
+from delta_core.model.partition_values import url_decode_path
+from delta_core.write.table_writes import delete_files
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),
@@ -93,3 +97,50 @@ def assert_versions_readable(uri: str, versions: Iterable[int], *, storage_optio
 @pytest.fixture()
 def table_uri(tmp_path) -> str:
     return str(tmp_path / "table")
+
+
+DAY = dt.timedelta(days=1)
+
+
+def touch(root: str, key: str, *, mtime: float) -> str:
+    path = os.path.join(root, key)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "wb") as fh:
+        fh.write(b"x" * 10)
+    os.utime(path, (mtime, mtime))
+    return key
+
+
+def all_files(root: str) -> set[str]:
+    """Every file under ``root`` except the log (vacuum's own commits land there)."""
+    out = set()
+    for d, _dirs, files in os.walk(root):
+        for f in files:
+            out.add(os.path.relpath(os.path.join(d, f), root))
+    return {k for k in out if not k.startswith("_delta_log/")}
+
+
+@pytest.fixture()
+def scene(table_uri):
+    """A table with live files, a tombstone removed now, orphans old and young, hidden files."""
+    table = make_table(table_uri, appends=3)
+    snap = table.snapshot()
+    removed = [url_decode_path(p) for p in snap.file_paths[:2]]
+    delete_files(table, snap.file_paths[:2])  # tombstones with deletionTimestamp = now
+    now = time.time()
+    old, young = now - 30 * 86400, now + 10 * 86400 - 3600  # "young" relative to now + 10 days
+    extra = {
+        "orphan_old": touch(table_uri, "region=eu/part-orphan-old.parquet", mtime=old),
+        "orphan_root": touch(table_uri, "stray.parquet", mtime=old),
+        "gone_partition": touch(table_uri, "region=zz/part-0.parquet", mtime=old),
+        "cdc_old": touch(table_uri, "_change_data/cdc-0.parquet", mtime=old),
+        "young": touch(table_uri, "region=us/part-young.parquet", mtime=young),
+        "crc": touch(table_uri, "region=eu/.part-x.parquet.crc", mtime=old),
+        "success": touch(table_uri, "_SUCCESS", mtime=old),
+        "tmp": touch(table_uri, "_tmp_writes/part-1.parquet", mtime=old),
+        "manifest": touch(table_uri, "_symlink_format_manifest/region=eu/manifest", mtime=old),
+    }
+    for key in all_files(table_uri):  # make every data file old, as in a long-lived table
+        if not key.startswith("_") and key not in extra.values() and "/." not in key:
+            os.utime(os.path.join(table_uri, key), (old, old))
+    return table, removed, extra, now

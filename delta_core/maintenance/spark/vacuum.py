@@ -17,6 +17,9 @@ refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from `
 first (PROTOCOL.md "VACUUM Protocol Check"). All IO goes through the ``Storage`` contract (the
 local store's fast listing and directory removal live inside it).
 
+With ``inventory`` (Delta's ``VACUUM ... USING INVENTORY``) the listing comes from a storage
+inventory instead (``vacuum_inventory``), planned by the same rules.
+
 ``mode="lite"`` (Delta Spark's ``VACUUM LITE``) lists nothing: the candidates are the files the
 commits since the last vacuum name (``vacuum_lite``), planned by the same rules, and a
 completed run records how far it got in ``_delta_log/_last_vacuum_info``.
@@ -39,6 +42,7 @@ from delta_core.errors import ConfigError, RetentionTooShortError, UnplaceablePa
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.log_path import LOG_DIR
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.vacuum_inventory import inventory_listing, read_inventory
 from delta_core.maintenance.vacuum_lite import LISTING_SCHEMA, lite_candidates, lite_range, write_last_vacuum_version
 from delta_core.maintenance.vacuum_plan import (
     VacuumPlan,
@@ -255,11 +259,17 @@ def vacuum(
     clock: Clock | None = None,
     threads: int = DEFAULT_THREADS,
     mode: Literal["full", "lite"] = "full",
+    inventory: str | None = None,
+    inventory_storage_options: dict[str, Any] | None = None,
 ) -> VacuumMetrics:
-    """Vacuum ``table``; see the module docstring."""
+    """Vacuum ``table``; see the module docstring. ``inventory`` (a URI, read with
+    ``inventory_storage_options``) replaces the listing (``vacuum_inventory``)."""
     watch = Stopwatch()
     if mode not in ("full", "lite"):
         raise ConfigError(f"vacuum mode must be 'full' or 'lite', got {mode!r}", path=table.uri)
+    if inventory is not None and mode == "lite":
+        raise ConfigError("vacuum lite lists nothing and reads no inventory: use an inventory with the full mode",
+                          path=table.uri)
     snapshot = table.snapshot()
     check_write_supported(snapshot.protocol, snapshot.metadata, path=table.uri, version=snapshot.version)
     table_retention = snapshot.properties.deleted_file_retention
@@ -299,6 +309,8 @@ def vacuum(
         for p in (lite.skipped_paths if lite else ())[:10]:
             log.warning("table=%s vacuum lite leaves %r alone: it is not certainly a file of the table", table.uri, p)
         listed = lite.listed if lite else LISTING_SCHEMA.empty_table()
+    elif inventory is not None:
+        listed = inventory_listing(read_inventory(inventory, inventory_storage_options), storage.root)
     else:
         listed = list_table_files(storage, snapshot.partition_columns, threads=threads, spark=spark)
     plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,

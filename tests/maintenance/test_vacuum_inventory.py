@@ -1,0 +1,163 @@
+"""Vacuum from a storage inventory (Delta's ``VACUUM ... USING INVENTORY``, issue 31).
+
+The inventory replaces the listing and nothing else: on the same table, a dry run from an
+inventory of every file plans exactly what a dry run from a listing plans; a live file the
+inventory calls old stays; files the inventory misses are not deleted; an inventory naming
+another table's files refuses the vacuum with nothing deleted.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+
+import pyarrow as pa
+import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
+import pytest
+
+from delta_core.cli.main import main
+from delta_core.errors import ConfigError, PathEscapesTableError
+from delta_core.maintenance.spark.vacuum import vacuum
+from delta_core.model.partition_values import url_decode_path
+from tests.maintenance.conftest import DAY, all_files, deltars_rows, multiset
+
+
+def inventory_of(root: str, *, prefix: str | None = None, drop: set[str] = frozenset(),
+                 mtime_ms: int | None = None) -> pa.Table:
+    """Every file and directory under ``root`` as a storage inventory lists it (``prefix``:
+    how the paths are spelled, default ``file://`` + the root)."""
+    prefix = prefix if prefix is not None else "file://" + root
+    rows = {"path": [], "length": [], "isDir": [], "modificationTime": []}
+    for d, dirs, files in os.walk(root):
+        for name, is_dir in [(x, True) for x in dirs] + [(x, False) for x in files]:
+            rel = os.path.relpath(os.path.join(d, name), root)
+            if rel in drop:
+                continue
+            st = os.stat(os.path.join(d, name))
+            rows["path"].append(f"{prefix}/{rel}")
+            rows["length"].append(0 if is_dir else st.st_size)
+            rows["isDir"].append(is_dir)
+            rows["modificationTime"].append(mtime_ms if mtime_ms is not None else int(st.st_mtime * 1000))
+    return pa.table(rows, schema=pa.schema([("path", pa.string()), ("length", pa.int64()), ("isDir", pa.bool_()),
+                                            ("modificationTime", pa.int64())]))
+
+
+def _later(now: float) -> int:
+    return int((dt.datetime.fromtimestamp(now, dt.UTC) + 10 * DAY).timestamp() * 1000)
+
+
+def test_inventory_plans_what_the_listing_plans(scene, table_uri, tmp_path):
+    table, removed, extra, now = scene
+    inv = str(tmp_path / "inventory.parquet")
+    pq.write_table(inventory_of(table_uri), inv)
+    listed = vacuum(table, dry_run=True, clock=lambda: _later(now))
+    from_inventory = vacuum(table, dry_run=True, inventory=inv, clock=lambda: _later(now))
+    assert from_inventory.paths == listed.paths and from_inventory.num_files_to_delete == 5
+    assert from_inventory.young_kept == listed.young_kept == 1
+    rows = multiset(deltars_rows(table_uri))
+    before = all_files(table_uri)
+    done = vacuum(table, inventory=inv, clock=lambda: _later(now))
+    assert done.num_deleted_files == 5
+    planned = {k for k in before if table.storage.uri(k) in set(listed.paths)}
+    assert len(planned) == 5 and all_files(table_uri) == before - planned
+    assert multiset(deltars_rows(table_uri)) == rows
+
+
+def test_live_files_listed_as_old_stay_and_missing_files_are_not_deleted(scene, table_uri, tmp_path):
+    table, removed, extra, now = scene
+    live = {url_decode_path(p) for p in table.snapshot().file_paths}
+    # every file "old" (modified at the epoch), the old orphan left out of the inventory
+    inv = str(tmp_path / "inventory.csv")
+    pcsv.write_csv(inventory_of(table_uri, mtime_ms=0, drop={extra["orphan_old"]}), inv)
+    before = all_files(table_uri)
+    done = vacuum(table, inventory=inv, clock=lambda: _later(now))
+    after = all_files(table_uri)
+    assert live <= after and extra["orphan_old"] in after  # live: referenced; orphan: not in the inventory
+    assert extra["young"] not in after  # the inventory said it was old: its time is what the plan uses
+    assert done.num_deleted_files == len(before - after) == 5
+
+
+def test_inventory_of_another_table_is_refused_with_nothing_deleted(scene, table_uri, tmp_path):
+    table, removed, extra, now = scene
+    inv = str(tmp_path / "inventory.parquet")
+    other = str(tmp_path / "other")
+    pq.write_table(inventory_of(table_uri, prefix="file://" + other), inv)
+    before, version = all_files(table_uri), table.latest_version()
+    with pytest.raises(PathEscapesTableError, match="outside the table root .*nothing was deleted"):
+        vacuum(table, inventory=inv, clock=lambda: _later(now))
+    assert all_files(table_uri) == before and table.latest_version() == version  # no VACUUM START either
+
+
+def test_a_stale_inventory_row_and_a_delta_table_inventory(scene, table_uri, tmp_path):
+    import deltalake
+
+    table, removed, extra, now = scene
+    inv_table = inventory_of(table_uri)
+    os.remove(os.path.join(table_uri, extra["orphan_root"]))  # gone since the inventory was taken
+    inv = str(tmp_path / "inventory_table")
+    deltalake.write_deltalake(inv, inv_table)
+    done = vacuum(table, inventory=inv, clock=lambda: _later(now))
+    assert done.num_deleted_files == 5 and extra["orphan_old"] not in all_files(table_uri)
+
+
+def test_bad_inventories_are_typed_errors(scene, table_uri, tmp_path):
+    table, removed, extra, now = scene
+    no_column = str(tmp_path / "inv.parquet")
+    pq.write_table(inventory_of(table_uri).drop_columns(["isDir"]), no_column)
+    before = all_files(table_uri)
+    with pytest.raises(ConfigError, match="no column isDir"):
+        vacuum(table, inventory=no_column, clock=lambda: _later(now))
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    (empty / "notes.txt").write_text("x")
+    with pytest.raises(ConfigError, match="holds no Parquet or CSV file"):
+        vacuum(table, inventory=str(empty), clock=lambda: _later(now))
+    with pytest.raises(ConfigError, match="lite"):
+        vacuum(table, inventory=no_column, mode="lite")
+    assert all_files(table_uri) == before
+
+
+def test_cli_and_policy(scene, table_uri, tmp_path, capsys):
+    table, removed, extra, now = scene
+    inv = str(tmp_path / "inventory.parquet")
+    pq.write_table(inventory_of(table_uri), inv)
+    assert main(["vacuum", table_uri, "--inventory", inv, "--dry-run", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["dry_run"] is True and out["files_listed"] == len(inventory_of(table_uri).filter(
+        pa.compute.invert(inventory_of(table_uri).column("isDir"))))
+    config = tmp_path / "tables.yaml"
+    config.write_text(f"tables:\n  t:\n    uri: {table_uri}\n    vacuum:\n      inventory: {inv}\n"
+                      "      dry_run: true\n")
+    assert main(["vacuum", "--config", str(config), "--table", "t", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["files_listed"] == out["files_listed"]
+
+
+@pytest.mark.s3
+def test_inventory_on_s3(s3_table_uri, s3_storage_options, tmp_path):
+    import s3fs
+
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import delete_files
+    from tests.maintenance.conftest import make_table
+
+    table = make_table(s3_table_uri, appends=2, storage_options=s3_storage_options)
+    gone = table.snapshot().file_paths[0]
+    delete_files(table, [gone])
+    fs = s3fs.S3FileSystem(**s3_storage_options)
+    bucket_path = s3_table_uri.removeprefix("s3://")
+    fs.pipe_file(f"{bucket_path}/region=eu/orphan.parquet", b"x" * 10)
+    infos = fs.find(bucket_path, detail=True)
+    inv = pa.table({"path": ["s3://" + k for k in infos], "length": [v["size"] for v in infos.values()],
+                    "isDir": [False] * len(infos), "modificationTime": [0] * len(infos)})
+    inv_uri = f"s3://{bucket_path.split('/')[0]}/inventory/inv.parquet"
+    with fs.open(inv_uri, "wb") as fh:
+        pq.write_table(inv, fh)
+    far = int((dt.datetime.now(dt.UTC) + 10 * DAY).timestamp() * 1000)
+    done = vacuum(DeltaTable(s3_table_uri, s3_storage_options), inventory=inv_uri,
+                  inventory_storage_options=s3_storage_options, clock=lambda: far)
+    assert done.num_deleted_files == 2  # the removed file and the orphan
+    left = {k.removeprefix(bucket_path + "/") for k in fs.find(bucket_path)}
+    assert "region=eu/orphan.parquet" not in left and url_decode_path(gone) not in left
+    assert {url_decode_path(p) for p in DeltaTable(s3_table_uri, s3_storage_options).snapshot().file_paths} <= left
