@@ -1,0 +1,81 @@
+"""Vacuum planned from an inventory against vacuum planned from a listing, on S3 (a moto server).
+
+A table with a small live part plus ``--files`` unreferenced objects under 200 partitions (made
+through moto's backend, as in ``bench_vacuum_s3``). The inventory is what an S3 Inventory report
+would hold for the table: a Parquet file of every object with ``path``, ``length``, ``isDir`` and
+``modificationTime``, written to the bucket beside the table. Both dry runs (retention 0) must
+find exactly the orphans; the listing's time grows with the objects the store must page
+through, the inventory's with one file read.
+
+    python -m benchmarks.bench_vacuum_inventory [--files 1000000] [--rounds 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import time
+from collections.abc import Sequence
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--files", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=1)
+    args, _unknown = parser.parse_known_args(argv)
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    import s3fs
+
+    from benchmarks.bench_vacuum_s3 import MotoChild
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
+    from delta_core.write.table_writes import append, create_table
+
+    moto = MotoChild()
+    opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": moto.endpoint}}
+    try:
+        fs = s3fs.S3FileSystem(**opts)
+        fs.mkdir("bench-inventory")
+        uri = "s3://bench-inventory/t"
+        data = pa.table({"x": pa.array(range(100), pa.int64()), "a": pa.array([i % 4 for i in range(100)], pa.int32())})
+        create_table(uri, data.schema, partition_columns=["a"], storage_options=opts)
+        append(DeltaTable(uri, opts), data)
+        t0 = time.perf_counter()
+        moto.ask("orphans", "bench-inventory", "t", "one", args.files)
+        now_ms = int(time.time() * 1000)
+        live = [f"{uri}/{p}" for p in DeltaTable(uri, opts).snapshot().file_paths]
+        paths = live + [f"{uri}/a={i % 200}/orphan-{i}.parquet" for i in range(args.files)]
+        inventory = pa.table({"path": paths, "length": pa.array([4] * len(paths), pa.int64()),
+                              "isDir": pa.array([False] * len(paths)),
+                              "modificationTime": pa.array([now_ms] * len(paths), pa.int64())})
+        with fs.open("bench-inventory/inventory/report.parquet", "wb") as fh:
+            pq.write_table(inventory, fh)
+        print(f"{args.files:,} orphans under 200 partitions, inventory of {len(paths):,} objects "
+              f"(setup {time.perf_counter() - t0:.0f} s)", flush=True)
+        times: dict[str, list[float]] = {"listing": [], "inventory": []}
+        for r in range(args.rounds):
+            for how, inv in (("listing", None), ("inventory", "s3://bench-inventory/inventory/report.parquet")):
+                c0, t0 = moto.cpu_seconds(), time.perf_counter()
+                m = vacuum(DeltaTable(uri, opts), dry_run=True, retention_hours=0, force=True, inventory=inv,
+                           inventory_storage_options=opts)
+                times[how].append(time.perf_counter() - t0)
+                assert m.num_files_to_delete == args.files, (how, m.num_files_to_delete)
+                print(f"  round {r + 1} {how}: {times[how][-1]:.2f} s (moto cpu {moto.cpu_seconds() - c0:.2f} s), "
+                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+    finally:
+        moto.close()
+    listing, inv_s = statistics.median(times["listing"]), statistics.median(times["inventory"])
+    print(f"{'plan from':<11}{'seconds':>9}{'files/s':>12}")
+    for how, s in (("listing", listing), ("inventory", inv_s)):
+        print(f"{how:<11}{s:>9.2f}{args.files / s:>12.0f}")
+    print(f"inventory / listing time: {inv_s / listing:.2f}x")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
