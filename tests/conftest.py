@@ -1,4 +1,5 @@
-"""Shared fixtures: conformance tables, one SparkSession per test session, a moto S3 server.
+"""Shared fixtures: the conformance and modern tables of tests/data, one SparkSession per test
+session, a moto S3 server.
 
 Each area (core_read, core_write, maintenance, dagster) has its own folder and may add its
 own conftest. Everything here is real: a real local SparkSession, a real S3-compatible HTTP
@@ -18,7 +19,11 @@ from typing import Any
 import pytest
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-CONFORMANCE_DIR = REPO_ROOT.parent / "shared" / "conformance" / "tables"
+# The fixture tables live in the repository (tests/data/README.md gives their sources); tests
+# read them in place and copy one to tmp_path before changing it.
+DATA_DIR = REPO_ROOT / "tests" / "data"
+CONFORMANCE_DIR = DATA_DIR / "conformance" / "tables"
+MODERN_DIR = DATA_DIR / "modern-tables"
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
@@ -30,8 +35,6 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 
 @pytest.fixture(scope="session")
 def conformance_dir() -> pathlib.Path:
-    if not CONFORMANCE_DIR.is_dir():
-        pytest.skip(f"conformance tables not found at {CONFORMANCE_DIR} (../shared is absent)")
     return CONFORMANCE_DIR
 
 

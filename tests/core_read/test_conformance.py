@@ -1,4 +1,4 @@
-"""The 58 conformance tables (../shared/conformance) read through the public API.
+"""The 58 conformance tables (tests/data/conformance) read through the public API.
 
 For each table: the latest snapshot's version, protocol, features, partition columns, schema
 field names, configuration, files, counts, txns and tombstones, or the expected error kind
