@@ -38,6 +38,48 @@ def conformance_dir() -> pathlib.Path:
     return CONFORMANCE_DIR
 
 
+def _data_dir_state() -> dict[str, tuple[int, int]]:
+    """Size and modification time of every file under tests/data, hidden files included."""
+    state = {}
+    for dirpath, _, files in os.walk(DATA_DIR):
+        for name in files:
+            st = os.lstat(os.path.join(dirpath, name))
+            state[os.path.relpath(os.path.join(dirpath, name), DATA_DIR)] = (st.st_size, st.st_mtime_ns)
+    return state
+
+
+_DATA_DIR_AT_START = pytest.StashKey[dict[str, tuple[int, int]]]()
+_DATA_DIR_CHANGED = pytest.StashKey[list[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_DATA_DIR_AT_START] = _data_dir_state()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Fail the run when a test changed, added or deleted a file of tests/data.
+
+    Tests run as root in CI, where read-only permissions stop nothing: a test that writes into a
+    fixture instead of its copy in tmp_path would change the repository for every later run.
+    """
+    before = session.config.stash.get(_DATA_DIR_AT_START, None)
+    if before is None:
+        return
+    after = _data_dir_state()
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    if changed:
+        session.config.stash[_DATA_DIR_CHANGED] = changed
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    changed = config.stash.get(_DATA_DIR_CHANGED, [])
+    if changed:
+        terminalreporter.write_sep("!", "tests/data changed during the run", red=True)
+        terminalreporter.write_line(f"{len(changed)} files, e.g. {changed[:3]}: a test must copy a fixture "
+                                    "table to tmp_path before changing it")
+
+
 @pytest.fixture(scope="session")
 def spark():
     """The one local SparkSession of the test run."""
