@@ -9,14 +9,18 @@ server on 127.0.0.1 (moto's server mode), real tables in temporary directories.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import os
 import pathlib
+import shutil
 import socket
 import threading
 import uuid
 from typing import Any
 
 import pytest
+
+from delta_core.maintenance.spark.session import JAVA_17_HOME
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 # The fixture tables live in the repository (tests/data/README.md gives their sources); tests
@@ -36,6 +40,52 @@ os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
 @pytest.fixture(scope="session")
 def conformance_dir() -> pathlib.Path:
     return CONFORMANCE_DIR
+
+
+# Optional requirements, one per marker: a test that needs one which is absent is skipped with
+# the reason (shown by -ra). .ci/run sets DELTA_TESTS_REQUIRE_ALL=1: there an absent one fails
+# the test instead, so CI runs everything.
+CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+
+
+@functools.cache
+def java_available() -> bool:
+    """Spark's launcher finds Java as build_spark_session leaves it: $JAVA_HOME (Java 17's default
+    home when unset and present), else ``java`` on PATH."""
+    home = os.environ.get("JAVA_HOME") or (JAVA_17_HOME if os.path.isdir(JAVA_17_HOME) else None)
+    java = os.path.join(home, "bin", "java") if home else shutil.which("java")
+    return java is not None and os.access(java, os.X_OK)
+
+
+@functools.cache
+def browser_available() -> bool:
+    return (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)
+            and importlib.util.find_spec("selenium") is not None)
+
+
+REQUIREMENTS = {
+    "spark": (java_available, "needs Java 17 for Spark: set JAVA_HOME, or apt-get install -y openjdk-17-jre-headless"),
+    "browser": (browser_available, "needs headless Chromium: apt-get install -y chromium chromium-driver "
+                                   "(bash scripts/test.sh does it when run as root on Debian)"),
+}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that takes the shared SparkSession is a ``spark`` test, marked or not (before -m selects)."""
+    for item in items:
+        if "spark" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.spark)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Skip (before any fixture starts a server) a test whose optional requirement is absent."""
+    for marker, (available, reason) in REQUIREMENTS.items():
+        if item.get_closest_marker(marker) is not None and not available():
+            if os.environ.get("DELTA_TESTS_REQUIRE_ALL") == "1":
+                pytest.fail(f"{reason} (DELTA_TESTS_REQUIRE_ALL=1)", pytrace=False)
+            pytest.skip(reason)
 
 
 def _data_dir_state() -> dict[str, tuple[int, int]]:

@@ -10,7 +10,7 @@ import pytest
 
 from tests.dagster.conftest import REPO_ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 
 def test_demo_command_prints_before_after_summary(tmp_path):
