@@ -15,9 +15,9 @@ import pytest
 from delta_core.cli import common
 from delta_core.cli import main as cli
 from delta_core.errors import ConfigError
+from tests.conftest import CONFORMANCE_DIR
 
-CONFORMANCE = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "tables"
-CASES = sorted(p.parent for p in CONFORMANCE.glob("*/expected.json"))
+CASES = sorted(p.parent for p in CONFORMANCE_DIR.glob("*/expected.json"))
 SCRIPT = pathlib.Path(sys.executable).parent / "delta-core"
 DESCRIBE_KEYS = {
     "version", "min_reader_version", "min_writer_version", "reader_features", "writer_features",

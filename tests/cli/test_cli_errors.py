@@ -20,10 +20,10 @@ import tempfile
 import pytest
 
 from delta_core.cli.main import main
+from tests.conftest import CONFORMANCE_DIR
 from tests.core_write.conftest import listing
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-CONFORMANCE = REPO_ROOT.parent / "shared" / "conformance" / "tables"
 NOBODY = 65534
 
 
@@ -36,7 +36,7 @@ def _one_json(out: str) -> dict:
 @pytest.fixture()
 def table_dir(tmp_path) -> pathlib.Path:
     dest = tmp_path / "t"
-    shutil.copytree(CONFORMANCE / "dat-basic_partitioned", dest)
+    shutil.copytree(CONFORMANCE_DIR / "dat-basic_partitioned", dest)
     return dest
 
 
@@ -101,7 +101,7 @@ def public_table() -> pathlib.Path:
     try:
         top.chmod(0o755)
         dest = top / "t"
-        shutil.copytree(CONFORMANCE / "dat-basic_partitioned", dest)
+        shutil.copytree(CONFORMANCE_DIR / "dat-basic_partitioned", dest)
         for dirpath, dirs, files in os.walk(dest):
             for name in dirs:
                 os.chmod(os.path.join(dirpath, name), 0o755)

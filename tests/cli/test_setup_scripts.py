@@ -53,3 +53,34 @@ def test_readme_says_how_to_reach_delta_core_and_it_runs():
     script = pathlib.Path(sys.executable).parent / "delta-core"
     proc = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and "usage: delta-core" in proc.stdout
+
+
+def _traced_test_script(tmp_path: pathlib.Path, uid: str, *args: str) -> list[str]:
+    """Runs scripts/test.sh with a set-up .venv whose python, ruff and mypy only record their
+    arguments, and an ``id -u`` of ``uid`` and an apt-get that only record: the calls it made."""
+    work = tmp_path / "repo"
+    shutil.copytree(REPO / "scripts", work / "scripts")
+    shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
+    calls = tmp_path / "calls.txt"
+    for tool in ("python", "ruff", "mypy"):
+        _fake(work / ".venv" / "bin" / tool, calls)
+    stamp = hashlib.sha1((work / "pyproject.toml").read_bytes()).hexdigest()[:12]
+    (work / ".venv" / f".installed-{stamp}").touch()  # set up already: no pip install
+    _fake(tmp_path / "bin" / "apt-get", calls)
+    (tmp_path / "bin" / "id").write_text(f"#!/bin/sh\necho {uid}\n", encoding="utf-8")
+    (tmp_path / "bin" / "id").chmod(0o755)
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    proc = subprocess.run(["bash", str(work / "scripts" / "test.sh"), *args], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return [line.rstrip() for line in calls.read_text(encoding="utf-8").splitlines()]
+
+
+def test_test_script_runs_everything(tmp_path):
+    assert _traced_test_script(tmp_path, "1000", "-x") == ["ruff check .", "mypy", "python -m pytest -q -x"]
+
+
+def test_fast_tier_selects_the_fast_tests_and_installs_no_browser(tmp_path):
+    # as root, where the full command installs Chromium when it is absent
+    assert _traced_test_script(tmp_path, "0", "--fast", "-x") == [
+        "ruff check .", "mypy", "python -m pytest -q -m not slow and not spark -x"]

@@ -24,7 +24,7 @@ from tests.cluster.conftest import executor_cores
 from tests.core_write.conftest import listing
 from tests.spark_servers import REPO_ROOT, server_env
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 ROWS = 120
 TIMEOUT = 900  # seconds for one subprocess: an application may queue for the worker's core

@@ -14,7 +14,7 @@ from tests.cluster.conftest import APP_CONF, executor_cores
 from tests.dagster.conftest import write_yaml
 from tests.dagster.multiprocess_jobs import all_tables_compact
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 TABLES = """
 spark:

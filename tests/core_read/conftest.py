@@ -154,7 +154,7 @@ def copy_table(conformance_dir: pathlib.Path, tmp_path: pathlib.Path):
     def _copy(name: str) -> pathlib.Path:
         dest = tmp_path / name
         shutil.copytree(conformance_dir / name, dest)
-        # the shared copy is read-only; the test's own copy must be writable
+        # the fixture may be read-only (a read-only checkout); the test's own copy must be writable
         for p in [dest, *dest.rglob("*")]:
             p.chmod(p.stat().st_mode | stat.S_IWUSR)
         return dest

@@ -20,7 +20,7 @@ from delta_core.log.table import DeltaTable
 from tests.conftest import CONFORMANCE_DIR
 from tests.core_read.conftest import add, commit_info, metadata, protocol, remove
 
-NAMES = sorted(p.parent.name for p in CONFORMANCE_DIR.glob("*/expected.json")) if CONFORMANCE_DIR.is_dir() else []
+NAMES = sorted(p.parent.name for p in CONFORMANCE_DIR.glob("*/expected.json"))
 DV = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4, "sizeInBytes": 40,
       "cardinality": 6}
 

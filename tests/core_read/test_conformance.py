@@ -1,4 +1,4 @@
-"""The 58 conformance tables (../shared/conformance) read through the public API.
+"""The 58 conformance tables (tests/data/conformance) read through the public API.
 
 For each table: the latest snapshot's version, protocol, features, partition columns, schema
 field names, configuration, files, counts, txns and tombstones, or the expected error kind
@@ -16,7 +16,7 @@ from delta_core.errors import DeltaError
 from delta_core.log.table import DeltaTable
 from tests.conftest import CONFORMANCE_DIR
 
-NAMES = sorted(p.parent.name for p in CONFORMANCE_DIR.glob("*/expected.json")) if CONFORMANCE_DIR.is_dir() else []
+NAMES = sorted(p.parent.name for p in CONFORMANCE_DIR.glob("*/expected.json"))
 # Tables whose expectation lists time-travel versions (decided at collection time).
 TRAVEL = [n for n in NAMES
           if json.loads((CONFORMANCE_DIR / n / "expected.json").read_text(encoding="utf-8")).get("versions")]

@@ -21,12 +21,12 @@ from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.model.actions import DeletionVectorDescriptor
 from delta_core.storage import open_storage
-from tests.conftest import CONFORMANCE_DIR
+from tests.conftest import CONFORMANCE_DIR, MODERN_DIR
 from tests.dv_files import dv_data, inline_dv, rows_applying_dvs, write_path_dv, write_uuid_dv
 from tests.maintenance.conftest import make_table, multiset
 
 CONFORMANCE = str(CONFORMANCE_DIR)
-MODERN = str(CONFORMANCE_DIR.parent.parent / "modern-tables")
+MODERN = str(MODERN_DIR)
 DV_TABLES = [
     f"{MODERN}/golden-dv-partitioned-with-checkpoint",
     f"{MODERN}/krs-with-short-dv",

@@ -11,11 +11,11 @@ import pathlib
 from collections.abc import Iterator
 from typing import Any
 
-TABLES = pathlib.Path(__file__).resolve().parents[2].parent / "shared" / "conformance" / "tables"
+from tests.conftest import CONFORMANCE_DIR
 
 
 def table_dirs() -> list[pathlib.Path]:
-    return sorted(p.parent for p in TABLES.glob("*/expected.json"))
+    return sorted(p.parent for p in CONFORMANCE_DIR.glob("*/expected.json"))
 
 
 def expected(table: pathlib.Path) -> dict[str, Any]:

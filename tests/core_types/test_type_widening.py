@@ -23,6 +23,7 @@ from delta_core.model.type_widening import (
     type_changes,
     unsupported_type_changes,
 )
+from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
 from tests.core_write.handlog import field, struct, write_table
 
@@ -61,7 +62,7 @@ def test_real_preview_tables_record_only_supported_changes(conformance_dir):
     flat = _metadata(conformance_dir / "golden-type-widening")
     changes = list(type_changes(flat))
     assert len(changes) == 13 and {c.column for c in changes} >= {"byte_long", "date_timestamp_ntz"}
-    nested = _metadata(conformance_dir.parent.parent / "modern-tables" / "golden-type-widening-nested")
+    nested = _metadata(MODERN_DIR / "golden-type-widening-nested")
     where = {c.where for c in type_changes(nested)}
     assert {"struct.a", "map.key", "map.value", "array.element"} <= where
     assert unsupported_type_changes(flat) == [] and unsupported_type_changes(nested) == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import pathlib
 import shutil
 
 import pyarrow as pa
@@ -25,9 +24,10 @@ from delta_core.model.partition_values import url_decode_path
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
+from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
 
-SIDECAR_FIXTURE = pathlib.Path("/work/shared/modern-tables/krs-v2-checkpoints-parquet-with-sidecars")
+SIDECAR_FIXTURE = MODERN_DIR / "krs-v2-checkpoints-parquet-with-sidecars"
 
 
 def _v2_table(table_dir: str, files: int) -> DeltaTable:

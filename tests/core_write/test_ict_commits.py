@@ -5,7 +5,6 @@ kept checkpoint stays, since checkpoints hold no ``commitInfo``)."""
 from __future__ import annotations
 
 import os
-import pathlib
 import shutil
 import time
 from dataclasses import replace
@@ -20,8 +19,9 @@ from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append, create_table
 from delta_core.write.transaction import Transaction
+from tests.conftest import MODERN_DIR
 
-ICT_TABLE = pathlib.Path(__file__).resolve().parents[3] / "shared" / "modern-tables" / "rs-cdc_ict_table"
+ICT_TABLE = MODERN_DIR / "rs-cdc_ict_table"
 SCHEMA = pa.schema([("id", pa.int64())])
 DAY_MS = 86_400_000
 

@@ -5,7 +5,6 @@ midnight UTC."""
 from __future__ import annotations
 
 import os
-import pathlib
 import shutil
 import time
 
@@ -20,10 +19,11 @@ from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.sidecar_cleanup import sidecar_cutoff_ms
 from delta_core.write.table_writes import append, create_table
 from delta_core.write.transaction import Transaction
+from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
 
 DAY = 86400.0
-SIDECAR_FIXTURE = pathlib.Path("/work/shared/modern-tables/krs-v2-checkpoints-parquet-with-sidecars")
+SIDECAR_FIXTURE = MODERN_DIR / "krs-v2-checkpoints-parquet-with-sidecars"
 
 
 def _age_all(table_dir: str, days: float) -> None:

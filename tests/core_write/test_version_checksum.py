@@ -27,8 +27,8 @@ from delta_core.log.version_checksum import (
 from delta_core.model.file_size_histogram import DEFAULT_BIN_BOUNDARIES, FileSizeHistogram
 from delta_core.write.table_writes import append, create_table, delete_files, overwrite, set_properties
 from delta_core.write.transaction import Transaction
+from tests.conftest import CONFORMANCE_DIR, MODERN_DIR
 
-SHARED = pathlib.Path(__file__).resolve().parents[3] / "shared"
 SCHEMA = pa.schema([("id", pa.int64()), ("p", pa.string())])
 REQUIRED = {"tableSizeBytes", "numFiles", "numMetadata", "numProtocol", "metadata", "protocol"}
 
@@ -143,7 +143,7 @@ def test_a_mismatching_crc_warns_on_load_and_describe_reports_it(table_dir, capl
 
 
 def _crc_files() -> list[pathlib.Path]:
-    found = [*SHARED.glob("conformance/tables/*/_delta_log/*.crc"), *SHARED.glob("modern-tables/*/_delta_log/*.crc")]
+    found = [*CONFORMANCE_DIR.glob("*/_delta_log/*.crc"), *MODERN_DIR.glob("*/_delta_log/*.crc")]
     return sorted(f for f in found if f.name[0].isdigit())  # not Hadoop's hidden .json.crc
 
 
@@ -178,7 +178,7 @@ def test_crc_files_of_other_engines_agree_with_our_replay():
 
 
 def test_deletion_vector_counts_continue_another_engines_crc(tmp_path):
-    src = SHARED / "modern-tables" / "rs-cdf-table-with-cdc-and-dvs"
+    src = MODERN_DIR / "rs-cdf-table-with-cdc-and-dvs"
     root = tmp_path / "t"
     shutil.copytree(src, root)
     t = DeltaTable(str(root))

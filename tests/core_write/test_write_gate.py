@@ -7,7 +7,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-import pathlib
 import shutil
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from delta_core.maintenance.spark.zorder import zorder
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append
+from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
 
 DAY = 86400.0
@@ -131,7 +131,7 @@ def test_supported_table_still_checkpoints_and_cleans_up(tmp_path):
 def test_in_commit_timestamp_table_passes_the_gate_of_every_command(tmp_path):
     # A Delta Spark table with in-commit timestamps enabled: compaction, vacuum and manifests
     # refused it only for want of caller plumbing; the one table of features now admits it.
-    src = pathlib.Path(__file__).resolve().parents[3] / "shared" / "modern-tables" / "rs-cdc_ict_table"
+    src = MODERN_DIR / "rs-cdc_ict_table"
     path = tmp_path / "t"
     shutil.copytree(src, path)
     table = DeltaTable(str(path))

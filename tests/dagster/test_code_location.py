@@ -75,6 +75,7 @@ def test_wheel_installs_only_delta_core_with_py_typed(tmp_path: pathlib.Path) ->
     top_level = {n.split("/")[0] for n in names if not n.split("/")[0].endswith(".dist-info")}
     assert top_level == {"delta_core"}
     assert "delta_core/py.typed" in names
+    assert "delta_core/maintenance/spark/quiet-log4j2.properties" in names  # the CLI's quiet Spark logging
     assert "delta_core/log/snapshot.py" in names  # subpackages are found, not only the top
 
 

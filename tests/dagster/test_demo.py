@@ -12,7 +12,7 @@ import pytest
 
 from tests.dagster.conftest import REPO_ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 SCREEN_LINES = 40
 RUNS = ("events_observe", "events_downstream_refresh", "events_maintenance", "events_observe")

@@ -23,6 +23,7 @@ import urllib.request
 
 import pytest
 
+from tests.conftest import CHROMEDRIVER, CHROMIUM
 from tests.dagster.conftest import REPO_ROOT
 
 pytestmark = pytest.mark.slow
@@ -135,6 +136,7 @@ def server():
         shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.spark  # the maintenance run
 def test_graphql_lists_definitions_and_runs_maintenance(server):
     dev, table = server
     data = dev.graphql("""
@@ -207,17 +209,14 @@ def _chromium():
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
-    chromium, driver_path = "/usr/bin/chromium", "/usr/bin/chromedriver"
-    if not (os.path.exists(chromium) and os.path.exists(driver_path)):
-        pytest.fail("chromium and chromium-driver are required: apt-get install -y chromium chromium-driver")
     profile = tempfile.mkdtemp(prefix="dm-chrome-")
     options = webdriver.ChromeOptions()
-    options.binary_location = chromium
+    options.binary_location = CHROMIUM
     for flag in ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync",
                  f"--user-data-dir={profile}", "--window-size=1600,1000"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(driver_path), options=options)
+    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
         driver.set_page_load_timeout(120)
         yield driver
@@ -231,6 +230,7 @@ def _skip_welcome(driver) -> None:
         button.click()  # the first-visit "join the community" dialog
 
 
+@pytest.mark.browser
 def test_browser_shows_the_asset_graph(server):
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
@@ -277,6 +277,7 @@ def _observe_through_instance(dev: DagsterDev) -> None:
         assert observe(source, instance=instance, resources=build_resources(config)).success
 
 
+@pytest.mark.browser
 def test_browser_plots_the_table_health(server):
     """Item 7: three observations at three versions; the asset page's metadata plots show them."""
     from selenium.common.exceptions import TimeoutException

@@ -4,13 +4,16 @@ without Spark's log or a Java stack on stderr."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
-import tempfile
+import time
 
+import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -57,13 +60,15 @@ def _data_files(table_uri: str) -> list[pathlib.Path]:
 
 
 @pytest.mark.spark
-def test_failed_spark_task_through_the_cli(table_uri):
+def test_failed_spark_task_through_the_cli(table_uri, tmp_path):
     make_table(table_uri, appends=2)
     victim = _data_files(table_uri)[0]
     victim.write_bytes(b"not a parquet file")  # the task's parquet read fails in the executor
     log_before = listing(os.path.join(table_uri, "_delta_log"))
-    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    configs_before = set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*"))
+    # A temporary directory of its own: other processes on the machine write to /tmp meanwhile.
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(private_tmp)}
     proc = subprocess.run([sys.executable, "-m", "delta_core", "compact", table_uri, "--json",
                            "--spark-master", "local[1]"], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 2, proc.stderr
@@ -75,8 +80,43 @@ def test_failed_spark_task_through_the_cli(table_uri):
     for noise in ("\tat ", "Traceback", " WARN ", " ERROR ", "Setting default log level", "Exception"):
         assert noise not in proc.stderr, proc.stderr
     assert listing(os.path.join(table_uri, "_delta_log")) == log_before
-    # The quiet log4j2 configuration file is removed when the CLI exits.
-    assert set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*")) <= configs_before
+    # Nothing left in the temporary directory (the quiet log4j2 configuration ships in the package).
+    assert list(private_tmp.iterdir()) == []
+
+
+def _is_java(process: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.NoSuchProcess):
+        return "java" in process.name()
+    return False
+
+
+@pytest.mark.spark
+def test_a_cli_terminated_while_spark_runs_leaves_nothing_in_tmp(table_uri, tmp_path):
+    # SIGTERM runs no atexit handler: what the command wrote to /tmp before it was stopped stays there.
+    make_table(table_uri, appends=2)
+    private_tmp = tmp_path / "tmp"
+    private_tmp.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT), "TMPDIR": str(private_tmp)}
+    proc = subprocess.Popen([sys.executable, "-m", "delta_core", "compact", table_uri, "--json",
+                             "--spark-master", "local[1]"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env=env)
+    cli = psutil.Process(proc.pid)
+    children: list[psutil.Process] = []
+    try:
+        deadline = time.monotonic() + 180
+        while not any(_is_java(child) for child in children):
+            assert proc.poll() is None and time.monotonic() < deadline, "the CLI never started Spark's JVM"
+            time.sleep(0.2)
+            children = cli.children(recursive=True)
+        proc.terminate()
+        assert proc.wait(timeout=60) == -signal.SIGTERM
+    finally:
+        proc.kill()
+        proc.wait()
+        for child in children:  # the JVM stops once its parent is gone; this makes sure
+            with contextlib.suppress(psutil.NoSuchProcess):
+                child.kill()
+    assert list(private_tmp.glob("delta-core-*")) == []
 
 
 @pytest.mark.spark

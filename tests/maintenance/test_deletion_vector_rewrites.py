@@ -22,14 +22,13 @@ from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.actions import Add, Remove
-from tests.conftest import CONFORMANCE_DIR
+from tests.conftest import CONFORMANCE_DIR, MODERN_DIR
 from tests.core_write.conftest import listing
 from tests.dv_files import rows_applying_dvs
 from tests.maintenance.conftest import multiset
 
 pytestmark = pytest.mark.spark
 
-MODERN_DIR = CONFORMANCE_DIR.parent.parent / "modern-tables"
 TABLES = {
     "golden-dv-partitioned-with-checkpoint": MODERN_DIR,
     "krs-with-short-dv": MODERN_DIR,

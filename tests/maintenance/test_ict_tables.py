@@ -6,7 +6,6 @@ an ICT table we create; every commit keeps strictly increasing in-commit timesta
 from __future__ import annotations
 
 import os
-import pathlib
 import shutil
 import time
 
@@ -21,16 +20,17 @@ from delta_core.maintenance.spark.zorder import zorder
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append
+from tests.conftest import MODERN_DIR
 from tests.maintenance.conftest import commit_info, deltars_rows, make_table, multiset
 
 pytestmark = pytest.mark.spark
 
-ICT_TABLE = pathlib.Path(__file__).resolve().parents[3] / "shared" / "modern-tables" / "rs-cdc_ict_table"
+ICT_TABLE = MODERN_DIR / "rs-cdc_ict_table"
 
 
 def _delta_rs_table(uri: str) -> tuple[DeltaTable, str, int]:
     shutil.copytree(ICT_TABLE, uri)
-    for dirpath, _, _ in os.walk(uri):  # the shared copy is read-only
+    for dirpath, _, _ in os.walk(uri):  # a read-only checkout gives read-only copies
         os.chmod(dirpath, 0o755)
     t = DeltaTable(uri)
     schema = t.snapshot().arrow_schema

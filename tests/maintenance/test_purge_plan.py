@@ -24,12 +24,12 @@ from delta_core.maintenance.purge_plan import plan_purge
 from delta_core.model.actions import action_to_json
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.operation_records import ReorgParameters
-from tests.conftest import CONFORMANCE_DIR
+from tests.conftest import CONFORMANCE_DIR, MODERN_DIR
 from tests.core_write.conftest import listing
 
-# the shared tables beside the repository (tests/conftest.py)
+# the fixture tables of tests/data (tests/conftest.py)
 CONFORMANCE = CONFORMANCE_DIR
-MODERN = CONFORMANCE_DIR.parent.parent / "modern-tables"
+MODERN = MODERN_DIR
 DV_TABLES = [MODERN / "golden-dv-partitioned-with-checkpoint", MODERN / "krs-with-short-dv",
              MODERN / "rs-cdf-table-with-cdc-and-dvs", CONFORMANCE / "golden-dv-with-columnmapping",
              CONFORMANCE / "rs-table_with_deletion_logs", CONFORMANCE / "golden-log-replay-dv-key-cases"]

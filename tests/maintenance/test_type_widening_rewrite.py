@@ -18,6 +18,7 @@ from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.schema import schema_to_arrow
+from tests.conftest import MODERN_DIR
 from tests.maintenance.conftest import commit_info
 
 pytestmark = pytest.mark.spark
@@ -67,7 +68,7 @@ def test_compaction_of_a_widened_table_writes_the_current_types(spark, conforman
 
 def test_compaction_of_a_nested_widened_table_writes_the_current_types(spark, conformance_dir, tmp_path):
     # struct field, map key and value, array element widened from int to long
-    src = conformance_dir.parent.parent / "modern-tables" / "golden-type-widening-nested"
+    src = MODERN_DIR / "golden-type-widening-nested"
     root, table = copy(src, tmp_path)
     before = widened_rows(root, table)
     assert sum(before.values()) == 2

@@ -24,12 +24,12 @@ from delta_core.maintenance.vacuum_lite import LAST_VACUUM_INFO
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import delete_files
+from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import deltars_rows, file_actions, make_table, multiset
 from tests.maintenance.test_vacuum import ContractOnlyStorage, all_files, touch
 
 DAY_MS = 86_400_000
-MODERN = "/work/shared/modern-tables"
 
 
 def days_later(days: float):
@@ -167,7 +167,7 @@ def test_lite_deletes_dv_and_cdc_files_of_a_delta_rs_table(tmp_path):
     import deltalake
 
     root = str(tmp_path / "t")
-    shutil.copytree(f"{MODERN}/rs-cdf-table-with-cdc-and-dvs", root)
+    shutil.copytree(MODERN_DIR / "rs-cdf-table-with-cdc-and-dvs", root)
     table = DeltaTable(root)
     last = table.latest_version()
     named, live = _raw_replay(root, last)

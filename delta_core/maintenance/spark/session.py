@@ -20,12 +20,10 @@ failure itself reaches the user as a typed error (``spark_exec``).
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import logging
 import os
+import pathlib
 import sys
-import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -53,32 +51,9 @@ LOCAL_DEFAULTS: dict[str, str] = {
 }
 
 # Everything goes to a Null appender: used only where a person reads stderr and errors arrive
-# typed (the CLI). The root level stays WARN because PySpark counts as a shell and Spark prints
-# "Setting default log level to WARN" whenever the root logger's level differs from that.
-QUIET_LOG4J2 = """\
-rootLogger.level = warn
-rootLogger.appenderRef.null.ref = null
-appender.null.type = Null
-appender.null.name = null
-"""
-_quiet_config_path: str | None = None
-
-
-def _quiet_log4j2_file() -> str:
-    """A private file holding ``QUIET_LOG4J2`` (log4j2 reads its configuration from a file)."""
-    global _quiet_config_path
-    if _quiet_config_path is None or not os.path.exists(_quiet_config_path):
-        fd, path = tempfile.mkstemp(prefix="delta-core-log4j2-", suffix=".properties")
-        with os.fdopen(fd, "w") as fh:
-            fh.write(QUIET_LOG4J2)
-        _quiet_config_path = path
-        atexit.register(_remove, path)  # the JVM has read it by then and stops with us
-    return _quiet_config_path
-
-
-def _remove(path: str) -> None:
-    with contextlib.suppress(FileNotFoundError):
-        os.remove(path)
+# typed (the CLI). log4j2 reads its configuration from a file; this one ships in the package, so
+# nothing is written to /tmp and nothing is left there, however the process ends.
+QUIET_LOG4J2 = pathlib.Path(__file__).with_name("quiet-log4j2.properties")
 
 
 def build_spark_session(
@@ -114,7 +89,7 @@ def build_spark_session(
     settings.update(conf or {})
     if quiet:
         # Only a JVM option reaches log4j before its first line (start-up WARNs included).
-        option = f"-Dlog4j2.configurationFile=file:{_quiet_log4j2_file()}"
+        option = f"-Dlog4j2.configurationFile={QUIET_LOG4J2.as_uri()}"
         java_options = settings.get("spark.driver.extraJavaOptions")
         settings["spark.driver.extraJavaOptions"] = f"{java_options} {option}" if java_options else option
     for key, value in settings.items():
