@@ -1,9 +1,11 @@
-"""The options of each maintenance operation, as frozen records.
+"""The options of each maintenance operation, as frozen records whose fields describe themselves.
 
 One record per entry of ``delta_core.maintenance.operations``: it is the entry's config type.
 The Dagster code location builds them from ``tables.yaml`` (``resources/config_models.py``
 converts into these), puts the values given at launch in, and passes the fields to the
-operation; the fields carry the operation's own keyword names. ``None`` means "use the table's own property" (``delta.targetFileSize``,
+operation; the fields carry the operation's own keyword names. Each field is declared with
+``option_fields.option``: its kind, help and bounds, from which the command line, the tables.yaml
+readers and the Dagster configs are built (``option_fields``). ``None`` means "use the table's own property" (``delta.targetFileSize``,
 ``delta.deletedFileRetentionDuration``; PROTOCOL.md "Table Properties" lists neither, they are
 Delta Spark's, which we follow).
 """
@@ -12,64 +14,99 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-ZORDER_CURVES = ("zorder", "hilbert")  # here, not in ``curves`` (numpy), so the CLI loads light
+from delta_core.maintenance.option_fields import Kind, option
+
+ZORDER_CURVES = ("zorder", "hilbert")
+# model.clustering.MAX_CLUSTERING_COLUMNS (Delta Spark's limit), which imports pyarrow: the command
+# line loads this module light (tests/core_types/test_option_fields.py holds the two equal).
+MAX_CLUSTERING_COLUMNS = 4  # here, not in ``curves`` (numpy), so the CLI loads light
 # Delta Spark's spark.databricks.delta.optimize.maxDeletedRowsRatio (``compaction_plan``)
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
+
+
+_WHERE = "partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\""
+_TARGET = "target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)"
 
 
 @dataclass(frozen=True, slots=True)
 class CompactOptions:
     """``compact``: bin-pack small files (``delta_core.maintenance.spark.compaction.compact``)."""
 
-    target_size: int | None = None  # bytes; None: delta.targetFileSize, else 128 MiB
-    where: str | None = None  # partition predicate
-    min_file_size: int | None = None  # bytes; None: 3/4 of the target
-    # files whose deletion vectors delete more than this share of their rows are rewritten too
-    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
+    target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
+    where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
+    min_file_size: int | None = option(None, kind=Kind.SIZE,
+                                       help="only files smaller than this are packed (default 3/4 of the target)")
+    max_deleted_rows_ratio: float = option(
+        DEFAULT_MAX_DELETED_ROWS_RATIO, kind=Kind.RATIO,
+        help="also rewrite files whose deletion vectors delete more than this share of their rows, even alone "
+             "(as Delta Spark's OPTIMIZE)")
+    full: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                        help="clustered tables: recluster every file, not only the unclustered ones (OPTIMIZE FULL)")
 
 
 @dataclass(frozen=True, slots=True)
 class ZOrderOptions:
     """``zorder``: cluster files along a space-filling curve (``...spark.zorder.zorder``)."""
 
-    columns: tuple[str, ...] = ()
-    curve: str = "zorder"  # one of ZORDER_CURVES
-    where: str | None = None
-    target_size: int | None = None
+    columns: tuple[str, ...] = option((), kind=Kind.COLUMNS, help="the data columns to cluster on (required)")
+    curve: str = option("zorder", kind=Kind.CHOICE, choices=ZORDER_CURVES, help="the space-filling curve to sort along")
+    where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
+    target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
 
 
 @dataclass(frozen=True, slots=True)
 class VacuumOptions:
     """``vacuum``: delete unreferenced files older than the retention (``...spark.vacuum.vacuum``)."""
 
-    retention_hours: float | None = None  # None: delta.deletedFileRetentionDuration
-    dry_run: bool = False
-    force: bool = False  # allow a retention shorter than the table's
-    mode: str = "full"  # "lite": delete what the log removed since the last vacuum, list nothing
-    inventory: str | None = None  # plan from this storage inventory instead of listing (vacuum_inventory)
+    retention_hours: float | None = option(
+        None, kind=Kind.HOURS, minimum=0,
+        help="keep unreferenced files younger than this: hours or an interval like '7 days' "
+             "(default delta.deletedFileRetentionDuration, 7 days)")
+    dry_run: bool = option(False, kind=Kind.FLAG, help="count and list what would be deleted, with its bytes; "
+                                                       "delete nothing")
+    force: bool = option(False, kind=Kind.FLAG, policy_key="allow_short_retention",
+                         help="allow a retention shorter than the table's: files that readers of recent versions "
+                              "or running writers still need may be deleted")
+    mode: str = option("full", kind=Kind.CHOICE, choices=("full", "lite"), shortcuts=(("--lite", "lite"),),
+                       help="full lists the table; lite deletes what the log removed since the last vacuum "
+                            "without listing (Delta's VACUUM LITE)")
+    inventory: str | None = option(
+        None, kind=Kind.TEXT,
+        help="plan from this storage inventory instead of listing (Delta's VACUUM ... USING INVENTORY): a Delta "
+             "table or Parquet/CSV files with path, length, isDir, modificationTime, read with the table's "
+             "storage options")
+    delete_on_spark: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                                   help="list and delete as Spark tasks instead of threads")
 
 
 @dataclass(frozen=True, slots=True)
 class CheckpointOptions:
     """``checkpoint``: write a checkpoint at the latest version (``write.checkpoint_write``)."""
 
-    cleanup_log: bool = False  # then run ``cleanup_log`` too, as Delta Spark does after a checkpoint
-    sidecar_threshold: int | None = None  # v2Checkpoint tables: file actions above which sidecars are written
+    cleanup_log: bool = option(False, kind=Kind.FLAG,
+                               help="then delete expired log files too, as Delta Spark does after a checkpoint")
+    sidecar_threshold: int | None = option(
+        None, kind=Kind.COUNT, minimum=1,
+        help="v2Checkpoint tables with more file actions than this get a UUID-named checkpoint with sidecars, "
+             "written by Spark tasks (default 100000)")
 
 
 @dataclass(frozen=True, slots=True)
 class CleanupLogOptions:
     """``cleanup_log``: delete expired log files (``delta_core.write.log_cleanup.cleanup_log``)."""
 
-    dry_run: bool = False
-    ignore_log_cleanup_disabled: bool = False  # only on a person's explicit request
+    dry_run: bool = option(False, kind=Kind.FLAG, help="list what would be deleted; delete nothing")
+    ignore_log_cleanup_disabled: bool = option(
+        False, kind=Kind.FLAG, in_policy=False,
+        help="delete even when the table's owner set delta.enableExpiredLogCleanup=false")
 
 
 @dataclass(frozen=True, slots=True)
 class ManifestOptions:
     """``manifest``: write symlink manifests (``delta_core.maintenance.manifest``)."""
 
-    incremental: bool = False
+    incremental: bool = option(False, kind=Kind.FLAG,
+                               help="rewrite only the partitions changed since the last generated version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,25 +114,31 @@ class ClusterOptions:
     """``cluster``: liquid clustering (``...spark.cluster.cluster``); ``columns``, when given and
     different from the table's, are set first (``cluster_by``)."""
 
-    columns: tuple[str, ...] = ()  # () : keep the table's clustering columns
-    full: bool = False  # recluster every file (OPTIMIZE FULL)
-    target_size: int | None = None
+    columns: tuple[str, ...] = option((), kind=Kind.COLUMNS, maximum=MAX_CLUSTERING_COLUMNS,
+                                      help="make these the clustering columns first (as cluster-by); "
+                                           "default: the table's own")
+    full: bool = option(False, kind=Kind.FLAG, help="recluster every file, not only new data (OPTIMIZE FULL)")
+    target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
 
 
 @dataclass(frozen=True, slots=True)
 class CompactLogOptions:
     """``compact_log``: write a log compaction file (``delta_core.write.log_compaction.compact_log``)."""
 
-    start_version: int | None = None  # None: right after the newest checkpoint
-    end_version: int | None = None  # None: the latest version
-    min_commits: int = 2  # write nothing when the range holds fewer commits
+    start_version: int | None = option(None, kind=Kind.COUNT, minimum=0, flag="--from", in_policy=False,
+                                       help="first commit to compact (default: right after the newest checkpoint)")
+    end_version: int | None = option(None, kind=Kind.COUNT, minimum=0, flag="--to", in_policy=False,
+                                     help="last commit to compact (default: the latest version)")
+    min_commits: int = option(2, kind=Kind.COUNT, minimum=2,
+                              help="write nothing when the range holds fewer commits")
 
 
 @dataclass(frozen=True, slots=True)
 class PurgeOptions:
     """``purge``: rewrite files with deletion vectors or dropped columns (``...spark.purge.purge``)."""
 
-    where: str | None = None  # partition predicate
-    # Rewrite a file with a deletion vector only when more than this share of its rows is deleted;
-    # 0.0 (Delta Spark's REORG ... APPLY (PURGE)): every file with at least one deleted row.
-    max_deleted_rows_ratio: float = 0.0
+    where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
+    max_deleted_rows_ratio: float = option(
+        0.0, kind=Kind.RATIO,
+        help="only rewrite files with more than this share of rows deleted (0: every file with a deleted row, "
+             "as REORG ... APPLY (PURGE))")

@@ -1,0 +1,209 @@
+"""The fields of an operation's options record, described once: kind, help, unit, bounds, default.
+
+Each option record (``delta_core.maintenance.options``) declares its fields with ``option(...)``;
+every surface reads that description instead of spelling the option again:
+
+- the ``delta-core`` command line builds each flag from it (``--target-size``, its help and its
+  parser);
+- the ``tables.yaml`` readers (``delta_core.cli.policy`` and the code location's pydantic
+  models, generated from it in ``resources``) take the same keys, refuse any other, and parse
+  values with ``parse_option``;
+- the Dagster ``Config`` of each asset is generated from it, so a run launched from the UI takes
+  the same names.
+
+``parse_option`` takes a value as a person wrote it, in the file (``128MB``, ``[a, b]``,
+``true``) or on the command line (``128MB``, ``a,b``), and returns the record's value or raises
+``ConfigError`` naming where it was written and what is expected. Sizes go through the one size
+parser (``model.sizes``), retention hours through ``policy_values``, predicates through the
+predicate parser, so every surface accepts and refuses the same values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from delta_core.errors import ConfigError
+from delta_core.maintenance.policy_values import parse_retention_hours
+from delta_core.model.sizes import parse_size
+
+_KEY = "delta_core.option"
+
+
+class Kind(enum.Enum):
+    """What an option holds, and so how it is written and parsed."""
+
+    SIZE = "size"  # bytes: 134217728, '128MB', '64MiB'
+    RATIO = "ratio"  # a share from 0 to 1
+    HOURS = "hours"  # a number of hours, or an interval like '7 days'
+    PREDICATE = "predicate"  # a partition predicate (SQL)
+    COLUMNS = "columns"  # column names: [a, b] in the file, a,b on the command line
+    CHOICE = "choice"  # one of ``choices``
+    FLAG = "flag"  # true or false (a switch on the command line)
+    COUNT = "count"  # a whole number within ``minimum``..``maximum``
+    TEXT = "text"  # a non-empty string (a URI, a timestamp)
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """The description of one option field (``option`` puts it in the field's metadata)."""
+
+    kind: Kind
+    help: str
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    choices: tuple[str, ...] = ()
+    flag: str | None = None  # the command line's flag when not ``--`` + the name with dashes
+    policy_key: str | None = None  # its key in tables.yaml when not the field name
+    in_policy: bool = True  # may be written in tables.yaml (False: a one-off, command line or launch only)
+    shortcuts: tuple[tuple[str, str], ...] = ()  # CHOICE: extra switches, e.g. ("--lite", "lite")
+
+    @property
+    def unit(self) -> str | None:
+        """The unit a person reads beside the value (help, UI, JSON Schema)."""
+        return {Kind.SIZE: "bytes", Kind.RATIO: "share 0-1", Kind.HOURS: "hours"}.get(self.kind)
+
+
+def option(default: Any, *, kind: Kind, help: str, **spec: Any) -> Any:
+    """A field of an option record, described by ``OptionSpec(kind, help, **spec)``."""
+    return dataclasses.field(default=default, metadata={_KEY: OptionSpec(kind, help, **spec)})
+
+
+@dataclass(frozen=True, slots=True)
+class OptionField:
+    """One described field of an option record."""
+
+    name: str
+    default: Any
+    spec: OptionSpec
+
+    @property
+    def flag(self) -> str:
+        return self.spec.flag or "--" + self.name.replace("_", "-")
+
+    @property
+    def policy_key(self) -> str:
+        return self.spec.policy_key or self.name
+
+    @property
+    def help(self) -> str:
+        """The help text with the default, when it has one worth saying."""
+        if self.default is None or self.default == () or self.spec.kind is Kind.FLAG:
+            return self.spec.help
+        return f"{self.spec.help} (default {self.default})"
+
+
+def option_fields(options_type: type) -> tuple[OptionField, ...]:
+    """The described fields of an option record, in declaration order."""
+    out = []
+    for f in dataclasses.fields(options_type):
+        spec = f.metadata.get(_KEY)
+        if not isinstance(spec, OptionSpec):
+            raise TypeError(f"{options_type.__name__}.{f.name} is not declared with option(...)")
+        out.append(OptionField(f.name, f.default, spec))
+    return tuple(out)
+
+
+def policy_fields(options_type: type) -> tuple[OptionField, ...]:
+    """The fields written in tables.yaml."""
+    return tuple(f for f in option_fields(options_type) if f.spec.in_policy)
+
+
+def parse_option(f: OptionField, value: object, *, where: str) -> Any:
+    """``value`` as written for ``f`` (in tables.yaml, or a command-line string) -> the record's
+    value; ``ConfigError`` naming ``where`` when it is not one."""
+    spec = f.spec
+    kind = spec.kind
+    if kind is Kind.SIZE:
+        if isinstance(value, bool) or not isinstance(value, (int, str)):
+            raise ConfigError(f"{where} must be a size like 134217728 or '128MB', got {value!r}")
+        try:
+            return parse_size(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    if kind is Kind.HOURS:
+        return parse_retention_hours(_number_from_text(value), key=where)
+    if kind is Kind.RATIO:
+        number = _number(value, where, "a share from 0 to 1 (e.g. 0.05)")
+        if not 0 <= number <= 1:
+            raise ConfigError(f"{where} must be a share from 0 to 1 (e.g. 0.05), got {value!r}")
+        return number
+    if kind is Kind.COUNT:
+        whole = _whole(value, where)
+        low = spec.minimum if spec.minimum is not None else -math.inf
+        high = spec.maximum if spec.maximum is not None else math.inf
+        if not low <= whole <= high:
+            bounds = f"from {spec.minimum:g}" if spec.maximum is None else f"from {spec.minimum:g} to {spec.maximum:g}"
+            raise ConfigError(f"{where} must be a whole number {bounds}, got {value!r}")
+        return whole
+    if kind is Kind.FLAG:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(f"{where} must be true or false, got {value!r}")
+    if kind is Kind.COLUMNS:
+        return _columns(value, where, spec)
+    if kind is Kind.CHOICE:
+        if value in spec.choices:
+            return value
+        raise ConfigError(f"{where} must be one of {', '.join(spec.choices)}, got {value!r}")
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{where} must be a non-empty string, got {value!r}")
+    if kind is Kind.PREDICATE:
+        from delta_core.maintenance.predicate import parse_predicate_syntax
+
+        try:
+            parse_predicate_syntax(value)
+        except ConfigError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+    return value
+
+
+def _number_from_text(value: object) -> object:
+    """A command-line string holding a number, as the number; anything else as it is."""
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _number(value: object, where: str, expected: str) -> float:
+    value = _number_from_text(value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return float(value)
+    raise ConfigError(f"{where} must be {expected}, got {value!r}")
+
+
+def _whole(value: object, where: str) -> int:
+    if isinstance(value, str):
+        try:
+            value = int(value.strip())
+        except ValueError:
+            pass
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ConfigError(f"{where} must be a whole number, got {value!r}")
+
+
+def _columns(value: object, where: str, spec: OptionSpec) -> tuple[str, ...]:
+    names: Sequence[object]
+    if isinstance(value, str):
+        names = [c.strip() for c in value.split(",")]
+    elif isinstance(value, (list, tuple)):
+        names = value
+    else:
+        raise ConfigError(f"{where} must be a list of column names like [user_id, ts], got {value!r}")
+    if not names or not all(isinstance(c, str) and c.strip() for c in names):
+        raise ConfigError(f"{where} must name at least one column, like [user_id, ts] (a,b on the command line), "
+                          f"got {value!r}")
+    cols = tuple(str(c).strip() for c in names)
+    if len(set(cols)) != len(cols):
+        raise ConfigError(f"{where} lists a column twice: {list(cols)!r}")
+    if spec.maximum is not None and len(cols) > spec.maximum:
+        raise ConfigError(f"{where}: at most {spec.maximum:g} columns, got {len(cols)}")
+    return cols
