@@ -17,7 +17,7 @@ from typing import Any
 
 from resources.config_models import TablesFile
 
-SCHEMA_PATH = pathlib.Path(__file__).resolve().parent.parent / "tables.schema.json"
+SCHEMA_PATH = pathlib.Path(__file__).resolve().parent.parent / "delta_core" / "cli" / "tables.schema.json"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 

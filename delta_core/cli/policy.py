@@ -1,38 +1,38 @@
 """A table's maintenance policy from ``tables.yaml`` for the command line: ``--config FILE
 --table NAME`` on every maintenance command; flags given on the command line win over it.
 
-The Dagster code location reads the same file with pydantic (``resources/config.py``), and
-delta_core imports no pydantic, so this is a second, small reader of the same keys. It reads
-only what a command needs — the table's ``uri``, its ``storage_options`` and, in each
-operation's section (named by the registry's ``policy_key``), the keys that are fields of the
-operation's option record (``delta_core.maintenance.options``). Everything else (``cron``,
-``enabled``, ``sensor``, ``downstream``, advisor thresholds, sections added later) is left to
-the code location, which validates the whole file strictly; so a file valid there is read
-here, and both produce the same option records (tests/cli/test_cli_policy.py checks that on
-one file). Values go through the parsers both loaders share: sizes
-(``delta_core.model.sizes.parse_size``), retention hours and relative URIs
-(``delta_core.maintenance.policy_values``). ``{env: NAME}`` secrets are read from the
-environment now, as a run would.
+delta_core imports no pydantic, yet the command line must accept exactly what the Dagster code
+location accepts (``resources/config_models.py``), so nothing about the file is written twice:
 
-A section written ``true``/``false`` (on or off for schedules and sensors) holds no settings:
-a person who types the command asked for the operation, so it runs with the defaults.
+- the file's shape is checked against ``tables.schema.json`` (shipped in this package), the JSON
+  Schema exported from the code location's models: an unknown key anywhere (``vaccum:``,
+  ``traget_size:``) or a value of the wrong type is refused naming the table and field, and
+  nothing runs;
+- each operation's section (named by the registry's ``policy_key``) is read through the
+  registry's description of its options (``option_fields``: key, kind, parser), the one the
+  code location's section models are generated from.
+
+Only what a command needs is kept: the table's ``uri``, its ``storage_options`` and the option
+records. ``{env: NAME}`` secrets are read from the environment now, as a run would. A section
+written ``true``/``false`` (on or off for schedules and sensors) holds no settings: a person who
+types the command asked for the operation, so it runs with the defaults.
 """
-
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import pathlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
+from importlib import resources
 from typing import Any
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import OPERATIONS, Operation
-from delta_core.maintenance.options import ZORDER_CURVES
-from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
-from delta_core.model.sizes import parse_size
+from delta_core.maintenance.option_fields import parse_option, policy_fields
+from delta_core.maintenance.policy_values import resolve_table_uri
 
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"  # the code location's variable (resources/config.py)
 
@@ -58,88 +58,18 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
                              "operation's settings are used unless given as arguments")
 
 
-def _ratio(value: object, key: str) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1:
-        return float(value)
-    raise ConfigError(f"{key} must be a share from 0 to 1 (e.g. 0.05), got {value!r}")
-
-
-def _flag(value: object, key: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise ConfigError(f"{key} must be true or false, got {value!r}")
-
-
-def _text(value: object, key: str) -> str:
-    if isinstance(value, str) and value.strip():
-        return value
-    raise ConfigError(f"{key} must be a non-empty string, got {value!r}")
-
-
-def _names(value: object, key: str) -> tuple[str, ...]:
-    if isinstance(value, list) and value and all(isinstance(v, str) and v.strip() for v in value):
-        return tuple(value)
-    raise ConfigError(f"{key} must be a list of column names like [user_id, ts], got {value!r}")
-
-
-def _curve(value: object, key: str) -> str:
-    if value in ZORDER_CURVES:
-        return str(value)
-    raise ConfigError(f"{key} must be one of {', '.join(ZORDER_CURVES)}, got {value!r}")
-
-
-def _size(value: object, key: str) -> int:
-    if not isinstance(value, (int, str)):
-        raise ConfigError(f"{key} must be a size like 134217728 or '128MB', got {value!r}")
-    return parse_size(value)
-
-
-def _whole(value: object, key: str) -> int:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    raise ConfigError(f"{key} must be a whole number, got {value!r}")
-
-
-def _number(value: object, key: str) -> float:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return float(value)
-    raise ConfigError(f"{key} must be a number, got {value!r}")
-
-
-# by the annotation's first type (the records use `from __future__ import annotations`: strings)
-_BY_TYPE: dict[str, Callable[[object, str], Any]] = {
-    "bool": _flag, "int": _whole, "float": _number, "tuple": _names, "str": _text,
-}
-
-
-def _converter(field: dataclasses.Field[Any]) -> Callable[[object, str], Any]:
-    """How a policy value becomes the option field: by the naming the option records keep
-    (``*_size`` bytes, ``*_hours``, ``*_ratio``), else by the field's type, so an option record
-    added to the registry later is read without a change here."""
-    name = field.name
-    if name.endswith("_size"):
-        return _size
-    if name.endswith("_hours"):
-        return lambda v, key: parse_retention_hours(v, key=key)
-    if name.endswith("_ratio"):
-        return _ratio
-    if name == "curve":
-        return _curve
-    first = str(field.type).split("|")[0].split("[")[0].strip()
-    return _BY_TYPE.get(first, _text)
-
-
 def _section_options(op: Operation, section: object, where: str) -> Any:
-    """The operation's option record from its section (``true``/``false``/missing: defaults)."""
+    """The operation's option record from its section (``true``/``false``/missing: defaults);
+    each key parsed as the registry describes it (``option_fields.parse_option``)."""
     if section is None or isinstance(section, bool):
         return op.options_type()
     if not isinstance(section, Mapping):
         raise ConfigError(f"{where} must be true, false or a mapping of its settings, got {section!r}")
     values = {}
-    for field in dataclasses.fields(op.options_type):
-        value = section.get(field.name)
+    for f in policy_fields(op.options_type):
+        value = section.get(f.policy_key)
         if value is not None:  # `key:` with nothing after it means the default, as in the code location
-            values[field.name] = _converter(field)(value, f"{where}.{field.name}")
+            values[f.name] = parse_option(f, value, where=f"{where}.{f.policy_key}")
     return op.options_type(**values)
 
 
@@ -154,6 +84,26 @@ def _env(value: object, where: str) -> Any:
     if isinstance(value, Mapping):
         return {str(k): _env(v, f"{where}.{k}") for k, v in value.items()}
     return value
+
+
+def check_tables_file(doc: object, *, source: str) -> None:
+    """Refuse a document the code location would refuse for its shape: an unknown key anywhere
+    (a typo such as ``vaccum:`` or ``traget_size:``), a value of the wrong type. Checked against
+    ``tables.schema.json``, the JSON Schema exported from the code location's models (which are
+    built from the registry), so both readers accept the same keys."""
+    import jsonschema  # deferred: only --config needs it
+
+    schema = json.loads(resources.files("delta_core.cli").joinpath("tables.schema.json").read_text(encoding="utf-8"))
+    error = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(schema).iter_errors(doc))
+    if error is None:
+        return
+    where = ".".join(str(p) for p in error.absolute_path) or "the file"
+    if error.validator == "additionalProperties":
+        known = set(error.schema.get("properties", {}))
+        unknown = sorted(k for k in error.instance if k not in known) if isinstance(error.instance, Mapping) else []
+        raise ConfigError(f"{source}: {where}: unknown key {', '.join(map(repr, unknown))} (a typo?); allowed here: "
+                          f"{', '.join(sorted(known)) or 'none'}. Nothing was run", path=source)
+    raise ConfigError(f"{source}: {where}: {error.message}. Nothing was run", path=source)
 
 
 def _read(path: pathlib.Path) -> Any:
@@ -174,6 +124,7 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     """Table ``table`` of the config file at ``path``; ``ConfigError`` naming the file and key."""
     p = pathlib.Path(path).expanduser().resolve()
     doc = _read(p)
+    check_tables_file(doc, source=str(p))
     tables = doc.get("tables") if isinstance(doc, Mapping) else None
     if not isinstance(tables, Mapping):
         raise ConfigError(f"{p} has no 'tables' mapping; is it a tables.yaml?", path=str(p))

@@ -103,7 +103,7 @@ def test_vacuum_takes_uri_and_options_from_the_policy_and_flags_win(tmp_path, ta
           events:
             uri: data/events
             vacuum: {retention_hours: 0, dry_run: true, cron: "0 3 * * 0"}
-            policy: {mode: auto}
+            advisor: {mode: auto}
         """)
     before = listing(str(table))
     status, out = _run(capsys, "vacuum", "--config", config, "--table", "events", "--force")
@@ -143,7 +143,7 @@ def test_positional_uri_wins_over_the_policys(tmp_path, table, capsys):
      "zorder needs columns"),
     (["manifest", "--table", "events"], "tables: {events: {uri: {env: POLICY_TEST_UNSET_VAR}}}",
      "POLICY_TEST_UNSET_VAR"),
-    (["manifest", "--table", "events"], "tables: [events]", "has no 'tables' mapping"),
+    (["manifest", "--table", "events"], "tables: [events]", "tables: ['events'] is not of type 'object'"),
 ])
 def test_bad_policy_is_a_config_error_and_nothing_is_written(tmp_path, table, capsys, monkeypatch, argv, body,
                                                              needle):
@@ -199,3 +199,22 @@ def test_rewrite_commands_take_the_policy_table(tmp_path, table, capsys, command
     else:
         assert status == 2 and out["error"]["kind"] == "config" and "cluster-by" in out["error"]["message"], out
     assert listing(str(table)) == before
+
+
+@pytest.mark.parametrize(("body", "needle"), [
+    ("tables:\n  events:\n    uri: data/events\n    vaccum: {dry_run: true}\n", "tables.events: unknown key 'vaccum'"),
+    ("tables:\n  events:\n    uri: data/events\n    compact: {traget_size: 1MB}\n",
+     "tables.events.compact: unknown key 'traget_size'"),
+    ("tables:\n  events:\n    uri: data/events\n    advisor: {mode: auto, cooldown: 5}\n",
+     "tables.events.advisor: unknown key 'cooldown'"),
+    ("spark: {mastr: local}\ntables:\n  events:\n    uri: data/events\n", "spark: unknown key 'mastr'"),
+])
+def test_a_typo_anywhere_in_the_file_is_refused_and_nothing_runs(tmp_path, table, capsys, body, needle):
+    """Issue 27: the command line refuses what the code location refuses (the same JSON Schema),
+    naming the table and the field; nothing is written."""
+    config = _config(tmp_path, body)
+    before, version = listing(str(table)), len(os.listdir(os.path.join(str(table), "_delta_log")))
+    status, out = _run(capsys, "compact", "--config", config, "--table", "events")
+    assert status == 2 and out["error"]["kind"] == "config"
+    assert needle in out["error"]["message"] and "Nothing was run" in out["error"]["message"]
+    assert listing(str(table)) == before and len(os.listdir(os.path.join(str(table), "_delta_log"))) == version

@@ -11,7 +11,8 @@ from tests.dagster.conftest import REPO_ROOT
 
 
 def test_committed_schema_equals_the_generated_one():
-    assert SCHEMA_PATH == REPO_ROOT / "tables.schema.json"
+    assert SCHEMA_PATH == REPO_ROOT / "delta_core" / "cli" / "tables.schema.json"
+    assert (REPO_ROOT / "tables.schema.json").resolve() == SCHEMA_PATH  # the editors' path, a link
     assert SCHEMA_PATH.read_text(encoding="utf-8") == render(), \
         "tables.schema.json is stale: run python -m resources.config_schema"
     assert main(["--check"]) == 0
