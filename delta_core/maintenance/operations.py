@@ -8,7 +8,9 @@ asset factory (a test asserts every entry has one). ``delta_operations`` are the
 ``commitInfo.operation`` values the operation commits (PROTOCOL.md "Commit Provenance
 Information"; spellings in ``delta_core.model.delta_operations``).
 
-Adding an operation means one entry here plus its module. The order of ``OPERATIONS`` is the
+Adding an operation means one entry here, its options record (``options``: fields described with
+``option_fields.option``, from which the command line, tables.yaml and the Dagster configs are
+built) and its ``run_<name>`` in ``runs``. The order of ``OPERATIONS`` is the
 order a full maintenance run does them: rewrite first, then delete what the rewrites left,
 then checkpoint the result.
 
@@ -19,7 +21,9 @@ building the command line does not load pyarrow or Spark.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from delta_core.maintenance.options import (
     CheckpointOptions,
@@ -33,6 +37,10 @@ from delta_core.maintenance.options import (
     ZOrderOptions,
 )
 from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.runs import Report, SparkFactory
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
     type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
@@ -52,6 +60,15 @@ class Operation:
     summary: str  # one line: CLI help, asset and job descriptions
     description: str  # CLI ``--help`` description
     uses_spark: bool  # needs a SparkSession to run
+
+    def run(self, table: DeltaTable, options: Any, spark: SparkFactory | None) -> Report:
+        """Run the operation on ``table`` with ``options`` (its ``options_type``): the
+        ``delta_core.maintenance.runs`` function of the same name; ``spark`` is a factory called
+        only when there is work for Spark."""
+        from delta_core.maintenance import runs
+
+        runner: Callable[[DeltaTable, Any, SparkFactory | None], Report] = getattr(runs, f"run_{self.name}")
+        return runner(table, options, spark)
 
     def metrics_type(self) -> type:
         """The class of the record the operation returns (imported now, not at registry load)."""

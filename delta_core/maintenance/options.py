@@ -83,6 +83,8 @@ class VacuumOptions:
 class CheckpointOptions:
     """``checkpoint``: write a checkpoint at the latest version (``write.checkpoint_write``)."""
 
+    version: int | None = option(None, kind=Kind.COUNT, minimum=0, in_policy=False,
+                                 help="checkpoint this version (default: the latest)")
     cleanup_log: bool = option(False, kind=Kind.FLAG,
                                help="then delete expired log files too, as Delta Spark does after a checkpoint")
     sidecar_threshold: int | None = option(

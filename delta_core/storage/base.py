@@ -30,7 +30,7 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import IO, Protocol, runtime_checkable
+from typing import IO, Any, Protocol, runtime_checkable
 
 from delta_core.errors import PathEscapesTableError
 from delta_core.storage.atomic_output import AtomicOutput
@@ -59,6 +59,11 @@ class Storage(Protocol):
 
     def uri(self, key: str) -> str:
         """Absolute URI of ``key`` (used in manifests and messages)."""
+
+    @property
+    def storage_options(self) -> dict[str, Any]:
+        """The options the store was opened with (credentials included): to open another location
+        of the same store the same way, such as a vacuum inventory."""
 
     def list_from(self, directory: str, start: str = "") -> Iterator[FileInfo]: ...
 

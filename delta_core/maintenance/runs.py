@@ -1,0 +1,123 @@
+"""Running a registry operation from its options record (``Operation.run``).
+
+One function per operation, each taking the table, the operation's options record and a Spark
+factory (called only when the operation has work that needs Spark), and returning the record the
+operation reports (``to_dict()`` for ``--json`` and the Dagster views). The command line calls
+these through the registry, so a command is its options record and nothing else. Every import is
+deferred: the registry is loaded to build the command line, which must not load pyarrow or Spark.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
+
+from delta_core.errors import ConfigError
+from delta_core.maintenance.options import (
+    CheckpointOptions,
+    CleanupLogOptions,
+    ClusterOptions,
+    CompactLogOptions,
+    CompactOptions,
+    ManifestOptions,
+    PurgeOptions,
+    VacuumOptions,
+    ZOrderOptions,
+)
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.checkpoint_write import CheckpointResult
+    from delta_core.write.log_cleanup import LogCleanupResult
+
+SparkFactory = Callable[[], Any]
+
+
+class Report(Protocol):
+    """What an operation returns: a record that renders itself as JSON-ready data."""
+
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+def run_compact(table: DeltaTable, options: CompactOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.compaction import compact
+
+    return compact(table, spark, **asdict(options))
+
+
+def run_zorder(table: DeltaTable, options: ZOrderOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.zorder import zorder
+
+    if not options.columns:
+        raise ConfigError("zorder needs columns: give --columns a,b, or zorder.columns in the table's policy",
+                          path=table.uri)
+    return zorder(table, spark, list(options.columns), curve=options.curve, where=options.where,
+                  target_size=options.target_size)
+
+
+def run_cluster(table: DeltaTable, options: ClusterOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.cluster import cluster
+
+    return cluster(table, spark, columns=list(options.columns) or None, full=options.full,
+                   target_size=options.target_size)
+
+
+def run_purge(table: DeltaTable, options: PurgeOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.purge import purge
+
+    return purge(table, spark, **asdict(options))
+
+
+def run_vacuum(table: DeltaTable, options: VacuumOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.vacuum import vacuum
+
+    return vacuum(table, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force,
+                  spark=spark if options.delete_on_spark else None,
+                  mode=cast(Literal["full", "lite"], options.mode),  # vacuum refuses any other mode
+                  inventory=options.inventory,
+                  inventory_storage_options=table.storage.storage_options)  # read as the table is
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointRun:
+    """A checkpoint, and the log cleanup after it when asked for."""
+
+    checkpoint: CheckpointResult
+    cleanup: LogCleanupResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = self.checkpoint.to_dict()
+        if self.cleanup is not None:
+            out["cleanup_log"] = self.cleanup.to_dict()
+        return out
+
+
+def run_checkpoint(table: DeltaTable, options: CheckpointOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
+    from delta_core.write.checkpoint_write import write_checkpoint
+    from delta_core.write.log_cleanup import cleanup_log
+
+    # Sidecars of a large v2Checkpoint table are written by Spark tasks when a session is offered
+    # (it starts only then), else in this process.
+    result = write_checkpoint(table, version=options.version, sidecar_threshold=options.sidecar_threshold,
+                              sidecar_writer=spark_sidecar_writer(spark) if spark is not None else None)
+    return CheckpointRun(result, cleanup_log(table) if options.cleanup_log else None)
+
+
+def run_cleanup_log(table: DeltaTable, options: CleanupLogOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.write.log_cleanup import cleanup_log
+
+    return cleanup_log(table, **asdict(options))
+
+
+def run_manifest(table: DeltaTable, options: ManifestOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.manifest import generate_manifests
+
+    return generate_manifests(table, **asdict(options))
+
+
+def run_compact_log(table: DeltaTable, options: CompactLogOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.write.log_compaction import compact_log
+
+    return compact_log(table, **asdict(options))
