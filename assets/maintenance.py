@@ -17,7 +17,6 @@ run's log says what went wrong and what to do without opening the stack trace.
 """
 
 
-import dataclasses
 import functools
 import time
 from collections.abc import Callable
@@ -27,7 +26,6 @@ from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
-    Config,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -44,6 +42,7 @@ from assets.metadata import (
     summary_markdown,
 )
 from assets.metrics_view import describe, metrics_for_json
+from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
 from delta_core.maintenance.operations import (
@@ -57,7 +56,6 @@ from delta_core.maintenance.operations import (
     ZORDER,
     Operation,
 )
-from delta_core.maintenance.options import ZORDER_CURVES
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
 from resources.config import TableConfig
@@ -73,69 +71,40 @@ def maintenance_asset_key(table_name: str, operation: str) -> AssetKey:
 # --- config (None = the table's policy) -----------------------------------------------------
 
 
-class CompactConfig(Config):
-    target_size: int | None = Field(default=None, description="Target file size in bytes.")
-    where: str | None = Field(default=None, description="Partition predicate, e.g. date >= '2024-01-01'.")
-    min_file_size: int | None = Field(default=None, description="Only smaller files are packed (bytes).")
-    max_deleted_rows_ratio: float | None = Field(
-        default=None, ge=0, le=1, description="Also rewrite files with more than this share of rows deleted.")
+# Each asset's Config, generated from its registry entry (a class statement so that type checkers
+# and Dagster see a named class).
+class CompactConfig(config_class(COMPACT)):  # type: ignore[misc]
+    pass
 
 
-class ZOrderConfig(Config):
-    columns: list[str] | None = Field(default=None, description="Columns to cluster on.")
-    curve: str | None = Field(default=None, description=" or ".join(ZORDER_CURVES) + ".")
-    where: str | None = Field(default=None, description="Partition predicate.")
-    target_size: int | None = Field(default=None, description="Target file size in bytes.")
+class ZOrderConfig(config_class(ZORDER)):  # type: ignore[misc]
+    pass
 
 
-class VacuumConfig(Config):
-    retention_hours: float | None = Field(default=None, description="Keep unreferenced files younger than this.")
-    dry_run: bool | None = Field(default=None, description="List what would be deleted, delete nothing.")
-    force: bool | None = Field(default=None, description="Allow a retention below delta.deletedFileRetentionDuration.")
-    mode: str | None = Field(default=None, description="full (list the table) or lite (read the log only).")
-    inventory: str | None = Field(default=None, description="Plan from this storage inventory instead of "
-                                                            "listing (path, length, isDir, modificationTime).")
+class VacuumConfig(config_class(VACUUM)):  # type: ignore[misc]
+    pass
 
 
-class CheckpointConfig(Config):
-    force: bool | None = Field(default=None, description="Write a checkpoint even when fewer commits than the "
-                                                         "table's checkpoint interval follow the last one.")
-    cleanup_log: bool | None = Field(default=None, description="Also delete expired log files.")
-    sidecar_threshold: int | None = Field(default=None, description="v2Checkpoint tables: file actions above "
-                                                                    "which sidecars are written on Spark.")
+class CheckpointConfig(config_class(CHECKPOINT, force=(bool | None, Field(  # type: ignore[misc]
+        default=None, description="Write a checkpoint even when fewer commits than the table's checkpoint "
+                                  "interval follow the last one.")))):
+    pass
 
 
-class ManifestConfig(Config):
-    incremental: bool | None = Field(default=None, description="Rewrite only partitions changed since the last manifest.")
+class ManifestConfig(config_class(MANIFEST)):  # type: ignore[misc]
+    pass
 
 
-class ClusterConfig(Config):
-    columns: list[str] | None = Field(default=None, description="Clustering columns (set first when they differ).")
-    full: bool | None = Field(default=None, description="Recluster every file (OPTIMIZE FULL).")
-    target_size: int | None = Field(default=None, description="Target file size in bytes.")
+class ClusterConfig(config_class(CLUSTER)):  # type: ignore[misc]
+    pass
 
 
-class CompactLogConfig(Config):
-    start_version: int | None = Field(default=None, description="First commit (default: after the newest checkpoint).")
-    end_version: int | None = Field(default=None, description="Last commit (default: the latest version).")
-    min_commits: int | None = Field(default=None, description="Write nothing for fewer commits than this.")
+class CompactLogConfig(config_class(COMPACT_LOG)):  # type: ignore[misc]
+    pass
 
 
-class PurgeConfig(Config):
-    where: str | None = Field(default=None, description="Partition predicate.")
-    max_deleted_rows_ratio: float | None = Field(
-        default=None, description="Only files with more than this share of rows deleted (0: any deleted row).")
-
-
-_Options = TypeVar("_Options")
-
-
-def _options(config: Config, policy_options: _Options, *, exclude: frozenset[str] = frozenset()) -> _Options:
-    """The policy's option record with the values given at launch put in (``exclude``: config
-    fields the asset itself handles, not options of the operation)."""
-    given = {k: tuple(v) if isinstance(v, list) else v
-             for k, v in config.model_dump().items() if v is not None and k not in exclude}
-    return dataclasses.replace(policy_options, **given)  # type: ignore[type-var]
+class PurgeConfig(config_class(PURGE)):  # type: ignore[misc]
+    pass
 
 
 # --- one factory per operation ----------------------------------------------------------------
@@ -206,7 +175,7 @@ def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: CompactConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.compaction import compact
 
-        options = _options(config, policy.options)
+        options = options_from_config(config, policy.options)
         return _measured(context, table, "Compaction", lambda dt: compact(
             dt, _spark(context), where=options.where,
             target_size=options.target_size, min_file_size=options.min_file_size,
@@ -225,7 +194,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: ZOrderConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.zorder import zorder
 
-        options = _options(config, policy.options)
+        options = options_from_config(config, policy.options)
         dt = _delta(context, table).open()
         columns = list(options.columns)
         snapshot = dt.snapshot()
@@ -258,7 +227,7 @@ def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.vacuum import vacuum
 
-        options = _options(config, policy.options)
+        options = options_from_config(config, policy.options)
         return _measured(context, table, "Vacuum", lambda dt: vacuum(
             dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force,
             mode=cast(Literal["full", "lite"], options.mode),  # vacuum refuses any other mode
@@ -283,7 +252,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         from delta_core.write.checkpoint_write import write_checkpoint
 
         started = time.monotonic()
-        options = _options(config, policy.options, exclude=frozenset({"force"}))
+        options = options_from_config(config, policy.options, exclude=frozenset({"force"}))
         dt = _delta(context, table).open()
         checkpoint_before = dt.last_checkpoint_version()
         health = table_health_report(dt, table)
@@ -322,7 +291,7 @@ def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         dt = _delta(context, table).open()
         snapshot = dt.snapshot()
         before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
-        metrics = generate_manifests(dt, incremental=_options(config, policy.options).incremental)
+        metrics = generate_manifests(dt, incremental=options_from_config(config, policy.options).incremental)
         return _result(table.name, "Manifest", metrics, before, before,
                        health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
 
@@ -340,7 +309,7 @@ def _cluster(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: ClusterConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.cluster import cluster
 
-        options = _options(config, policy.options)
+        options = options_from_config(config, policy.options)
         return _measured(context, table, "Clustering", lambda dt: cluster(
             dt, _spark(context), columns=options.columns or None, full=options.full,
             target_size=options.target_size))
@@ -358,7 +327,7 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: CompactLogConfig) -> MaterializeResult:
         from delta_core.write.log_compaction import compact_log
 
-        options = _options(config, policy.options)
+        options = options_from_config(config, policy.options)
         dt = _delta(context, table).open()
         health = table_health_report(dt, table)
         result = compact_log(dt, start_version=options.start_version,
@@ -388,7 +357,7 @@ def _purge(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     def _asset(context: AssetExecutionContext, config: PurgeConfig) -> MaterializeResult:
         from delta_core.maintenance.spark.purge import purge
 
-        options = _options(config, policy.options)
+        options = options_from_config(config, policy.options)
         # A factory: Spark starts only when the plan has files to rewrite.
         return _measured(context, table, "Purge", lambda dt: purge(
             dt, _spark(context), where=options.where,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pathlib
 import re
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     AfterValidator,
@@ -25,7 +25,10 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainValidator,
+    TypeAdapter,
     ValidationInfo,
+    WithJsonSchema,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -34,20 +37,9 @@ from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.options import (
-    DEFAULT_MAX_DELETED_ROWS_RATIO,
-    CheckpointOptions,
-    ClusterOptions,
-    CompactLogOptions,
-    CompactOptions,
-    ManifestOptions,
-    PurgeOptions,
-    VacuumOptions,
-    ZOrderOptions,
-)
+from delta_core.maintenance.operations import OPERATIONS, Operation, operation
+from delta_core.maintenance.option_fields import Kind, OptionField, parse_option, policy_fields
 from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
-from delta_core.maintenance.predicate import parse_predicate_syntax
-from delta_core.model.clustering import MAX_CLUSTERING_COLUMNS
 from delta_core.model.sizes import parse_size
 from delta_core.model.table_properties import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -125,15 +117,6 @@ def _cron(value: str) -> str:
     return value.strip()
 
 
-def _predicate(value: str) -> str:
-    """A partition predicate, parsed now so a typo fails at load, not in a scheduled run."""
-    try:
-        parse_predicate_syntax(value)
-    except ConfigError as exc:
-        raise _invalid(str(exc)) from None
-    return value
-
-
 def short_retention_error(retention_hours: float | None, floor_hours: float, *, opted_in: bool,
                           whose: str) -> str | None:
     """Why a vacuum retention below ``floor_hours`` is refused without ``allow_short_retention: true``."""
@@ -154,7 +137,6 @@ def _asset_key(value: str) -> str:
 Size = Annotated[int, PlainValidator(_size, json_schema_input_type=int | str)]
 Hours = Annotated[float, PlainValidator(_hours, json_schema_input_type=float | str)]
 Cron = Annotated[str, AfterValidator(_cron)]
-Predicate = Annotated[str, Field(min_length=1), AfterValidator(_predicate)]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -201,168 +183,113 @@ else:
     OnOff = _OnOff
 
 
-# --- sections ------------------------------------------------------------------------------
+# --- operation sections: generated from the registry ------------------------------------------
+#
+# One section per registry entry with a policy_key: ``enabled``, the code location's scheduling
+# keys (``cron``; ``interval`` for checkpoints) and one field per described option of the entry's
+# options record (``delta_core.maintenance.option_fields``), each parsed by the registry's own
+# parser, the one the command line uses: both readers accept and refuse the same values.
+
+# The code location's scheduling of each operation: its cron (None: no schedule unless given), and
+# whether a table without the section has it on.
+_SCHEDULING: dict[str, tuple[str | None, bool]] = {
+    "compact": (DEFAULT_COMPACT_CRON, True), "zorder": (None, False), "vacuum": (DEFAULT_VACUUM_CRON, True),
+    "checkpoint": (None, True), "manifest": (None, False), "cluster": (None, False),
+    "compact_log": (None, False), "purge": (None, False),
+}
+_SCHEDULED = frozenset({"compact", "zorder", "vacuum", "cluster", "purge"})  # a cron key and a schedule
+_POLICY_TYPES: dict[str, type] = {
+    "compact": CompactPolicy, "zorder": ZOrderPolicy, "vacuum": VacuumPolicy, "checkpoint": CheckpointPolicy,
+    "manifest": ManifestPolicy, "cluster": ClusterPolicy, "compact_log": CompactLogPolicy, "purge": PurgePolicy,
+}
+_JSON_INPUT: dict[Kind, Any] = {
+    Kind.SIZE: int | str, Kind.RATIO: float, Kind.HOURS: float | str, Kind.PREDICATE: str,
+    Kind.COLUMNS: list[str], Kind.FLAG: bool, Kind.COUNT: int, Kind.TEXT: str,
+}
 
 
-class CompactSection(_Model):
-    """Bin-pack small files (OPTIMIZE). On by default."""
+def _option_annotation(f: OptionField) -> Any:
+    """The pydantic type of one described option: the value as written, parsed by the registry."""
+    if f.spec.kind is Kind.CHOICE:
+        return Literal[f.spec.choices]  # type: ignore[valid-type]
 
+    def parse(value: Any) -> Any:
+        try:
+            return parse_option(f, value, where="the value")
+        except ConfigError as exc:
+            raise _invalid(str(exc)) from None
+
+    bounds = {k: v for k, v in (("minimum", f.spec.minimum), ("maximum", f.spec.maximum)) if v is not None}
+    if f.spec.kind is Kind.COLUMNS:
+        bounds = {"maxItems": bounds["maximum"]} if "maximum" in bounds else {}
+    return Annotated[Any, PlainValidator(parse, json_schema_input_type=_JSON_INPUT[f.spec.kind]),
+                     WithJsonSchema({**_schema_of(_JSON_INPUT[f.spec.kind]), **bounds})]
+
+
+def _schema_of(python_type: Any) -> dict[str, Any]:
+    return TypeAdapter(python_type).json_schema()
+
+
+class _Section(_Model):
+    """An operation's section; ``_op`` names its registry entry."""
+
+    _op: ClassVar[str]
     enabled: bool = True
-    target_size: Size | None = Field(default=None, description="Target file size: bytes or '128MB'/'64MiB'. "
-                                                               "Default: delta.targetFileSize.")
-    min_file_size: Size | None = Field(default=None, description="Only smaller files are packed. "
-                                                                 "Default: 3/4 of the target.")
-    where: Predicate | None = Field(default=None, description="Partition predicate.")
-    cron: Cron = Field(default=DEFAULT_COMPACT_CRON, description="Schedule (UTC).")
-    max_deleted_rows_ratio: float = Field(
-        default=DEFAULT_MAX_DELETED_ROWS_RATIO, ge=0, le=1,
-        description="Also rewrite files whose deletion vectors delete more than this share of their rows.")
 
-    def to_policy(self) -> CompactPolicy:
-        return CompactPolicy(enabled=self.enabled, cron=self.cron, options=CompactOptions(
-            target_size=self.target_size, where=self.where, min_file_size=self.min_file_size,
-            max_deleted_rows_ratio=self.max_deleted_rows_ratio))
+    @model_validator(mode="after")
+    def _checks(self) -> _Section:
+        op = operation(self._op)
+        for f in policy_fields(op.options_type):
+            if f.spec.required and self.enabled and not getattr(self, f.policy_key):
+                raise _invalid(f"{op.name} is enabled but names no {f.policy_key}")
+        return self
 
-
-class ZOrderSection(_Model):
-    """Cluster files along a Z-order or Hilbert curve. On when the section is given."""
-
-    enabled: bool = True
-    columns: list[NonEmpty] = Field(default_factory=list, validate_default=True,
-                                    description="Data columns to cluster on.")
-    curve: Literal["zorder", "hilbert"] = "zorder"
-    where: Predicate | None = None
-    target_size: Size | None = None
-    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
-
-    @field_validator("columns")
-    @classmethod
-    def _columns(cls, columns: list[str], info: ValidationInfo) -> list[str]:
-        if info.data.get("enabled", True) and not columns:
-            raise _invalid("z-order is enabled but names no columns")
-        if len(set(columns)) != len(columns):
-            raise _invalid(f"lists a column twice: {columns!r}")
-        return columns
-
-    def to_policy(self) -> ZOrderPolicy:
-        return ZOrderPolicy(enabled=self.enabled, cron=self.cron, options=ZOrderOptions(
-            columns=tuple(self.columns), curve=self.curve, where=self.where, target_size=self.target_size))
+    def to_policy(self) -> Any:
+        op = operation(self._op)
+        options = op.options_type(**{f.name: getattr(self, f.policy_key) for f in policy_fields(op.options_type)
+                                     if getattr(self, f.policy_key) is not None or f.default is None})
+        extras = {k: getattr(self, k) for k in ("cron", "interval") if k in type(self).model_fields}
+        return _POLICY_TYPES[op.name](enabled=self.enabled, options=options, **extras)
 
 
-class VacuumSection(_Model):
-    """Delete unreferenced files older than the retention. On by default."""
-
-    enabled: bool = True
-    # Before retention_hours, whose validator reads it.
-    allow_short_retention: bool = Field(
-        default=False, description="Opt in to a retention_hours below the table's "
-                                   "delta.deletedFileRetentionDuration (default 7 days): files that readers "
-                                   "of recent versions or running writers still need may be deleted.")
-    retention_hours: Hours | None = Field(default=None, description="Hours, or an interval like '7 days'. "
-                                                                    "Default: delta.deletedFileRetentionDuration.")
-    dry_run: bool = False
-    cron: Cron = Field(default=DEFAULT_VACUUM_CRON, description="Schedule (UTC).")
-    mode: Literal["full", "lite"] = Field(default="full", description=(
-        "full lists the table; lite deletes what the log removed since the last vacuum without listing "
-        "(Delta's VACUUM LITE) and refuses when log cleanup dropped commits it needs."))
-    inventory: NonEmpty | None = Field(default=None, description=(
-        "Plan from this storage inventory instead of listing the table (Delta's VACUUM ... USING INVENTORY): "
-        "a Delta table or Parquet/CSV files with path, length, isDir, modificationTime; read with the "
-        "table's storage_options."))
-
-    @field_validator("retention_hours")
-    @classmethod
-    def _short_retention_needs_opt_in(cls, hours: float | None, info: ValidationInfo) -> float | None:
-        # The table's own retention is checked at definitions load (resources.table_checks); the
-        # file alone can already refuse one below the protocol's default.
-        error = short_retention_error(hours, DEFAULT_DELETED_FILE_RETENTION.total_seconds() / 3600.0,
-                                      opted_in=info.data.get("allow_short_retention", False), whose="the default")
-        if error is not None:
-            raise _invalid(error)
-        return hours
-
-    def to_policy(self) -> VacuumPolicy:
-        return VacuumPolicy(enabled=self.enabled, cron=self.cron, options=VacuumOptions(
-            retention_hours=self.retention_hours, dry_run=self.dry_run, force=self.allow_short_retention,
-            mode=self.mode, inventory=self.inventory))
+def _short_retention_needs_opt_in(cls: type, hours: float | None, info: ValidationInfo) -> float | None:
+    # The table's own retention is checked at definitions load (resources.table_checks); the
+    # file alone can already refuse one below the protocol's default.
+    error = short_retention_error(hours, DEFAULT_DELETED_FILE_RETENTION.total_seconds() / 3600.0,
+                                  opted_in=info.data.get("allow_short_retention", False), whose="the default")
+    if error is not None:
+        raise _invalid(error)
+    return hours
 
 
-class CheckpointSection(_Model):
-    """Checkpoint when this many versions landed since the last one. On by default."""
-
-    enabled: bool = True
-    interval: int = Field(default=DEFAULT_CHECKPOINT_INTERVAL, gt=0)
-    cleanup_log: bool = Field(default=False, description="Also delete expired log files.")
-    sidecar_threshold: int | None = Field(
-        default=None, gt=0, description="v2Checkpoint tables with more file actions than this get a UUID-named "
-                                        "checkpoint with sidecars (written on Spark). Default: 100000.")
-
-    def to_policy(self) -> CheckpointPolicy:
-        return CheckpointPolicy(enabled=self.enabled, interval=self.interval,
-                                options=CheckpointOptions(cleanup_log=self.cleanup_log,
-                                                          sidecar_threshold=self.sidecar_threshold))
+# Rules across an operation's fields, checked where the file names the field.
+_FIELD_CHECKS: dict[str, dict[str, Any]] = {
+    "vacuum": {"_short_retention": field_validator("retention_hours")(_short_retention_needs_opt_in)},
+}
 
 
-class ManifestSection(_Model):
-    """Symlink manifests for Hive/Presto/Athena. Off by default."""
-
-    enabled: bool = True
-    incremental: bool = False
-
-    def to_policy(self) -> ManifestPolicy:
-        return ManifestPolicy(enabled=self.enabled, options=ManifestOptions(incremental=self.incremental))
-
-
-class ClusterSection(_Model):
-    """Liquid clustering: set the clustering columns (when they differ) and cluster. On when the
-    section is given."""
-
-    enabled: bool = True
-    columns: list[NonEmpty] = Field(default_factory=list, description="Clustering columns (at most "
-                                    f"{MAX_CLUSTERING_COLUMNS}); none: keep the table's own.")
-    full: bool = Field(default=False, description="Recluster every file, not only new data (OPTIMIZE FULL).")
-    target_size: Size | None = None
-    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
-
-    @field_validator("columns")
-    @classmethod
-    def _columns(cls, columns: list[str]) -> list[str]:
-        if len(set(columns)) != len(columns):
-            raise _invalid(f"lists a column twice: {columns!r}")
-        if len(columns) > MAX_CLUSTERING_COLUMNS:
-            raise _invalid(f"at most {MAX_CLUSTERING_COLUMNS} clustering columns, got {len(columns)}")
-        return columns
-
-    def to_policy(self) -> ClusterPolicy:
-        return ClusterPolicy(enabled=self.enabled, cron=self.cron, options=ClusterOptions(
-            columns=tuple(self.columns), full=self.full, target_size=self.target_size))
+def _section_model(op: Operation) -> type[_Section]:
+    """The tables.yaml section model of registry entry ``op``."""
+    cron, _ = _SCHEDULING[op.name]
+    fields: dict[str, Any] = {}
+    if op.name in _SCHEDULED:
+        fields["cron"] = (Cron | None, Field(default=cron, description="Schedule (UTC)" + (
+            "." if cron else "; none unless given.")))
+    if op.name == "checkpoint":
+        fields["interval"] = (int, Field(default=DEFAULT_CHECKPOINT_INTERVAL, gt=0, description=(
+            "Request a checkpoint when this many versions landed since the last one.")))
+    for f in policy_fields(op.options_type):
+        annotation = _option_annotation(f)
+        fields[f.policy_key] = (annotation if f.default is not None else annotation | None,
+                                Field(default=f.default, description=f.spec.help))
+    name = "".join(part.title() for part in op.name.split("_")) + "Section"
+    model: type[_Section] = create_model(name, __base__=_Section, __doc__=f"{op.summary[:1].upper()}{op.summary[1:]}.",
+                                         __validators__=_FIELD_CHECKS.get(op.name), **fields)
+    model._op = op.name
+    return model
 
 
-class CompactLogSection(_Model):
-    """Log compaction files (x.y.compacted.json) for the commits after the newest checkpoint. Off unless given."""
-
-    enabled: bool = True
-    min_commits: int = Field(default=2, ge=2, description="Write one only when this many commits follow the checkpoint.")
-
-    def to_policy(self) -> CompactLogPolicy:
-        return CompactLogPolicy(enabled=self.enabled, options=CompactLogOptions(min_commits=self.min_commits))
-
-
-class PurgeSection(_Model):
-    """Rewrite files with deletion vectors or dropped columns (REORG ... APPLY (PURGE)). On when
-    the section is given."""
-
-    enabled: bool = True
-    where: Predicate | None = Field(default=None, description="Partition predicate.")
-    max_deleted_rows_ratio: float = Field(
-        default=0.0, ge=0, le=1,
-        description="Only rewrite files with more than this share of rows deleted. Default 0: every file "
-                    "with a deleted row.")
-    cron: Cron | None = Field(default=None, description="Schedule (UTC); none unless given.")
-
-    def to_policy(self) -> PurgePolicy:
-        return PurgePolicy(enabled=self.enabled, cron=self.cron, options=PurgeOptions(
-            where=self.where, max_deleted_rows_ratio=self.max_deleted_rows_ratio))
+SECTIONS: dict[str, type[_Section]] = {op.name: _section_model(op) for op in OPERATIONS if op.policy_key}
 
 
 _HEALTH_DEFAULTS = HealthPolicy()
@@ -436,24 +363,27 @@ else:
                                 Field(union_mode="left_to_right")])  # {env: X} is an Env, not a mapping
 
 
-class TableSection(_Model):
-    """One managed Delta table; its name is the Dagster group name."""
+def _section_field(op: Operation) -> tuple[Any, Any]:
+    """A table's field for ``op``'s section: present by default when the operation is on by default."""
+    section = SECTIONS[op.name]
+    given = Annotated[section, BeforeValidator(_section, json_schema_input_type=bool | section)]  # type: ignore[valid-type]
+    return (given, Field(default_factory=section)) if _SCHEDULING[op.name][1] else (given | None, None)
+
+
+_SECTION_FIELDS: dict[str, Any] = {op.policy_key: _section_field(op) for op in OPERATIONS if op.policy_key}
+_TableBase: type[_Model] = create_model("_TableBase", __base__=_Model, **_SECTION_FIELDS)
+
+
+class TableSection(_TableBase):  # type: ignore[misc,valid-type]
+    """One managed Delta table; its name is the Dagster group name. One section per registry
+    entry (generated: ``SECTIONS``), plus the code location's own keys."""
 
     uri: StrOrEnv = Field(description="Table root: a local path (relative to this file) or an fsspec URI.")
     description: NonEmpty | None = None
     storage_options: dict[str, OptionNode] = Field(
         default_factory=dict, description="fsspec options; nested mappings allowed; secrets as {env: NAME}.")
-    # One section per registry entry, named by its policy_key (tests/dagster/test_operation_registry.py).
-    compact: OnOff[CompactSection] = Field(default_factory=CompactSection)
-    zorder: OnOff[ZOrderSection] | None = None  # on when given
-    vacuum: OnOff[VacuumSection] = Field(default_factory=VacuumSection)
-    checkpoint: OnOff[CheckpointSection] = Field(default_factory=CheckpointSection)
-    manifest: OnOff[ManifestSection] | None = None  # off unless given
     sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
-    cluster: OnOff[ClusterSection] | None = None  # on when given
-    compact_log: OnOff[CompactLogSection] | None = None  # off unless given
-    purge: OnOff[PurgeSection] | None = None  # on when given
     advisor: AdvisorSection = Field(default_factory=AdvisorSection)
 
 
@@ -514,21 +444,15 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         raise OptionError(exc.field, str(exc), table=name) from None
     uri = t.uri.ref() if isinstance(t.uri, Env) else resolve_table_uri(t.uri, base_dir)
     summary = t.downstream.daily_summary
+    policies = {op.policy_key: (section.to_policy() if (section := getattr(t, op.policy_key)) is not None
+                                else _POLICY_TYPES[op.name]()) for op in OPERATIONS if op.policy_key}
     return TableConfig(
-        name=name, uri=uri, storage_options=tuple(options), description=t.description,
-        compact=t.compact.to_policy(),
-        zorder=t.zorder.to_policy() if t.zorder is not None else ZOrderPolicy(),
-        vacuum=t.vacuum.to_policy(),
-        checkpoint=t.checkpoint.to_policy(),
-        manifest=t.manifest.to_policy() if t.manifest is not None else ManifestPolicy(),
+        name=name, uri=uri, storage_options=tuple(options), description=t.description, **policies,
         sensor=SensorPolicy(enabled=t.sensor.enabled, interval_seconds=t.sensor.interval_seconds,
                             max_commits_per_tick=t.sensor.max_commits_per_tick),
         downstream=DownstreamPolicy(
             daily_summary=DailySummary(summary.date_column) if summary is not None else None,
             assets=tuple(t.downstream.assets)),
-        cluster=t.cluster.to_policy() if t.cluster is not None else ClusterPolicy(),
-        compact_log=t.compact_log.to_policy() if t.compact_log is not None else CompactLogPolicy(),
-        purge=t.purge.to_policy() if t.purge is not None else PurgePolicy(),
         # An interval written in tables.yaml wins; else the advisor follows delta.checkpointInterval.
         advisor=t.advisor.to_policy(
             target_size=t.compact.target_size, min_file_size=t.compact.min_file_size,

@@ -61,6 +61,7 @@ class OptionSpec:
     policy_key: str | None = None  # its key in tables.yaml when not the field name
     in_policy: bool = True  # may be written in tables.yaml (False: a one-off, command line or launch only)
     shortcuts: tuple[tuple[str, str], ...] = ()  # CHOICE: extra switches, e.g. ("--lite", "lite")
+    required: bool = False  # the operation cannot run without it (a section that is enabled must give it)
 
     @property
     def unit(self) -> str | None:
@@ -113,11 +114,14 @@ def policy_fields(options_type: type) -> tuple[OptionField, ...]:
     return tuple(f for f in option_fields(options_type) if f.spec.in_policy)
 
 
-def parse_option(f: OptionField, value: object, *, where: str) -> Any:
-    """``value`` as written for ``f`` (in tables.yaml, or a command-line string) -> the record's
-    value; ``ConfigError`` naming ``where`` when it is not one."""
+def parse_option(f: OptionField, value: object, *, where: str, text: bool = False) -> Any:
+    """``value`` as written for ``f`` -> the record's value; ``ConfigError`` naming ``where``
+    when it is not one. ``text``: a command-line string (``12``, ``0.05``, ``a,b``, which the
+    file must write as a number or a list)."""
     spec = f.spec
     kind = spec.kind
+    if text and isinstance(value, str):
+        value = _from_text(kind, value)
     if kind is Kind.SIZE:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
             raise ConfigError(f"{where} must be a size like 134217728 or '128MB', got {value!r}")
@@ -126,7 +130,7 @@ def parse_option(f: OptionField, value: object, *, where: str) -> Any:
         except ConfigError as exc:
             raise ConfigError(f"{where}: {exc}") from None
     if kind is Kind.HOURS:
-        return parse_retention_hours(_number_from_text(value), key=where)
+        return parse_retention_hours(value, key=where)
     if kind is Kind.RATIO:
         number = _number(value, where, "a share from 0 to 1 (e.g. 0.05)")
         if not 0 <= number <= 1:
@@ -162,29 +166,26 @@ def parse_option(f: OptionField, value: object, *, where: str) -> Any:
     return value
 
 
-def _number_from_text(value: object) -> object:
-    """A command-line string holding a number, as the number; anything else as it is."""
-    if isinstance(value, str):
-        try:
-            return float(value)
-        except ValueError:
-            return value
+def _from_text(kind: Kind, value: str) -> object:
+    """A command-line string as the file would write it: numbers as numbers, ``a,b`` as a list."""
+    if kind is Kind.COLUMNS:
+        return [c.strip() for c in value.split(",")]
+    if kind in (Kind.COUNT, Kind.RATIO, Kind.HOURS):
+        for number in (int, float):
+            try:
+                return number(value)
+            except ValueError:
+                continue
     return value
 
 
 def _number(value: object, where: str, expected: str) -> float:
-    value = _number_from_text(value)
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     raise ConfigError(f"{where} must be {expected}, got {value!r}")
 
 
 def _whole(value: object, where: str) -> int:
-    if isinstance(value, str):
-        try:
-            value = int(value.strip())
-        except ValueError:
-            pass
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise ConfigError(f"{where} must be a whole number, got {value!r}")
@@ -192,15 +193,13 @@ def _whole(value: object, where: str) -> int:
 
 def _columns(value: object, where: str, spec: OptionSpec) -> tuple[str, ...]:
     names: Sequence[object]
-    if isinstance(value, str):
-        names = [c.strip() for c in value.split(",")]
-    elif isinstance(value, (list, tuple)):
+    if isinstance(value, (list, tuple)):
         names = value
     else:
         raise ConfigError(f"{where} must be a list of column names like [user_id, ts], got {value!r}")
     if not names or not all(isinstance(c, str) and c.strip() for c in names):
-        raise ConfigError(f"{where} must name at least one column, like [user_id, ts] (a,b on the command line), "
-                          f"got {value!r}")
+        raise ConfigError(f"{where} names no columns: give at least one, like [user_id, ts] (a,b on the command "
+                          f"line), got {value!r}")
     cols = tuple(str(c).strip() for c in names)
     if len(set(cols)) != len(cols):
         raise ConfigError(f"{where} lists a column twice: {list(cols)!r}")

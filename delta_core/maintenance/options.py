@@ -48,7 +48,7 @@ class CompactOptions:
 class ZOrderOptions:
     """``zorder``: cluster files along a space-filling curve (``...spark.zorder.zorder``)."""
 
-    columns: tuple[str, ...] = option((), kind=Kind.COLUMNS, help="the data columns to cluster on (required)")
+    columns: tuple[str, ...] = option((), kind=Kind.COLUMNS, required=True, help="the data columns to cluster on")
     curve: str = option("zorder", kind=Kind.CHOICE, choices=ZORDER_CURVES, help="the space-filling curve to sort along")
     where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
     target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
@@ -58,15 +58,16 @@ class ZOrderOptions:
 class VacuumOptions:
     """``vacuum``: delete unreferenced files older than the retention (``...spark.vacuum.vacuum``)."""
 
-    retention_hours: float | None = option(
-        None, kind=Kind.HOURS, minimum=0,
-        help="keep unreferenced files younger than this: hours or an interval like '7 days' "
-             "(default delta.deletedFileRetentionDuration, 7 days)")
     dry_run: bool = option(False, kind=Kind.FLAG, help="count and list what would be deleted, with its bytes; "
                                                        "delete nothing")
     force: bool = option(False, kind=Kind.FLAG, policy_key="allow_short_retention",
                          help="allow a retention shorter than the table's: files that readers of recent versions "
                               "or running writers still need may be deleted")
+    # after force: the tables.yaml reader checks a short retention against allow_short_retention
+    retention_hours: float | None = option(
+        None, kind=Kind.HOURS, minimum=0,
+        help="keep unreferenced files younger than this: hours or an interval like '7 days' "
+             "(default delta.deletedFileRetentionDuration, 7 days)")
     mode: str = option("full", kind=Kind.CHOICE, choices=("full", "lite"), shortcuts=(("--lite", "lite"),),
                        help="full lists the table; lite deletes what the log removed since the last vacuum "
                             "without listing (Delta's VACUUM LITE)")

@@ -62,6 +62,6 @@ def test_zorder_curve_choices_are_the_curves_implemented():
     from typing import get_args
 
     from delta_core.maintenance.curves import CURVES
-    from resources.config_models import ZOrderSection
+    from resources.config_models import SECTIONS
 
-    assert get_args(ZOrderSection.model_fields["curve"].annotation) == CURVES
+    assert get_args(SECTIONS["zorder"].model_fields["curve"].annotation) == CURVES

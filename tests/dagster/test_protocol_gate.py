@@ -57,8 +57,8 @@ def test_checkpoint_asset_refuses_unknown_writer_feature(make_events_table, tabl
 
 
 def test_checkpoint_asset_never_overrides_disabled_log_cleanup(make_events_table, tables_yaml):
-    # 5 commits: the checkpoint interval (5) is reached, so the asset writes one
-    table = make_events_table(rows=60, appends=4, days=1, delete_fraction=0, properties={
+    # version 5: five commits after version 0 reach the checkpoint interval (5), so the asset writes one
+    table = make_events_table(rows=60, appends=5, days=1, delete_fraction=0, properties={
         "delta.checkpointInterval": "1000", "delta.enableExpiredLogCleanup": "false"})
     _age_log(table.uri)
     commits = sorted(p.name for p in (pathlib.Path(table.uri) / "_delta_log").glob("*.json"))
