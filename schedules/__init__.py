@@ -7,12 +7,12 @@ config, so the run's Launchpad shows exactly what it did.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from dagster import AssetsDefinition, DefaultScheduleStatus, ScheduleDefinition
 
 from assets.maintenance import TABLE_TAG
+from delta_core.maintenance.option_fields import policy_fields
 from jobs import TableJobs
 from resources.config import TableConfig
 
@@ -28,7 +28,7 @@ def policy_run_config(table: TableConfig, operation: str) -> dict[str, Any]:
     policy = table.policy(operation)
     if policy is None:
         raise KeyError(f"operation {operation!r} has no tables.yaml section")
-    values = dataclasses.asdict(policy.options)
+    values = {f.name: getattr(policy.options, f.name) for f in policy_fields(type(policy.options))}
     return {k: list(v) if isinstance(v, tuple) else v for k, v in values.items() if v is not None}
 
 
