@@ -19,8 +19,9 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
+from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.errors import ConfigError
+from delta_core.model.sizes import format_size
 
 if TYPE_CHECKING:
     from delta_core.model.schema import DataType
@@ -122,7 +123,7 @@ def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
     ]
     size = getattr(snapshot, "size_in_bytes", None)
     records = record["num_records"]
-    lines.append(f"Files:       {record['num_files']}" + (f" ({human_size(size)})" if size is not None else "")
+    lines.append(f"Files:       {record['num_files']}" + (f" ({format_size(size)})" if size is not None else "")
                  + f", records: {records if records is not None else 'unknown (some files lack stats)'}")
     lines.append(f"Tombstones:  {record['num_tombstones']}")
     lines.append(f"Checksum:    {record['checksum']}")
