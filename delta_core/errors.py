@@ -113,6 +113,13 @@ class FileAlreadyExistsError(StorageError):
     kind = "file_exists"
 
 
+class BlockedPathError(StorageError):
+    """A file stands where the table needs a directory (a write below it cannot succeed);
+    ``path`` names that file. Nothing was written."""
+
+    kind = "blocked_path"
+
+
 class MissingDataFileError(StorageError):
     """A data file the log still references is not in storage (deleted outside the protocol)."""
 
