@@ -247,6 +247,13 @@ class RewriteTaskError(MaintenanceError):
     kind = "task_failed"
 
 
+class TaskOutOfMemoryError(RewriteTaskError):
+    """A Spark task ran out of memory (Python ``MemoryError``, ``java.lang.OutOfMemoryError``, a
+    container killed for its memory); the message says which memory settings to raise."""
+
+    kind = "out_of_memory"
+
+
 class RetentionTooShortError(MaintenanceError):
     """Vacuum retention below the table's ``delta.deletedFileRetentionDuration`` without force."""
 
