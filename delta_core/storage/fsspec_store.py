@@ -455,7 +455,7 @@ class FsspecStorage:
                 os.unlink(full)
             else:
                 self.fs.rm_file(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # missing (below a file nothing exists)
             pass
 
     @needs_access("write")
@@ -468,7 +468,7 @@ class FsspecStorage:
             for full in [self._full(k) for k in keys]:
                 try:
                     os.unlink(full)
-                except FileNotFoundError:
+                except (FileNotFoundError, NotADirectoryError):
                     pass
             return
         if self._scheme == "memory":

@@ -41,6 +41,8 @@ def _reads_find_nothing(store) -> None:
     assert list(store.list_recursive("_delta_log")) == []
     assert store.list_directories("_delta_log") == []
     assert store.exists("_delta_log/00000000000000000000.json") is False
+    store.delete("_delta_log/_last_checkpoint")  # deleting what is not there is no error
+    store.delete_many(["_delta_log/_last_checkpoint", "_delta_log/00000000000000000000.json"])
 
 
 @pytest.mark.parametrize("below", ["", "sub"])
