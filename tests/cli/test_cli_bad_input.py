@@ -62,13 +62,6 @@ def _one_json(proc: subprocess.CompletedProcess, kind: str) -> str:
 
 
 @pytest.fixture()
-def a_file(tmp_path) -> pathlib.Path:
-    path = tmp_path / "afile.txt"
-    path.write_text("not a table\n")
-    return path
-
-
-@pytest.fixture()
 def table(tmp_path) -> str:
     uri = str(tmp_path / "t")
     make_table(uri, appends=2)
@@ -97,12 +90,10 @@ def test_every_command_refuses_a_file_as_a_table(capsys, a_file, command, where)
     assert listing(str(a_file.parent)) == before
 
 
-def test_a_log_that_is_a_file_is_not_a_table(tmp_path, temp):
-    (tmp_path / "t").mkdir()
-    (tmp_path / "t" / "_delta_log").write_text("")
-    before = listing(str(tmp_path / "t"))
-    _one_line(delta_core(temp, "history", str(tmp_path / "t")), "not_a_table")
-    assert listing(str(tmp_path / "t")) == before
+def test_a_log_that_is_a_file_is_not_a_table(log_is_a_file, temp):
+    before = listing(str(log_is_a_file))
+    _one_line(delta_core(temp, "history", str(log_is_a_file)), "not_a_table")
+    assert listing(str(log_is_a_file)) == before
 
 
 def test_a_negative_size_says_it_must_be_positive(table, temp):

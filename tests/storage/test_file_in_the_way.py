@@ -4,8 +4,6 @@ there is refused typed, with nothing written."""
 
 from __future__ import annotations
 
-import pathlib
-
 import pyarrow as pa
 import pytest
 
@@ -16,21 +14,6 @@ from delta_core.write.table_writes import create_table
 from tests.core_write.conftest import listing
 
 SCHEMA = pa.schema([("id", pa.int64())])
-
-
-@pytest.fixture()
-def a_file(tmp_path) -> pathlib.Path:
-    path = tmp_path / "afile.txt"
-    path.write_text("not a table\n")
-    return path
-
-
-@pytest.fixture()
-def log_is_a_file(tmp_path) -> pathlib.Path:
-    root = tmp_path / "t"
-    root.mkdir()
-    (root / "_delta_log").write_text("")
-    return root
 
 
 def _reads_find_nothing(store) -> None:
