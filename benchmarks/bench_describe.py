@@ -8,8 +8,9 @@ Every measurement is a fresh process run under ``/usr/bin/time -f "%e %M"``: its
 
 - load: ``DeltaTable(path).snapshot()`` vs ``deltalake.DeltaTable(path)`` (which loads the
   file list too); the time after imports is shown as well;
-- describe: ``delta-core describe --json`` vs a delta-rs script printing the same record
-  (version, protocol, metadata, sorted file paths, record count from ``get_add_actions``);
+- describe: ``delta-core describe --json --files`` vs a delta-rs script printing the same record
+  (version, protocol, metadata, sorted file paths, record count from ``get_add_actions``), and
+  ``describe --json`` without the file list (what ``describe`` prints by default);
 - ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
 
 Engines alternate, ``--repeat`` rounds; each figure is the median run (all runs are listed).
@@ -149,7 +150,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             assert counts["ours"] == counts["delta-rs"] == {files}, counts
             _report(f"snapshot load, {files:,} files", load, "delta-rs")
             _report(f"describe --json, {files:,} files", _rounds({
-                "ours": [py, "-m", "delta_core", "describe", root, "--json"],
+                "ours --files": [py, "-m", "delta_core", "describe", root, "--json", "--files"],
+                "ours, no file list": [py, "-m", "delta_core", "describe", root, "--json"],
                 "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
             }, args.repeat), "delta-rs")
             shutil.rmtree(root, ignore_errors=True)

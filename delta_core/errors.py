@@ -113,6 +113,13 @@ class FileAlreadyExistsError(StorageError):
     kind = "file_exists"
 
 
+class BlockedPathError(StorageError):
+    """A file stands where the table needs a directory (a write below it cannot succeed);
+    ``path`` names that file. Nothing was written."""
+
+    kind = "blocked_path"
+
+
 class MissingDataFileError(StorageError):
     """A data file the log still references is not in storage (deleted outside the protocol)."""
 
@@ -238,6 +245,13 @@ class RewriteTaskError(MaintenanceError):
     """A Spark task failed; the message names the exception the executor raised."""
 
     kind = "task_failed"
+
+
+class TaskOutOfMemoryError(RewriteTaskError):
+    """A Spark task ran out of memory (Python ``MemoryError``, ``java.lang.OutOfMemoryError``, a
+    container killed for its memory); the message says which memory settings to raise."""
+
+    kind = "out_of_memory"
 
 
 class RetentionTooShortError(MaintenanceError):

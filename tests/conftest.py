@@ -217,3 +217,20 @@ def deltalake_s3_options(s3_server) -> dict:
         "AWS_ALLOW_HTTP": "true",
         "AWS_S3_ALLOW_UNSAFE_RENAME": "true",
     }
+
+
+@pytest.fixture()
+def a_file(tmp_path) -> pathlib.Path:
+    """A plain file, for a table URI that names a file (``delta-core describe afile.txt``)."""
+    path = tmp_path / "afile.txt"
+    path.write_text("not a table\n")
+    return path
+
+
+@pytest.fixture()
+def log_is_a_file(tmp_path) -> pathlib.Path:
+    """A directory whose ``_delta_log`` is a file."""
+    root = tmp_path / "t"
+    root.mkdir()
+    (root / "_delta_log").write_text("")
+    return root

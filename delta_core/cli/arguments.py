@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from collections.abc import Callable
 
 from delta_core.errors import ConfigError
 from delta_core.model.sizes import parse_size
@@ -57,12 +58,20 @@ def retention_hours(text: str) -> float:
     return value
 
 
-def positive_count(text: str) -> int:
-    """A whole number from 1 (a count such as ``--sidecar-threshold``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} is out of range: give a whole number from 1")
-    return value
+def count_from(minimum: int) -> Callable[[str], int]:
+    """The argument type of a whole number from ``minimum`` (``--sidecar-threshold`` from 1,
+    ``--min-commits`` from 2: a log compaction covers at least two commits)."""
+
+    def count(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text} is out of range: give a whole number from {minimum}")
+        return value
+
+    return count
+
+
+positive_count = count_from(1)

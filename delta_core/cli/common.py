@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -29,9 +30,21 @@ EXIT_OK = 0
 EXIT_ERROR = 2  # also what argparse uses for usage errors
 
 
+# What argparse should take for a value, not an option: a leading minus followed by a digit or
+# a decimal point (``-5``, ``-5MB``, ``-0.5``, ``-1e3``). argparse's own pattern admits only bare
+# numbers, so ``--target-size -5MB`` failed with "expected one argument" before the size's own
+# check could say what is wrong. No option of ours is spelled like that.
+NEGATIVE_VALUE = re.compile(r"^-\.?\d")
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error raises ``UsageError`` (subparsers inherit the class), so
-    ``main`` reports it like any other error: one line, or one JSON document with ``--json``."""
+    ``main`` reports it like any other error: one line, or one JSON document with ``--json``;
+    and a value with a leading minus (``-5MB``) reaches its option's check (``NEGATIVE_VALUE``)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._negative_number_matcher = NEGATIVE_VALUE
 
     def error(self, message: str) -> NoReturn:
         raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
@@ -98,16 +111,6 @@ def _merged(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         both = isinstance(value, dict) and isinstance(out.get(key), dict)
         out[key] = _merged(out[key], value) if both else value
     return out
-
-
-def human_size(n: int) -> str:
-    """Bytes as people read them: ``512 B``, ``1.5 MiB``."""
-    size = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if size < 1024 or unit == "TiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024
-    return f"{n} B"
 
 
 def _human(obj: Any, out: TextIO, indent: int = 0) -> None:

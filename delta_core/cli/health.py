@@ -13,6 +13,7 @@ from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
 from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.model.sizes import format_size
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,14 +35,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(func=cmd_health)
 
 
-def _size(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(n) < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} TiB"
-
-
 def _or_none(version: int | None) -> str:
     return "none" if version is None else f"version {version}"
 
@@ -59,16 +52,16 @@ def render_text(report: dict[str, Any]) -> str:
                      f"  (saw {part['value']})")
     lines += [
         "metrics:",
-        f"  files            {m['num_files']} ({_size(m['total_bytes'])}), target {_size(m['target_file_size'])}",
-        f"  small files      {m['small_files']} under {_size(m['min_file_size'])} "
+        f"  files            {m['num_files']} ({format_size(m['total_bytes'])}), target {format_size(m['target_file_size'])}",
+        f"  small files      {m['small_files']} under {format_size(m['min_file_size'])} "
         f"(ratio {m['small_file_ratio']:.3f}); compaction would merge {m['compactable_files']} "
         f"into {m['compaction_output_files']}",
         f"  deleted rows     {m['deleted_rows']} of {m['num_records']} (ratio {m['deleted_rows_ratio']:.4f})",
         f"  without stats    {m['files_without_stats']} files",
         f"  checkpoint       {_or_none(m['checkpoint_version'])}; {m['versions_since_checkpoint']} commits "
-        f"({_size(m['log_bytes_since_checkpoint'])}) since, interval {m['checkpoint_interval']}",
-        f"  tombstones       {m['num_tombstones']} ({_size(m['tombstone_bytes'])}); past retention "
-        f"{m['reclaimable_tombstones']} ({_size(m['reclaimable_bytes'])})",
+        f"({format_size(m['log_bytes_since_checkpoint'])}) since, interval {m['checkpoint_interval']}",
+        f"  tombstones       {m['num_tombstones']} ({format_size(m['tombstone_bytes'])}); past retention "
+        f"{m['reclaimable_tombstones']} ({format_size(m['reclaimable_bytes'])})",
         f"  last OPTIMIZE    {_or_none(m['last_optimize_version'])}"
         + (f" at {_when(m['last_optimize_timestamp'])}" if m["last_optimize_timestamp"] is not None else ""),
     ]
@@ -81,8 +74,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  expired log      {m['expired_log_files']} files")
     lines.append("size histogram:")
     for b in m["size_histogram"]:
-        upper = _size(b["upper"]) if b["upper"] is not None else "and more"
-        lines.append(f"  {_size(b['lower']):>10} .. {upper:<10} {b['files']:>8} files {_size(b['bytes']):>10}")
+        upper = format_size(b["upper"]) if b["upper"] is not None else "and more"
+        lines.append(f"  {format_size(b['lower']):>10} .. {upper:<10} {b['files']:>8} files {format_size(b['bytes']):>10}")
     recs = report["recommendations"]
     lines.append("recommendations:" if recs else "recommendations: none, nothing pays off now")
     for r in recs:

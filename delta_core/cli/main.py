@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from delta_core.cli import health, maintenance, read, write
 from delta_core.cli.common import EXIT_ERROR, EXIT_OK, Parser, report_error
 from delta_core.cli.progress import progress_for
+from delta_core.cli.version import VersionAction
 from delta_core.errors import DeltaError, UsageError
 
 COMMAND_MODULES = (read, write, maintenance, health)
@@ -22,6 +23,7 @@ COMMAND_MODULES = (read, write, maintenance, health)
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="delta-core", description="Inspect and maintain Delta Lake tables with delta_core.")
+    parser.add_argument("--version", action=VersionAction, help="print the package version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for module in COMMAND_MODULES:
         module.register(subparsers)

@@ -18,14 +18,17 @@ bytes it deleted or, on a dry run, would delete.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list, ratio, retention_hours
-from delta_core.cli.common import add_table_arguments, emit, human_size, open_table, table_storage_options
+from delta_core.cli.common import add_table_arguments, emit, open_table, table_storage_options
 from delta_core.cli.policy import resolve_options
 from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import CLUSTER, COMPACT, MANIFEST, PURGE, VACUUM, ZORDER, Operation
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, ZORDER_CURVES
+from delta_core.model.durations import format_duration
+from delta_core.model.sizes import format_size
 
 
 def _spark_argument(parser: argparse.ArgumentParser) -> None:
@@ -175,9 +178,9 @@ def cmd_vacuum(args: argparse.Namespace) -> int:
     done = "would delete" if metrics.dry_run else "deleted"
     count = metrics.num_files_to_delete if metrics.dry_run else metrics.num_deleted_files
     emit(f"vacuum{' dry run' if metrics.dry_run else ''}: {done} {count} of {metrics.files_listed} listed "
-         f"files, {human_size(metrics.bytes_to_delete)} ({metrics.bytes_to_delete} bytes); "
-         f"{metrics.young_kept} unreferenced files younger than the retention "
-         f"({metrics.retention_hours:g} hours) kept", False)
+         f"files, {format_size(metrics.bytes_to_delete)}; {metrics.young_kept} unreferenced files "
+         f"younger than the retention ({format_duration(dt.timedelta(hours=metrics.retention_hours))}) "
+         "kept", False)
     emit(metrics.to_dict(), False)
     return 0
 

@@ -16,8 +16,8 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Never, TextIO
 
-from delta_core.cli.common import human_size
 from delta_core.model.progress import reporting_to
+from delta_core.model.sizes import format_size
 
 if TYPE_CHECKING:
     from tqdm import tqdm
@@ -64,7 +64,7 @@ class TerminalProgress:
         if self._by_bytes:
             of = f"/{self._total_items}" if self._total_items is not None else ""
             return f"{self._items}{of} {self._unit}"
-        return human_size(self._bytes)
+        return format_size(self._bytes)
 
     def advance(self, *, items: int, nbytes: int) -> None:
         if self._bar is None:

@@ -1,16 +1,27 @@
 """Read-only subcommands of ``delta-core``: ``describe`` (a snapshot's state) and ``history``.
 
-``describe --json`` prints exactly the keys of the conformance suite's ``latest`` record, so a
-table can be checked against an expectation with nothing but the command line: version,
-protocol versions and features (null when the protocol action has no such field), partition
-columns, top-level schema field names, configuration, live files (raw ``add.path``, sorted),
-``num_records`` (null if any live file lacks stats), ``txn`` and ``num_tombstones``. ``txn`` is
-``{appId: version}`` of the unexpired app transactions, as Delta Spark, delta-kernel-rs and
+``describe`` answers what Delta's ``DESCRIBE DETAIL`` does, under its column names in our
+snake case: ``format``, ``id``, ``name``, ``description``, ``location`` (the table root's URI),
+``created_time`` (``metaData.createdTime``, epoch ms), ``last_modified`` (the version's commit
+time, epoch ms), ``partition_columns``, ``clustering_columns``, ``num_files``,
+``size_in_bytes``, ``configuration`` (DESCRIBE DETAIL's ``properties``), ``min_reader_version``,
+``min_writer_version`` and ``table_features`` (every feature in effect, those a legacy protocol
+implies included). Beside them it keeps every key of the conformance suite's ``latest`` record,
+so a table can be checked against an expectation with nothing but the command line: version,
+``reader_features``/``writer_features`` as the protocol action lists them (null when it has no
+such field), top-level schema field names, ``num_records`` (null if any live file lacks stats),
+``txn`` and ``num_tombstones``; the live files' paths (raw ``add.path``, sorted) only with
+``--files``, which a table of a million files would otherwise print on every describe. ``txn``
+is ``{appId: version}`` of the unexpired app transactions, as Delta Spark, delta-kernel-rs and
 delta-rs replay them (PROTOCOL.md "Transaction Identifiers"; expiry by
 ``delta.setTransactionRetentionDuration``); ``txn_details`` adds every ``txn`` the log holds with
 its ``lastUpdated`` and whether it has expired. ``checksum`` is ``ok``, ``mismatch``, ``absent``,
 ``corrupt`` or ``unreadable``: the version's ``.crc`` against the replayed state (PROTOCOL.md "Version Checksum
 File" > "State Validation"); a mismatch is reported, not raised, so the table stays readable.
+
+``history`` prints each commit's ``commitInfo`` newest first; as text, one line per commit
+(version, time, operation and its parameters) and below it the commit's operation metrics and
+who wrote it (``userName``/``userId``, ``engineInfo`` or delta-rs's ``clientVersion``).
 """
 
 from __future__ import annotations
@@ -19,8 +30,9 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from delta_core.cli.common import add_table_arguments, emit, human_size, open_table
+from delta_core.cli.common import add_table_arguments, emit, json_text, open_table
 from delta_core.errors import ConfigError
+from delta_core.model.sizes import format_size
 
 if TYPE_CHECKING:
     from delta_core.model.schema import DataType
@@ -30,6 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser("describe", help="summarise a table version",
                               description="Summarise a table's snapshot (latest, or a given version/time).")
     add_table_arguments(p)
+    p.add_argument("--files", action="store_true", help="also list the live files' paths")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--version", type=int, default=None, metavar="N", help="describe version N")
     when.add_argument("--timestamp", default=None, metavar="ISO8601",
@@ -57,29 +70,46 @@ def _features(values: Any) -> list[str] | None:
     return None if values is None else sorted(values)
 
 
-def describe_record(snapshot: Any, *, files: bool = True) -> dict[str, Any]:
-    """The ``describe --json`` object for a snapshot; ``files=False`` leaves out the sorted list
-    of live files (the text output does not show it; at 1M files it costs ~0.2 s of CPU)."""
+def describe_record(snapshot: Any, *, files: bool = False) -> dict[str, Any]:
+    """The ``describe --json`` object for a snapshot; the sorted list of live files' paths only
+    with ``files`` (at 1M files it costs ~0.2 s of CPU and prints ~100 MB)."""
     from delta_core.log.version_checksum import verify_version_checksum  # deferred: pyarrow
+    from delta_core.model.clustering import clustering_columns
+    from delta_core.model.table_features import reader_features, writer_features
 
     protocol, metadata = snapshot.protocol, snapshot.metadata
-    return {
+    location = snapshot.storage.root
+    clustering = clustering_columns(snapshot.domain_metadata, snapshot.schema, path=location,
+                                    version=snapshot.version)
+    record = {
+        "format": "delta",
+        "id": metadata.id,
+        "name": metadata.name,
+        "description": metadata.description,
+        "location": location,
+        "created_time": metadata.created_time,
+        "last_modified": snapshot.timestamp,
         "version": snapshot.version,
+        "partition_columns": list(metadata.partition_columns),
+        "clustering_columns": [c.name for c in clustering],
+        "num_files": snapshot.num_files,
+        "size_in_bytes": snapshot.size_in_bytes,
+        "num_records": snapshot.num_records,
+        "configuration": dict(metadata.configuration),
         "min_reader_version": protocol.min_reader_version,
         "min_writer_version": protocol.min_writer_version,
         "reader_features": _features(protocol.reader_features),
         "writer_features": _features(protocol.writer_features),
-        "partition_columns": list(metadata.partition_columns),
+        "table_features": sorted(reader_features(protocol) | writer_features(protocol)),
         "schema_field_names": snapshot.schema.field_names,
-        "configuration": dict(metadata.configuration),
-        "num_files": snapshot.num_files,
-        "files": sorted(snapshot.file_paths) if files else None,
-        "num_records": snapshot.num_records,
         "txn": {app_id: txn.version for app_id, txn in sorted(snapshot.txns.items())},
         "num_tombstones": snapshot.tombstones.num_rows,
         "txn_details": txn_details(snapshot),
         "checksum": verify_version_checksum(snapshot).status,
     }
+    if files:
+        record["files"] = sorted(snapshot.file_paths)
+    return record
 
 
 def txn_details(snapshot: Any) -> dict[str, dict[str, Any]]:
@@ -114,19 +144,25 @@ def _feature_text(values: Any) -> str:
 
 def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
     protocol = snapshot.protocol
-    lines = [
-        f"Table:       {uri}",
-        f"Version:     {record['version']} (committed {_iso(getattr(snapshot, 'timestamp', None))})",
+    lines = [f"Table:       {uri}"]
+    if record["location"] != uri:
+        lines.append(f"Location:    {record['location']}")
+    lines.append(f"Id:          {record['id']}" + "".join(
+        f", {key} {record[key]!r}" for key in ("name", "description") if record[key] is not None))
+    lines += [
+        f"Created:     {_iso(record['created_time'])}",
+        f"Version:     {record['version']} (committed {_iso(record['last_modified'])})",
         f"Protocol:    reader {protocol.min_reader_version}{_feature_text(protocol.reader_features)}, "
         f"writer {protocol.min_writer_version}{_feature_text(protocol.writer_features)}",
+        f"Features:    {', '.join(record['table_features']) or 'none'}",
     ]
-    size = getattr(snapshot, "size_in_bytes", None)
     records = record["num_records"]
-    lines.append(f"Files:       {record['num_files']}" + (f" ({human_size(size)})" if size is not None else "")
-                 + f", records: {records if records is not None else 'unknown (some files lack stats)'}")
+    lines.append(f"Files:       {record['num_files']} ({format_size(record['size_in_bytes'])}), records: "
+                 f"{records if records is not None else 'unknown (some files lack stats)'}")
     lines.append(f"Tombstones:  {record['num_tombstones']}")
     lines.append(f"Checksum:    {record['checksum']}")
     lines.append(f"Partitioned: {', '.join(record['partition_columns']) or 'no'}")
+    lines.append(f"Clustered:   {', '.join(record['clustering_columns']) or 'no'}")
     lines.append("Schema:")
     for f in snapshot.schema.fields:
         lines.append(f"  {f.name}: {_type_text(f.type)}{'' if f.nullable else ' not null'}")
@@ -139,6 +175,9 @@ def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
                                             if retention else ""))
         lines.extend(f"  {app}: version {d['version']}, last updated {_iso(d['last_updated'])}"
                      + (", expired" if d["expired"] else "") for app, d in record["txn_details"].items())
+    if "files" in record:
+        lines.append("File paths:" if record["files"] else "File paths: none")
+        lines.extend(f"  {path}" for path in record["files"])
     return "\n".join(lines)
 
 
@@ -150,7 +189,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
         snapshot = table.snapshot(timestamp=_parse_when(args.timestamp))
     else:
         snapshot = table.snapshot(args.version)
-    record = describe_record(snapshot, files=args.json)
+    record = describe_record(snapshot, files=args.files)
     emit(record if args.json else describe_text(table.uri, snapshot, record), args.json)
     return 0
 
@@ -162,8 +201,43 @@ def history_record(entry: Any) -> dict[str, Any]:
         "timestamp": entry.timestamp,
         "operation": info.get("operation"),
         "operation_parameters": info.get("operationParameters"),
+        "operation_metrics": info.get("operationMetrics"),
         "commit_info": info,
     }
+
+
+def _pairs(values: Any) -> str:
+    """``k=v, ...`` of a commitInfo map, values as the log writes them (``true``, not ``True``)."""
+    if not isinstance(values, dict):
+        return ""
+    return ", ".join(f"{k}={v if isinstance(v, str) else json_text(v)}" for k, v in values.items())
+
+
+def _author(info: dict[str, Any]) -> str:
+    """Who wrote a commit, as far as its ``commitInfo`` says: user and engine."""
+    name, user_id = info.get("userName"), info.get("userId")
+    user = " ".join(str(part) for part in (name, f"(id {user_id})" if user_id is not None and name else user_id)
+                    if part is not None)
+    engine = info.get("engineInfo") or info.get("clientVersion")
+    return ", ".join(part for part in (f"user {user}" if user else "", f"engine {engine}" if engine else "") if part)
+
+
+def history_text(records: list[dict[str, Any]]) -> str:
+    """One line per commit (version, time, operation and parameters), then indented its
+    operation metrics and who wrote it, when the commit says."""
+    indent = " " * 9
+    lines = [f"{'VERSION':>7}  {'TIMESTAMP (UTC)':<29}  OPERATION"]
+    for r in records:
+        params = _pairs(r["operation_parameters"])
+        lines.append(f"{r['version']:>7}  {_iso(r['timestamp']):<29}  {r['operation'] or '-'}"
+                     + (f"  {params}" if params else ""))
+        metrics = _pairs(r["operation_metrics"])
+        if metrics:
+            lines.append(f"{indent}metrics: {metrics}")
+        author = _author(r["commit_info"])
+        if author:
+            lines.append(f"{indent}by: {author}")
+    return "\n".join(lines)
 
 
 def cmd_history(args: argparse.Namespace) -> int:
@@ -171,15 +245,5 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit {args.limit} must be at least 1")
     table = open_table(args)
     records = [history_record(e) for e in table.history(args.limit)]
-    if args.json:
-        emit(records, True)
-        return 0
-    lines = [f"{'VERSION':>7}  {'TIMESTAMP (UTC)':<29}  OPERATION"]
-    for r in records:
-        params = r["operation_parameters"]
-        detail = ""
-        if isinstance(params, dict) and params:
-            detail = "  " + ", ".join(f"{k}={v}" for k, v in params.items())
-        lines.append(f"{r['version']:>7}  {_iso(r['timestamp']):<29}  {r['operation'] or '-'}{detail}")
-    emit("\n".join(lines), False)
+    emit(records if args.json else history_text(records), args.json)
     return 0

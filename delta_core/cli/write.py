@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 
-from delta_core.cli.arguments import positive_count
+from delta_core.cli.arguments import count_from, positive_count
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.maintenance import _spark, _spark_argument, add_operation_parser
 from delta_core.cli.policy import resolve_options
@@ -63,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                     help="first commit to compact (default: the one after the newest checkpoint)")
     cl.add_argument("--to", dest="end_version", type=int, default=None, metavar="V",
                     help="last commit to compact (default: the latest version)")
-    cl.add_argument("--min-commits", type=int, default=None, metavar="N",
+    cl.add_argument("--min-commits", type=count_from(2), default=None, metavar="N",
                     help="write nothing when the range holds fewer than N commits (default 2)")
     cl.set_defaults(func=cmd_compact_log)
 

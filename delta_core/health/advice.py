@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from delta_core.health.metrics import HealthMetrics
 from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT, MANIFEST, VACUUM, ZORDER
+from delta_core.model.sizes import format_size
 from delta_core.write.checkpoint_cadence import checkpoint_due
 
 # Operations whose registry entries live on other branches (purge, liquid clustering); the
@@ -54,7 +55,7 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
         out.append(Recommendation(
             COMPACT.cli_command,
             f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
-            f"{m.min_file_size} bytes; compaction would rewrite {m.compactable_files} of them "
+            f"{format_size(m.min_file_size)}; compaction would rewrite {m.compactable_files} of them "
             f"into {m.compaction_output_files}", float(merged), "files"))
     if m.deleted_rows > 0 and m.deleted_rows_ratio > policy.purge_deleted_rows_ratio:
         out.append(Recommendation(
@@ -71,12 +72,12 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
                 rise, "skip ratio"))
     if m.reclaimable_bytes > 0 and m.reclaimable_bytes >= policy.vacuum_min_reclaimable_bytes:
         out.append(Recommendation(
-            VACUUM.cli_command, f"{m.reclaimable_tombstones} removed files ({m.reclaimable_bytes} bytes) "
+            VACUUM.cli_command, f"{m.reclaimable_tombstones} removed files ({format_size(m.reclaimable_bytes)}) "
                                 "are past the deleted-file retention", float(m.reclaimable_bytes), "bytes"))
     if checkpoint_due(m.versions_since_checkpoint, m.checkpoint_interval):
         out.append(Recommendation(
-            CHECKPOINT.cli_command, f"{m.versions_since_checkpoint} commits ({m.log_bytes_since_checkpoint} "
-                                    f"bytes) since the last checkpoint, interval {m.checkpoint_interval}",
+            CHECKPOINT.cli_command, f"{m.versions_since_checkpoint} commits ({format_size(m.log_bytes_since_checkpoint)}) "
+                                    f"since the last checkpoint, interval {m.checkpoint_interval}",
             float(m.versions_since_checkpoint), "commits"))
     if m.expired_log_files:
         out.append(Recommendation(

@@ -13,7 +13,10 @@ Contract (implementations must honour every line):
 - ``list_recursive(directory)`` yields every file below ``directory`` (any order).
 - ``list_directories(directory)`` returns the names of the directories directly inside
   ``directory``, sorted (none on stores without directories but for common key prefixes).
-- ``read(key)`` returns the whole file; a missing file raises ``FileNotFoundError``.
+- ``read(key)`` returns the whole file; a missing file raises ``FileNotFoundError``. A key below
+  a file (a component of its path is a file) is missing for every read and listing, as on an
+  object store; a write there raises ``NotADeltaTableError`` when that file is the root or one
+  of its parents, else ``BlockedPathError``; either way nothing is written.
 - ``put_if_absent(key, data)`` creates the file atomically or raises
   ``FileAlreadyExistsError``; it never replaces an existing file and a reader never sees a
   partial file. Stores without an atomic primitive raise ``AtomicWriteUnsupportedError``

@@ -55,8 +55,9 @@ def check_conditional_put(
             f"the S3 store {name} (bucket {bucket!r} at {endpoint}) ignores conditional writes "
             "(If-None-Match: *): a second create-if-absent PUT of the same key succeeded, so two "
             "writers could both create the same version and one commit would be lost. Nothing was "
-            "committed. Use a store that honours conditional writes, or open the storage with "
-            "allow_unsafe_commits=True if only one writer ever commits to this table",
+            "committed. Use a store that honours conditional writes; if only one writer ever commits to "
+            "this table, the Python API can open it anyway (open_storage(uri, options, "
+            "allow_unsafe_commits=True))",
             path=name,
         )
 

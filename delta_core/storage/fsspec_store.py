@@ -22,6 +22,7 @@ dictionaries): vacuum lists every file of a table through ``list_directories`` a
 from __future__ import annotations
 
 import datetime as _dt
+import errno
 import logging
 import os
 import threading
@@ -198,7 +199,7 @@ class FsspecStorage:
     def _list_local(self, full_dir: str, directory: str, start: str) -> Iterator[FileInfo]:
         try:
             entries = [e for e in os.scandir(full_dir) if e.name >= start]
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # below a file nothing exists (as on s3)
             return
         prefix = normalize_key(directory)
         for entry in sorted(entries, key=lambda e: e.name):
@@ -242,7 +243,7 @@ class FsspecStorage:
             try:
                 # A symlinked directory is not ours to descend into (os.walk's rule too).
                 return sorted(e.name for e in os.scandir(full_dir) if e.is_dir(follow_symlinks=False))
-            except FileNotFoundError:
+            except (FileNotFoundError, NotADirectoryError):
                 return []
         try:
             entries = self.fs.ls(full_dir, detail=True, refresh=True)
@@ -298,8 +299,8 @@ class FsspecStorage:
             if self._scheme in ("s3", "s3a"):
                 return self._read_s3(full)
             return cast(bytes, self.fs.cat_file(full))
-        except (FileNotFoundError, PermissionError):
-            raise
+        except (FileNotFoundError, PermissionError, NotADirectoryError):
+            raise  # typed by needs_access
         except OSError as exc:
             raise StorageError(f"cannot read {self.uri(key)}: {exc}", path=self.uri(key)) from exc
 
@@ -329,7 +330,10 @@ class FsspecStorage:
 
     def _makedirs_for(self, full: str) -> None:
         if self._scheme == "file":
-            os.makedirs(os.path.dirname(full), exist_ok=True)
+            try:
+                os.makedirs(os.path.dirname(full), exist_ok=True)
+            except FileExistsError as exc:  # a file stands where the directory must be (needs_access types it)
+                raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), full) from exc
         elif self._scheme not in ("s3", "s3a", "memory"):
             # Object stores have no directories; hierarchical ones (dir::, sftp, ...) need them.
             self.fs.makedirs(full.rsplit("/", 1)[0], exist_ok=True)
@@ -391,8 +395,9 @@ class FsspecStorage:
         if not self._allow_unsafe:
             raise AtomicWriteUnsupportedError(
                 f"the {self._scheme!r} store has no atomic create-if-absent, so concurrent commits "
-                "could overwrite each other; use a local path or s3://, or pass "
-                "allow_unsafe_commits=True if only one writer ever commits to this table",
+                "could overwrite each other; use a local path or s3://. If only one writer ever commits "
+                "to this table, the Python API can open it anyway (open_storage(uri, options, "
+                "allow_unsafe_commits=True))",
                 path=self.root,
             )
         if self.fs.exists(full):
@@ -450,7 +455,7 @@ class FsspecStorage:
                 os.unlink(full)
             else:
                 self.fs.rm_file(full)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # missing (below a file nothing exists)
             pass
 
     @needs_access("write")
@@ -463,7 +468,7 @@ class FsspecStorage:
             for full in [self._full(k) for k in keys]:
                 try:
                     os.unlink(full)
-                except FileNotFoundError:
+                except (FileNotFoundError, NotADirectoryError):
                     pass
             return
         if self._scheme == "memory":

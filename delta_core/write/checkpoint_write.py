@@ -395,7 +395,7 @@ def write_checkpoint(
     """
     threshold = DEFAULT_SIDECAR_THRESHOLD if sidecar_threshold is None else sidecar_threshold
     if threshold < 1:
-        raise ConfigError(f"sidecar_threshold={threshold} must be at least 1 (file actions per sidecar)")
+        raise ConfigError(f"the sidecar threshold (file actions per sidecar) must be at least 1, got {threshold}")
     if snapshot is None or (version is not None and snapshot.version != version):
         snapshot = table.snapshot(version)
     # The write gate on the protocol of the version checkpointed: a checkpoint restates that

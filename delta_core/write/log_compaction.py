@@ -90,8 +90,8 @@ def compact_log(
     than ``min_commits`` commits (at least 2: a compaction covers ``y > x``)."""
     started = time.monotonic()
     if min_commits < 2:
-        raise ConfigError(f"min_commits={min_commits}: a log compaction covers at least 2 commits",
-                          path=table.uri)
+        raise ConfigError(f"a log compaction covers at least 2 commits, so the minimum number of commits "
+                          f"must be 2 or more, got {min_commits}", path=table.uri)
     storage = table.storage
     protocol, metadata = table.protocol_and_metadata()
     check_write_supported(protocol, metadata, path=table.uri)
@@ -110,7 +110,7 @@ def compact_log(
                 path=table.uri)
     if end - start + 1 < min_commits:
         reason = (f"{max(0, end - start + 1)} commit(s) in versions {start}..{end}, fewer than "
-                  f"min_commits={min_commits}: nothing to compact")
+                  f"the minimum of {min_commits}: nothing to compact")
         return LogCompactionResult(start_version=None, end_version=None, skipped_reason=reason,
                                    duration_seconds=round(time.monotonic() - started, 3))
     commits = [f for f in list_log(storage, start_version=start, end_version=end) if f.kind is LogFileKind.COMMIT]

@@ -21,7 +21,7 @@ commits it checked and found compatible (``ResolvedConflict``; both in ``commit_
 
 Every commit carries a ``commitInfo`` with a unique ``txnId``: after a put whose outcome is
 unknown (``CommitStateUnknownError`` from the storage, or any other storage error except a
-refused access) the loop retries the same version, and finding its own ``txnId`` there means
+refused access or a file in the way of the log directory) the loop retries the same version, and finding its own ``txnId`` there means
 the earlier attempt landed. If that cannot be settled, ``commit`` raises
 ``CommitStateUnknownError``. Data files this transaction wrote (``track_written_file``) are
 deleted only when the commit surely did not land: a conflict, exhausted retries with no
@@ -41,6 +41,7 @@ from delta_core.errors import (
     AccessDeniedError,
     AppendOnlyViolationError,
     AtomicWriteUnsupportedError,
+    BlockedPathError,
     CommitConflictError,
     CommitRetriesExhaustedError,
     CommitStateUnknownError,
@@ -456,7 +457,7 @@ class Transaction:
                 self.storage.put_if_absent(commit_key(version), payload)
             except FileAlreadyExistsError:
                 log.debug("table=%s version=%d attempt=%d lost the race", uri, version, attempt)
-            except (AtomicWriteUnsupportedError, AccessDeniedError) as exc:
+            except (AtomicWriteUnsupportedError, AccessDeniedError, BlockedPathError) as exc:
                 # Definitive: the store refused before creating the commit file.
                 if unknown is not None:
                     raise self._unknown(unknown_version, unknown) from exc

@@ -65,19 +65,21 @@ def test_argument_error_without_json_is_one_line(capsys, table_dir):
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["compact", "{t}", "--target-size", "999999999999999999999999999"], "from 1 to 9223372036854775807"),
-    (["compact", "{t}", "--min-file-size", "0"], "from 1 to"),
-    (["zorder", "{t}", "--columns", "number", "--target-size", "-5"], "from 1 to"),
-    (["vacuum", "{t}", "--retention-hours", "1e300"], "hours from 0 to"),
-    (["vacuum", "{t}", "--retention-hours", "inf"], "hours from 0 to"),
-    (["vacuum", "{t}", "--retention-hours", "nan"], "hours from 0 to"),
+    (["compact", "{t}", "--target-size", "999999999999999999999999999"],
+     "argument --target-size: '999999999999999999999999999' is too large: a size must be below 8 EiB"),
+    (["compact", "{t}", "--min-file-size", "0"], "argument --min-file-size: a size must be positive, got 0 bytes"),
+    (["zorder", "{t}", "--columns", "number", "--target-size", "-5"],
+     "argument --target-size: a size must be positive, got -5 bytes"),
+    (["vacuum", "{t}", "--retention-hours", "1e300"], "out of range: give a number of hours from 0 to"),
+    (["vacuum", "{t}", "--retention-hours", "inf"], "out of range: give a number of hours from 0 to"),
+    (["vacuum", "{t}", "--retention-hours", "nan"], "out of range: give a number of hours from 0 to"),
 ])
 def test_numbers_out_of_range_are_refused_and_nothing_is_written(capsys, table_dir, argv, words):
     before = listing(str(table_dir))
     status = main([a.replace("{t}", str(table_dir)) for a in argv] + ["--json"])
     error = _one_json(capsys.readouterr().out)
     assert status == 2 and error["kind"] == "usage"
-    assert "out of range" in error["message"] and words in error["message"]
+    assert words in error["message"]
     assert listing(str(table_dir)) == before
 
 

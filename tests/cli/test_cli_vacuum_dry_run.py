@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from delta_core.cli.main import main
+from delta_core.model.sizes import format_size
 from tests.core_write.conftest import listing
 
 
@@ -55,9 +56,9 @@ def test_dry_run_text_leads_with_counts_and_bytes(table, capsys):
     assert main(["vacuum", str(table), "--dry-run", "--retention-hours", "0", "--force"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith(f"vacuum dry run: would delete {count} of 3 listed files")
-    assert f"({size} bytes)" in first
+    assert f"listed files, {format_size(size)};" in first
     # with the table's own 7-day retention the tombstones still protect the removed files
     assert main(["vacuum", str(table), "--dry-run"]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert "would delete 0 of 3 listed files, 0 B (0 bytes)" in first and "(168 hours)" in first
+    assert "would delete 0 of 3 listed files, 0 B;" in first and "younger than the retention (7 days)" in first
     assert listing(str(table)) == before

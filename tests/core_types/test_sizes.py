@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from delta_core.errors import ConfigError
-from delta_core.model.sizes import MAX_LONG, parse_size
+from delta_core.model.sizes import MAX_LONG, format_size, parse_size
 
 
 @pytest.mark.parametrize("text, expected", [
@@ -33,10 +33,12 @@ def test_decimal_and_binary_units(text, expected):
     ("1g", "is not a size"),  # Spark reads 1g as GiB: refused rather than guessed
     ("0.5B", "whole number of bytes"),
     (True, "is not a size"),
-    ("0", "out of range"),
-    ("-5", "out of range"),
-    (0, "out of range"),
-    (str(MAX_LONG + 1), "out of range"),
+    ("0", "a size must be positive, got 0 bytes"),
+    ("-5", "a size must be positive, got -5 bytes"),
+    ("-5MB", "a size must be positive, got -5 MB"),
+    ("-1.5gib", "a size must be positive, got -1.5 GiB"),
+    (0, "a size must be positive, got 0 bytes"),
+    (str(MAX_LONG + 1), "is too large: a size must be below 8 EiB"),
     ("9EB", "is not a size"),
 ])
 def test_bad_sizes_raise_config_error_saying_what_to_give(bad, words):
@@ -53,3 +55,17 @@ def test_cli_byte_size_uses_the_same_parser():
     assert byte_size("64MiB") == parse_size("64MiB") == 64 * 2**20
     with pytest.raises(argparse.ArgumentTypeError, match="KiB/MiB/GiB/TiB binary"):
         byte_size("64 megs")
+
+
+@pytest.mark.parametrize("n, text", [
+    (0, "0 B"), (1, "1 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"),
+    (3 * 2**20, "3 MiB"), (128 * 2**20, "128 MiB"), (48_000, "46.9 KiB"), (2**40, "1 TiB"),
+    (MAX_LONG, "8 EiB"), (-2048, "-2 KiB"),
+])
+def test_one_formatter_writes_sizes_as_people_do(n, text):
+    assert format_size(n) == text
+
+
+def test_formatted_sizes_parse_back_to_the_same_size():
+    for n in (1024, 1536, 3 * 2**20, 2**40):
+        assert parse_size(format_size(n).replace(" ", "")) == n

@@ -80,7 +80,7 @@ def test_describe_reads_unknown_keys_and_unknown_actions(future_table, capsys):
     assert snap.version == 1 and sorted(snap.file_paths) == want and snap.num_records == 3
     assert snap.metadata.extra == {"futureMetaField": {"level": 3}}
     assert snap.protocol.extra == {"futureProtocolField": "p1"}
-    assert main(["describe", future_table, "--json"]) == 0
+    assert main(["describe", future_table, "--json", "--files"]) == 0
     record = json.loads(capsys.readouterr().out)
     assert record["files"] == want and record["num_records"] == 3
     proc = subprocess.run([sys.executable, "-m", "delta_core", "describe", future_table],

@@ -55,6 +55,7 @@ from delta_core.model import progress
 from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
+from delta_core.model.durations import format_duration
 from delta_core.model.path_identity import TableRoot, Where
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import FileInfo, Storage
@@ -274,14 +275,16 @@ def vacuum(
     check_write_supported(snapshot.protocol, snapshot.metadata, path=table.uri, version=snapshot.version)
     table_retention = snapshot.properties.deleted_file_retention
     if retention_hours is not None and retention_hours < 0:
-        raise ConfigError(f"retention must not be negative, got {retention_hours} hours", path=table.uri)
+        raise ConfigError(f"retention must not be negative, got {format_duration(dt.timedelta(hours=retention_hours))}",
+                          path=table.uri)
     retention = table_retention if retention_hours is None else dt.timedelta(hours=retention_hours)
     if retention < table_retention and not force:
         raise RetentionTooShortError(
-            f"retention of {retention} is shorter than the table's delta.deletedFileRetentionDuration "
-            f"({table_retention}); files still needed by readers of recent versions or by running writers "
-            "could be deleted. Use a longer retention, or force=True (--force) if nothing reads or writes "
-            "older versions",
+            f"a retention of {format_duration(retention)} is shorter than the table's "
+            f"delta.deletedFileRetentionDuration ({format_duration(table_retention)}); files still needed by "
+            "readers of recent versions or by running writers could be deleted. Use a longer retention, or, "
+            "if nothing reads or writes older versions, force it (--force on the command line, "
+            "allow_short_retention: true in tables.yaml)",
             path=table.uri, version=snapshot.version,
         )
     now_ms = (clock or table.clock)()
