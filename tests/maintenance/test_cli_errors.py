@@ -1,6 +1,6 @@
 """Issue 9 §6 for the maintenance commands: an unknown column is named as missing from the
 schema, and a failed Spark task reaches the user typed, with the executor's Python exception,
-without Spark's log or a Java stack on stderr."""
+without Spark's log or a Java stack on stderr; issue 30 §5: nor a Python worker's traceback."""
 
 from __future__ import annotations
 
@@ -77,6 +77,29 @@ def test_failed_spark_task_through_the_cli(table_uri):
     assert listing(os.path.join(table_uri, "_delta_log")) == log_before
     # The quiet log4j2 configuration file is removed when the CLI exits.
     assert set(pathlib.Path(tempfile.gettempdir()).glob("delta-core-log4j2-*")) <= configs_before
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("command, as_json", [(["compact"], False), (["zorder", "--columns", "x"], True)])
+def test_missing_data_file_leaves_only_the_error_on_stderr(table_uri, command, as_json):
+    # Issue 30 item 5. Enough files for two tasks at once: when the task missing its file fails,
+    # Spark cancels the other, whose worker found its socket closed and pyspark's daemon printed
+    # a BrokenPipeError traceback; and the JVM announced its incubator module on every start.
+    make_table(table_uri, appends=12, rows=5000)
+    _data_files(table_uri)[3].unlink()
+    log_before = listing(os.path.join(table_uri, "_delta_log"))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "delta_core", *command, table_uri, "--spark-master", "local[2]",
+                           *(["--json"] if as_json else [])], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2, proc.stderr
+    if as_json:
+        assert proc.stderr == ""
+        assert json.loads(proc.stdout)["error"]["kind"] == "missing_data_file"  # one JSON document
+    else:
+        assert proc.stdout == ""
+        assert proc.stderr.startswith("delta-core: error (missing_data_file): ")
+        assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
+    assert listing(os.path.join(table_uri, "_delta_log")) == log_before
 
 
 @pytest.mark.spark

@@ -16,6 +16,10 @@ itself never needs it.
 driver JVM starts with a log4j2 configuration whose only appender discards everything, so
 neither start-up WARN lines nor the executor stack traces of a failed task reach stderr; the
 failure itself reaches the user as a typed error (``spark_exec``).
+
+A quiet local session also keeps the rest of stderr to real news: its Python workers run under
+``quiet_daemon`` (no traceback from the tasks Spark cancels when another one fails), and its
+JVM starts through ``jvm_stderr`` (no start-up notice about Java incubator modules).
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from delta_core.maintenance.spark.jvm_stderr import start_quiet_driver
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -62,6 +68,7 @@ appender.null.type = Null
 appender.null.name = null
 """
 _quiet_config_path: str | None = None
+QUIET_DAEMON = "delta_core.maintenance.spark.quiet_daemon"
 
 
 def _quiet_log4j2_file() -> str:
@@ -109,6 +116,8 @@ def build_spark_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update(LOCAL_DEFAULTS)
+        if quiet:
+            settings["spark.python.daemon.module"] = QUIET_DAEMON
     else:
         settings["spark.cores.max"] = CLUSTER_CORES_MAX
     settings.update(conf or {})
@@ -119,6 +128,8 @@ def build_spark_session(
         settings["spark.driver.extraJavaOptions"] = f"{java_options} {option}" if java_options else option
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if quiet:
+        start_quiet_driver(master, app_name, settings)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("OFF" if quiet else os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
     return session
