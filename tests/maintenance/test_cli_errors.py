@@ -18,6 +18,7 @@ import pytest
 from delta_core.cli.main import main
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.spark.compaction import compact
+from delta_core.maintenance.spark.jvm_stderr import copy_stderr
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import make_table
 
@@ -100,6 +101,18 @@ def test_missing_data_file_leaves_only_the_error_on_stderr(table_uri, command, a
         assert proc.stderr.startswith("delta-core: error (missing_data_file): ")
         assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
     assert listing(os.path.join(table_uri, "_delta_log")) == log_before
+
+
+def test_quiet_driver_stderr_loses_only_the_incubator_notice(capfd):
+    # What else the JVM (or a Python worker through it) writes still reaches the console.
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+                        b"spark-class: line 71: /nonexistent/bin/java: No such file or directory\n"
+                        b"Fatal Python error: Segmentation fault\n")
+    os.close(write_end)
+    copy_stderr(read_end)
+    assert capfd.readouterr().err == ("spark-class: line 71: /nonexistent/bin/java: No such file or directory\n"
+                                      "Fatal Python error: Segmentation fault\n")
 
 
 @pytest.mark.spark
