@@ -8,6 +8,8 @@ proves with it that the rows after equal the rows before, beside the oracle it a
 
 from __future__ import annotations
 
+import multiprocessing
+
 import pyarrow as pa
 
 
@@ -20,3 +22,12 @@ def kernel_rows(uri: str, *, version: int | None = None, storage_options: dict[s
 
     frame = polars_deltalake.read_delta(uri, version=version, storage_options=storage_options)
     return frame.sort(frame.columns, nulls_last=True).to_arrow()
+
+
+def kernel_rows_elsewhere(uri: str, *, version: int | None = None,
+                          storage_options: dict[str, str] | None = None) -> pa.Table:
+    """``kernel_rows`` read in a spawned process. polars-deltalake keeps the GIL while it reads, so
+    it cannot reach a server that runs on threads of this process (the moto S3 server of
+    ``tests/conftest.py``: its requests wait out object_store's retry timeout)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(kernel_rows, (uri,), {"version": version, "storage_options": storage_options})
