@@ -1,5 +1,6 @@
 """Checkpoints we write: spec schema, single file (multi-part read only), struct stats, expiry,
-``_last_checkpoint``; read back by us and by delta-rs with the commits before them gone."""
+``_last_checkpoint``; read back by us and by delta-rs with the commits before them gone (and
+by delta-kernel-rs on column-mapping and V2-checkpoint tables)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from delta_core.log.table import DeltaTable
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
+from tests.kernel_oracle import kernel_rows
 from tests.multipart import spark_string_hash, write_multipart_checkpoint
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("ts", pa.timestamp("us", tz="UTC")),
@@ -187,6 +189,7 @@ def test_checkpoint_with_column_mapping(table_dir, tmp_path, mode):
     t = create_table(table_dir, SCHEMA, partition_columns=["day"],
                      properties={"delta.columnMapping.mode": mode, "delta.checkpoint.writeStatsAsStruct": "true"})
     append(t, _data([1, 2, 3]))
+    kernel_before = kernel_rows(table_dir)
     write_checkpoint(t)
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{1:020d}.checkpoint.parquet"))
     phys = {f.name: f.physical_name for f in t.snapshot().schema.fields}
@@ -196,6 +199,7 @@ def test_checkpoint_with_column_mapping(table_dir, tmp_path, mode):
     copy = str(tmp_path / "copy")
     _strip_commits(table_dir, copy, 1)
     assert DeltaTable(copy).snapshot().num_records == 3
+    assert kernel_rows(copy) == kernel_before
 
 
 def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
@@ -210,6 +214,7 @@ def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
     txn.add_action(Protocol(3, 7, ("v2Checkpoint",), ("appendOnly", "invariants", "v2Checkpoint")))
     txn.commit()
     append(t, pa.table({"id": [2]}))
+    kernel_before = kernel_rows(table_dir)
     res = write_checkpoint(t)  # at most the sidecar threshold of file actions: one V2-spec file
     assert res.sidecars == 0
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet"))
@@ -219,6 +224,7 @@ def test_v2_checkpoint_feature_gets_one_v2_spec_file(table_dir):
     assert DeltaTable(table_dir).snapshot().num_records == 2
     dl = deltalake.DeltaTable(table_dir)  # delta-rs replays it (its pyarrow reader refuses the feature)
     assert dl.version() == 3 and pa.table(dl.get_add_actions(flatten=False)).num_rows == 2
+    assert kernel_rows(table_dir) == kernel_before
 
 
 def test_struct_only_stats_keep_tight_bounds(table_dir, tmp_path):

@@ -2,7 +2,8 @@
 ``_last_checkpoint.v2Checkpoint``, on tables built here and on the kernel-rs sidecar fixture.
 
 delta-rs 1.6 replays ``v2Checkpoint`` tables only as far as the add actions (its pyarrow reader
-refuses the feature), so rows are proven with our reader plus pyarrow over the data files.
+refuses the feature), so rows are proven with our reader plus pyarrow over the data files, and
+with delta-kernel-rs reading through our checkpoints, the commits before them gone.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
 from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
+from tests.kernel_oracle import kernel_rows
 
 SIDECAR_FIXTURE = MODERN_DIR / "krs-v2-checkpoints-parquet-with-sidecars"
 
@@ -62,6 +64,7 @@ def test_sidecar_checkpoint_layout_and_read_back(table_dir):
     t = _v2_table(table_dir, 5)
     delete_files(t, [t.snapshot().file_paths[0]])  # a tombstone goes to a sidecar too
     before = _rows(table_dir)
+    kernel_before = kernel_rows(table_dir)
     res = write_checkpoint(t, sidecar_threshold=2)
     assert (res.version, res.num_add_files, res.sidecars) == (7, 4, 3)  # 4 adds + 1 remove, <= 2 each
     name = os.path.basename(res.path)
@@ -88,6 +91,7 @@ def test_sidecar_checkpoint_layout_and_read_back(table_dir):
     assert snap.log_segment.checkpoint_files[0].name == name
     assert _rows(table_dir) == before == [10, 11, 20, 21, 30, 31, 40, 41]
     assert snap.tombstones.num_rows == 1
+    assert kernel_rows(table_dir) == kernel_before
     import deltalake  # delta-rs replays the log from our checkpoint (its reader refuses the feature)
 
     dl = deltalake.DeltaTable(table_dir)
@@ -97,6 +101,7 @@ def test_sidecar_checkpoint_layout_and_read_back(table_dir):
 
 def test_last_checkpoint_has_v2_checkpoint_field_and_readers_do_not_need_it(table_dir):
     t = _v2_table(table_dir, 3)
+    kernel_before = kernel_rows(table_dir)
     res = write_checkpoint(t, sidecar_threshold=1)
     raw = open(os.path.join(_log(table_dir), "_last_checkpoint"), "rb").read()
     last = decode_last_checkpoint(raw)  # the checksum covers the new field
@@ -116,14 +121,18 @@ def test_last_checkpoint_has_v2_checkpoint_field_and_readers_do_not_need_it(tabl
     open(os.path.join(_log(table_dir), "_last_checkpoint"), "wb").write(encode_last_checkpoint(plain))
     _strip_commits(table_dir, res.version)
     assert _rows(table_dir) == expected == [0, 1, 10, 11, 20, 21]
+    assert kernel_rows(table_dir) == kernel_before
 
 
 def test_below_threshold_and_non_v2_tables_get_one_classic_file(table_dir, tmp_path):
     t = _v2_table(table_dir, 2)
+    kernel_before = kernel_rows(table_dir)
     res = write_checkpoint(t, sidecar_threshold=2)  # 2 file actions: not above the threshold
     assert res.sidecars == 0 and res.path.endswith(f"{3:020d}.checkpoint.parquet")
     assert not os.path.exists(os.path.join(_log(table_dir), "_sidecars"))
     assert decode_last_checkpoint(open(os.path.join(_log(table_dir), "_last_checkpoint"), "rb").read()).v2_checkpoint is None
+    _strip_commits(table_dir, res.version)
+    assert kernel_rows(table_dir) == kernel_before
     plain_dir = str(tmp_path / "v1")
     p = create_table(plain_dir, pa.schema([("id", pa.int64())]))
     for i in range(3):
@@ -142,6 +151,7 @@ def test_bad_threshold_is_refused_before_writing(table_dir):
 
 def test_cli_sidecar_threshold(table_dir, capsys):
     _v2_table(table_dir, 3)
+    kernel_before = kernel_rows(table_dir)
     before = listing(table_dir)
     assert main(["checkpoint", table_dir, "--json", "--sidecar-threshold", "0"]) == 2
     assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
@@ -150,6 +160,8 @@ def test_cli_sidecar_threshold(table_dir, capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["sidecars"] == 2 and ".checkpoint.parquet" not in out["path"]
     assert len(os.listdir(os.path.join(_log(table_dir), "_sidecars"))) == 2
+    _strip_commits(table_dir, out["version"])
+    assert kernel_rows(table_dir) == kernel_before
 
 
 def test_sidecar_fixture_rewritten_by_us(tmp_path):
@@ -161,6 +173,8 @@ def test_sidecar_fixture_rewritten_by_us(tmp_path):
     assert (snap.version, snap.num_files) == (6, 101)
     ids = _rows(table_dir)
     assert len(ids) == 1233
+    kernel_before = kernel_rows(table_dir)
+    assert kernel_before.num_rows == 1233
     theirs = set(os.listdir(os.path.join(_log(table_dir), "_sidecars")))
     for name in os.listdir(_log(table_dir)):  # only our checkpoint may serve version 6
         if ".checkpoint." in name:
@@ -174,3 +188,4 @@ def test_sidecar_fixture_rewritten_by_us(tmp_path):
     assert again.log_segment.checkpoint_files[0].name == os.path.basename(res.path)
     assert sorted(again.file_paths) == sorted(snap.file_paths)
     assert _rows(table_dir) == ids
+    assert kernel_rows(table_dir) == kernel_before

@@ -1,6 +1,7 @@
 """In-commit timestamps on the commit path (PROTOCOL.md "In-Commit Timestamps", writer rules
 3-5) and log cleanup of in-commit-timestamp tables ("Metadata Cleanup": the commit JSON at the
-kept checkpoint stays, since checkpoints hold no ``commitInfo``)."""
+kept checkpoint stays, since checkpoints hold no ``commitInfo``); delta-kernel-rs reads the same
+rows after the cleanup."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append, create_table
 from delta_core.write.transaction import Transaction
 from tests.conftest import MODERN_DIR
+from tests.kernel_oracle import kernel_rows
 
 ICT_TABLE = MODERN_DIR / "rs-cdc_ict_table"
 SCHEMA = pa.schema([("id", pa.int64())])
@@ -55,6 +57,7 @@ def test_log_cleanup_keeps_the_commit_at_the_kept_checkpoint_of_an_ict_table(tmp
     schema = t.snapshot().arrow_schema
     result = append(t, pa.table({"name": ["Ann"], "birthyear": [1990], "age": [35]}, schema=schema))
     assert result.version == 4
+    kernel_before = kernel_rows(str(root))
     assert write_checkpoint(t).version == 4
     ict = read_commit_info(t.storage, 4)["inCommitTimestamp"]
     future = int(time.time() * 1000) + 40 * DAY_MS
@@ -68,5 +71,6 @@ def test_log_cleanup_keeps_the_commit_at_the_kept_checkpoint_of_an_ict_table(tmp
     assert fresh.snapshot().timestamp == ict
     assert [(r.version, r.timestamp) for r in fresh.history()] == [(4, ict)]
     assert fresh.snapshot(timestamp=ict).version == 4
+    assert kernel_rows(str(root)) == kernel_before
     theirs = deltalake.DeltaTable(str(root)).to_pyarrow_table()
     assert sorted(theirs["name"].to_pylist()) == sorted(["Ann", "Kate", "Steve"])

@@ -1,6 +1,6 @@
 """Log cleanup and checkpoint sidecars (PROTOCOL.md "Metadata Cleanup" steps 4-5): a sidecar is
 deleted only when no remaining checkpoint references it and it is more than a day old as of
-midnight UTC."""
+midnight UTC. delta-kernel-rs reads the same rows after the cleanup as before."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from delta_core.write.table_writes import append, create_table
 from delta_core.write.transaction import Transaction
 from tests.conftest import MODERN_DIR
 from tests.core_write.conftest import listing
+from tests.kernel_oracle import kernel_rows
 
 DAY = 86400.0
 SIDECAR_FIXTURE = MODERN_DIR / "krs-v2-checkpoints-parquet-with-sidecars"
@@ -135,6 +136,7 @@ def test_sidecar_fixture_cleanup(tmp_path):
     table_dir = str(tmp_path / "t")
     shutil.copytree(SIDECAR_FIXTURE, table_dir)
     before = DeltaTable(table_dir).snapshot()
+    kernel_before = kernel_rows(table_dir)
     _age_all(table_dir, 40)
     res = cleanup_log(DeltaTable(table_dir))
     assert res.checkpoint_version == 6
@@ -143,3 +145,4 @@ def test_sidecar_fixture_cleanup(tmp_path):
     after = DeltaTable(table_dir).snapshot()
     assert after.num_files == before.num_files == 101
     assert sorted(after.file_paths) == sorted(before.file_paths)
+    assert kernel_rows(table_dir) == kernel_before

@@ -1,6 +1,7 @@
 """Row tracking on every commit that adds files (PROTOCOL.md "Writer Requirements for Row
 Tracking"): fresh ``baseRowId``s above the high-water mark, ``defaultRowCommitVersion`` = the
-commit's version, the ``delta.rowTracking`` domain raised, ids re-assigned by a race's loser."""
+commit's version, the ``delta.rowTracking`` domain raised, ids re-assigned by a race's loser.
+delta-kernel-rs reads the rows through our checkpoint of a row-tracking table."""
 
 from __future__ import annotations
 
@@ -12,12 +13,14 @@ import pytest
 from deltalake import DeltaTable as RsTable
 
 from delta_core.errors import CorruptLogError, InvalidTransactionError
+from delta_core.log.log_path import commit_key
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Add, DomainMetadata
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, overwrite
 from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
+from tests.kernel_oracle import kernel_rows
 from tests.row_tracking_tables import ROWS, assert_disjoint, high_water_mark, row_id_ranges, turn_on_row_tracking
 
 
@@ -57,8 +60,12 @@ def test_append_assigns_fresh_ids_above_the_mark_and_raises_it(rt_table):
     assert max(last for _, last in ranges) == high_water_mark(root)
     assert rows_of(root) == sorted(before + [tuple(r.values()) for r in more.to_pylist()])
     # the checkpoint keeps the ids (recommitted adds keep baseRowId)
+    kernel_before = kernel_rows(root)
     write_checkpoint(rt_table, version=r.version)
     assert row_id_ranges(root) == ranges
+    for v in range(r.version):  # readers start at the checkpoint
+        rt_table.storage.delete(commit_key(v))
+    assert kernel_rows(root) == kernel_before
 
 
 def test_overwrite_assigns_fresh_ids(rt_table):

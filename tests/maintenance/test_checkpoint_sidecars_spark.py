@@ -1,6 +1,7 @@
 """Sidecars of a V2 checkpoint written by Spark tasks (``spark_sidecar_writer``), through the
 table's storage, and the CLI's ``checkpoint --spark-master`` starting Spark only when sidecars
-are due."""
+are due. delta-kernel-rs reads the table through the checkpoint and its sidecars, with the
+commits before it gone."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from delta_core.model.actions import Protocol
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table
 from delta_core.write.transaction import Transaction
+from tests.kernel_oracle import kernel_rows
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -38,6 +40,7 @@ def test_sidecars_written_by_spark_tasks(spark, tmp_path):
     path = str(tmp_path / "t")
     t = _v2_table(path, 5)
     expected = sorted(t.snapshot().file_paths)
+    kernel_before = kernel_rows(path)
     sc = spark.sparkContext
     sc.setJobGroup("v2ckpt-sidecars", "sidecar test")
     try:
@@ -52,15 +55,20 @@ def test_sidecars_written_by_spark_tasks(spark, tmp_path):
     for v in range(res.version + 1):
         os.unlink(os.path.join(path, "_delta_log", f"{v:020d}.json"))
     assert sorted(DeltaTable(path).snapshot().file_paths) == expected
+    assert kernel_rows(path) == kernel_before
 
 
 @pytest.mark.spark
 def test_cli_checkpoint_on_spark(spark, tmp_path, capsys):
     path = str(tmp_path / "t")
     _v2_table(path, 3)
+    kernel_before = kernel_rows(path)
     assert main(["checkpoint", path, "--json", "--sidecar-threshold", "1", "--spark-master", "local[2]"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sidecars"] == 3 and len(os.listdir(os.path.join(path, "_delta_log", "_sidecars"))) == 3
+    for v in range(out["version"]):
+        os.unlink(os.path.join(path, "_delta_log", f"{v:020d}.json"))
+    assert kernel_rows(path) == kernel_before
 
 
 def test_cli_checkpoint_starts_no_spark_without_sidecars(tmp_path):

@@ -1,6 +1,6 @@
 """Issue 9 §6 for the maintenance commands: an unknown column is named as missing from the
 schema, and a failed Spark task reaches the user typed, with the executor's Python exception,
-without Spark's log or a Java stack on stderr."""
+without Spark's log or a Java stack on stderr; issue 30 §5: nor a Python worker's traceback."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ import pytest
 from delta_core.cli.main import main
 from delta_core.errors import MaintenanceError
 from delta_core.maintenance.spark.compaction import compact
+from delta_core.maintenance.spark.jvm_stderr import copy_stderr
 from tests.core_write.conftest import listing
 from tests.maintenance.conftest import make_table
 
@@ -117,6 +118,41 @@ def test_a_cli_terminated_while_spark_runs_leaves_nothing_in_tmp(table_uri, tmp_
             with contextlib.suppress(psutil.NoSuchProcess):
                 child.kill()
     assert list(private_tmp.glob("delta-core-*")) == []
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("command, as_json", [(["compact"], False), (["zorder", "--columns", "x"], True)])
+def test_missing_data_file_leaves_only_the_error_on_stderr(table_uri, command, as_json):
+    # Issue 30 item 5. Enough files for two tasks at once: when the task missing its file fails,
+    # Spark cancels the other, whose worker found its socket closed and pyspark's daemon printed
+    # a BrokenPipeError traceback; and the JVM announced its incubator module on every start.
+    make_table(table_uri, appends=12, rows=5000)
+    _data_files(table_uri)[3].unlink()
+    log_before = listing(os.path.join(table_uri, "_delta_log"))
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run([sys.executable, "-m", "delta_core", *command, table_uri, "--spark-master", "local[2]",
+                           *(["--json"] if as_json else [])], capture_output=True, text=True, timeout=300, env=env)
+    assert proc.returncode == 2, proc.stderr
+    if as_json:
+        assert proc.stderr == ""
+        assert json.loads(proc.stdout)["error"]["kind"] == "missing_data_file"  # one JSON document
+    else:
+        assert proc.stdout == ""
+        assert proc.stderr.startswith("delta-core: error (missing_data_file): ")
+        assert proc.stderr.count("\n") == 1 and proc.stderr.endswith("\n"), proc.stderr
+    assert listing(os.path.join(table_uri, "_delta_log")) == log_before
+
+
+def test_quiet_driver_stderr_loses_only_the_incubator_notice(capfd):
+    # What else the JVM (or a Python worker through it) writes still reaches the console.
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+                        b"spark-class: line 71: /nonexistent/bin/java: No such file or directory\n"
+                        b"Fatal Python error: Segmentation fault\n")
+    os.close(write_end)
+    copy_stderr(read_end)
+    assert capfd.readouterr().err == ("spark-class: line 71: /nonexistent/bin/java: No such file or directory\n"
+                                      "Fatal Python error: Segmentation fault\n")
 
 
 @pytest.mark.spark

@@ -1,6 +1,6 @@
 """Liquid clustering on Spark over real tables (issue 18 items 2 and 3): ``compact`` on a
 clustered table clusters it, incrementally, tagging files the way the protocol and Delta Spark
-do; delta-rs reads every version with the same rows."""
+do; delta-rs and delta-kernel-rs read every version with the same rows."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from delta_core.maintenance.cluster_by import cluster_by
 from delta_core.maintenance.spark.cluster import ClusterMetrics, cluster
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.write.table_writes import append
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import batch, commit_info, file_actions, make_table, multiset
 
 pytestmark = pytest.mark.spark
@@ -77,11 +78,17 @@ def test_compact_clusters_incrementally_and_delta_rs_reads_every_version(spark, 
     for v in range(first, full.version + 1):
         expected = rows if v > first else rows - multiset(batch(1000, 30))  # first + 1 is the append
         assert multiset(deltars_rows(table_uri, version=v)) == expected
+    appended = first + 1
+    assert kernel_rows(table_uri, version=first) == kernel_rows(table_uri, version=first - 1)
+    for v in range(appended + 1, full.version + 1):
+        assert kernel_rows(table_uri, version=v) == kernel_rows(table_uri, version=appended)
 
 
 def test_one_column_is_a_range_sort_with_disjoint_file_ranges(spark, table_uri):
     table = make_table(table_uri, appends=4, rows=50, partition_columns=())
+    kernel_before = kernel_rows(table_uri)
     metrics = cluster(table, spark, columns=["id"], target_size=table.snapshot().size_in_bytes // 4)
+    assert kernel_rows(table_uri) == kernel_before
     assert metrics.cluster_by_version == metrics.version - 1  # --columns set them first
     ranges = sorted((r["min.id"], r["max.id"]) for r in table.snapshot().file_stats().to_pylist())
     assert len(ranges) >= 3
@@ -99,6 +106,7 @@ def test_cli_cluster_by_and_cluster(spark, capsys, table_uri):
     assert status == 0 and out["version"] == 4 and out["new_columns"] == ["x", "name"]
     status, out = run("cluster", table_uri, "--json", "--spark-master", "local[2]")
     assert status == 0 and out["version"] == 5 and out["columns"] == ["x", "name"] and out["unclustered_files"] == 3
+    assert kernel_rows(table_uri) == kernel_rows(table_uri, version=3)
     status, out = run("compact", table_uri, "--json", "--spark-master", "local[2]")
     assert status == 0 and out["version"] is None  # already clustered
     status, out = run("zorder", table_uri, "--columns", "x", "--json")

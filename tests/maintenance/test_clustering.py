@@ -28,6 +28,7 @@ from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import create_table, set_properties
 from delta_core.write.transaction import Transaction
 from tests.core_write.conftest import listing
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import SCHEMA, batch, commit_info, commit_lines, deltars_rows, make_table, multiset
 
 
@@ -86,6 +87,7 @@ def test_clustering_columns_empty_missing_and_corrupt():
 def test_cluster_by_sets_changes_and_clears_the_columns(table_uri):
     table = make_table(table_uri, appends=2, partition_columns=())
     before = multiset(deltars_rows(table_uri))
+    kernel_before = kernel_rows(table_uri)
     start = table.latest_version()
 
     result = cluster_by(table, ["X", "id"])  # names resolve case-insensitively, as Delta Spark's
@@ -113,8 +115,9 @@ def test_cluster_by_sets_changes_and_clears_the_columns(table_uri):
     snap = table.snapshot()
     assert snap.domain_metadata["delta.clustering"].configuration == '{"clusteringColumns":[]}'
     assert "clustering" in snap.protocol.writer_features
-    for v in range(start, cleared.version + 1):  # delta-rs reads every version, same rows
+    for v in range(start, cleared.version + 1):  # delta-rs and kernel-rs read every version, same rows
         assert multiset(deltars_rows(table_uri, version=v)) == before
+        assert kernel_rows(table_uri, version=v) == kernel_before
 
 
 def test_cluster_by_column_mapping_records_physical_names(table_uri):
@@ -305,9 +308,13 @@ def test_hand_written_clustering_on_a_delta_rs_table_is_read_planned_and_checkpo
     table.storage.put_if_absent(commit_key(version), "\n".join(json.dumps(line) for line in lines).encode())
     plan = plan_clustering(table.snapshot())
     assert plan.names == ("x",) and plan.unclustered_files == 3 and plan.rewrite.num_input_files == 3
+    kernel_before = kernel_rows(table_uri)
 
     write_checkpoint(table)  # the checkpoint keeps the domain: a reader starting there still sees the columns
     snap = DeltaTable(table_uri).snapshot()
     assert snap.log_segment.checkpoint_version == version
     assert [c.name for c in clustering_columns(snap.domain_metadata, snap.schema)] == ["x"]
     assert multiset(deltars_rows(table_uri)) == multiset(pa.concat_tables([batch(i * 40, 40) for i in range(3)]))
+    for v in range(version):  # a reader starting at the checkpoint, with no commit before it
+        table.storage.delete(commit_key(v))
+    assert kernel_rows(table_uri) == kernel_before

@@ -2,7 +2,7 @@
 keep physical column names, Parquet field ids at every depth (struct fields, and the array
 element / map key and value ids of ``delta.columnMapping.nested.ids``) and ``partitionValues``
 keyed by physical names: the physical schema of every new file is the table's. delta-rs reads the
-same rows before and after, at every version."""
+same rows before and after, at every version, and so does delta-kernel-rs."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from delta_core.model.partition_values import url_decode_path
 from delta_core.model.schema import PARQUET_FIELD_ID, StructType, schema_to_arrow
 from delta_core.write.data_writer import data_fields
 from tests.dv_files import rows_applying_dvs
+from tests.kernel_oracle import kernel_rows
 
 pytestmark = pytest.mark.spark
 
@@ -79,6 +80,7 @@ def test_rewrite_keeps_the_physical_schema(spark, conformance_dir, tmp_path, nam
     first = table.latest_version()
     old_pv = {tuple(sorted(a.partition_values.items())) for a in table.snapshot().add_actions()}
     before = {v: multiset(rows_applying_dvs(root, v)) for v in range(first + 1)}
+    kernel_before = kernel_rows(root)
     if zorder_by is None:
         m = compact(table, spark, target_size=10**9, min_file_size=10**9)
     else:
@@ -88,12 +90,15 @@ def test_rewrite_keeps_the_physical_schema(spark, conformance_dir, tmp_path, nam
     before[m.version] = before[first]
     for v, rows in before.items():
         assert multiset(rows_applying_dvs(root, v)) == rows, v
+    assert kernel_rows(root) == kernel_before
 
 
 def test_zorder_keeps_the_physical_schema_with_nested_ids(spark, conformance_dir, tmp_path):
     root, table = copy(conformance_dir, "golden-table-with-columnmapping-mode-id", tmp_path)
     old_pv = {tuple(sorted(a.partition_values.items())) for a in table.snapshot().add_actions()}
     before = multiset(rows_applying_dvs(root))
+    kernel_before = kernel_rows(root)
     m = zorder(table, spark, ["IntegerType", "StringType"])
     check_new_files(root, table, m.version, old_pv)
     assert multiset(rows_applying_dvs(root)) == before
+    assert kernel_rows(root) == kernel_before

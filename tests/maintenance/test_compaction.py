@@ -10,6 +10,7 @@ import pytest
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.partition_values import url_decode_path
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import (
     assert_versions_readable,
     commit_info,
@@ -103,6 +104,7 @@ def test_column_mapping_keeps_physical_names(spark, table_uri):
     physical = {f.name: f.physical_name for f in snap.schema.fields}
     assert physical["x"] != "x"
     before = multiset(deltars_rows(table_uri))
+    kernel_before = kernel_rows(table_uri)
     metrics = compact(table, spark)
     assert metrics.num_added_files == 2
     snap = table.snapshot()
@@ -112,6 +114,7 @@ def test_column_mapping_keeps_physical_names(spark, table_uri):
         assert set(names) == {physical[c] for c in ("id", "x", "name", "day", "ts")}
         assert set(json.loads(add.stats)["minValues"]) <= set(names)
     assert multiset(deltars_rows(table_uri)) == before
+    assert kernel_rows(table_uri) == kernel_before
 
 
 @pytest.mark.s3

@@ -2,7 +2,8 @@
 
 On real tables written by Delta Spark, delta-rs and kernel (``u`` vectors, column mapping,
 partitions, checkpoints): delta-rs's query engine (which applies vectors) reads the same
-multiset of rows before and after every rewrite, at every version; the ``remove`` of each
+multiset of rows before and after every rewrite, at every version, and delta-kernel-rs the
+same rows before and after; the ``remove`` of each
 input carries its exact descriptor; the new files have no vector and count live rows only.
 A missing or corrupt vector file stops the rewrite with a typed error and writes nothing.
 """
@@ -25,6 +26,7 @@ from delta_core.model.actions import Add, Remove
 from tests.conftest import CONFORMANCE_DIR, MODERN_DIR
 from tests.core_write.conftest import listing
 from tests.dv_files import rows_applying_dvs
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import multiset
 
 pytestmark = pytest.mark.spark
@@ -79,6 +81,7 @@ def test_compaction_applies_deletion_vectors(spark, tmp_path, name):
     uri = copy_table(name, tmp_path)
     table = DeltaTable(uri)
     versions = all_versions(uri)
+    kernel_before = kernel_rows(uri)
     snap = table.snapshot()
     with_dv = sum(a.deletion_vector is not None for a in snap.add_actions())
     ratio = 0.05
@@ -92,6 +95,7 @@ def test_compaction_applies_deletion_vectors(spark, tmp_path, name):
     assert all(a.deletion_vector is None for a in table.snapshot().add_actions())
     assert multiset(rows_applying_dvs(uri)) == versions[snap.version]
     assert all_versions(uri) == {**versions, metrics.version: versions[snap.version]}
+    assert kernel_rows(uri) == kernel_before
     info = table.history(1)[0].commit_info
     assert info["operationMetrics"]["numDeletionVectorsRemoved"] == str(with_dv)
 
@@ -102,6 +106,7 @@ def test_zorder_applies_deletion_vectors(spark, tmp_path, name, columns):
     uri = copy_table(name, tmp_path)
     table = DeltaTable(uri)
     versions = all_versions(uri)
+    kernel_before = kernel_rows(uri)
     read = table.latest_version()
     metrics = zorder(table, spark, columns)
     assert metrics.versions and metrics.num_deletion_vectors_removed > 0
@@ -110,6 +115,7 @@ def test_zorder_applies_deletion_vectors(spark, tmp_path, name, columns):
     assert all(a.deletion_vector is None for a in table.snapshot().add_actions())
     assert multiset(rows_applying_dvs(uri)) == versions[read]
     assert all_versions(uri) == {**versions, **dict.fromkeys(metrics.versions, versions[read])}
+    assert kernel_rows(uri) == kernel_before
 
 
 def test_a_lone_file_over_the_ratio_is_rewritten_alone(spark, tmp_path):
@@ -118,6 +124,7 @@ def test_a_lone_file_over_the_ratio_is_rewritten_alone(spark, tmp_path):
     uri = copy_table("krs-with-short-dv", tmp_path)
     table = DeltaTable(uri)
     before = multiset(rows_applying_dvs(uri))
+    kernel_before = kernel_rows(uri)
     snap = table.snapshot()
     dv_file = next(a for a in snap.add_actions() if a.deletion_vector is not None)
     assert compact(table, spark, min_file_size=1, target_size=1, max_deleted_rows_ratio=0.7).version is None
@@ -126,6 +133,7 @@ def test_a_lone_file_over_the_ratio_is_rewritten_alone(spark, tmp_path):
     removes = [a for a in table.commit_actions(metrics.version) if isinstance(a, Remove)]
     assert [(r.path, r.deletion_vector) for r in removes] == [(dv_file.path, dv_file.deletion_vector)]
     assert multiset(rows_applying_dvs(uri)) == before
+    assert kernel_rows(uri) == kernel_before
     assert compact(table, spark, min_file_size=1, target_size=1).version is None  # nothing left to clean
 
 
@@ -164,7 +172,9 @@ def test_rows_of_new_files_are_the_live_rows(spark, tmp_path):
     uri = copy_table("krs-with-short-dv", tmp_path)
     table = DeltaTable(uri)
     live = rows_applying_dvs(uri)
+    kernel_before = kernel_rows(uri)
     metrics = compact(table, spark)
+    assert kernel_rows(uri) == kernel_before
     (add,) = [a for a in table.commit_actions(metrics.version) if isinstance(a, Add)]
     stats = json.loads(add.stats)
     assert stats["numRecords"] == live.num_rows
@@ -190,3 +200,4 @@ def test_cli_max_deleted_rows_ratio(spark, capsys, tmp_path):
     assert main([*common, "--max-deleted-rows-ratio", "0.59"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["num_removed_files"], out["num_added_files"], out["num_deletion_vectors_removed"]) == (1, 1, 1)
+    assert kernel_rows(uri) == kernel_rows(uri, version=out["version"] - 1)

@@ -1,7 +1,8 @@
 """Maintenance on in-commit-timestamp tables (PROTOCOL.md "In-Commit Timestamps"): compaction,
 Z-order, vacuum, checkpoint and log cleanup run on a copy of delta-rs's ``cdc_ict_table`` and on
 an ICT table we create; every commit keeps strictly increasing in-commit timestamps and a
-``.crc`` that agrees with replay, and delta-rs reads every version with the same rows."""
+``.crc`` that agrees with replay, and delta-rs reads every version with the same rows (and
+delta-kernel-rs every version after the rewrites)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.log_cleanup import cleanup_log
 from delta_core.write.table_writes import append
 from tests.conftest import MODERN_DIR
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import commit_info, deltars_rows, make_table, multiset
 
 pytestmark = pytest.mark.spark
@@ -48,6 +50,7 @@ def test_maintenance_keeps_ict_and_crc_and_delta_rs_reads_every_version(spark, t
     uri = str(tmp_path / "t")
     table, column, ours_from = (_delta_rs_table if source == "rs-cdc_ict_table" else _our_table)(uri)
     rows = multiset(deltars_rows(uri))
+    kernel_before = kernel_rows(uri)
     before = table.latest_version()
     assert compact(table, spark).version is not None
     assert zorder(table, spark, [column]).version is not None
@@ -68,6 +71,7 @@ def test_maintenance_keeps_ict_and_crc_and_delta_rs_reads_every_version(spark, t
             assert crc.in_commit_timestamp == icts[v]
         if v >= before:
             assert multiset(their_rows) == rows  # rewrites keep the rows
+            assert kernel_rows(uri, version=v) == kernel_before
     # Vacuum (commits VACUUM START/END), a checkpoint and log cleanup keep all of that.
     assert vacuum(table, retention_hours=0, force=True).num_deleted_files > 0
     assert write_checkpoint(table).version == table.latest_version()
@@ -78,3 +82,4 @@ def test_maintenance_keeps_ict_and_crc_and_delta_rs_reads_every_version(spark, t
     assert fresh.snapshot().timestamp == commit_info(fresh, last)["inCommitTimestamp"] > icts[-1]
     assert verify_version_checksum(fresh.snapshot()).status == "ok"
     assert multiset(deltars_rows(uri)) == rows
+    assert kernel_rows(uri) == kernel_before

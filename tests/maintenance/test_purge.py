@@ -1,7 +1,8 @@
 """``purge`` (REORG TABLE ... APPLY (PURGE)) on Spark, on copies of real tables.
 
 Every rewrite is checked against delta-rs: its query engine (``QueryBuilder``, which applies
-deletion vectors) reads the same multiset of rows at every version before and after.
+deletion vectors) reads the same multiset of rows at every version before and after; and
+against delta-kernel-rs, which reads the same rows before and after.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from delta_core.maintenance.dropped_columns import dropped_column_in
 from delta_core.maintenance.spark.purge import purge
 from delta_core.model.partition_values import url_decode_path
 from tests.core_write.conftest import listing
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import commit_info
 from tests.maintenance.test_purge_plan import CONFORMANCE, MODERN, drop_columns
 
@@ -53,6 +55,7 @@ def test_purge_rewrites_files_holding_a_dropped_column(spark, tmp_path, name):
     table = drop_columns(root, top="StringType")
     uri = str(root)
     before = all_versions(uri)
+    kernel_before = kernel_rows(uri)
     read_version = table.latest_version()
 
     metrics = purge(table, spark)
@@ -73,6 +76,7 @@ def test_purge_rewrites_files_holding_a_dropped_column(spark, tmp_path, name):
     after = all_versions(uri)
     assert {v: after[v] for v in before} == before  # history reads as it did
     assert after[metrics.version] == before[read_version]
+    assert kernel_rows(uri) == kernel_before
     # a second purge finds nothing: no commit, no Spark
     again = purge(table, no_spark)
     assert again.version is None and table.latest_version() == metrics.version

@@ -2,7 +2,7 @@
 
 For every table, delta-rs's query engine (``QueryBuilder``, which applies deletion vectors)
 reads the same multiset of rows at every version before and after the purge, and the purge's
-version reads as the version before it. A deletion vector that is missing or corrupt fails the
+version reads as the version before it, for delta-kernel-rs too. A deletion vector that is missing or corrupt fails the
 purge with a typed error and nothing written.
 """
 
@@ -24,6 +24,7 @@ from delta_core.maintenance.spark.vacuum import vacuum
 from delta_core.model.actions import Remove
 from delta_core.model.partition_values import url_decode_path
 from tests.core_write.conftest import listing
+from tests.kernel_oracle import kernel_rows, kernel_rows_elsewhere
 from tests.maintenance.conftest import commit_info
 from tests.maintenance.test_purge import all_versions, no_spark, rows
 from tests.maintenance.test_purge_plan import DV_TABLES, MODERN
@@ -45,6 +46,7 @@ def test_purge_drops_deleted_rows_and_vectors(spark, tmp_path, root):
     with_dv = {a.path: a.deletion_vector for a in snapshot.add_actions()
                if a.deletion_vector is not None and a.deletion_vector.cardinality > 0}
     before = all_versions(uri)
+    kernel_before = kernel_rows(uri)
 
     metrics = purge(table, spark)
 
@@ -66,6 +68,7 @@ def test_purge_drops_deleted_rows_and_vectors(spark, tmp_path, root):
     after = all_versions(uri)
     assert {v: after[v] for v in before} == before
     assert after[metrics.version] == before[snapshot.version]
+    assert kernel_rows(uri) == kernel_before
     assert after_snapshot.num_records == sum(before[snapshot.version].values())  # stats count live rows
     assert purge(table, no_spark).version is None  # nothing left to purge
 
@@ -107,6 +110,8 @@ def test_vacuum_after_purge_deletes_unreferenced_vectors_and_keeps_referenced_on
     metrics = purge(table, spark, where="part = 6")
     assert metrics.num_removed_files == 1
     expected = rows(uri, metrics.version)
+    kernel_expected = kernel_rows(uri)
+    assert kernel_expected == kernel_rows(uri, version=metrics.version - 1)
 
     # inside the retention nothing the purge replaced is deleted: old readers still need it
     vacuum(table, retention_hours=168)
@@ -123,14 +128,15 @@ def test_vacuum_after_purge_deletes_unreferenced_vectors_and_keeps_referenced_on
     assert {p for p in listed if os.path.basename(p).startswith("deletion_vector_")} == referenced
     assert old.num_deleted_files >= 2
     assert rows(uri, table.latest_version()) == expected
+    assert kernel_rows(uri) == kernel_expected
 
 
-def test_purge_on_s3(spark, s3_table_uri, s3_storage_options):
+def test_purge_on_s3(spark, s3_table_uri, s3_storage_options, deltalake_s3_options):
     """The same rewrite over s3fs (moto): vectors read, files written and the commit put through
     the table's storage, executors included. delta-rs's query engine cannot fetch from the moto
     server (and its ``DeltaTable`` refuses the protocol), so the rows before come from the same
     table on local disk and the purged files, which have no vectors left, are read on S3 as plain
-    Parquet."""
+    Parquet; delta-kernel-rs reads the table on S3 before and after."""
     import pyarrow as pa
     import s3fs
 
@@ -139,17 +145,18 @@ def test_purge_on_s3(spark, s3_table_uri, s3_storage_options):
     table = DeltaTable(s3_table_uri, s3_storage_options)
     version = table.latest_version()
     before = rows(str(source), version)
+    kernel_before = kernel_rows_elsewhere(s3_table_uri, storage_options=deltalake_s3_options)
+    assert kernel_before == kernel_rows(str(source))
     metrics = purge(table, spark)
     assert metrics.version == version + 1 and metrics.num_deletion_vectors_removed == 1
     assert not [a for a in table.snapshot().add_actions() if a.deletion_vector is not None]
     after = pa.concat_tables(read_data_file(table.storage, a.path, table.snapshot().metadata)
                              for a in table.snapshot().add_actions())
     assert collections.Counter(json.dumps(r, sort_keys=True, default=str) for r in after.to_pylist()) == before
+    assert kernel_rows_elsewhere(s3_table_uri, storage_options=deltalake_s3_options) == kernel_before
 
 
 def test_purge_removes_a_file_whose_rows_are_all_deleted_without_adding_an_empty_one(spark, tmp_path):
-    import polars_deltalake
-
     from tests.dv_files import commit_deletion_vector
     from tests.maintenance.conftest import make_table
 
@@ -159,8 +166,8 @@ def test_purge_removes_a_file_whose_rows_are_all_deleted_without_adding_an_empty
     commit_deletion_vector(table, gone, list(range(20)))  # each file holds 20 rows
     commit_deletion_vector(table, partly, [0, 5])
     before = rows(uri, table.latest_version())
-    kernel_before = polars_deltalake.read_delta(uri).to_arrow().num_rows
-    assert sum(before.values()) == kernel_before == 80 - 22
+    kernel_before = kernel_rows(uri)
+    assert sum(before.values()) == kernel_before.num_rows == 80 - 22
 
     metrics = purge(table, spark)
 
@@ -171,6 +178,6 @@ def test_purge_removes_a_file_whose_rows_are_all_deleted_without_adding_an_empty
     assert gone not in snapshot.file_paths and partly not in snapshot.file_paths
     assert all(json.loads(a.stats)["numRecords"] > 0 for a in snapshot.add_actions())  # no empty file
     assert rows(uri, metrics.version) == before
-    assert polars_deltalake.read_delta(uri).to_arrow().num_rows == kernel_before
+    assert kernel_rows(uri) == kernel_before
     new_files = {p for p, _ in listing(uri) if p.endswith(".parquet")} - {url_decode_path(p) for p in [gone, partly]}
     assert len(new_files) == snapshot.num_files  # the task left no 0-row file behind on storage either

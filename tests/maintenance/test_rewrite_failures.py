@@ -39,6 +39,7 @@ from delta_core.model.partition_values import url_decode_path
 from delta_core.write.table_writes import append, create_table, delete_files
 from tests.core_write.conftest import listing
 from tests.dv_files import commit_deletion_vector, inline_dv, rows_applying_dvs
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import SCHEMA, batch, make_table, multiset
 
 pytestmark = pytest.mark.spark
@@ -83,6 +84,7 @@ def test_zorder_batch_applies_a_deletion_vector_committed_after_the_plan(spark, 
     assert not set(deleted) & set(after.column("id").to_pylist())
     assert multiset(after) == before - multiset(pa.Table.from_pylist(
         [r for r in rows_applying_dvs(table_uri, snap.version).to_pylist() if r["id"] in deleted]))
+    assert kernel_rows(table_uri) == kernel_rows(table_uri, version=dv_versions[0])  # the DELETE's rows
     assert {p for p, _ in data_files(table_uri)} <= ever_added(table)
 
 

@@ -1,6 +1,7 @@
 """Rewrites of row-tracking tables keep every row's stable row id and row commit version
 (PROTOCOL.md "Row Tracking": materialized columns, ``delta.rowTracking.preserved``), give the new
-files fresh ids above the high-water mark, and drop rows a deletion vector removed."""
+files fresh ids above the high-water mark, and drop rows a deletion vector removed; delta-rs and
+delta-kernel-rs read the same rows after as before (kernel-rs ignoring the materialized columns)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_t
 from delta_core.write.table_writes import append, commit_rewrite, create_table
 from tests.core_write.conftest import listing
 from tests.dv_files import rows_applying_dvs, write_uuid_dv
+from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import commit_info, multiset
 from tests.row_tracking_tables import (
     COMMIT_VERSION_COLUMN,
@@ -92,17 +94,21 @@ def test_compaction_keeps_stable_row_ids(spark, tmp_path):
     before = stable_ids(root)
     assert len(before) == 9 and before[(kept["id"], kept["s"])] == (4, 4) and before[(9, "v9")][1] == 5
     versions_rows = {v: multiset(rows_applying_dvs(root, v)) for v in range(t.latest_version() + 1)}
+    kernel_before = kernel_rows(root)
     m = compact(t, spark, target_size=10**9, min_file_size=10**9)
     assert m.num_removed_files == 4 and m.num_added_files == 1
     assert json.loads(next(t.snapshot().add_actions()).stats)["numRecords"] == 9  # deleted rows not written
     versions_rows[m.version] = versions_rows[m.version - 1]
     check_preserving_rewrite(t, root, m.version, before, versions_rows)
+    assert kernel_rows(root) == kernel_before
     # a second compaction reads the materialized values back instead of the new baseRowId
     append(t, rows(20, 2))
     before = stable_ids(root)
+    kernel_before = kernel_rows(root)
     again = compact(t, spark, target_size=10**9, min_file_size=10**9)
     assert again.num_removed_files == 2
     assert stable_ids(root) == before
+    assert kernel_rows(root) == kernel_before
 
 
 @pytest.mark.spark
@@ -112,9 +118,11 @@ def test_zorder_keeps_stable_row_ids(spark, tmp_path):
     delete_rows(t, root, 0, [1])
     before = stable_ids(root)
     expected = multiset(rows_applying_dvs(root))
+    kernel_before = kernel_rows(root)
     m = zorder(t, spark, ["id", "s"])
     assert m.version is not None
     check_preserving_rewrite(t, root, m.version, before, {m.version: expected})
+    assert kernel_rows(root) == kernel_before
 
 
 def test_rewrite_drops_rows_a_deletion_vector_removed_and_keeps_the_others_ids(tmp_path):
@@ -135,6 +143,7 @@ def test_rewrite_drops_rows_a_deletion_vector_removed_and_keeps_the_others_ids(t
     assert json.loads(new.stats)["numRecords"] == 9
     assert stable_ids(root) == before
     assert multiset(rows_applying_dvs(root)) == multiset(rows_applying_dvs(root, r.version - 1))
+    assert kernel_rows(root) == kernel_rows(root, version=r.version - 1)
 
 
 def test_reader_without_row_ids_on_an_enabled_table_is_unchanged(tmp_path):
@@ -196,3 +205,4 @@ def test_id_mode_table_keeps_stable_ids_through_two_rewrites(conformance_dir, tm
         assert all(written.field(n).metadata and PARQUET_FIELD_ID in written.field(n).metadata
                    for n in written.names[:-2])
         assert commit_info(t, r.version)["tags"] == {"delta.rowTracking.preserved": "true"}
+        assert kernel_rows(root) == kernel_rows(root, version=r.version - 1)

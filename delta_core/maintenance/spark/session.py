@@ -16,6 +16,10 @@ itself never needs it.
 driver JVM starts with a log4j2 configuration whose only appender discards everything, so
 neither start-up WARN lines nor the executor stack traces of a failed task reach stderr; the
 failure itself reaches the user as a typed error (``spark_exec``).
+
+A quiet local session also keeps the rest of stderr to real news: its Python workers run under
+``quiet_daemon`` (no traceback from the tasks Spark cancels when another one fails), and its
+JVM starts through ``jvm_stderr`` (no start-up notice about Java incubator modules).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ import pathlib
 import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
+
+from delta_core.maintenance.spark.jvm_stderr import start_quiet_driver
 
 if TYPE_CHECKING:  # pragma: no cover
     from pyspark.sql import SparkSession
@@ -54,6 +60,7 @@ LOCAL_DEFAULTS: dict[str, str] = {
 # typed (the CLI). log4j2 reads its configuration from a file; this one ships in the package, so
 # nothing is written to /tmp and nothing is left there, however the process ends.
 QUIET_LOG4J2 = pathlib.Path(__file__).with_name("quiet-log4j2.properties")
+QUIET_DAEMON = "delta_core.maintenance.spark.quiet_daemon"
 
 
 def build_spark_session(
@@ -84,6 +91,8 @@ def build_spark_session(
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         settings.update(LOCAL_DEFAULTS)
+        if quiet:
+            settings["spark.python.daemon.module"] = QUIET_DAEMON
     else:
         settings["spark.cores.max"] = CLUSTER_CORES_MAX
     settings.update(conf or {})
@@ -94,6 +103,8 @@ def build_spark_session(
         settings["spark.driver.extraJavaOptions"] = f"{java_options} {option}" if java_options else option
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if quiet:
+        start_quiet_driver(master, app_name, settings)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("OFF" if quiet else os.environ.get("SPARK_LOG_LEVEL", "ERROR"))
     return session
