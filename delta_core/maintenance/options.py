@@ -99,3 +99,13 @@ class PurgeOptions:
     # Rewrite a file with a deletion vector only when more than this share of its rows is deleted;
     # 0.0 (Delta Spark's REORG ... APPLY (PURGE)): every file with at least one deleted row.
     max_deleted_rows_ratio: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreOptions:
+    """``restore``: bring the table back to an earlier version, as Delta's ``RESTORE TABLE ... TO
+    VERSION AS OF`` / ``TIMESTAMP AS OF`` (``delta_core.maintenance.restore.restore``). Exactly one
+    of the two is given; ``restore`` refuses neither or both with a ``ConfigError``."""
+
+    version: int | None = None  # the version to restore
+    timestamp: str | None = None  # ISO-8601 (naive: UTC); the latest version committed at or before it
