@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import threading
 import time
 
 import polars_deltalake
@@ -16,6 +17,7 @@ import pytest
 
 from delta_core.errors import (
     AppendOnlyViolationError,
+    ConcurrentAppendError,
     ConfigError,
     RestoreBeyondRetentionError,
     RestoreFilesMissingError,
@@ -296,6 +298,36 @@ def test_refused_beyond_the_deleted_file_retention(table_uri):
     assert listing(table_uri) == before
     set_properties(table, {"delta.deletedFileRetentionDuration": "interval 30 days"})  # what it advises
     assert restore(DeltaTable(table_uri, clock=later.clock), version=1).version is not None
+
+
+class CommitsDuringTheFileCheck:
+    """The table's real storage; the first existence check of a restore (after its plan, before its
+    commit) lets another writer append, so the restore meets a commit it did not plan for."""
+
+    def __init__(self, inner, other_writer) -> None:
+        self._inner, self._other_writer, self._lock, self.fired = inner, other_writer, threading.Lock(), False
+
+    def exists(self, key: str) -> bool:
+        with self._lock:
+            if not self.fired:
+                self.fired = True
+                self._other_writer()
+        return self._inner.exists(key)
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+
+def test_a_concurrent_append_makes_the_restore_fail_not_keep_it(table_uri):
+    table = make_table(table_uri, appends=3)
+    delete_files(table, table.snapshot().file_paths[:1])  # 4
+    storage = CommitsDuringTheFileCheck(table.storage, lambda: append(DeltaTable(table_uri), batch(900, 5)))
+    with pytest.raises(ConcurrentAppendError):
+        restore(DeltaTable(storage=storage), version=3)
+    assert storage.fired and table.latest_version() == 5  # the append landed, the restore did not
+    assert commit_info(table, 5)["operation"] == "WRITE"
+    assert restore(table, version=3).version == 6  # planned again, it removes the appended file too
+    assert_reads_as(table_uri, 3)
 
 
 def test_append_only_table_is_refused_before_anything_is_written(table_uri):
