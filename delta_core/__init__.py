@@ -42,6 +42,7 @@ _EXPORTS = {
     "compact": "delta_core.maintenance.spark.compaction",
     "zorder": "delta_core.maintenance.spark.zorder",
     "vacuum": "delta_core.maintenance.spark.vacuum",
+    "restore": "delta_core.maintenance.restore",
     "build_spark_session": "delta_core.maintenance.spark.session",
     "DeltaError": "delta_core.errors",
     "CommitStateUnknownError": "delta_core.errors",
@@ -54,6 +55,7 @@ if TYPE_CHECKING:  # the same names as _EXPORTS (tests/api/test_python_api.py ke
     from delta_core.errors import DeltaError as DeltaError
     from delta_core.log.snapshot import Snapshot as Snapshot
     from delta_core.log.table import DeltaTable as DeltaTable
+    from delta_core.maintenance.restore import restore as restore
     from delta_core.maintenance.spark.compaction import compact as compact
     from delta_core.maintenance.spark.session import build_spark_session as build_spark_session
     from delta_core.maintenance.spark.vacuum import vacuum as vacuum

@@ -126,6 +126,19 @@ class MissingDataFileError(StorageError):
     kind = "missing_data_file"
 
 
+class RestoreFilesMissingError(MissingDataFileError):
+    """A restore needs data or deletion vector files of the version it restores that storage no
+    longer has (vacuumed, or deleted outside the log); nothing was written. ``missing`` names
+    them (at most the first 100, as Delta Spark's ``RESTORE`` does)."""
+
+    kind = "restore_files_missing"
+
+    def __init__(self, message: str, *, missing: tuple[str, ...] = (), path: str | None = None,
+                 version: int | None = None):
+        super().__init__(message, path=path, version=version)
+        self.missing = missing
+
+
 class PathEscapesTableError(DeltaError):
     """A path would resolve outside the table root; nothing is read, written or deleted."""
 
@@ -291,3 +304,10 @@ class VacuumLiteUnavailableError(MaintenanceError):
     up, or no ``_last_vacuum_info`` and the log no longer starts at 0): run a full vacuum."""
 
     kind = "vacuum_lite_unavailable"
+
+
+class RestoreBeyondRetentionError(MaintenanceError):
+    """The version to restore was committed before the table's ``delta.deletedFileRetentionDuration``:
+    vacuum may delete its files while the restore commits, so Delta Spark refuses it and so do we."""
+
+    kind = "restore_beyond_retention"

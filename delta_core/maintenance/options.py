@@ -145,3 +145,17 @@ class PurgeOptions:
         0.0, kind=Kind.RATIO,
         help="only rewrite files with more than this share of rows deleted (0: every file with a deleted row, "
              "as REORG ... APPLY (PURGE))")
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreOptions:
+    """``restore``: bring the table back to an earlier version, as Delta's ``RESTORE TABLE ... TO
+    VERSION AS OF`` / ``TIMESTAMP AS OF`` (``delta_core.maintenance.restore.restore``). Exactly one
+    of the two is given; ``restore`` refuses neither or both with a ``ConfigError``. A one-off: no
+    tables.yaml keys."""
+
+    version: int | None = option(None, kind=Kind.COUNT, minimum=0, in_policy=False,
+                                 help="the version to restore (RESTORE TABLE ... TO VERSION AS OF)")
+    timestamp: str | None = option(
+        None, kind=Kind.TEXT, in_policy=False,
+        help="restore the latest version committed at or before this ISO-8601 time (naive: UTC)")

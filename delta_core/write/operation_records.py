@@ -4,7 +4,7 @@ Provenance Information").
 The protocol leaves ``commitInfo`` free-form; history tools read the keys Delta Spark writes,
 so each record maps its fields to exactly those names in ``to_commit_info()`` (Delta Spark's
 ``DeltaOperations.CreateTable`` / ``Write`` / ``Delete`` / ``SetTableProperties`` / ``Optimize`` /
-``Reorg`` / ``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is the order we have
+``Reorg`` / ``Restore`` / ``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is the order we have
 always written. ``commit_info.build_commit_info`` turns values into
 strings; nothing here does IO.
 """
@@ -25,6 +25,8 @@ __all__ = [
     "OptimizeParameters",
     "OptimizeScan",
     "ReorgParameters",
+    "RestoreParameters",
+    "RestoreTableMetrics",
     "RewriteMetrics",
     "SetPropertiesParameters",
     "VacuumEndMetrics",
@@ -259,3 +261,34 @@ class ClusterByParameters:
     def to_commit_info(self) -> dict[str, Any]:
         return {"oldClusteringColumns": ",".join(self.old_clustering_columns),
                 "newClusteringColumns": ",".join(self.new_clustering_columns)}
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreParameters:
+    """``RESTORE`` parameters (Delta Spark's ``DeltaOperations.Restore``): the ``version`` or the
+    ``timestamp`` the caller asked for, whichever was given (the other is left out)."""
+
+    version: int | None = None
+    timestamp: str | None = None
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"version": self.version, "timestamp": self.timestamp}
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreTableMetrics:
+    """``RESTORE`` metrics, named as Delta Spark's ``RestoreTableCommand`` writes them: the restored
+    version's file count and size, and the files (and bytes) removed and re-added."""
+
+    table_size_after_restore: int
+    num_of_files_after_restore: int
+    num_removed_files: int
+    num_restored_files: int
+    removed_files_size: int
+    restored_files_size: int
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"tableSizeAfterRestore": self.table_size_after_restore,
+                "numOfFilesAfterRestore": self.num_of_files_after_restore,
+                "numRemovedFiles": self.num_removed_files, "numRestoredFiles": self.num_restored_files,
+                "removedFilesSize": self.removed_files_size, "restoredFilesSize": self.restored_files_size}

@@ -75,7 +75,8 @@ def test_every_documented_name_is_importable_from_delta_core_with_its_parameters
     names = {dotted for dotted, _ in documented}
     # the operations a delta-rs user looks for are all there
     for expected in ("delta_core.DeltaTable", "delta_core.DeltaTable.snapshot", "delta_core.DeltaTable.history",
-                     "delta_core.compact", "delta_core.zorder", "delta_core.vacuum", "delta_core.write_checkpoint"):
+                     "delta_core.compact", "delta_core.zorder", "delta_core.vacuum", "delta_core.write_checkpoint",
+                     "delta_core.restore"):
         assert expected in names
     for dotted, parameters in documented:
         obj = _resolve(dotted)
@@ -85,10 +86,8 @@ def test_every_documented_name_is_importable_from_delta_core_with_its_parameters
 
 def test_planned_names_do_not_exist_yet():
     planned = {dotted for dotted, _ in _documented(planned=True)}
-    assert planned == {"delta_core.restore"}
     for dotted in planned:  # when one is built, the doc must stop calling it planned
         assert not hasattr(delta_core, dotted.split(".")[1])
-    assert "## Restore" in _doc()
 
 
 def test_type_checking_imports_name_the_lazy_exports():
@@ -126,7 +125,7 @@ def test_examples_run_as_written(tmp_path, monkeypatch, spark, capsys):
     import deltalake
 
     examples = _examples()
-    assert len(examples) >= 7
+    assert len(examples) >= 8
     monkeypatch.chdir(tmp_path)  # the examples name their table by a relative path
     shuffle = spark.conf.get("spark.sql.shuffle.partitions")
     ns: dict[str, Any] = {}
@@ -152,17 +151,26 @@ def test_examples_run_as_written(tmp_path, monkeypatch, spark, capsys):
     replaced = compacted.num_removed_files + zordered.num_removed_files
     assert ns["preview"].num_files_to_delete == replaced == len(ns["preview"].paths)
     assert all(pathlib.Path(p.removeprefix("file://")).exists() for p in ns["preview"].paths)
-    live = ns["table"].snapshot().num_files
+    live = ns["table"].snapshot(zordered.version).num_files  # what vacuum saw (before the restore)
     assert (ns["vacuumed"].num_deleted_files, ns["vacuumed"].files_listed) == (0, replaced + live)
-    # checkpoint at the latest version (vacuum committed its START and END)
+    # checkpoint at the latest version then (vacuum committed its START and END)
     table = ns["table"]
-    assert ns["checkpoint"].version == table.latest_version() == table.last_checkpoint_version()
+    assert ns["checkpoint"].version == table.last_checkpoint_version() == vacuumed_version(table)
     assert (tmp_path / "example_events" / "_delta_log" / f"{ns['checkpoint'].version:020d}.checkpoint.parquet").exists()
     assert ns["cleaned"].files_deleted == 0  # nothing is 30 days old
+    # restore: the 8 appended files back (vacuum kept them), the 2 Z-ordered ones removed
+    restored = ns["restored"]
+    assert (restored.version, restored.restored_version) == (table.latest_version(), 4)
+    assert (restored.num_added_files, restored.num_removed_files) == (8, 2)
     # delta-rs reads the same rows after all of it
     rows = deltalake.DeltaTable(str(tmp_path / "example_events")).to_pyarrow_table().sort_by("id")
     assert rows.column("id").to_pylist() == list(range(8))
     assert rows.column("amount").to_pylist() == [v for i in range(4) for v in (1.5 * i, 2.5 * i)]
+
+
+def vacuumed_version(table: Any) -> int:
+    """The version of the newest VACUUM END commit."""
+    return next(c.version for c in table.history() if c.commit_info.get("operation") == "VACUUM END")
 
 
 def test_a_table_written_by_delta_rs_opens_and_describes_alike(tmp_path):
