@@ -20,12 +20,13 @@ run's log says what went wrong and what to do without opening the stack trace.
 import functools
 import time
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, cast
+from typing import Any, TypeVar
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    Config,
     MaterializeResult,
     MetadataValue,
     asset,
@@ -52,6 +53,7 @@ from delta_core.maintenance.operations import (
     COMPACT_LOG,
     MANIFEST,
     PURGE,
+    RESTORE,
     VACUUM,
     ZORDER,
     Operation,
@@ -104,6 +106,10 @@ class CompactLogConfig(config_class(COMPACT_LOG)):  # type: ignore[misc]
 
 
 class PurgeConfig(config_class(PURGE)):  # type: ignore[misc]
+    pass
+
+
+class RestoreConfig(config_class(RESTORE)):  # type: ignore[misc]
     pass
 
 
@@ -165,25 +171,6 @@ def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
                    health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
 
 
-def _compact(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
-    policy = table.compact
-
-    @asset(**_common(table, COMPACT, deps, description=(
-        f"Bin-pack small files of `{table.name}` into files near the target size "
-        "(dataChange=false commits).")))
-    @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: CompactConfig) -> MaterializeResult:
-        from delta_core.maintenance.spark.compaction import compact
-
-        options = options_from_config(config, policy.options)
-        return _measured(context, table, "Compaction", lambda dt: compact(
-            dt, _spark(context), where=options.where,
-            target_size=options.target_size, min_file_size=options.min_file_size,
-            max_deleted_rows_ratio=options.max_deleted_rows_ratio))
-
-    return _asset
-
-
 def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.zorder
 
@@ -218,22 +205,25 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
-def _vacuum(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
-    policy = table.vacuum
+def _operation_asset(op: Operation,
+                     config_type: type[Config]) -> Callable[[TableConfig, list[AssetKey]], AssetsDefinition]:
+    """The factory of ``op``'s asset: the registry entry run with the table's policy and the
+    launch's values (``op.run``), its metrics, file statistics and health before and after."""
 
-    @asset(**_common(table, VACUUM, deps, description=(
-        f"Delete files under `{table.name}` that no version within the retention references.")))
-    @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: VacuumConfig) -> MaterializeResult:
-        from delta_core.maintenance.spark.vacuum import vacuum
+    def factory(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+        policy = table.policy(op.name)
+        assert policy is not None  # only tables with the section get the asset
 
-        options = options_from_config(config, policy.options)
-        return _measured(context, table, "Vacuum", lambda dt: vacuum(
-            dt, retention_hours=options.retention_hours, dry_run=options.dry_run, force=options.force,
-            mode=cast(Literal["full", "lite"], options.mode),  # vacuum refuses any other mode
-            inventory=options.inventory, inventory_storage_options=_delta(context, table).fsspec_options()))
+        @asset(**_common(table, op, deps, description=f"{op.description} Table `{table.name}`."))
+        @_logs_typed_errors
+        def _asset(context: AssetExecutionContext, config: config_type) -> MaterializeResult:  # type: ignore[valid-type]
+            options = options_from_config(config, policy.options)
+            spark = _spark(context) if op.uses_spark else None  # a factory: Spark starts only with work
+            return _measured(context, table, op.title, lambda dt: op.run(dt, options, spark))
 
-    return _asset
+        return _asset
+
+    return factory
 
 
 def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
@@ -279,44 +269,6 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
-def _manifest(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
-    policy = table.manifest
-
-    @asset(**_common(table, MANIFEST, deps, description=(
-        f"Write `_symlink_format_manifest` for `{table.name}` so Hive/Presto/Athena can read it.")))
-    @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: ManifestConfig) -> MaterializeResult:
-        from delta_core.maintenance.manifest import generate_manifests
-
-        dt = _delta(context, table).open()
-        snapshot = dt.snapshot()
-        before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
-        metrics = generate_manifests(dt, incremental=options_from_config(config, policy.options).incremental)
-        return _result(table.name, "Manifest", metrics, before, before,
-                       health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
-
-    return _asset
-
-
-def _cluster(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
-    policy = table.cluster
-    on = ", ".join(policy.options.columns) if policy.options.columns else "its clustering columns"
-
-    @asset(**_common(table, CLUSTER, deps, description=(
-        f"Liquid clustering of `{table.name}` on {on}: new data along a Hilbert curve, "
-        "already-clustered files left alone (dataChange=false commits).")))
-    @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: ClusterConfig) -> MaterializeResult:
-        from delta_core.maintenance.spark.cluster import cluster
-
-        options = options_from_config(config, policy.options)
-        return _measured(context, table, "Clustering", lambda dt: cluster(
-            dt, _spark(context), columns=options.columns or None, full=options.full,
-            target_size=options.target_size))
-
-    return _asset
-
-
 def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     policy = table.compact_log
 
@@ -347,36 +299,18 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
-def _purge(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
-    policy = table.purge
-
-    @asset(**_common(table, PURGE, deps, description=(
-        f"Rewrite the files of `{table.name}` whose deletion vectors delete rows or that hold dropped "
-        "columns (REORG ... APPLY (PURGE); dataChange=false commits).")))
-    @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: PurgeConfig) -> MaterializeResult:
-        from delta_core.maintenance.spark.purge import purge
-
-        options = options_from_config(config, policy.options)
-        # A factory: Spark starts only when the plan has files to rewrite.
-        return _measured(context, table, "Purge", lambda dt: purge(
-            dt, _spark(context), where=options.where,
-            max_deleted_rows_ratio=options.max_deleted_rows_ratio))
-
-    return _asset
-
-
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log).
 ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
-    COMPACT.name: _compact,
+    COMPACT.name: _operation_asset(COMPACT, CompactConfig),
     ZORDER.name: _zorder,
-    VACUUM.name: _vacuum,
+    VACUUM.name: _operation_asset(VACUUM, VacuumConfig),
     CHECKPOINT.name: _checkpoint,
-    MANIFEST.name: _manifest,
-    CLUSTER.name: _cluster,
+    MANIFEST.name: _operation_asset(MANIFEST, ManifestConfig),
+    CLUSTER.name: _operation_asset(CLUSTER, ClusterConfig),
     COMPACT_LOG.name: _compact_log,
-    PURGE.name: _purge,
+    PURGE.name: _operation_asset(PURGE, PurgeConfig),
+    RESTORE.name: _operation_asset(RESTORE, RestoreConfig),
 }
 
 
@@ -388,6 +322,8 @@ def build_maintenance_assets(table: TableConfig) -> list[AssetsDefinition]:
         definition = ASSET_FACTORIES[operation](table, [upstream])
         out.append(definition)
         upstream = maintenance_asset_key(table.name, operation)
+    if table.restore.enabled:  # a one-off launched by hand: beside the chain, not in it
+        out.append(ASSET_FACTORIES[RESTORE.name](table, [table_asset_key(table.name)]))
     return out
 
 

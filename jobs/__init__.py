@@ -20,7 +20,7 @@ from dagster import AssetKey, AssetSelection, define_asset_job, multi_or_in_proc
 from assets.downstream import daily_summary_key
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
 from assets.table import table_asset_key
-from delta_core.maintenance.operations import OPERATIONS
+from delta_core.maintenance.operations import OPERATIONS, RESTORE, operation
 from resources.config import MaintenanceConfig, TableConfig
 
 # What ``define_asset_job`` returns: Dagster 1.13 does not export that class publicly, and the
@@ -72,16 +72,20 @@ def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
 
 
 def build_table_jobs(table: TableConfig) -> TableJobs:
+    # restore is a one-off, launched by hand with a version: never part of a full run
+    one_offs = [RESTORE.name] if table.restore.enabled else []
     maintenance = _job(
         maintenance_job_name(table.name),
-        AssetSelection.groups(table.name) & AssetSelection.kind("delta"),
+        (AssetSelection.groups(table.name) & AssetSelection.kind("delta"))
+        - AssetSelection.assets(*(maintenance_asset_key(table.name, op) for op in one_offs)),
         f"Full maintenance of `{table.name}`: {', '.join(table.operations)}.",
     )
     operations = {
         op: _job(operation_job_name(table.name, op),
                  AssetSelection.assets(maintenance_asset_key(table.name, op)),
-                 f"{op} of `{table.name}`.")
-        for op in table.operations
+                 f"{operation(op).title} of `{table.name}`" + (
+                     " (launch it with the version or timestamp to restore)." if op in one_offs else "."))
+        for op in (*table.operations, *one_offs)
     }
     keys = downstream_keys(table)
     downstream = _job(downstream_job_name(table.name), AssetSelection.assets(*keys),

@@ -37,7 +37,7 @@ from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.operations import OPERATIONS, Operation, operation
+from delta_core.maintenance.operations import REGISTRY, Operation, operation
 from delta_core.maintenance.option_fields import Kind, OptionField, parse_option, policy_fields
 from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
 from delta_core.model.sizes import parse_size
@@ -65,6 +65,7 @@ from resources.config_records import (
     ManifestPolicy,
     OptionValue,
     PurgePolicy,
+    RestorePolicy,
     SensorPolicy,
     SparkSettings,
     TableConfig,
@@ -195,12 +196,13 @@ else:
 _SCHEDULING: dict[str, tuple[str | None, bool]] = {
     "compact": (DEFAULT_COMPACT_CRON, True), "zorder": (None, False), "vacuum": (DEFAULT_VACUUM_CRON, True),
     "checkpoint": (None, True), "manifest": (None, False), "cluster": (None, False),
-    "compact_log": (None, False), "purge": (None, False),
+    "compact_log": (None, False), "purge": (None, False), "restore": (None, False),
 }
 _SCHEDULED = frozenset({"compact", "zorder", "vacuum", "cluster", "purge"})  # a cron key and a schedule
 _POLICY_TYPES: dict[str, type] = {
     "compact": CompactPolicy, "zorder": ZOrderPolicy, "vacuum": VacuumPolicy, "checkpoint": CheckpointPolicy,
     "manifest": ManifestPolicy, "cluster": ClusterPolicy, "compact_log": CompactLogPolicy, "purge": PurgePolicy,
+    "restore": RestorePolicy,
 }
 _JSON_INPUT: dict[Kind, Any] = {
     Kind.SIZE: int | str, Kind.RATIO: float, Kind.HOURS: float | str, Kind.PREDICATE: str,
@@ -215,7 +217,7 @@ def _option_annotation(f: OptionField) -> Any:
 
     def parse(value: Any) -> Any:
         try:
-            return parse_option(f, value, where="the value")
+            return parse_option(f, value, where=None)
         except ConfigError as exc:
             raise _invalid(str(exc)) from None
 
@@ -289,7 +291,7 @@ def _section_model(op: Operation) -> type[_Section]:
     return model
 
 
-SECTIONS: dict[str, type[_Section]] = {op.name: _section_model(op) for op in OPERATIONS if op.policy_key}
+SECTIONS: dict[str, type[_Section]] = {op.name: _section_model(op) for op in REGISTRY if op.policy_key}
 
 
 _HEALTH_DEFAULTS = HealthPolicy()
@@ -370,7 +372,7 @@ def _section_field(op: Operation) -> tuple[Any, Any]:
     return (given, Field(default_factory=section)) if _SCHEDULING[op.name][1] else (given | None, None)
 
 
-_SECTION_FIELDS: dict[str, Any] = {op.policy_key: _section_field(op) for op in OPERATIONS if op.policy_key}
+_SECTION_FIELDS: dict[str, Any] = {op.policy_key: _section_field(op) for op in REGISTRY if op.policy_key}
 _TableBase: type[_Model] = create_model("_TableBase", __base__=_Model, **_SECTION_FIELDS)
 
 
@@ -445,7 +447,7 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
     uri = t.uri.ref() if isinstance(t.uri, Env) else resolve_table_uri(t.uri, base_dir)
     summary = t.downstream.daily_summary
     policies = {op.policy_key: (section.to_policy() if (section := getattr(t, op.policy_key)) is not None
-                                else _POLICY_TYPES[op.name]()) for op in OPERATIONS if op.policy_key}
+                                else _POLICY_TYPES[op.name]()) for op in REGISTRY if op.policy_key}
     return TableConfig(
         name=name, uri=uri, storage_options=tuple(options), description=t.description, **policies,
         sensor=SensorPolicy(enabled=t.sensor.enabled, interval_seconds=t.sensor.interval_seconds,

@@ -21,6 +21,7 @@ from delta_core.maintenance.options import (
     CompactOptions,
     ManifestOptions,
     PurgeOptions,
+    RestoreOptions,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -109,6 +110,12 @@ class PurgePolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class RestorePolicy:
+    enabled: bool = False  # a <table>_restore job, launched by hand with a version or timestamp
+    options: RestoreOptions = RestoreOptions()
+
+
+@dataclass(frozen=True, slots=True)
 class SensorPolicy:
     enabled: bool = True
     interval_seconds: int = DEFAULT_SENSOR_INTERVAL_SECONDS
@@ -152,7 +159,7 @@ class AdvisorPolicy:
 
 
 Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy | \
-    CompactLogPolicy | PurgePolicy
+    CompactLogPolicy | PurgePolicy | RestorePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +178,7 @@ class TableConfig:
     cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
     compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
     purge: PurgePolicy = field(default_factory=PurgePolicy)
+    restore: RestorePolicy = field(default_factory=RestorePolicy)
     advisor: AdvisorPolicy = field(default_factory=AdvisorPolicy)
 
     def policy(self, name: str) -> Policy | None:

@@ -1,5 +1,6 @@
 """The ``delta-core`` entry point: one parser, with the commands of ``delta_core.cli.read``,
-``delta_core.cli.write`` and ``delta_core.cli.maintenance`` registered explicitly.
+``delta_core.cli.operations`` (one per registry entry), ``delta_core.cli.maintenance``,
+``delta_core.cli.write`` and ``delta_core.cli.health``, registered explicitly.
 
 Every ``DeltaError`` ends the command with exit status 2 (see ``delta_core.cli.common``);
 other exceptions are bugs and keep their traceback.
@@ -11,13 +12,13 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from delta_core.cli import health, maintenance, read, write
+from delta_core.cli import health, maintenance, operations, read, write
 from delta_core.cli.common import EXIT_ERROR, EXIT_OK, Parser, report_error
 from delta_core.cli.progress import progress_for
 from delta_core.cli.version import VersionAction
 from delta_core.errors import DeltaError, UsageError
 
-COMMAND_MODULES = (read, write, maintenance, health)
+COMMAND_MODULES = (read, operations, maintenance, write, health)
 
 
 def build_parser() -> argparse.ArgumentParser:

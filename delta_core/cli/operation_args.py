@@ -24,7 +24,7 @@ _METAVAR = {Kind.SIZE: "SIZE", Kind.RATIO: "R", Kind.HOURS: "H", Kind.PREDICATE:
 def _value_of(f: OptionField) -> Callable[[str], Any]:
     def parse(text: str) -> Any:
         try:
-            return parse_option(f, text, where="the value", text=True)
+            return parse_option(f, text, where=None, text=True)
         except ConfigError as exc:  # argparse makes it a usage error: "argument --flag: the value ..."
             raise argparse.ArgumentTypeError(str(exc)) from None
 

@@ -35,10 +35,12 @@ def package_version() -> str:
     import delta_core
 
     package_dir = pathlib.Path(delta_core.__file__).resolve().parent
-    try:
-        dist = importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError:
+    # An install records its installer (pip's INSTALLER file); the delta_maintenance.egg-info that a
+    # build leaves in the source tree records none, and would be found first with the tree on sys.path.
+    installs = [d for d in importlib.metadata.distributions(name=DISTRIBUTION) if d.read_text("INSTALLER") is not None]
+    if not installs:
         return f"{delta_core.__version__} (source at {package_dir.parent}, not installed)"
+    dist = installs[0]
     if provides(dist, package_dir):
         return dist.version
     return (f"{delta_core.__version__} (source at {package_dir.parent}, not the installed "

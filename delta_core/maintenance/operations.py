@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from delta_core.maintenance.options import (
     CheckpointOptions,
@@ -33,10 +33,12 @@ from delta_core.maintenance.options import (
     CompactOptions,
     ManifestOptions,
     PurgeOptions,
+    RestoreOptions,
     VacuumOptions,
     ZOrderOptions,
 )
 from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
+from delta_core.model.delta_operations import RESTORE as RESTORE_OPERATION
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -44,7 +46,7 @@ if TYPE_CHECKING:
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
     type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
-    type[CompactLogOptions] | type[PurgeOptions]
+    type[CompactLogOptions] | type[PurgeOptions] | type[RestoreOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,8 +60,12 @@ class Operation:
     metrics_type_path: str  # "module:Class" of the record it returns
     delta_operations: tuple[str, ...]  # commitInfo.operation values it commits; () if none
     summary: str  # one line: CLI help, asset and job descriptions
+    title: str  # what a person calls a run of it: UI headings ("Compaction of events")
     description: str  # CLI ``--help`` description
     uses_spark: bool  # needs a SparkSession to run
+    # The command line's --spark-master: "always" passes a Spark factory (the operation starts it
+    # only for work that needs it), "on_request" only when --spark-master is given, "none": no flag.
+    cli_spark: Literal["always", "on_request", "none"] = "none"
 
     def run(self, table: DeltaTable, options: Any, spark: SparkFactory | None) -> Report:
         """Run the operation on ``table`` with ``options`` (its ``options_type``): the
@@ -84,6 +90,8 @@ COMPACT = Operation(
     summary=f"bin-pack small files ({OPTIMIZE})",
     description="Pack each partition's small files into files near the target size.",
     uses_spark=True,
+    title="Compaction",
+    cli_spark="always",
 )
 ZORDER = Operation(
     name="zorder", cli_command="zorder", policy_key="zorder", options_type=ZOrderOptions,
@@ -92,6 +100,8 @@ ZORDER = Operation(
     summary="cluster data along a Z-order or Hilbert curve",
     description="Rewrite partitions clustered on the given columns.",
     uses_spark=True,
+    title="Z-order",
+    cli_spark="always",
 )
 VACUUM = Operation(
     name="vacuum", cli_command="vacuum", policy_key="vacuum", options_type=VacuumOptions,
@@ -100,6 +110,8 @@ VACUUM = Operation(
     summary="delete files no longer referenced",
     description="Delete unreferenced files older than the retention.",
     uses_spark=False,
+    title="Vacuum",
+    cli_spark="always",
 )
 CHECKPOINT = Operation(
     name="checkpoint", cli_command="checkpoint", policy_key="checkpoint",
@@ -109,6 +121,8 @@ CHECKPOINT = Operation(
     summary="write a checkpoint and _last_checkpoint",
     description="Write a checkpoint of the table (latest version by default).",
     uses_spark=False,
+    title="Checkpoint",
+    cli_spark="on_request",
 )
 CLEANUP_LOG = Operation(
     name="cleanup_log", cli_command="cleanup-log",
@@ -120,6 +134,7 @@ CLEANUP_LOG = Operation(
     description="Delete commits and checkpoints that the newest checkpoint inside "
                 "the retention window makes unnecessary.",
     uses_spark=False,
+    title="Log cleanup",
 )
 MANIFEST = Operation(
     name="manifest", cli_command="manifest", policy_key="manifest", options_type=ManifestOptions,
@@ -128,6 +143,7 @@ MANIFEST = Operation(
     summary="write symlink manifests for Hive/Presto/Athena",
     description="Write _symlink_format_manifest/ for the latest version.",
     uses_spark=False,
+    title="Manifest",
 )
 CLUSTER = Operation(
     name="cluster", cli_command="cluster", policy_key="cluster", options_type=ClusterOptions,
@@ -137,6 +153,8 @@ CLUSTER = Operation(
     description="Cluster the table's unclustered files on its clustering columns along a Hilbert "
                 "curve (--full: every file); with --columns, set those columns first.",
     uses_spark=True,
+    title="Clustering",
+    cli_spark="always",
 )
 
 COMPACT_LOG = Operation(
@@ -148,6 +166,7 @@ COMPACT_LOG = Operation(
     description="Write the reconciled actions of commits x..y (default: those after the newest "
                 "checkpoint) as x.y.compacted.json, which readers load instead of those commits.",
     uses_spark=False,
+    title="Log compaction",
 )
 
 PURGE = Operation(
@@ -159,11 +178,26 @@ PURGE = Operation(
                 "file that still holds a dropped column, so the deleted data is gone from storage "
                 "once vacuum removes the old files.",
     uses_spark=True,
+    title="Purge",
+    cli_spark="always",
 )
 
+RESTORE = Operation(
+    name="restore", cli_command="restore", policy_key="restore", options_type=RestoreOptions,
+    metrics_type_path="delta_core.maintenance.restore:RestoreMetrics",
+    delta_operations=(RESTORE_OPERATION,),
+    summary="restore the table to an earlier version (RESTORE TABLE ... TO VERSION/TIMESTAMP AS OF)",
+    description="Re-add the files of the given version that are no longer live and remove the others, in one "
+                "commit; refused, naming them, when files it needs were vacuumed. Give --version or --timestamp.",
+    uses_spark=False,
+    title="Restore",
+)
+
+# The operations of a full maintenance run, in its order (restore is a one-off, launched by hand).
 OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST,
                                      COMPACT_LOG)
-BY_NAME: dict[str, Operation] = {op.name: op for op in OPERATIONS}
+REGISTRY: tuple[Operation, ...] = (*OPERATIONS, RESTORE)  # every entry
+BY_NAME: dict[str, Operation] = {op.name: op for op in REGISTRY}
 
 
 def operation(name: str) -> Operation:

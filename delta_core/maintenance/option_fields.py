@@ -32,6 +32,7 @@ from delta_core.maintenance.policy_values import parse_retention_hours
 from delta_core.model.sizes import parse_size
 
 _KEY = "delta_core.option"
+MAX_RETENTION_HOURS = 1_000_000.0  # ~114 years: beyond it `now - retention` leaves datetime's range
 
 
 class Kind(enum.Enum):
@@ -114,9 +115,9 @@ def policy_fields(options_type: type) -> tuple[OptionField, ...]:
     return tuple(f for f in option_fields(options_type) if f.spec.in_policy)
 
 
-def parse_option(f: OptionField, value: object, *, where: str, text: bool = False) -> Any:
+def parse_option(f: OptionField, value: object, *, where: str | None, text: bool = False) -> Any:
     """``value`` as written for ``f`` -> the record's value; ``ConfigError`` naming ``where``
-    when it is not one. ``text``: a command-line string (``12``, ``0.05``, ``a,b``, which the
+    when it is not one (``None``: the message speaks of the value alone, as a flag's does). ``text``: a command-line string (``12``, ``0.05``, ``a,b``, which the
     file must write as a number or a list)."""
     spec = f.spec
     kind = spec.kind
@@ -124,17 +125,20 @@ def parse_option(f: OptionField, value: object, *, where: str, text: bool = Fals
         value = _from_text(kind, value)
     if kind is Kind.SIZE:
         if isinstance(value, bool) or not isinstance(value, (int, str)):
-            raise ConfigError(f"{where} must be a size like 134217728 or '128MB', got {value!r}")
+            raise ConfigError(f"{_at(where)}must be a size like 134217728 or '128MB', got {value!r}")
         try:
             return parse_size(value)
         except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
     if kind is Kind.HOURS:
-        return parse_retention_hours(value, key=where)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) \
+                and not (math.isfinite(value) and 0 <= value <= MAX_RETENTION_HOURS):
+            raise _out_of_range(where, f"{value:g} hours", f"a number of hours from 0 to {MAX_RETENTION_HOURS:.0f}")
+        return parse_retention_hours(value, key=where or "the retention")
     if kind is Kind.RATIO:
         number = _number(value, where, "a share from 0 to 1 (e.g. 0.05)")
         if not 0 <= number <= 1:
-            raise ConfigError(f"{where} must be a share from 0 to 1 (e.g. 0.05), got {value!r}")
+            raise _out_of_range(where, f"{value!r}", "a share from 0 to 1, e.g. 0.05")
         return number
     if kind is Kind.COUNT:
         whole = _whole(value, where)
@@ -142,28 +146,38 @@ def parse_option(f: OptionField, value: object, *, where: str, text: bool = Fals
         high = spec.maximum if spec.maximum is not None else math.inf
         if not low <= whole <= high:
             bounds = f"from {spec.minimum:g}" if spec.maximum is None else f"from {spec.minimum:g} to {spec.maximum:g}"
-            raise ConfigError(f"{where} must be a whole number {bounds}, got {value!r}")
+            raise _out_of_range(where, str(whole), f"a whole number {bounds}")
         return whole
     if kind is Kind.FLAG:
         if isinstance(value, bool):
             return value
-        raise ConfigError(f"{where} must be true or false, got {value!r}")
+        raise ConfigError(f"{_at(where)}must be true or false, got {value!r}")
     if kind is Kind.COLUMNS:
         return _columns(value, where, spec)
     if kind is Kind.CHOICE:
         if value in spec.choices:
             return value
-        raise ConfigError(f"{where} must be one of {', '.join(spec.choices)}, got {value!r}")
+        raise ConfigError(f"{_at(where)}must be one of {', '.join(spec.choices)}, got {value!r}")
     if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{where} must be a non-empty string, got {value!r}")
+        raise ConfigError(f"{_at(where)}must be a non-empty string, got {value!r}")
     if kind is Kind.PREDICATE:
         from delta_core.maintenance.predicate import parse_predicate_syntax
 
         try:
             parse_predicate_syntax(value)
         except ConfigError as exc:
-            raise ConfigError(f"{where}: {exc}") from None
+            raise ConfigError(f"{where}: {exc}" if where else str(exc)) from None
     return value
+
+
+def _out_of_range(where: str | None, value: str, expected: str) -> ConfigError:
+    message = f"{value} is out of range: give {expected}"
+    return ConfigError(f"{where}: {message}" if where else message)
+
+
+def _at(where: str | None) -> str:
+    """The start of a message about the value written at ``where`` (nothing: the value itself)."""
+    return f"{where} " if where else ""
 
 
 def _from_text(kind: Kind, value: str) -> object:
@@ -179,30 +193,30 @@ def _from_text(kind: Kind, value: str) -> object:
     return value
 
 
-def _number(value: object, where: str, expected: str) -> float:
+def _number(value: object, where: str | None, expected: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
-    raise ConfigError(f"{where} must be {expected}, got {value!r}")
+    raise ConfigError(f"{_at(where)}must be {expected}, got {value!r}")
 
 
-def _whole(value: object, where: str) -> int:
+def _whole(value: object, where: str | None) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
-    raise ConfigError(f"{where} must be a whole number, got {value!r}")
+    raise ConfigError(f"{_at(where)}must be a whole number, got {value!r}")
 
 
-def _columns(value: object, where: str, spec: OptionSpec) -> tuple[str, ...]:
+def _columns(value: object, where: str | None, spec: OptionSpec) -> tuple[str, ...]:
     names: Sequence[object]
     if isinstance(value, (list, tuple)):
         names = value
     else:
-        raise ConfigError(f"{where} must be a list of column names like [user_id, ts], got {value!r}")
+        raise ConfigError(f"{_at(where)}must be a list of column names like [user_id, ts], got {value!r}")
     if not names or not all(isinstance(c, str) and c.strip() for c in names):
-        raise ConfigError(f"{where} names no columns: give at least one, like [user_id, ts] (a,b on the command "
+        raise ConfigError(f"{_at(where)}names no columns: give at least one, like [user_id, ts] (a,b on the command "
                           f"line), got {value!r}")
     cols = tuple(str(c).strip() for c in names)
     if len(set(cols)) != len(cols):
-        raise ConfigError(f"{where} lists a column twice: {list(cols)!r}")
+        raise ConfigError(f"{_at(where)}lists a column twice: {list(cols)!r}")
     if spec.maximum is not None and len(cols) > spec.maximum:
-        raise ConfigError(f"{where}: at most {spec.maximum:g} columns, got {len(cols)}")
+        raise ConfigError(f"{_at(where)}names {len(cols)} columns: at most {spec.maximum:g} are allowed")
     return cols

@@ -22,6 +22,7 @@ from delta_core.maintenance.options import (
     CompactOptions,
     ManifestOptions,
     PurgeOptions,
+    RestoreOptions,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -121,3 +122,9 @@ def run_compact_log(table: DeltaTable, options: CompactLogOptions, spark: SparkF
     from delta_core.write.log_compaction import compact_log
 
     return compact_log(table, **asdict(options))
+
+
+def run_restore(table: DeltaTable, options: RestoreOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.restore import restore
+
+    return restore(table, version=options.version, timestamp=options.timestamp)

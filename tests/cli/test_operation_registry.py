@@ -10,7 +10,7 @@ import pytest
 from delta_core.cli.main import build_parser
 from delta_core.maintenance import options
 from delta_core.maintenance.metrics import MetricsRecord
-from delta_core.maintenance.operations import BY_NAME, OPERATIONS, operation
+from delta_core.maintenance.operations import BY_NAME, OPERATIONS, REGISTRY, operation
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
@@ -33,7 +33,7 @@ def test_one_name_per_operation():
     for op in OPERATIONS:
         assert op.cli_command == op.name.replace("_", "-")
         assert op.policy_key in (op.name, None)
-    assert len(BY_NAME) == len(OPERATIONS)
+    assert list(BY_NAME) == [op.name for op in REGISTRY] and REGISTRY == (*OPERATIONS, operation("restore"))
     assert operation("compact").delta_operations == ("OPTIMIZE",)
     assert operation("vacuum").delta_operations == ("VACUUM START", "VACUUM END")
     assert operation("purge").delta_operations == ("REORG",)

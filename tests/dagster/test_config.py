@@ -86,7 +86,7 @@ def test_repository_tables_yaml_is_valid():
     ("t: {uri: /x, compaction: {target_size: 1MB}}", "t", "compaction", "unknown field"),  # now `compact`
     ("t: {uri: /x, zorder: {columns: []}}", "t", "zorder.columns", "no columns"),
     ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "'zorder' or 'hilbert'"),
-    ("t: {uri: /x, vacuum: {retention_hours: -1}}", "t", "vacuum.retention_hours", "negative"),
+    ("t: {uri: /x, vacuum: {retention_hours: -1}}", "t", "vacuum.retention_hours", "-1 hours is out of range"),
     ("t: {uri: /x, vacuum: {retention_hours: 'soon'}}", "t", "vacuum.retention_hours", "interval"),
     ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "greater than 0"),
     ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "valid boolean"),

@@ -6,12 +6,12 @@ from dagster import AssetKey
 
 from assets.maintenance import ASSET_FACTORIES, OPERATION_TAG
 from definitions import build_definitions
-from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, OPERATIONS
+from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, OPERATIONS, REGISTRY
 from jobs import all_tables_job_name, operation_job_name
 
 
 def test_every_entry_has_an_asset_factory():
-    for op in OPERATIONS:
+    for op in REGISTRY:
         if op.policy_key is None:
             # configured inside another's section: cleanup_log is checkpoint.cleanup_log and
             # runs in the checkpoint asset
@@ -19,7 +19,7 @@ def test_every_entry_has_an_asset_factory():
             assert CHECKPOINT.name in ASSET_FACTORIES
         else:
             assert op.name in ASSET_FACTORIES, f"registry entry {op.name!r} has no asset factory"
-    assert set(ASSET_FACTORIES) == {op.name for op in OPERATIONS if op.policy_key is not None}
+    assert set(ASSET_FACTORIES) == {op.name for op in REGISTRY if op.policy_key is not None}
 
 
 def test_assets_and_jobs_are_named_after_the_registry(tmp_path, tables_yaml):

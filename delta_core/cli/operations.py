@@ -1,0 +1,75 @@
+"""The registry's operations as ``delta-core`` subcommands, built from the registry alone.
+
+Each entry of ``delta_core.maintenance.operations.REGISTRY`` becomes one subcommand: its name,
+help and description, the table arguments (``--config``/``--table``: the table's uri and storage
+options, and its section's options when it has one), ``--spark-master`` when it can use Spark, and one flag per option of its options
+record (``operation_args``). The command resolves the options (the table's policy, then the
+flags; ``policy.resolve_options``), opens the table and runs the entry (``Operation.run``),
+printing the record it returns (``--json``: one document; ``version`` is the version committed,
+or null). Spark starts only when the operation has work for it (a factory is passed). Errors are
+reported by ``delta_core.cli.main.main`` (exit status 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.operation_args import add_option_arguments
+from delta_core.cli.policy import resolve_options
+from delta_core.maintenance.operations import REGISTRY, VACUUM, Operation
+from delta_core.model.durations import format_duration
+from delta_core.model.sizes import format_size
+
+
+def spark_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--spark-master", default=None, metavar="URL",
+                        help="Spark master (default $SPARK_MASTER or local[*]): local[N], spark://host:port, "
+                             "sc://host:port (Spark Connect), yarn, k8s://...")
+
+
+def spark_factory(args: argparse.Namespace) -> Callable[[], Any]:
+    """A factory: the operations start Spark only once they know there is work."""
+    from delta_core.maintenance.spark.session import build_spark_session
+
+    # Spark's own logging stays off the console unless --verbose: errors arrive typed.
+    return lambda: build_spark_session(master=args.spark_master, quiet=not args.verbose)
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    for op in REGISTRY:
+        parser = subparsers.add_parser(op.cli_command, help=op.summary, description=op.description)
+        add_table_arguments(parser, policy=True)  # --table: the table's uri and storage options, at least
+        if op.cli_spark != "none":
+            spark_argument(parser)
+        add_option_arguments(parser, op)
+        parser.set_defaults(func=functools.partial(run_command, op=op))
+
+
+def run_command(args: argparse.Namespace, *, op: Operation) -> int:
+    options = resolve_options(args, op)
+    table = open_table(args)
+    wants_spark = op.cli_spark == "always" or (op.cli_spark == "on_request" and args.spark_master is not None)
+    report = op.run(table, options, spark_factory(args) if wants_spark else None)
+    text = _TEXT.get(op.name)
+    if args.json or text is None:
+        emit(report.to_dict(), args.json)
+    else:
+        emit(text(report), False)  # a person reads the gist first; the record follows
+        emit(report.to_dict(), False)
+    return 0
+
+
+def _vacuum_text(metrics: Any) -> str:
+    done = "would delete" if metrics.dry_run else "deleted"
+    count = metrics.num_files_to_delete if metrics.dry_run else metrics.num_deleted_files
+    return (f"vacuum{' dry run' if metrics.dry_run else ''}: {done} {count} of {metrics.files_listed} listed "
+            f"files, {format_size(metrics.bytes_to_delete)}; {metrics.young_kept} unreferenced files younger than "
+            f"the retention ({format_duration(dt.timedelta(hours=metrics.retention_hours))}) kept")
+
+
+_TEXT: dict[str, Callable[[Any], str]] = {VACUUM.name: _vacuum_text}
