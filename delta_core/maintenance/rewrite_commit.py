@@ -192,7 +192,7 @@ def run_rewrite_batches(
     removed_files = added_files = removed_bytes = added_bytes = aborted = dvs_removed = 0
     current = snapshot
     # progress by batch (files and bytes planned), for rewrites that take minutes
-    reported = progress.tracked(label, batches, items_of=lambda b: sum(len(g.paths) for g in b),
+    reported = progress.tracked(label, batches, items_of=lambda b: sum(g.num_files for g in b),
                                 bytes_of=lambda b: sum(g.total_size for g in b))
     for index, batch in enumerate(reported, 1):
         batch_label = f"{label} batch {index}/{len(batches)} of {table.uri}"

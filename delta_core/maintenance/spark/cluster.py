@@ -21,7 +21,7 @@ from typing import Any
 
 from delta_core.maintenance.cluster_by import cluster_by
 from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering
-from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio

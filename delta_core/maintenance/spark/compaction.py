@@ -21,14 +21,9 @@ from typing import Any
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_plan import table_clustering_columns
-from delta_core.maintenance.compaction_plan import (
-    DEFAULT_BATCH_BYTES,
-    Bin,
-    CompactionPlan,
-    FileGroup,
-    plan_compaction,
-)
+from delta_core.maintenance.compaction_plan import Bin, CompactionPlan, plan_compaction
 from delta_core.maintenance.data_io import rewrite_files, rewrite_output_key
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise, split_results
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
@@ -121,7 +116,7 @@ def rewrite_bins(spark: Any, table: Any, snapshot: Any, batch: Sequence[FileGrou
         key = rewrite_output_key(snapshot.metadata, b.partition_dict)
         outputs.append(key)
         tasks.append(CompactBinTask(storage=table.storage, metadata=snapshot.metadata, paths=tuple(b.paths),
-                                    sizes=tuple(f.size for f in b.files), partition_values=b.partition_dict,
+                                    sizes=b.sizes, partition_values=b.partition_dict,
                                     key=key, summarise=tuple(p for p in b.paths if p in summarise),
                                     deletion_vectors=tuple(dvs.get(p) for p in b.paths),
                                     row_ids=None if row_ids is None else {p: row_ids[p] for p in b.paths}))

@@ -20,8 +20,9 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES, check_deleted_rows_ratio
+from delta_core.maintenance.compaction_plan import check_deleted_rows_ratio
 from delta_core.maintenance.dropped_columns import files_with_dropped_columns
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.purge_plan import PurgePlan, plan_purge, select_files
 from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches

@@ -36,7 +36,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import UnsupportedTableForOperationError
-from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range_ids
 from delta_core.maintenance.data_io import (
     DataFileReader,
@@ -45,6 +44,7 @@ from delta_core.maintenance.data_io import (
     rewrite_output_key,
     write_rewritten,
 )
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.ipc_chunks import pack, unpack
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
