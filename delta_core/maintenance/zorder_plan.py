@@ -74,7 +74,7 @@ class ZOrderPlan:
     def is_empty(self) -> bool:
         return not self.partitions
 
-    def output_files(self, partitions: Sequence[PartitionFiles] | None = None) -> int:
+    def output_files(self, partitions: Sequence[FileGroup] | None = None) -> int:
         parts = self.partitions if partitions is None else partitions
         total = sum(p.total_size for p in parts)
         return max(len(parts), math.ceil(total / self.target_size)) if parts else 0
