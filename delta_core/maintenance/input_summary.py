@@ -10,7 +10,7 @@ logical names) while the rows stream past, and hands them back as ``InputSummary
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -22,6 +22,9 @@ from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
 from delta_core.write.row_tracking import FileRowIds
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 
 class SummarisingReader(DataFileReader):
@@ -50,7 +53,7 @@ class SummarisingReader(DataFileReader):
         return [InputSummary(path, c.json()) for path, c in self._collectors.items()]
 
 
-def paths_to_summarise(snapshot: Any, paths: Iterable[str]) -> set[str]:
+def paths_to_summarise(snapshot: Snapshot, paths: Iterable[str]) -> set[str]:
     """The inputs among ``paths`` (live in ``snapshot``) whose stats cannot stand in the proof."""
     return inputs_needing_summary(list(iter_adds(live_subset(snapshot, list(paths)))), snapshot.metadata)
 
