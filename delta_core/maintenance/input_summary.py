@@ -18,6 +18,7 @@ from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.maintenance.rewrite_commit import live_subset
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
+from delta_core.model.schema import StructType
 from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
@@ -32,8 +33,9 @@ class SummarisingReader(DataFileReader):
     ``summarise`` (paths as in the log)."""
 
     def __init__(self, storage: Storage, metadata: Metadata, *, summarise: Collection[str],
-                 columns: Sequence[str] | None = None, row_ids: Mapping[str, FileRowIds] | None = None) -> None:
-        super().__init__(storage, metadata, columns=columns, row_ids=row_ids)
+                 columns: Sequence[str] | None = None, row_ids: Mapping[str, FileRowIds] | None = None,
+                 schema: StructType | None = None) -> None:
+        super().__init__(storage, metadata, columns=columns, row_ids=row_ids, schema=schema)
         self._summarise = frozenset(summarise)
         self._collectors: dict[str, StatsCollector] = {}
 

@@ -21,7 +21,9 @@ from delta_core.maintenance.input_summary import SummarisingReader, paths_to_sum
 from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors
 from delta_core.maintenance.spark.tasks import add_from_json, add_to_json, run_tasks
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
+from delta_core.model.schema import StructType
 from delta_core.storage.base import Storage
+from delta_core.write.data_writer import table_schema
 from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 
 if TYPE_CHECKING:
@@ -34,7 +36,8 @@ if TYPE_CHECKING:
 @dataclass(frozen=True, slots=True)
 class BinTask:
     """What one Spark task needs to rewrite one group (pickled to the executor): the table's
-    ``storage`` (it carries its own options, nothing more is added), its ``metadata``, the
+    ``storage`` (it carries its own options, nothing more is added), its ``metadata`` and
+    ``schema`` (``table_schema(metadata)``, parsed once on the driver; ``None``: parsed here), the
     group's input ``paths`` (as in the log) with their ``sizes``, the group's
     ``partition_values``, the output ``key`` chosen on the driver, the inputs to ``summarise``
     for the proof, the ``deletion_vectors`` of the inputs (aligned with ``paths``; ``None``: no
@@ -50,16 +53,18 @@ class BinTask:
     summarise: tuple[str, ...]
     deletion_vectors: tuple[DeletionVectorDescriptor | None, ...] = ()
     row_ids: Mapping[str, FileRowIds] | None = None
+    schema: StructType | None = None
 
 
 def rewrite_bin(task: BinTask) -> list[str]:
     """Spark task: rewrite one group into one file; returns the new ``add`` as JSON (none when
     deletion vectors deleted every row of the group), then the summaries of the inputs in
     ``summarise`` (``InputSummary`` JSON)."""
-    reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise, row_ids=task.row_ids)
+    reader = SummarisingReader(task.storage, task.metadata, summarise=task.summarise, row_ids=task.row_ids,
+                               schema=task.schema)
     add = rewrite_files(task.storage, task.paths, metadata=task.metadata,
                         partition_values=task.partition_values, sizes=task.sizes, reader=reader,
-                        key=task.key, deletion_vectors=task.deletion_vectors or None)
+                        key=task.key, deletion_vectors=task.deletion_vectors or None, schema=task.schema)
     return [*([add_to_json(add)] if add is not None else []), *(s.to_json() for s in reader.summaries())]
 
 
@@ -79,16 +84,19 @@ class BinRewrite:
         summarise = paths_to_summarise(snapshot, inputs)
         row_ids = input_row_ids(snapshot, inputs)
         dvs = deletion_vectors(snapshot, inputs)
+        metadata = snapshot.metadata
+        schema = table_schema(metadata)
         tasks = []
         for g in sorted(batch, key=lambda g: -g.total_size):
-            key = rewrite_output_key(snapshot.metadata, g.partition_dict)
+            key = rewrite_output_key(metadata, g.partition_dict, schema=schema)
             outputs.append(key)
             paths = g.paths
-            tasks.append(BinTask(storage=table.storage, metadata=snapshot.metadata, paths=tuple(paths), sizes=g.sizes,
+            tasks.append(BinTask(storage=table.storage, metadata=metadata, paths=tuple(paths), sizes=g.sizes,
                                  partition_values=g.partition_dict, key=key,
                                  summarise=tuple(p for p in paths if p in summarise),
                                  deletion_vectors=tuple(dvs.get(p) for p in paths),
-                                 row_ids=None if row_ids is None else {p: row_ids[p] for p in paths}))
+                                 row_ids=None if row_ids is None else {p: row_ids[p] for p in paths},
+                                 schema=schema))
         results = run_tasks(spark, rewrite_bin, tasks, description=label)
         adds, summaries = split_results(r for rs in results for r in rs)
         return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries),

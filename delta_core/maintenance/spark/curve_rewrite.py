@@ -45,7 +45,6 @@ from delta_core.maintenance.curves import curve_keys, quantile_boundaries, range
 from delta_core.maintenance.data_io import (
     DataFileReader,
     logical_data_schema,
-    read_data_file,
     rewrite_output_key,
     write_rewritten,
 )
@@ -64,7 +63,9 @@ from delta_core.maintenance.spark.tasks import (
 from delta_core.maintenance.zorder_plan import ZOrderPlan
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.clustering import LIQUID_PROVIDER, zcube_tags
+from delta_core.model.schema import StructType
 from delta_core.storage.base import Storage
+from delta_core.write.data_writer import table_schema
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 
@@ -94,8 +95,9 @@ class ZOrderFileTask:
     ``storage`` (with its own options only), its ``metadata``, the file's ``path`` (as in the
     log) and ``size``, the index ``part`` of its table partition in the batch, the clustering
     ``columns``, the ``fraction`` of rows to sample, whether to ``summarise`` it, and its
-    ``deletion_vector`` (``None``: none), and its ``row_ids`` when rows' stable ids must be kept
-    (row tracking)."""
+    ``deletion_vector`` (``None``: none), its ``row_ids`` when rows' stable ids must be kept
+    (row tracking), and the table's ``schema`` (``table_schema(metadata)``, parsed once on the
+    driver; ``None``: parsed here)."""
 
     storage: Storage
     metadata: Metadata
@@ -107,6 +109,7 @@ class ZOrderFileTask:
     summarise: bool
     deletion_vector: DeletionVectorDescriptor | None = None
     row_ids: FileRowIds | None = None
+    schema: StructType | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,12 +176,12 @@ def _sample_file(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
     more row carries its ``InputSummary`` in ``__summary``."""
     summary = None
     if task.summarise:
-        reader = SummarisingReader(task.storage, task.metadata, summarise=[task.path])
+        reader = SummarisingReader(task.storage, task.metadata, summarise=[task.path], schema=task.schema)
         data = reader.read(task.path, size=task.size, deletion_vector=task.deletion_vector)
         summary = reader.summaries()[0].to_json()
     else:
-        data = read_data_file(task.storage, task.path, task.metadata, columns=task.columns, size=task.size,
-                              deletion_vector=task.deletion_vector)
+        data = DataFileReader(task.storage, task.metadata, columns=task.columns, schema=task.schema).read(
+            task.path, size=task.size, deletion_vector=task.deletion_vector)
     data = data.select(list(task.columns))
     k = min(data.num_rows, max(1, math.ceil(data.num_rows * task.fraction)))
     if data.num_rows:
@@ -201,7 +204,7 @@ def _packed_batch(file_ids: Sequence[int], chunks: Sequence[bytes]) -> pa.Record
 def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa.RecordBatch]]:
     def read(task: ZOrderFileTask) -> Iterator[pa.RecordBatch]:
         row_ids = None if task.row_ids is None else {task.path: task.row_ids}
-        data = DataFileReader(task.storage, task.metadata, row_ids=row_ids).read(
+        data = DataFileReader(task.storage, task.metadata, row_ids=row_ids, schema=task.schema).read(
             task.path, size=task.size, deletion_vector=task.deletion_vector)
         keys = layout.keys(data)
         # Within one table partition the file id grows with the key, so sorting by key also
@@ -231,7 +234,8 @@ def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa
 
 
 def _file_writer(
-    storage: Storage, metadata: Metadata, partition_of_file: Sequence[dict[str, str | None]], keys: Sequence[str],
+    storage: Storage, metadata: Metadata, schema: StructType, partition_of_file: Sequence[dict[str, str | None]],
+    keys: Sequence[str],
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
@@ -246,7 +250,8 @@ def _file_writer(
             rows = unpack(chunk for _, chunk in run)
             order = np.argsort(rows.column(KEY_COL).to_numpy(), kind="stable")
             rows = rows.take(pa.array(order)).drop_columns([KEY_COL])
-            add = write_rewritten(storage, rows, metadata=metadata, partition_values=partition_of_file[file_id],
+            add = write_rewritten(storage, rows, metadata=metadata, schema=schema,
+                                  partition_values=partition_of_file[file_id],
                                   key=keys[file_id])
             yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
 
@@ -261,18 +266,20 @@ def _run_batch(
     chosen here and recorded in ``outputs`` before any task writes, so a failed batch can be
     cleaned up without listing the table."""
     metadata = snapshot.metadata
-    row_ids = input_row_ids(snapshot, [f.path for p in batch for f in p.files])
+    schema = table_schema(metadata)  # parsed once for the batch, shipped with every task
+    inputs = [path for p in batch for path in p.paths]
+    row_ids = input_row_ids(snapshot, inputs)
     # rows carry their stable row ids through the shuffle in the hidden row tracking columns
-    data_schema = logical_data_schema(metadata, row_tracking=row_ids is not None)
-    total_rows = sum(f.num_records or 0 for p in batch for f in p.files)
+    data_schema = logical_data_schema(metadata, row_tracking=row_ids is not None, schema=schema)
+    total_rows = sum(int(pc.sum(p.file_list.column("num_records")).as_py() or 0) for p in batch)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
-    summarise = paths_to_summarise(snapshot, [f.path for p in batch for f in p.files])
-    dvs = deletion_vectors(snapshot, [f.path for p in batch for f in p.files])
+    summarise = paths_to_summarise(snapshot, inputs)
+    dvs = deletion_vectors(snapshot, inputs)
     file_tasks = [
         ZOrderFileTask(storage=table.storage, metadata=metadata, path=f.path, size=f.size, part=i,
                        columns=tuple(plan.columns), fraction=fraction, summarise=f.path in summarise,
                        deletion_vector=dvs.get(f.path),
-                       row_ids=None if row_ids is None else row_ids[f.path])
+                       row_ids=None if row_ids is None else row_ids[f.path], schema=schema)
         for i, p in enumerate(batch) for f in sorted(p.files, key=lambda f: -f.size)
     ]
     sample_schema = pa.schema([data_schema.field(c).with_nullable(True) for c in plan.columns]
@@ -290,9 +297,9 @@ def _run_batch(
     partition_of_file: list[dict[str, str | None]] = []
     for p, cuts in zip(batch, layout.key_cuts):
         partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
-    keys = [rewrite_output_key(metadata, values) for values in partition_of_file]
+    keys = [rewrite_output_key(metadata, values, schema=schema) for values in partition_of_file]
     outputs.extend(keys)
-    writer = _file_writer(table.storage, metadata, partition_of_file, keys)
+    writer = _file_writer(table.storage, metadata, schema, partition_of_file, keys)
     # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
