@@ -1,15 +1,24 @@
 """What each operation's metrics record says, as UI values and one-line facts.
 
-One function per metrics record type; the record's fields are read by name here and nowhere
-else in the Dagster layer.
+The four rewrites share one renderer (``_rewrite``: the ``RewriteMetrics`` fields once, then
+the record's own fields and facts); other records have a function each. The records' fields
+are read by name here and nowhere else in the Dagster layer.
 """
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from assets.metadata import human_bytes
 from delta_core.maintenance.operations import VACUUM
+from delta_core.maintenance.rewrite_metrics import (
+    ClusterMetrics,
+    CompactionMetrics,
+    PurgeMetrics,
+    RewriteMetrics,
+    ZOrderMetrics,
+)
 
 Value = int | float | str | bool | None
 
@@ -42,70 +51,49 @@ def _committed(m: Any) -> str:
     return "nothing to commit" if m.version is None else f"committed version {m.version}"
 
 
-def _compaction(m: Any) -> MetricsView:
-    values = _common(m) | {
-        "partitions_touched": m.partitions_compacted,
-        "partitions_considered": m.partitions_considered,
-        "files_considered": m.files_considered,
-        "target_size": m.target_size,
-        "min_file_size": m.min_file_size,
-        "predicate": m.predicate or "none",
-        "commits": len(m.versions),
-        "batches_aborted": m.batches_aborted,
-    }
-    headline = [_committed(m), _files_line(m),
-                f"{m.partitions_compacted} of {m.partitions_considered} partitions touched",
+# Own fields of a rewrite's record shown under another name (the UI's plots keep their keys).
+_SHOWN_AS = {"partitions_compacted": "partitions_touched", "partitions_optimized": "partitions_touched",
+             "deleted_rows": "deleted_rows_purged"}
+_SHARED = frozenset(f.name for f in dataclasses.fields(RewriteMetrics))
+
+
+def _rewrite(m: RewriteMetrics) -> MetricsView:
+    """Any rewrite's record (compact, zorder, cluster, purge): the shared fields once, then the
+    record's own fields and its own facts."""
+    own: dict[str, Value] = {}
+    for f in dataclasses.fields(m):
+        if f.name not in _SHARED:
+            value = getattr(m, f.name)
+            own[_SHOWN_AS.get(f.name, f.name)] = ", ".join(value) if isinstance(value, tuple) else value
+    values = _common(m) | own | {"commits": len(m.versions), "batches_aborted": m.batches_aborted}
+    headline = [_committed(m), _files_line(m), *_facts(m)]
+    if m.batches_aborted:
+        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
+    touched = own.get("partitions_touched")
+    return MetricsView(values, headline, m.duration_seconds, touched if isinstance(touched, int) else None)
+
+
+def _facts(m: RewriteMetrics) -> list[str]:
+    """One-line facts about a rewrite's own fields."""
+    if isinstance(m, CompactionMetrics):
+        return [f"{m.partitions_compacted} of {m.partitions_considered} partitions touched",
                 f"target file size {human_bytes(m.target_size)}"]
-    if m.batches_aborted:
-        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
-    return MetricsView(values, headline, m.duration_seconds, m.partitions_compacted)
-
-
-def _zorder(m: Any) -> MetricsView:
-    values = _common(m) | {
-        "partitions_touched": m.partitions_optimized,
-        "files_considered": m.files_considered,
-        "columns": ", ".join(m.columns),
-        "curve": m.curve,
-        "target_size": m.target_size,
-        "predicate": m.predicate or "none",
-        "commits": len(m.versions),
-        "batches_aborted": m.batches_aborted,
-    }
-    headline = [_committed(m), _files_line(m),
-                f"clustered on {', '.join(m.columns)} ({m.curve} curve), "
+    if isinstance(m, ZOrderMetrics):
+        return [f"clustered on {', '.join(m.columns)} ({m.curve} curve), "
                 f"{m.partitions_optimized} partition(s) rewritten"]
-    if m.batches_aborted:
-        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
-    return MetricsView(values, headline, m.duration_seconds, m.partitions_optimized)
-
-
-def _cluster(m: Any) -> MetricsView:
-    values = _common(m) | {
-        "columns": ", ".join(m.columns),
-        "full": m.full,
-        "files_considered": m.files_considered,
-        "unclustered_files": m.unclustered_files,
-        "clustered_files_rewritten": m.clustered_files_rewritten,
-        "clustered_files_kept": m.clustered_files_kept,
-        "target_size": m.target_size,
-        "commits": len(m.versions),
-        "batches_aborted": m.batches_aborted,
-        "skipped_file_ratio_before": m.skipped_file_ratio_before,
-        "skipped_file_ratio_after": m.skipped_file_ratio_after,
-    }
-    ratio = ("n/a" if m.skipped_file_ratio_after is None else
-             f"{m.skipped_file_ratio_before or 0:.0%} before, {m.skipped_file_ratio_after:.0%} after")
-    headline = [_committed(m), _files_line(m),
-                f"clustered on {', '.join(m.columns)} (hilbert curve{', full' if m.full else ''}): "
+    if isinstance(m, ClusterMetrics):
+        ratio = ("n/a" if m.skipped_file_ratio_after is None else
+                 f"{m.skipped_file_ratio_before or 0:.0%} before, {m.skipped_file_ratio_after:.0%} after")
+        return [f"clustered on {', '.join(m.columns)} (hilbert curve{', full' if m.full else ''}): "
                 f"{m.unclustered_files} unclustered file(s), {m.clustered_files_rewritten} clustered merged, "
                 f"{m.clustered_files_kept} kept",
-                f"point-query skipped-file ratio on the clustering columns: {ratio}"]
-    if m.cluster_by_version is not None:
-        headline.append(f"clustering columns set at version {m.cluster_by_version}")
-    if m.batches_aborted:
-        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
-    return MetricsView(values, headline, m.duration_seconds, None)
+                f"point-query skipped-file ratio on the clustering columns: {ratio}",
+                *([f"clustering columns set at version {m.cluster_by_version}"]
+                  if m.cluster_by_version is not None else [])]
+    if isinstance(m, PurgeMetrics):
+        return [f"{m.files_with_deletion_vectors} file(s) with deletion vectors ({m.deleted_rows} deleted rows), "
+                f"{m.files_with_dropped_columns} with dropped columns"]
+    return []
 
 
 DRY_RUN_PATHS_SHOWN = 20
@@ -156,39 +144,15 @@ def _manifest(m: Any) -> MetricsView:
     return MetricsView(values, headline, m.duration_seconds, m.manifests_written)
 
 
-def _purge(m: Any) -> MetricsView:
-    values = _common(m) | {
-        "files_considered": m.files_considered,
-        "files_with_deletion_vectors": m.files_with_deletion_vectors,
-        "files_with_dropped_columns": m.files_with_dropped_columns,
-        "deleted_rows_purged": m.deleted_rows,
-        "max_deleted_rows_ratio": m.max_deleted_rows_ratio,
-        "predicate": m.predicate or "none",
-        "commits": len(m.versions),
-        "batches_aborted": m.batches_aborted,
-    }
-    headline = [_committed(m), _files_line(m),
-                f"{m.files_with_deletion_vectors} file(s) with deletion vectors ({m.deleted_rows} deleted rows), "
-                f"{m.files_with_dropped_columns} with dropped columns"]
-    if m.batches_aborted:
-        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
-    return MetricsView(values, headline, m.duration_seconds, None)
-
-
 def _generic(m: Any) -> MetricsView:
     return MetricsView(_common(m), [_committed(m), _files_line(m)], m.duration_seconds)
 
 
 def _describers() -> dict[type, Callable[[Any], MetricsView]]:
     from delta_core.maintenance.manifest import ManifestMetrics
-    from delta_core.maintenance.spark.cluster import ClusterMetrics
-    from delta_core.maintenance.spark.compaction import CompactionMetrics
-    from delta_core.maintenance.spark.purge import PurgeMetrics
     from delta_core.maintenance.spark.vacuum import VacuumMetrics
-    from delta_core.maintenance.spark.zorder import ZOrderMetrics
 
-    return {CompactionMetrics: _compaction, ManifestMetrics: _manifest, VacuumMetrics: _vacuum,
-            ZOrderMetrics: _zorder, ClusterMetrics: _cluster, PurgeMetrics: _purge}
+    return {ManifestMetrics: _manifest, VacuumMetrics: _vacuum}
 
 
 # Fields too long for the metadata JSON (the Markdown summary shows a sample instead).
@@ -204,4 +168,6 @@ def metrics_for_json(metrics: Any) -> dict[str, Any]:
 
 
 def describe(metrics: Any) -> MetricsView:
+    if isinstance(metrics, RewriteMetrics):
+        return _rewrite(metrics)
     return _describers().get(type(metrics), _generic)(metrics)

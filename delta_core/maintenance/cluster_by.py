@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +39,10 @@ from delta_core.write.feature_enablement import upgrade_protocol
 from delta_core.write.operation_records import ClusterByParameters
 from delta_core.write.transaction import Transaction
 
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+    from delta_core.log.table import DeltaTable
+
 
 @dataclass(frozen=True, slots=True)
 class ClusterByResult(MetricsRecord):
@@ -56,7 +60,7 @@ class ClusterByResult(MetricsRecord):
     duration_seconds: float
 
 
-def cluster_by(table: Any, columns: Sequence[str] | None) -> ClusterByResult:
+def cluster_by(table: DeltaTable, columns: Sequence[str] | None) -> ClusterByResult:
     """Make ``columns`` the clustering columns of ``table`` (``None`` or empty: clear them)."""
     watch = Stopwatch()
     snapshot = table.snapshot()
@@ -84,7 +88,7 @@ def cluster_by(table: Any, columns: Sequence[str] | None) -> ClusterByResult:
     return result(committed.version, protocol != snapshot.protocol)
 
 
-def _new_columns(snapshot: Any, names: list[str], old: Sequence[ClusteringColumn], *,
+def _new_columns(snapshot: Snapshot, names: list[str], old: Sequence[ClusteringColumn], *,
                  path: str) -> tuple[ClusteringColumn, ...]:
     """Validate the requested columns (the module docstring's rules) or raise saying why."""
     if snapshot.partition_columns:
@@ -114,7 +118,7 @@ def _new_columns(snapshot: Any, names: list[str], old: Sequence[ClusteringColumn
     return resolved
 
 
-def _check_files_have_stats(snapshot: Any, columns: Sequence[ClusteringColumn], *, path: str) -> None:
+def _check_files_have_stats(snapshot: Snapshot, columns: Sequence[ClusteringColumn], *, path: str) -> None:
     """PROTOCOL.md "Clustered Table": a new clustering column needs stats in every live file."""
     if not columns or not snapshot.num_files:
         return

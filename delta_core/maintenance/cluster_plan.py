@@ -32,15 +32,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
-from delta_core.maintenance.compaction_plan import FileRef, resolve_sizes
+from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
 from delta_core.maintenance.curves import bits_per_column, sortable
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, group_file_list
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
@@ -53,6 +54,9 @@ from delta_core.model.clustering import (
 )
 from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX
 from delta_core.write.operation_records import OptimizeParameters
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 CURVE = "hilbert"  # Delta Spark's ClusteringStrategy.curve
 
@@ -78,21 +82,32 @@ class ClusterPlan:
     def is_empty(self) -> bool:
         return self.rewrite.is_empty
 
+    @property
+    def files_considered(self) -> int:
+        return self.rewrite.files_considered
+
+    @property
+    def num_input_files(self) -> int:
+        return self.rewrite.num_input_files
+
+    def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[PartitionFiles, ...]]:
+        return self.rewrite.batches(max_bytes)
+
     def operation_parameters(self) -> OptimizeParameters:
         return OptimizeParameters(predicate=None, cluster_by=self.names, is_full=self.full)
 
 
-def table_clustering_columns(snapshot: Any) -> tuple[ClusteringColumn, ...]:
+def table_clustering_columns(snapshot: Snapshot) -> tuple[ClusteringColumn, ...]:
     """The clustering columns of a clustered table (``()`` when it is not one, or has none)."""
     if not is_clustered_table(snapshot.protocol):
         return ()
-    root = getattr(snapshot.storage, "root", None)
+    root = snapshot.storage.root
     return clustering_columns(snapshot.domain_metadata, snapshot.schema, path=root, version=snapshot.version)
 
 
-def plan_clustering(snapshot: Any, *, full: bool = False, target_size: int | None = None) -> ClusterPlan:
+def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int | None = None) -> ClusterPlan:
     """Plan one clustering run of ``snapshot`` under the module docstring's rules. Pure."""
-    root = getattr(snapshot.storage, "root", None)
+    root = snapshot.storage.root
     columns = table_clustering_columns(snapshot)
     if not columns:
         what = "has no clustering columns" if is_clustered_table(snapshot.protocol) else "is not clustered"
@@ -110,8 +125,7 @@ def plan_clustering(snapshot: Any, *, full: bool = False, target_size: int | Non
     names = validate_columns(snapshot.schema, [c.logical[0] for c in columns], partition_columns=(),
                              num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns,
                              operation="cluster")
-    table_target = props.target_file_size if props.raw("delta.targetFileSize") is not None else None
-    target, _ = resolve_sizes(target_size, None, table_target=table_target)
+    target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
     files = snapshot.files
     kinds = np.array([k.value for k in _file_kinds(files, columns)], dtype=object)
     unclustered = kinds == FileClustering.UNCLUSTERED.value
@@ -122,16 +136,15 @@ def plan_clustering(snapshot: Any, *, full: bool = False, target_size: int | Non
         if unclustered.any():
             take |= _merge_candidates(snapshot, files, columns, unclustered,
                                       kinds == FileClustering.CURRENT_COLUMNS.value)
-    selected = files.filter(pa.array(take))
-    refs = tuple(FileRef(p, s, r) for p, s, r in zip(selected.column("path").to_pylist(),
-                                                     selected.column("size").to_pylist(),
-                                                     selected.column("num_records").to_pylist()))
+    selected = group_file_list(files.filter(pa.array(take)))
+    total = int(pc.sum(selected.column("size")).as_py() or 0)
     clustered = ~unclustered
     return ClusterPlan(
         columns=columns,
         full=full,
         rewrite=ZOrderPlan(read_version=snapshot.version, columns=names, curve=CURVE, target_size=target,
-                           predicate=None, partitions=(PartitionFiles((), refs),) if refs else (),
+                           predicate=None,
+                           partitions=(PartitionFiles((), selected, total),) if selected.num_rows else (),
                            files_considered=files.num_rows, bits_per_column=bits_per_column(len(names))),
         unclustered_files=int(unclustered.sum()),
         clustered_files_rewritten=int((clustered & take).sum()),
@@ -163,7 +176,7 @@ def _file_kinds(files: pa.Table, columns: Sequence[ClusteringColumn]) -> list[Fi
     return out
 
 
-def _merge_candidates(snapshot: Any, files: pa.Table, columns: Sequence[ClusteringColumn],
+def _merge_candidates(snapshot: Snapshot, files: pa.Table, columns: Sequence[ClusteringColumn],
                       unclustered: np.ndarray, candidates: np.ndarray) -> np.ndarray:
     """The clustered files merged with the unclustered ones (the module docstring's rule)."""
     chosen = np.zeros(files.num_rows, dtype=bool)

@@ -21,62 +21,37 @@ Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, el
 target size is left alone, which also keeps the output of one run from being re-packed by the
 next when Parquet compresses the merged data better than the parts.
 
-The planner works on the snapshot's Arrow file list and only loops in Python over the candidate
-files. ``batches()`` groups bins into commits so progress survives a failure.
+The packing itself is ``bin_packing.pack`` (vectorised, shared with the health model's estimate):
+no Python object is made per file, only one ``Bin`` per bin holding its slice of the file list.
+``batches()`` groups bins into commits so progress survives a failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.bin_packing import Packing, pack, partition_key_columns, partition_key_names, row_numbers
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup, batch_groups, group_file_list
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
-from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, string_scalar, true_array
-from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
-from delta_core.write.data_writer import table_schema
+from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, true_array
+from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE, TARGET_FILE_SIZE
 from delta_core.write.operation_records import OptimizeParameters
 
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+
 DEFAULT_MIN_FILE_FRACTION = 0.75
-DEFAULT_BATCH_BYTES = 8 * 1024**3  # one commit per ~8 GiB of input: progress survives failures
 
 
-@dataclass(frozen=True, slots=True)
-class FileRef:
-    """One input file: ``path`` exactly as in the log (still URI-encoded)."""
-
-    path: str
-    size: int
-    num_records: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FileGroup:
-    """Files of one partition (``partition_values`` as serialised in the log) rewritten together."""
-
-    partition_values: tuple[tuple[str, str | None], ...]
-    files: tuple[FileRef, ...]
-
-    @property
-    def total_size(self) -> int:
-        return sum(f.size for f in self.files)
-
-    @property
-    def partition_dict(self) -> dict[str, str | None]:
-        return dict(self.partition_values)
-
-    @property
-    def paths(self) -> list[str]:
-        return [f.path for f in self.files]
-
-
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class Bin(FileGroup):
     """Files of one partition to be rewritten together into one file."""
 
@@ -98,7 +73,7 @@ class CompactionPlan:
 
     @property
     def num_input_files(self) -> int:
-        return sum(len(b.files) for b in self.bins)
+        return sum(b.num_files for b in self.bins)
 
     @property
     def input_bytes(self) -> int:
@@ -110,31 +85,10 @@ class CompactionPlan:
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[Bin, ...]]:
         """Consecutive groups of bins of at most ``max_bytes`` input (at least one bin each)."""
-        return batch_bins(self.bins, max_bytes)
+        return batch_groups(self.bins, max_bytes)
 
     def operation_parameters(self) -> OptimizeParameters:
         return OptimizeParameters(predicate=self.predicate)
-
-
-G = TypeVar("G", bound=FileGroup)
-
-
-def batch_bins(bins: Sequence[G], max_bytes: int) -> list[tuple[G, ...]]:
-    """Consecutive groups of at most ``max_bytes`` input (at least one group each)."""
-    if max_bytes <= 0:
-        raise ConfigError(f"batch size must be positive, got {max_bytes}")
-    out: list[tuple[G, ...]] = []
-    current: list[G] = []
-    size = 0
-    for b in bins:
-        if current and size + b.total_size > max_bytes:
-            out.append(tuple(current))
-            current, size = [], 0
-        current.append(b)
-        size += b.total_size
-    if current:
-        out.append(tuple(current))
-    return out
 
 
 def resolve_sizes(
@@ -155,31 +109,9 @@ def resolve_sizes(
     return target, minimum
 
 
-def partition_key_columns(files: pa.Table, partition_columns: Sequence[str]) -> list[pa.ChunkedArray]:
-    """One string column per partition column, looked up in the ``partition_values`` map."""
-    pv = files.column("partition_values")
-    out = []
-    for col in partition_columns:
-        if files.num_rows == 0:
-            out.append(pa.chunked_array([], pa.string()))
-        else:
-            out.append(pa.chunked_array([_value_of(chunk, col) for chunk in pv.chunks], pa.string()))
-    return out
-
-
-def _value_of(maps: pa.MapArray, key: str) -> pa.Array:
-    """``map_lookup(maps, key, "first")``, without the lookup when every map holds ``key``
-    exactly once (the usual shape: each file names each partition column once)."""
-    if maps.null_count == 0 and len(maps):
-        offsets = maps.offsets  # of this slice, into the whole children
-        first, last = offsets[0].as_py(), offsets[-1].as_py()
-        keys, items = maps.keys.slice(first, last - first), maps.items.slice(first, last - first)
-        hit = pc.fill_null(pc.equal(keys, string_scalar(key)), false_array(1)[0])
-        sizes = np.diff(numbers_of(offsets))
-        rows = np.repeat(np.arange(len(maps)), sizes)[numbers_of(hit)]  # the map of each hit
-        if len(rows) == len(maps) and bool((rows == np.arange(len(maps))).all()):
-            return items.filter(hit)
-    return pc.map_lookup(maps, string_scalar(key), "first")
+def table_target_size(snapshot: Snapshot) -> int | None:
+    """``delta.targetFileSize`` when the table sets it (``None``: the default applies)."""
+    return snapshot.properties.target_file_size if snapshot.properties.raw(TARGET_FILE_SIZE) is not None else None
 
 
 def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate: Expr | None) -> pa.Array:
@@ -224,6 +156,42 @@ def over_deleted_rows_ratio(files: pa.Table, ratio: float) -> pa.Array | pa.Chun
     return pc.fill_null(pc.and_kleene(has_dv, pc.or_kleene(unknown, over)), false_array(1)[0])
 
 
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """The files a compaction may pack (below the minimum size, or ``due``: over the deleted-rows
+    ratio) and how ``bin_packing.pack`` packs them."""
+
+    files: pa.Table  # ``GROUP_COLUMNS`` of the candidates
+    keys: list[pa.ChunkedArray]  # their partition values, one column per partition column
+    packing: Packing
+
+
+def pack_candidates(
+    files: pa.Table,
+    keys: Sequence[pa.ChunkedArray],
+    *,
+    target_size: int,
+    min_file_size: int,
+    max_deleted_rows_ratio: float,
+    exact: bool = True,
+) -> Candidates:
+    """Select and pack the candidates among ``files`` (``Snapshot.files`` columns: ``path``,
+    ``size``; ``num_records`` and ``deletion_vector`` when present) whose partition values are
+    ``keys`` (``partition_key_columns``).
+
+    ``exact`` breaks ties of equal size by path, as the plan's bins need; without it the paths
+    are sorted only when that can change the counts (a due file among the candidates)."""
+    due = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
+    chosen = pc.or_(pc.less(files.column("size"), int_scalar(min_file_size)), due)
+    candidates = group_file_list(files.filter(chosen))
+    chosen_keys = [k.filter(chosen) for k in keys]
+    due = due.filter(chosen)
+    by_path = exact or bool(pc.any(due).as_py())
+    packing = pack(chosen_keys, candidates.column("size"), due, target_size=target_size,
+                   paths=candidates.column("path") if by_path else None)
+    return Candidates(candidates, chosen_keys, packing)
+
+
 def pack_files(
     files: pa.Table,
     *,
@@ -233,66 +201,31 @@ def pack_files(
     selected: pa.Array | None = None,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
 ) -> tuple[list[Bin], int, int]:
-    """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``.
-
-    ``files`` needs ``path``, ``partition_values`` and ``size`` (``num_records`` and
-    ``deletion_vector`` are used when present).
-    """
+    """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``
+    (``selected``: the rows of ``files`` to consider; ``partition_columns``: the keys of their
+    ``partition_values``, physical names under column mapping)."""
     if selected is not None:
         files = files.filter(selected)
     keys = partition_key_columns(files, partition_columns)
-    files_considered = files.num_rows
-    partitions_considered = (
-        pa.table({f"p{i}": k for i, k in enumerate(keys)}).group_by([f"p{i}" for i in range(len(keys))])
-        .aggregate([]).num_rows if keys and files.num_rows else (1 if files.num_rows else 0)
-    )
-    deleted_rows = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
-    chosen = pc.or_(pc.less(files.column("size"), int_scalar(min_file_size)), deleted_rows)
-    candidates = files.filter(chosen)
-    key_cols = [k.filter(chosen) for k in keys]
-    columns: dict[str, Any] = {f"p{i}": k for i, k in enumerate(key_cols)}
-    columns["path"] = candidates.column("path")
-    columns["deleted_rows"] = deleted_rows.filter(chosen)
-    columns["size"] = candidates.column("size")
-    if "num_records" in candidates.column_names:
-        columns["num_records"] = candidates.column("num_records")
-    else:
-        columns["num_records"] = pa.nulls(candidates.num_rows, pa.int64())
-    work = pa.table(columns)
-    sort_keys = [(f"p{i}", "ascending") for i in range(len(key_cols))] + [("size", "ascending"), ("path", "ascending")]
-    work = work.sort_by(sort_keys)
-    return list(_greedy(work, partition_columns, target_size)), files_considered, partitions_considered
-
-
-def _greedy(work: pa.Table, partition_columns: Sequence[str], target_size: int) -> Iterator[Bin]:
-    key_lists = [work.column(f"p{i}").to_pylist() for i in range(len(partition_columns))]
-    paths = work.column("path").to_pylist()
-    sizes = work.column("size").to_pylist()
-    records = work.column("num_records").to_pylist()
-    deleted_rows = work.column("deleted_rows").to_pylist()
-    current_key: tuple[Any, ...] | None = None
-    current: list[FileRef] = []
-    current_size = 0
-    current_due = False  # the bin holds a file over the deleted-rows ratio: rewrite it even alone
-
-    def flush() -> Iterator[Bin]:
-        if (len(current) > 1 or current_due) and current_key is not None:
-            yield Bin(tuple(zip(partition_columns, current_key)), tuple(current))
-
-    for i, path in enumerate(paths):
-        key = tuple(k[i] for k in key_lists)
-        size = sizes[i]
-        if key != current_key or (current and current_size + size > target_size):
-            yield from flush()
-            current_key, current, current_size, current_due = key, [], 0, False
-        current.append(FileRef(path, size, records[i]))
-        current_size += size
-        current_due = current_due or bool(deleted_rows[i])
-    yield from flush()
+    found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
+                            max_deleted_rows_ratio=max_deleted_rows_ratio)
+    packing = found.packing
+    listed = found.files.take(row_numbers(packing.rows))
+    firsts = row_numbers(packing.first_rows())
+    values = list(zip(*(k.take(firsts).to_pylist() for k in found.keys))) if found.keys \
+        else [()] * packing.num_bins
+    totals = np.add.reduceat(numbers_of(pc.fill_null(listed.column("size"), int_scalar(0))),
+                             packing.bounds[:-1]).tolist() if packing.num_bins else []
+    bounds = packing.bounds.tolist()
+    bins = [Bin(tuple(zip(partition_columns, values[b])), listed.slice(bounds[b], bounds[b + 1] - bounds[b]),
+                int(totals[b])) for b in range(packing.num_bins)]
+    partitions = pa.table({f"p{i}": k for i, k in enumerate(keys)}).group_by([f"p{i}" for i in range(len(keys))]) \
+        .aggregate([]).num_rows if keys and files.num_rows else min(1, files.num_rows)
+    return bins, files.num_rows, partitions
 
 
 def plan_compaction(
-    snapshot: Any,
+    snapshot: Snapshot,
     *,
     target_size: int | None = None,
     min_file_size: int | None = None,
@@ -303,21 +236,15 @@ def plan_compaction(
     beyond what the snapshot already holds."""
     check_deleted_rows_ratio(max_deleted_rows_ratio)
     partition_columns = list(snapshot.partition_columns)
-    table_target = None
-    if snapshot.properties.raw("delta.targetFileSize") is not None:
-        table_target = snapshot.properties.target_file_size
-    target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target)
+    target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target_size(snapshot))
     predicate = parse_predicate(where, partition_columns,
                                 schema_columns=snapshot.schema.field_names) if where is not None else None
     # Only the columns the packing reads: no stats are read or kept for the plan.
     files = snapshot.file_columns("path", "partition_values", "size", "num_records", "deletion_vector")
     typed = snapshot.partition_values_typed() if predicate is not None else None
     mask = selection_mask(files, typed, predicate)
-    # partitionValues are keyed by physical names under column mapping.
-    schema = table_schema(snapshot.metadata)  # mode none: leftover physical names do not count
-    key_names = [f.physical_name if (f := schema.get(c)) else c for c in partition_columns]
     bins, considered, partitions = pack_files(
-        files, partition_columns=key_names, target_size=target, min_file_size=minimum,
+        files, partition_columns=partition_key_names(snapshot), target_size=target, min_file_size=minimum,
         selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio,
     )
     return CompactionPlan(

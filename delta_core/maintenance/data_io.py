@@ -66,11 +66,12 @@ WHOLE_FILE_BYTES = 32 * 1024 * 1024  # files up to this size are fetched in one 
 INT96_UNIT = "us"
 
 
-def logical_data_schema(metadata: Metadata, *, row_tracking: bool = False) -> pa.Schema:
+def logical_data_schema(metadata: Metadata, *, row_tracking: bool = False,
+                        schema: StructType | None = None) -> pa.Schema:
     """Arrow schema (logical names) of what data files hold: all but the partition columns (and,
     with ``row_tracking``, the table's materialized row tracking columns, when it has them)."""
     hidden = materialized_fields(metadata) if row_tracking else ()
-    return schema_to_arrow(StructType(tuple(data_fields(metadata)) + hidden))
+    return schema_to_arrow(StructType(tuple(data_fields(metadata, schema=schema)) + hidden))
 
 
 class DataFileReader:
@@ -86,12 +87,16 @@ class DataFileReader:
     and row commit versions when the table has row tracking enabled: every chunk then also holds
     the table's materialized row tracking columns (hidden, not in the schema; after the data
     columns), filled per ``row_tracking.stable_row_tracking``, so a rewrite that writes them
-    keeps each row's ids. On other tables it changes nothing."""
+    keeps each row's ids. On other tables it changes nothing.
+
+    ``schema`` is ``table_schema(metadata)`` when the caller parsed it already (a rewrite parses
+    it once on the driver and ships it with every task)."""
 
     def __init__(self, storage: Storage, metadata: Metadata, *, columns: Sequence[str] | None = None,
-                 row_index_column: str | None = None, row_ids: Mapping[str, FileRowIds] | None = None) -> None:
+                 row_index_column: str | None = None, row_ids: Mapping[str, FileRowIds] | None = None,
+                 schema: StructType | None = None) -> None:
         self.storage = storage
-        fields = StructType(tuple(data_fields(metadata)))
+        fields = StructType(tuple(data_fields(metadata, schema=schema)))
         physical, logical = schema_to_arrow(fields, physical=True), schema_to_arrow(fields)
         if columns is not None:
             keep = [i for i, f in enumerate(logical) if f.name in set(columns)]
@@ -292,9 +297,11 @@ def read_data_file(
     return DataFileReader(storage, metadata, columns=columns).read(path, size=size, deletion_vector=deletion_vector)
 
 
-def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, str | None]) -> dict[str, Any]:
-    """``partitionValues`` as the log holds them (physical keys, strings) -> logical name: value."""
-    schema = table_schema(metadata)
+def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, str | None], *,
+                             schema: StructType | None = None) -> dict[str, Any]:
+    """``partitionValues`` as the log holds them (physical keys, strings) -> logical name: value
+    (``schema``: ``table_schema(metadata)``, when parsed already)."""
+    schema = schema if schema is not None else table_schema(metadata)
     out: dict[str, Any] = {}
     for name in metadata.partition_columns:
         f = schema[name]
@@ -303,11 +310,15 @@ def logical_partition_values(metadata: Metadata, partition_values: Mapping[str, 
     return out
 
 
-def rewrite_output_key(metadata: Metadata, partition_values: Mapping[str, str | None]) -> str:
+def rewrite_output_key(metadata: Metadata, partition_values: Mapping[str, str | None], *,
+                       schema: StructType | None = None) -> str:
     """A fresh key for a rewrite's new file in the partition whose ``partitionValues`` (as the log
     holds them) are given. The driver picks every key before the tasks write, so it can delete
-    whatever a failed batch wrote without listing the table."""
-    return new_data_file_key(metadata, logical_partition_values(metadata, partition_values))
+    whatever a failed batch wrote without listing the table. ``schema``: ``table_schema(metadata)``,
+    when parsed already."""
+    schema = schema if schema is not None else table_schema(metadata)
+    return new_data_file_key(metadata, logical_partition_values(metadata, partition_values, schema=schema),
+                             schema=schema)
 
 
 def write_rewritten(
@@ -317,17 +328,19 @@ def write_rewritten(
     metadata: Metadata,
     partition_values: Mapping[str, str | None],
     key: str | None = None,
+    schema: StructType | None = None,
 ) -> Add:
     """Write rows of one partition (a table, or chunks streamed in order) as a new file with
     ``dataChange=false`` (at ``key`` when given, from ``rewrite_output_key``); the ``add`` keeps
     the exact ``partitionValues`` strings of the files it replaces. On a table with row tracking
     enabled the file also stores the materialized row tracking columns the rows carry (read with
-    ``DataFileReader(row_ids=...)``), so rows keep their stable ids."""
+    ``DataFileReader(row_ids=...)``), so rows keep their stable ids. ``schema``:
+    ``table_schema(metadata)``, when parsed already."""
     chunks = [data] if isinstance(data, pa.Table) else data
     add = write_data_file_batches(
         storage, chunks, metadata=metadata,
-        partition_values=logical_partition_values(metadata, partition_values), data_change=False, key=key,
-        row_tracking_columns=True,
+        partition_values=logical_partition_values(metadata, partition_values, schema=schema), data_change=False,
+        key=key, row_tracking_columns=True, schema=schema,
     )
     return dataclasses.replace(add, partition_values=dict(partition_values))
 
@@ -343,14 +356,16 @@ def rewrite_files(
     key: str | None = None,
     deletion_vectors: Sequence[DeletionVectorDescriptor | None] | None = None,
     row_ids: Mapping[str, FileRowIds] | None = None,
+    schema: StructType | None = None,
 ) -> Add | None:
     """Stream the live rows of ``paths`` (files of one partition; ``sizes`` and
     ``deletion_vectors`` as in the log, when known) into one new file with ``dataChange=false``
     and no deletion vector (at ``key`` when given); returns its ``add``, whose stats count the
     rows written, or ``None`` when the inputs have no live row (no empty file is left). Row order follows ``paths``. ``reader`` (for this table's ``metadata``)
     replaces the default one, e.g. to summarise inputs; ``row_ids`` (``row_tracking.input_row_ids``)
-    are the default reader's, to keep rows' stable ids (a given ``reader`` must have them)."""
-    reader = reader if reader is not None else DataFileReader(storage, metadata, row_ids=row_ids)
+    are the default reader's, to keep rows' stable ids (a given ``reader`` must have them);
+    ``schema``: ``table_schema(metadata)``, when parsed already."""
+    reader = reader if reader is not None else DataFileReader(storage, metadata, row_ids=row_ids, schema=schema)
     if reader.row_ids is None and materialized_columns(metadata) is not None:
         # Without them every row would silently get a new stable id: refuse before writing.
         raise MaintenanceError(
@@ -358,7 +373,7 @@ def rewrite_files(
             "read the inputs with their row ids (row_ids=row_tracking.input_row_ids(snapshot, paths))",
             path=storage.root)
     add = write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
-                          partition_values=partition_values, key=key)
+                          partition_values=partition_values, key=key, schema=schema)
     if json.loads(add.stats or "{}").get("numRecords") == 0:
         # Deletion vectors deleted every input row: the inputs are removed and nothing replaces them.
         storage.delete(log_path_to_key(add.path, storage.root))

@@ -10,7 +10,7 @@ logical names) while the rows stream past, and hands them back as ``InputSummary
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -18,10 +18,14 @@ from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.maintenance.rewrite_commit import live_subset
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
+from delta_core.model.schema import StructType
 from delta_core.model.stats_collect import StatsCollector
 from delta_core.storage.base import Storage
 from delta_core.write.rewrite_proof import InputSummary, inputs_needing_summary
 from delta_core.write.row_tracking import FileRowIds
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 
 class SummarisingReader(DataFileReader):
@@ -29,8 +33,9 @@ class SummarisingReader(DataFileReader):
     ``summarise`` (paths as in the log)."""
 
     def __init__(self, storage: Storage, metadata: Metadata, *, summarise: Collection[str],
-                 columns: Sequence[str] | None = None, row_ids: Mapping[str, FileRowIds] | None = None) -> None:
-        super().__init__(storage, metadata, columns=columns, row_ids=row_ids)
+                 columns: Sequence[str] | None = None, row_ids: Mapping[str, FileRowIds] | None = None,
+                 schema: StructType | None = None) -> None:
+        super().__init__(storage, metadata, columns=columns, row_ids=row_ids, schema=schema)
         self._summarise = frozenset(summarise)
         self._collectors: dict[str, StatsCollector] = {}
 
@@ -50,7 +55,7 @@ class SummarisingReader(DataFileReader):
         return [InputSummary(path, c.json()) for path, c in self._collectors.items()]
 
 
-def paths_to_summarise(snapshot: Any, paths: Iterable[str]) -> set[str]:
+def paths_to_summarise(snapshot: Snapshot, paths: Iterable[str]) -> set[str]:
     """The inputs among ``paths`` (live in ``snapshot``) whose stats cannot stand in the proof."""
     return inputs_needing_summary(list(iter_adds(live_subset(snapshot, list(paths)))), snapshot.metadata)
 

@@ -25,7 +25,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -42,6 +42,12 @@ from delta_core.model.actions import Add, Metadata, Remove
 from delta_core.model.partition_values import partition_path, url_decode_path
 from delta_core.model.table_features import check_write_supported
 from delta_core.model.table_properties import ENABLE_DELETION_VECTORS
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+    from delta_core.log.table import DeltaTable
+    from delta_core.storage.base import Storage
+
 
 log = logging.getLogger(__name__)
 
@@ -121,7 +127,7 @@ def touched_partitions(
     return dirs, False
 
 
-def check_manifest_supported(snapshot: Any) -> None:
+def check_manifest_supported(snapshot: Snapshot) -> None:
     """Refuse tables with deletion vectors or column mapping, as Delta does."""
     uri = snapshot.storage.root
     mode = (snapshot.configuration.get("delta.columnMapping.mode") or "none").lower()
@@ -145,7 +151,7 @@ def check_manifest_supported(snapshot: Any) -> None:
         )
 
 
-def _read_state(storage: Any) -> dict[str, Any] | None:
+def _read_state(storage: Storage) -> dict[str, Any] | None:
     try:
         state = json.loads(storage.read(STATE_KEY))
     except FileNotFoundError:
@@ -156,14 +162,14 @@ def _read_state(storage: Any) -> dict[str, Any] | None:
     return state if isinstance(state, dict) and isinstance(state.get("version"), int) else None
 
 
-def manifest_state_version(storage: Any, *, table_id: str) -> int | None:
+def manifest_state_version(storage: Storage, *, table_id: str) -> int | None:
     """The table version the manifests were last generated for (None: never, or for another
     table id); one read of the state file, no listing."""
     state = _read_state(storage)
     return state["version"] if state is not None and state.get("tableId") == table_id else None
 
 
-def generate_manifests(table: Any, *, incremental: bool = False) -> ManifestMetrics:
+def generate_manifests(table: DeltaTable, *, incremental: bool = False) -> ManifestMetrics:
     """Write the symlink manifests of ``table``'s latest snapshot."""
     watch = Stopwatch()
     snapshot = table.snapshot()
@@ -216,7 +222,7 @@ def generate_manifests(table: Any, *, incremental: bool = False) -> ManifestMetr
                     snapshot.num_files, watch)
 
 
-def _metrics(snapshot: Any, mode: str, partitions: int, written: int, removed: int, written_bytes: int,
+def _metrics(snapshot: Snapshot, mode: str, partitions: int, written: int, removed: int, written_bytes: int,
              listed: int, watch: Stopwatch) -> ManifestMetrics:
     return ManifestMetrics(
         version=None, snapshot_version=snapshot.version, mode=mode, num_partitions=partitions,

@@ -85,7 +85,7 @@ class Operation:
 
 COMPACT = Operation(
     name="compact", cli_command="compact", policy_key="compact", options_type=CompactOptions,
-    metrics_type_path="delta_core.maintenance.spark.compaction:CompactionMetrics",
+    metrics_type_path="delta_core.maintenance.rewrite_metrics:CompactionMetrics",
     delta_operations=(OPTIMIZE,),
     summary=f"bin-pack small files ({OPTIMIZE})",
     description="Pack each partition's small files into files near the target size.",
@@ -95,7 +95,7 @@ COMPACT = Operation(
 )
 ZORDER = Operation(
     name="zorder", cli_command="zorder", policy_key="zorder", options_type=ZOrderOptions,
-    metrics_type_path="delta_core.maintenance.spark.zorder:ZOrderMetrics",
+    metrics_type_path="delta_core.maintenance.rewrite_metrics:ZOrderMetrics",
     delta_operations=(OPTIMIZE,),
     summary="cluster data along a Z-order or Hilbert curve",
     description="Rewrite partitions clustered on the given columns.",
@@ -147,7 +147,7 @@ MANIFEST = Operation(
 )
 CLUSTER = Operation(
     name="cluster", cli_command="cluster", policy_key="cluster", options_type=ClusterOptions,
-    metrics_type_path="delta_core.maintenance.spark.cluster:ClusterMetrics",
+    metrics_type_path="delta_core.maintenance.rewrite_metrics:ClusterMetrics",
     delta_operations=(CLUSTER_BY, OPTIMIZE),  # CLUSTER BY only when the configured columns differ
     summary="liquid clustering on the table's clustering columns (OPTIMIZE)",
     description="Cluster the table's unclustered files on its clustering columns along a Hilbert "
@@ -171,7 +171,7 @@ COMPACT_LOG = Operation(
 
 PURGE = Operation(
     name="purge", cli_command="purge", policy_key="purge", options_type=PurgeOptions,
-    metrics_type_path="delta_core.maintenance.spark.purge:PurgeMetrics",
+    metrics_type_path="delta_core.maintenance.rewrite_metrics:PurgeMetrics",
     delta_operations=(REORG,),
     summary=f"rewrite files with deletion vectors or dropped columns ({REORG} ... APPLY (PURGE))",
     description="Rewrite every file whose deletion vector deletes rows, and under column mapping every "

@@ -21,24 +21,26 @@ committed.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order
 from delta_core.maintenance.compaction_plan import (
-    DEFAULT_BATCH_BYTES,
-    FileGroup,
-    FileRef,
-    batch_bins,
     check_deleted_rows_ratio,
     over_deleted_rows_ratio,
     selection_mask,
 )
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup, batch_groups, group_file_list
 from delta_core.maintenance.predicate import parse_predicate
+from delta_core.model.arrow_values import string_scalar
 from delta_core.write.operation_records import ReorgParameters
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +68,13 @@ class PurgePlan:
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[FileGroup, ...]]:
         """Consecutive groups of at most ``max_bytes`` input per commit."""
-        return batch_bins(self.groups, max_bytes)
+        return batch_groups(self.groups, max_bytes)
 
     def operation_parameters(self) -> ReorgParameters:
         return ReorgParameters(predicate=self.predicate)
 
 
-def select_files(snapshot: Any, where: str | None) -> tuple[pa.Table, str | None]:
+def select_files(snapshot: Snapshot, where: str | None) -> tuple[pa.Table, str | None]:
     """Rows of ``snapshot.files`` inside the partition predicate ``where`` (all when None), and
     the predicate's SQL."""
     columns = list(snapshot.partition_columns)
@@ -84,7 +86,7 @@ def select_files(snapshot: Any, where: str | None) -> tuple[pa.Table, str | None
 
 
 def plan_purge(
-    snapshot: Any,
+    snapshot: Snapshot,
     *,
     where: str | None = None,
     max_deleted_rows_ratio: float = 0.0,
@@ -98,23 +100,26 @@ def plan_purge(
     by_column = pc.is_in(files.column("path"), value_set=pa.array(sorted(dropped_column_paths), pa.string()))
     chosen = files.filter(pc.or_(by_dv, by_column))
     deleted = pc.sum(pc.struct_field(files.filter(by_dv).column("deletion_vector"), "cardinality")).as_py()
-    groups = [
-        FileGroup(tuple(pv), (FileRef(path, size, records),))
-        for path, pv, size, records in zip(
-            chosen.column("path").to_pylist(), chosen.column("partition_values").to_pylist(),
-            chosen.column("size").to_pylist(), chosen.column("num_records").to_pylist())
-    ]
-    groups.sort(key=lambda g: (tuple((k, v or "") for k, v in g.partition_values), g.files[0].path))
     return PurgePlan(
         read_version=snapshot.version,
         predicate=predicate,
         max_deleted_rows_ratio=ratio,
-        groups=tuple(groups),
+        groups=single_file_groups(chosen, partition_key_names(snapshot)),
         files_considered=files.num_rows,
         files_with_deletion_vectors=_count(by_dv),
         files_with_dropped_columns=_count(by_column),
         deleted_rows=int(deleted or 0),
     )
+
+
+def single_file_groups(files: pa.Table, key_names: Sequence[str]) -> tuple[FileGroup, ...]:
+    """One group per row of ``files``, ordered by partition (a null value as ``""``) then path."""
+    keys = partition_key_columns(files, key_names)
+    order = sort_order([pc.fill_null(k, string_scalar("")) for k in keys], files.column("path"))
+    listed = group_file_list(files).take(order)
+    values = list(zip(*(k.take(order).to_pylist() for k in keys))) if keys else [()] * files.num_rows
+    sizes = listed.column("size").to_pylist()
+    return tuple(FileGroup(tuple(zip(key_names, v)), listed.slice(i, 1), sizes[i] or 0) for i, v in enumerate(values))
 
 
 def _count(mask: pa.Array | pa.ChunkedArray) -> int:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -48,6 +48,7 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.log.file_actions import file_keys, iter_adds
+from delta_core.maintenance.file_groups import FileGroup
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model import progress
 from delta_core.model.actions import Add, DeletionVectorDescriptor
@@ -58,7 +59,12 @@ from delta_core.write.operation_records import OptimizeMetrics, OptimizeParamete
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+    from delta_core.log.table import DeltaTable
+
 log = logging.getLogger(__name__)
+G = TypeVar("G", bound=FileGroup)
 
 MAX_CONFLICT_RETRIES = 5
 _ABORTING = (ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError)
@@ -83,21 +89,21 @@ class RewriteOutput:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def live_subset(snapshot: Any, paths: Sequence[str]) -> pa.Table:
+def live_subset(snapshot: Snapshot, paths: Sequence[str]) -> pa.Table:
     """Rows of ``snapshot.files`` for ``paths`` (those still live)."""
     files = snapshot.files
     mask = pc.is_in(files.column("path"), value_set=pa.array(list(paths), pa.string()))
     return files.filter(mask)
 
 
-def deletion_vectors(snapshot: Any, paths: Sequence[str]) -> dict[str, DeletionVectorDescriptor]:
+def deletion_vectors(snapshot: Snapshot, paths: Sequence[str]) -> dict[str, DeletionVectorDescriptor]:
     """The deletion vector of each of ``paths`` that has one in ``snapshot`` (path as in the log)."""
     live = live_subset(snapshot, paths)
     live = live.filter(pc.is_valid(live.column("deletion_vector")))
     return {a.path: a.deletion_vector for a in iter_adds(live) if a.deletion_vector is not None}
 
 
-def all_live(snapshot: Any, paths: Sequence[str], keys: Collection[str] | None = None) -> bool:
+def all_live(snapshot: Snapshot, paths: Sequence[str], keys: Collection[str] | None = None) -> bool:
     """Every input is still live (and, given the inputs' ``file_keys``, with the same deletion vector)."""
     live = live_subset(snapshot, paths)
     if live.num_rows != len(set(paths)):
@@ -106,8 +112,8 @@ def all_live(snapshot: Any, paths: Sequence[str], keys: Collection[str] | None =
 
 
 def commit_rewrite(
-    table: Any,
-    snapshot: Any,
+    table: DeltaTable,
+    snapshot: Snapshot,
     *,
     input_paths: Sequence[str],
     adds: Sequence[Add],
@@ -165,17 +171,17 @@ class RewriteTally:
 
 
 def run_rewrite_batches(
-    table: Any,
-    snapshot: Any,
-    batches: Sequence[Sequence[Any]],
+    table: DeltaTable,
+    snapshot: Snapshot,
+    batches: Sequence[Sequence[G]],
     *,
-    rewrite: Callable[[Any, Sequence[Any], str, list[str]], RewriteOutput],
+    rewrite: Callable[[Snapshot, Sequence[G], str, list[str]], RewriteOutput],
     operation_parameters: OptimizeParameters | ReorgParameters,
     scan: OptimizeScan | None,
     label: str,
     operation: str = OPTIMIZE,
 ) -> RewriteTally:
-    """Rewrite and commit ``batches`` of file groups (anything with ``paths`` and ``total_size``).
+    """Rewrite and commit ``batches`` of file groups.
 
     Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
     groups whose inputs are all still live, so progress committed by earlier batches survives a
@@ -192,7 +198,7 @@ def run_rewrite_batches(
     removed_files = added_files = removed_bytes = added_bytes = aborted = dvs_removed = 0
     current = snapshot
     # progress by batch (files and bytes planned), for rewrites that take minutes
-    reported = progress.tracked(label, batches, items_of=lambda b: sum(len(g.paths) for g in b),
+    reported = progress.tracked(label, batches, items_of=lambda b: sum(g.num_files for g in b),
                                 bytes_of=lambda b: sum(g.total_size for g in b))
     for index, batch in enumerate(reported, 1):
         batch_label = f"{label} batch {index}/{len(batches)} of {table.uri}"
@@ -236,8 +242,8 @@ def run_rewrite_batches(
 
 
 def _rewrite_batch(
-    table: Any, snapshot: Any, batch: Sequence[Any], label: str, *,
-    rewrite: Callable[[Any, Sequence[Any], str, list[str]], RewriteOutput], inputs: Sequence[str],
+    table: DeltaTable, snapshot: Snapshot, batch: Sequence[G], label: str, *,
+    rewrite: Callable[[Snapshot, Sequence[G], str, list[str]], RewriteOutput], inputs: Sequence[str],
 ) -> RewriteOutput:
     """``rewrite`` one batch; if it fails, delete every file it may have written before raising."""
     outputs: list[str] = []
@@ -263,7 +269,7 @@ def _rewrite_batch(
             _delete_uncommitted(table, outputs)
 
 
-def _missing_inputs(table: Any, inputs: Sequence[str]) -> list[str]:
+def _missing_inputs(table: DeltaTable, inputs: Sequence[str]) -> list[str]:
     """Keys of the ``inputs`` (log paths) that storage does not hold; asked only after a failure."""
     missing = []
     for path in inputs:
@@ -276,11 +282,11 @@ def _missing_inputs(table: Any, inputs: Sequence[str]) -> list[str]:
     return missing
 
 
-def _discard(table: Any, adds: Sequence[Add]) -> None:
+def _discard(table: DeltaTable, adds: Sequence[Add]) -> None:
     _delete_uncommitted(table, [url_decode_path(a.path) for a in adds])
 
 
-def _delete_uncommitted(table: Any, keys: list[str]) -> None:
+def _delete_uncommitted(table: DeltaTable, keys: list[str]) -> None:
     if not keys:
         return
     try:

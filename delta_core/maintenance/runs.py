@@ -35,6 +35,13 @@ if TYPE_CHECKING:
 SparkFactory = Callable[[], Any]
 
 
+def _needs(spark: SparkFactory | None) -> SparkFactory:
+    """The Spark factory of an operation that rewrites data on Spark (callers always pass one)."""
+    if spark is None:
+        raise TypeError("this operation rewrites data on Spark: pass a factory of a SparkSession")
+    return spark
+
+
 class Report(Protocol):
     """What an operation returns: a record that renders itself as JSON-ready data."""
 
@@ -44,7 +51,7 @@ class Report(Protocol):
 def run_compact(table: DeltaTable, options: CompactOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.compaction import compact
 
-    return compact(table, spark, **asdict(options))
+    return compact(table, _needs(spark), **asdict(options))
 
 
 def run_zorder(table: DeltaTable, options: ZOrderOptions, spark: SparkFactory | None) -> Report:
@@ -53,21 +60,21 @@ def run_zorder(table: DeltaTable, options: ZOrderOptions, spark: SparkFactory | 
     if not options.columns:
         raise ConfigError("zorder needs columns: give --columns a,b, or zorder.columns in the table's policy",
                           path=table.uri)
-    return zorder(table, spark, list(options.columns), curve=options.curve, where=options.where,
+    return zorder(table, _needs(spark), list(options.columns), curve=options.curve, where=options.where,
                   target_size=options.target_size)
 
 
 def run_cluster(table: DeltaTable, options: ClusterOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.cluster import cluster
 
-    return cluster(table, spark, columns=list(options.columns) or None, full=options.full,
+    return cluster(table, _needs(spark), columns=list(options.columns) or None, full=options.full,
                    target_size=options.target_size)
 
 
 def run_purge(table: DeltaTable, options: PurgeOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.purge import purge
 
-    return purge(table, spark, **asdict(options))
+    return purge(table, _needs(spark), **asdict(options))
 
 
 def run_vacuum(table: DeltaTable, options: VacuumOptions, spark: SparkFactory | None) -> Report:

@@ -15,33 +15,38 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.compaction_plan import (
-    DEFAULT_BATCH_BYTES,
-    FileGroup,
-    FileRef,
-    batch_bins,
+from delta_core.maintenance.bin_packing import (
+    group_starts,
     partition_key_columns,
-    resolve_sizes,
-    selection_mask,
+    partition_key_names,
+    row_numbers,
+    sort_order,
 )
+from delta_core.maintenance.compaction_plan import resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
+from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup, batch_groups, group_file_list
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
+from delta_core.model.arrow_values import int_scalar, numbers_of
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
-from delta_core.write.data_writer import table_schema
 from delta_core.write.operation_records import OptimizeParameters
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 _ORDERABLE = {"string", "long", "integer", "short", "byte", "float", "double", "decimal", "boolean",
               "date", "timestamp", "timestamp_ntz"}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PartitionFiles(FileGroup):
     """All selected files of one partition, clustered together into one or more files."""
 
@@ -59,7 +64,7 @@ class ZOrderPlan:
 
     @property
     def num_input_files(self) -> int:
-        return sum(len(p.files) for p in self.partitions)
+        return sum(p.num_files for p in self.partitions)
 
     @property
     def input_bytes(self) -> int:
@@ -69,14 +74,14 @@ class ZOrderPlan:
     def is_empty(self) -> bool:
         return not self.partitions
 
-    def output_files(self, partitions: Sequence[PartitionFiles] | None = None) -> int:
+    def output_files(self, partitions: Sequence[FileGroup] | None = None) -> int:
         parts = self.partitions if partitions is None else partitions
         total = sum(p.total_size for p in parts)
         return max(len(parts), math.ceil(total / self.target_size)) if parts else 0
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[PartitionFiles, ...]]:
         """Consecutive groups of partitions of at most ``max_bytes`` input (at least one each)."""
-        return batch_bins(self.partitions, max_bytes)
+        return batch_groups(self.partitions, max_bytes)
 
     def operation_parameters(self) -> OptimizeParameters:
         return OptimizeParameters(predicate=self.predicate, z_order_by=tuple(self.columns), curve=self.curve)
@@ -127,33 +132,26 @@ def validate_columns(
 
 
 def group_partitions(files: pa.Table, key_names: Sequence[str]) -> list[PartitionFiles]:
-    """All files grouped by partition (sorted by partition values)."""
+    """All files grouped by partition (sorted by partition values, then path), one
+    ``PartitionFiles`` per partition over a slice of one sorted file list."""
     keys = partition_key_columns(files, key_names)
-    cols: dict[str, Any] = {f"p{i}": k for i, k in enumerate(keys)}
-    cols["path"] = files.column("path")
-    cols["size"] = files.column("size")
-    cols["num_records"] = (files.column("num_records") if "num_records" in files.column_names
-                           else pa.nulls(files.num_rows, pa.int64()))
-    work = pa.table(cols).sort_by([(f"p{i}", "ascending") for i in range(len(keys))] + [("path", "ascending")])
-    key_lists = [work.column(f"p{i}").to_pylist() for i in range(len(keys))]
-    out: list[PartitionFiles] = []
-    current_key: tuple[Any, ...] | None = None
-    current: list[FileRef] = []
-    for i, (path, size, rec) in enumerate(zip(work.column("path").to_pylist(), work.column("size").to_pylist(),
-                                              work.column("num_records").to_pylist())):
-        key = tuple(k[i] for k in key_lists)
-        if key != current_key and current:
-            out.append(PartitionFiles(tuple(zip(key_names, current_key or ())), tuple(current)))
-            current = []
-        current_key = key
-        current.append(FileRef(path, size, rec))
-    if current:
-        out.append(PartitionFiles(tuple(zip(key_names, current_key or ())), tuple(current)))
-    return out
+    if files.num_rows == 0:
+        return []
+    order = sort_order(keys, files.column("path"))
+    listed = group_file_list(files).take(order)
+    sorted_keys = [k.take(order) for k in keys]
+    starts = np.flatnonzero(group_starts(sorted_keys, files.num_rows))
+    bounds = [*starts.tolist(), files.num_rows]
+    values = list(zip(*(k.take(row_numbers(starts)).to_pylist() for k in sorted_keys))) if keys \
+        else [()]
+    sizes = numbers_of(pc.fill_null(listed.column("size"), int_scalar(0))).astype(np.int64)
+    totals = np.add.reduceat(sizes, starts).tolist()
+    return [PartitionFiles(tuple(zip(key_names, values[i])), listed.slice(lo, hi - lo), int(totals[i]))
+            for i, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
 
 
 def plan_zorder(
-    snapshot: Any,
+    snapshot: Snapshot,
     columns: Sequence[str],
     *,
     curve: str = "zorder",
@@ -167,21 +165,19 @@ def plan_zorder(
     props = snapshot.properties
     cols = validate_columns(snapshot.schema, columns, partition_columns=partition_columns,
                             num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns)
-    table_target = props.target_file_size if props.raw("delta.targetFileSize") is not None else None
-    target, _ = resolve_sizes(target_size, None, table_target=table_target)
+    target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
     predicate = parse_predicate(where, partition_columns,
                                 schema_columns=snapshot.schema.field_names) if where is not None else None
-    files = snapshot.files
+    files = snapshot.file_columns("path", "partition_values", "size", "num_records")
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
     selected = files.filter(mask)
-    key_names = [table_schema(snapshot.metadata)[c].physical_name for c in partition_columns]
     return ZOrderPlan(
         read_version=snapshot.version,
         columns=cols,
         curve=curve,
         target_size=target,
         predicate=predicate.sql() if predicate is not None else None,
-        partitions=tuple(group_partitions(selected, key_names)),
+        partitions=tuple(group_partitions(selected, partition_key_names(snapshot))),
         files_considered=selected.num_rows,
         bits_per_column=bits_per_column(len(cols)),
     )

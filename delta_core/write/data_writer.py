@@ -59,10 +59,11 @@ def table_schema(metadata: Metadata) -> StructType:
     return schema
 
 
-def data_fields(metadata: Metadata) -> list[StructField]:
-    """Table fields stored in data files (everything except partition columns)."""
+def data_fields(metadata: Metadata, *, schema: StructType | None = None) -> list[StructField]:
+    """Table fields stored in data files (everything except partition columns); ``schema`` is
+    ``table_schema(metadata)`` when the caller has parsed it already."""
     parts = set(metadata.partition_columns)
-    return [f for f in table_schema(metadata).fields if f.name not in parts]
+    return [f for f in (schema if schema is not None else table_schema(metadata)).fields if f.name not in parts]
 
 
 def _conform_column(name: str, col: pa.ChunkedArray, target: pa.Field) -> pa.ChunkedArray:
@@ -150,10 +151,10 @@ def _to_physical(data: pa.Table, physical: pa.Schema) -> pa.Table:
 
 
 def _serialise_partition_values(
-    metadata: Metadata, partition_values: Mapping[str, Any]
+    metadata: Metadata, partition_values: Mapping[str, Any], schema: StructType
 ) -> dict[str, str | None]:
-    """Logical partition values (Python values or already-serialised strings) -> log form."""
-    schema = table_schema(metadata)
+    """Logical partition values (Python values or already-serialised strings) -> log form
+    (``schema``: ``table_schema(metadata)``)."""
     out: dict[str, str | None] = {}
     missing = [c for c in metadata.partition_columns if c not in partition_values]
     if missing:
@@ -177,14 +178,17 @@ def _serialise_partition_values(
     return out
 
 
-def new_data_file_key(metadata: Metadata, partition_values: Mapping[str, Any], *, directory: str | None = None) -> str:
+def new_data_file_key(metadata: Metadata, partition_values: Mapping[str, Any], *, directory: str | None = None,
+                      schema: StructType | None = None) -> str:
     """A fresh key for a new data file: ``directory`` (default: the Hive-style directory of the
     logical ``partition_values``) and a unique name. Callers that must be able to delete what a
-    distributed write left behind pick keys with this before the write and pass them on."""
+    distributed write left behind pick keys with this before the write and pass them on.
+    ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already."""
     if directory is None:
-        schema = table_schema(metadata)
+        schema = schema if schema is not None else table_schema(metadata)
         cols = [schema[c].physical_name for c in metadata.partition_columns]
-        directory = partition_path(cols, _serialise_partition_values(metadata, partition_values)) if cols else ""
+        directory = partition_path(cols, _serialise_partition_values(metadata, partition_values, schema)) \
+            if cols else ""
     name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
     return f"{directory.strip('/')}/{name}" if directory and directory.strip("/") else name
 
@@ -200,6 +204,7 @@ class DataFileWriter:
     ``new_data_file_key``) fixes where the file goes; by default a fresh key is chosen.
     ``row_tracking_columns``: the file also stores row tracking's materialized row id and row
     commit version columns (``row_tracking.materialized_fields``; rewrites preserving stable ids).
+    ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already.
     """
 
     def __init__(
@@ -215,9 +220,11 @@ class DataFileWriter:
         row_group_bytes: int | None = None,
         key: str | None = None,
         row_tracking_columns: bool = False,
+        schema: StructType | None = None,
     ) -> None:
-        self._serialised = _serialise_partition_values(metadata, partition_values)
-        self._schema = table_schema(metadata)
+        parsed = schema if schema is not None else table_schema(metadata)
+        self._serialised = _serialise_partition_values(metadata, partition_values, parsed)
+        self._schema = parsed
         self._logical = schema_to_arrow(self._schema)
         self._partition_columns = tuple(metadata.partition_columns)
         check_void_writable(self._schema, partition_columns=self._partition_columns)
@@ -236,7 +243,8 @@ class DataFileWriter:
             self._logical = schema_to_arrow(self._schema)
             self._stored = StructType(self._stored.fields + hidden)
             self._physical = schema_to_arrow(without_void(self._stored), physical=True)
-        self.key = key if key is not None else new_data_file_key(metadata, partition_values, directory=directory)
+        self.key = key if key is not None else new_data_file_key(metadata, partition_values, directory=directory,
+                                                                 schema=parsed)
         self._data_change = data_change
         self._tags = dict(tags) if tags else None
         self._stream = ParquetStream(storage, self.key, self._physical, row_group_rows=row_group_rows,
@@ -282,12 +290,15 @@ def write_data_file_batches(
     row_group_bytes: int | None = None,
     key: str | None = None,
     row_tracking_columns: bool = False,
+    schema: StructType | None = None,
 ) -> Add:
     """Write one Parquet file from ``batches`` (rows that all share ``partition_values``, logical
-    names), consumed one at a time; return its ``add``. A failure part-way removes the file."""
+    names), consumed one at a time; return its ``add``. A failure part-way removes the file.
+    ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already."""
     writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
                             data_change=data_change, tags=tags, row_group_rows=row_group_rows,
-                            row_group_bytes=row_group_bytes, key=key, row_tracking_columns=row_tracking_columns)
+                            row_group_bytes=row_group_bytes, key=key, row_tracking_columns=row_tracking_columns,
+                            schema=schema)
     try:
         for batch in batches:
             writer.write(batch)

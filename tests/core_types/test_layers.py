@@ -54,3 +54,19 @@ def test_no_dagster_or_pydantic_and_spark_only_in_maintenance_spark():
             ):
                 found.append(f"{name} imports {imported}")
     assert found == []
+
+
+REWRITES = ("compaction", "zorder", "cluster", "purge")
+
+
+def test_no_rewrite_operation_imports_another():
+    """compact, zorder, cluster and purge each pair a plan with a task executor (``spark.driver``):
+    what two of them share lives in an executor or plan module, never in another operation."""
+    found = []
+    for name in REWRITES:
+        own = f"delta_core.maintenance.spark.{name}"
+        for imported in _imports(PACKAGE / "maintenance" / "spark" / f"{name}.py"):
+            if imported != own and imported in {f"delta_core.maintenance.spark.{other}" for other in REWRITES}:
+                found.append(f"{own} imports {imported}")
+    assert found == []
+    assert _imports(PACKAGE / "maintenance" / "spark" / "compaction.py") >= {"delta_core.maintenance.spark.driver"}

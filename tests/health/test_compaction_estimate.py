@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import pathlib
 import random
 
@@ -11,7 +13,7 @@ from delta_core.errors import DeltaError
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.compaction_plan import plan_compaction
-from tests.health.conftest import add, write_log
+from tests.health.conftest import DV_PROTOCOL, add, write_log
 
 KB = 1024
 
@@ -67,3 +69,47 @@ def test_counts_match_the_planner_on_the_conformance_tables(conformance_dir):
         assert (estimate.input_files, estimate.output_files) == (plan.num_input_files, len(plan.bins)), name
         checked, bins = checked + 1, bins + len(plan.bins)
     assert checked > 40 and bins > 100  # partitioned, column-mapped and checkpointed tables among them
+
+
+def _greedy_bins(snapshot, target: int, minimum: int, ratio: float) -> list[list[str]]:
+    """The packing rule written out file by file (compaction_plan's docstring): per partition,
+    candidates by size then path, greedy bins up to the target, single-file bins kept only when
+    the file is over the deleted-rows ratio."""
+    by_partition: dict[str | None, list[tuple[int, str, bool]]] = {}
+    for a in snapshot.add_actions():
+        records = json.loads(a.stats)["numRecords"] if a.stats else None
+        dv = a.deletion_vector
+        due = dv is not None and (records is None or (dv.cardinality / records if records else math.inf) > ratio)
+        if a.size < minimum or due:
+            by_partition.setdefault(a.partition_values.get("p"), []).append((a.size, a.path, due))
+    bins = []
+    for part in sorted(by_partition, key=lambda p: (p is None, p or "")):
+        current: list[tuple[int, str, bool]] = []
+        for f in sorted(by_partition[part]):
+            if current and sum(c[0] for c in current) + f[0] > target:
+                bins.append(current)
+                current = []
+            current.append(f)
+        bins.append(current)
+    return [[f[1] for f in b] for b in bins if len(b) > 1 or any(f[2] for f in b)]
+
+
+def test_planner_and_health_agree_on_many_partitions_with_deleted_rows(tmp_path):
+    rng = random.Random(7)
+    actions = []
+    for i in range(3000):
+        dv = rng.choice([None, None, None, 0, 3, 40]) if i % 4 else None
+        records = None if i % 97 == 0 else 100
+        # equal sizes are common, so the order of ties (by path) decides which files share a bin
+        size = rng.choice([5 * KB, 5 * KB, 20 * KB, rng.randint(1, 90 * KB), 300 * KB])
+        actions.append(add(f"part-{rng.randint(0, 10**9):010d}-{i}.parquet", size, records=records,
+                           part=rng.choice([None, *(f"p{k:03d}" for k in range(150))]), dv_cardinality=dv))
+    write_log(str(tmp_path / "t"), [actions], partitioned=True, protocol=DV_PROTOCOL)
+    snapshot = DeltaTable(str(tmp_path / "t")).snapshot()
+    plan = plan_compaction(snapshot, target_size=64 * KB, min_file_size=48 * KB, max_deleted_rows_ratio=0.05)
+    estimate = estimate_compaction(snapshot, target_size=64 * KB, min_file_size=48 * KB, max_deleted_rows_ratio=0.05)
+    assert [b.paths for b in plan.bins] == _greedy_bins(snapshot, 64 * KB, 48 * KB, 0.05)
+    assert (estimate.input_files, estimate.output_files) == (plan.num_input_files, len(plan.bins))
+    assert plan.partitions_compacted > 140 and len(plan.bins) > 300
+    # files over the ratio are rewritten alone, a large one too
+    assert any(b.num_files == 1 and b.sizes == (300 * KB,) for b in plan.bins)

@@ -9,14 +9,14 @@ import pyarrow.compute as pc
 import pytest
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.bin_packing import partition_key_columns
 from delta_core.maintenance.compaction_plan import (
     DEFAULT_MIN_FILE_FRACTION,
-    batch_bins,
     pack_files,
-    partition_key_columns,
     plan_compaction,
     resolve_sizes,
 )
+from delta_core.maintenance.file_groups import batch_groups
 from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE
 from tests.maintenance.conftest import make_table
@@ -93,8 +93,8 @@ def test_batches_group_consecutive_bins():
     t = files([(f"a{i}", "a", 10) for i in range(6)] + [(f"b{i}", "b", 10) for i in range(6)])
     bins, _, _ = pack_files(t, partition_columns=["p"], target_size=20, min_file_size=20)
     assert len(bins) == 6
-    assert [len(b) for b in batch_bins(bins, 40)] == [2, 2, 2]
-    assert [len(b) for b in batch_bins(bins, 1)] == [1] * 6
+    assert [len(b) for b in batch_groups(bins, 40)] == [2, 2, 2]
+    assert [len(b) for b in batch_groups(bins, 1)] == [1] * 6
 
 
 def test_sizes_resolution():

@@ -92,7 +92,7 @@ def test_range_ids_are_the_count_of_cuts_below_each_value(typ, low, high):
 
 
 def test_layout_cuts_each_partition_into_its_file_count():
-    from delta_core.maintenance.spark.zorder import PART_COL, layout_from_sample
+    from delta_core.maintenance.spark.curve_rewrite import PART_COL, layout_from_sample
 
     rng = np.random.default_rng(3)
     sample = pa.table({

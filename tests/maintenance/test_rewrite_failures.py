@@ -7,7 +7,7 @@
   deleted rows never reappear).
 
 The hooks between a batch's rewrite and its commit are the ``rewrite`` callable of
-``run_rewrite_batches``, wrapping the operations' real batch functions: the other writer commits
+``run_rewrite_batches``, wrapping the operations' real task executors: the other writer commits
 real actions through ``delta_core`` at that moment.
 """
 
@@ -30,9 +30,11 @@ from delta_core.errors import (
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.rewrite_commit import run_rewrite_batches
-from delta_core.maintenance.spark.compaction import compact, rewrite_bins
+from delta_core.maintenance.spark.bin_rewrite import BinRewrite
+from delta_core.maintenance.spark.compaction import compact
+from delta_core.maintenance.spark.curve_rewrite import CurveRewrite
 from delta_core.maintenance.spark.tasks import run_tasks, settled_on_failure
-from delta_core.maintenance.spark.zorder import _run_batch, zorder
+from delta_core.maintenance.spark.zorder import zorder
 from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.model.actions import Add, Remove
 from delta_core.model.partition_values import url_decode_path
@@ -65,7 +67,8 @@ def test_zorder_batch_applies_a_deletion_vector_committed_after_the_plan(spark, 
     dv_versions = []
 
     def rewrite(current, batch, label, outputs):
-        output = _run_batch(spark, table, current, plan, batch, sample_rows=1000, label=label, outputs=outputs)
+        output = CurveRewrite(plan, sample_rows=1000).rewrite(spark, table, current, batch, label=label,
+                                                              outputs=outputs)
         if not dv_versions:  # between batch 1's rewrite and batch 2: another engine deletes 2 rows
             dv_versions.append(commit_deletion_vector(table, victim, [0, 3]))
         return output
@@ -139,7 +142,7 @@ def test_refused_commit_deletes_the_batch_files(spark, table_uri):
     written: list[str] = []
 
     def rewrite(current, batch, label, outputs):
-        output = rewrite_bins(spark, table, current, batch, label, outputs)
+        output = BinRewrite().rewrite(spark, table, current, batch, label=label, outputs=outputs)
         written.extend(url_decode_path(a.path) for a in output.adds)
         assert all(os.path.exists(os.path.join(table_uri, p)) for p in written)
         delete_files(table, [batch[0].paths[0]])  # another writer removes an input before the commit

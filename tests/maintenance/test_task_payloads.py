@@ -13,10 +13,8 @@ import pytest
 
 from delta_core.maintenance.data_io import read_data_file, rewrite_output_key
 from delta_core.maintenance.ipc_chunks import unpack
-from delta_core.maintenance.spark.compaction import CompactBinTask, _compact_bin
-from delta_core.maintenance.spark.tasks import add_from_json
-from delta_core.maintenance.spark.vacuum import DeleteChunkTask, _delete_chunk
-from delta_core.maintenance.spark.zorder import (
+from delta_core.maintenance.spark.bin_rewrite import BinTask, rewrite_bin
+from delta_core.maintenance.spark.curve_rewrite import (
     FILE_COL,
     KEY_COL,
     PART_COL,
@@ -27,6 +25,8 @@ from delta_core.maintenance.spark.zorder import (
     _sample_file,
     layout_from_sample,
 )
+from delta_core.maintenance.spark.tasks import add_from_json
+from delta_core.maintenance.spark.vacuum import DeleteChunkTask, _delete_chunk
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.rewrite_proof import InputSummary
 from tests.maintenance.conftest import make_table, multiset
@@ -41,17 +41,17 @@ def shipped(task):
     return pickle.loads(pickle.dumps(task))
 
 
-def test_compact_bin_task_rewrites_its_bin_after_the_trip(table_uri):
+def test_bin_task_rewrites_its_group_after_the_trip(table_uri):
     table = make_table(table_uri, appends=2, rows=10)
     snap = table.snapshot()
     eu = [a for a in snap.add_actions() if a.partition_values == {"region": "eu"}]
     key = rewrite_output_key(snap.metadata, {"region": "eu"})
-    task = CompactBinTask(storage=table.storage, metadata=snap.metadata, paths=tuple(a.path for a in eu),
-                          sizes=tuple(a.size for a in eu), partition_values={"region": "eu"}, key=key,
-                          summarise=(eu[0].path,))
+    task = BinTask(storage=table.storage, metadata=snap.metadata, paths=tuple(a.path for a in eu),
+                   sizes=tuple(a.size for a in eu), partition_values={"region": "eu"}, key=key,
+                   summarise=(eu[0].path,))
     with pytest.raises(dataclasses.FrozenInstanceError):
         task.key = "elsewhere.parquet"  # type: ignore[misc]
-    results = _compact_bin(shipped(task))
+    results = rewrite_bin(shipped(task))
     add = add_from_json(results[0])
     assert url_decode_path(add.path) == key and table.storage.exists(key)
     assert add.partition_values == {"region": "eu"}

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,6 +66,11 @@ from delta_core.write.operation_records import (
     VacuumStartParameters,
 )
 from delta_core.write.transaction import Transaction
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+    from delta_core.log.table import DeltaTable
+
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +133,7 @@ def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain
     return _keys(string_array([dv_relative_path(k, r) for k, r in zip(kinds, refs)]), root, ignored, uncertain)
 
 
-def referenced_keys(snapshot: Any, cutoff_ms: int, root: str, ignored: list[str], *,
+def referenced_keys(snapshot: Snapshot, cutoff_ms: int, root: str, ignored: list[str], *,
                     uncertain: list[str] | None = None) -> set[str]:
     """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``.
     Paths certainly outside the root go to ``ignored``; paths that cannot be placed with
@@ -251,7 +256,7 @@ def remove_empty_directories(storage: Storage, deleted: Sequence[str], *, thread
 
 
 def vacuum(
-    table: Any,
+    table: DeltaTable,
     *,
     retention_hours: float | None = None,
     dry_run: bool = False,
@@ -352,7 +357,7 @@ def _sizes(listed: pa.Table, keys: Sequence[str]) -> list[int]:
     return [by_key[k] for k in keys]
 
 
-def _commit(table: Any, snapshot: Any, operation: str, params: VacuumStartParameters | VacuumEndParameters,
+def _commit(table: DeltaTable, snapshot: Snapshot, operation: str, params: VacuumStartParameters | VacuumEndParameters,
             metrics: VacuumStartMetrics | VacuumEndMetrics) -> int:
     # Read from the newest version, brought up from the vacuum's own snapshot by its newer
     # commits only (loading the table again would replay it all).
@@ -361,7 +366,7 @@ def _commit(table: Any, snapshot: Any, operation: str, params: VacuumStartParame
     return txn.commit().version
 
 
-def _metrics(snapshot: Any, plan: VacuumPlan, retention: dt.timedelta, start: int | None, end: int | None,
+def _metrics(snapshot: Snapshot, plan: VacuumPlan, retention: dt.timedelta, start: int | None, end: int | None,
              dry_run: bool, check: bool, deleted: int, dirs: int, ignored: list[str], paths: tuple[str, ...],
              watch: Stopwatch, mode: str, versions: tuple[int, int] | None) -> VacuumMetrics:
     return VacuumMetrics(

@@ -1,0 +1,141 @@
+"""What the four rewrites (compact, zorder, cluster, purge) report: one base, one filler.
+
+``RewriteMetrics`` declares the fields every rewrite reports, and the rewrite driver
+(``spark.driver``) is the only code that fills them: it returns a ``RewriteRun`` (what it
+committed, batch by batch), and ``RewriteRun.metrics(SomeMetrics, **own)`` builds an
+operation's record from the shared fields plus the operation's own. Each operation's record
+adds only its own fields. ``to_dict()`` (``MetricsRecord``) is the CLI's ``--json`` output and
+the Dagster assets' metadata source, so field names are part of the interface.
+
+No Spark and no IO here: the Dagster layer imports these types to render them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.maintenance.rewrite_commit import RewriteTally
+
+if TYPE_CHECKING:
+    from delta_core.maintenance.cluster_plan import ClusterPlan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RewriteMetrics(MetricsRecord):
+    """The fields every rewrite reports (filled by ``RewriteRun.metrics``)."""
+
+    version: int | None  # the last version committed, None when nothing was committed
+    versions: tuple[int, ...]  # one commit per batch committed
+    read_version: int  # the snapshot the plan was made on
+    num_batches: int  # batches planned
+    batches_committed: int
+    batches_aborted: int  # abandoned because a concurrent commit changed their inputs
+    num_removed_files: int
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
+    num_deletion_vectors_removed: int  # inputs whose deletion vector the rewrite applied
+    duration_seconds: float
+
+
+M = TypeVar("M", bound=RewriteMetrics)
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteRun:
+    """What the rewrite driver did: the plan's ``read_version`` and ``num_batches``, the
+    ``tally`` of the batches committed, and the point-query skipped-file ratio on the columns
+    the rewrite asked for, before and after (``None`` when not measured)."""
+
+    read_version: int
+    num_batches: int
+    tally: RewriteTally
+    watch: Stopwatch  # started when the operation was called
+    skipped_file_ratio_before: float | None = None
+    skipped_file_ratio_after: float | None = None
+
+    def metrics(self, record: type[M], /, *, committed_before: int | None = None, **own: Any) -> M:
+        """``record`` with the shared fields of this run and the operation's ``own`` fields;
+        ``committed_before`` is a version the operation committed before the rewrite (its
+        ``version`` when the rewrite itself commits nothing)."""
+        tally = self.tally
+        return record(
+            version=tally.versions[-1] if tally.versions else committed_before,
+            versions=tally.versions,
+            read_version=self.read_version,
+            num_batches=self.num_batches,
+            batches_committed=len(tally.versions),
+            batches_aborted=tally.batches_aborted,
+            num_removed_files=tally.num_removed_files,
+            num_added_files=tally.num_added_files,
+            removed_bytes=tally.removed_bytes,
+            added_bytes=tally.added_bytes,
+            num_deletion_vectors_removed=tally.num_deletion_vectors_removed,
+            duration_seconds=self.watch.seconds(),
+            **own,
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionMetrics(RewriteMetrics):
+    target_size: int
+    min_file_size: int
+    predicate: str | None
+    files_considered: int
+    partitions_considered: int
+    partitions_compacted: int
+    num_bins: int
+    max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ZOrderMetrics(RewriteMetrics):
+    columns: tuple[str, ...]
+    curve: str
+    target_size: int
+    predicate: str | None
+    partitions_optimized: int
+    files_considered: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterMetrics(RewriteMetrics):
+    cluster_by_version: int | None  # the CLUSTER BY commit that set the columns first, if any
+    columns: tuple[str, ...]
+    full: bool
+    target_size: int
+    files_considered: int
+    unclustered_files: int
+    clustered_files_rewritten: int
+    clustered_files_kept: int
+    other_provider_files: int
+    zcube_id: str | None  # the ZCube the new files form (None: nothing written)
+    skipped_file_ratio_before: float | None
+    skipped_file_ratio_after: float | None
+
+    @classmethod
+    def of(cls, plan: ClusterPlan, run: RewriteRun, *, zcube_id: str | None,
+           cluster_by_version: int | None = None) -> ClusterMetrics:
+        """The record of a clustering ``run`` of ``plan`` whose new files form ``zcube_id``
+        (after the CLUSTER BY commit ``cluster_by_version``, when there was one)."""
+        return run.metrics(
+            cls, committed_before=cluster_by_version, cluster_by_version=cluster_by_version, columns=plan.names,
+            full=plan.full, target_size=plan.rewrite.target_size, files_considered=plan.files_considered,
+            unclustered_files=plan.unclustered_files, clustered_files_rewritten=plan.clustered_files_rewritten,
+            clustered_files_kept=plan.clustered_files_kept, other_provider_files=plan.other_provider_files,
+            zcube_id=zcube_id if run.tally.versions else None,
+            skipped_file_ratio_before=run.skipped_file_ratio_before,
+            skipped_file_ratio_after=run.skipped_file_ratio_after)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PurgeMetrics(RewriteMetrics):
+    predicate: str | None
+    max_deleted_rows_ratio: float
+    files_considered: int
+    files_with_deletion_vectors: int
+    files_with_dropped_columns: int
+    deleted_rows: int  # rows the purged deletion vectors deleted (as planned)
