@@ -65,8 +65,13 @@ def _rewrite(m: RewriteMetrics) -> MetricsView:
         if f.name not in _SHARED:
             value = getattr(m, f.name)
             own[_SHOWN_AS.get(f.name, f.name)] = ", ".join(value) if isinstance(value, tuple) else value
-    values = _common(m) | own | {"commits": len(m.versions), "batches_aborted": m.batches_aborted}
-    headline = [_committed(m), _files_line(m), *_facts(m)]
+    values = _common(m) | own | {"commits": len(m.versions), "batches_aborted": m.batches_aborted,
+                                 "dry_run": m.dry_run}
+    if m.dry_run:  # the plan only: what a run would rewrite
+        headline = [f"dry run, nothing written: {m.num_removed_files} files ({human_bytes(m.removed_bytes)}) in "
+                    f"{m.num_batches} batch(es) would be rewritten", *_facts(m)]
+    else:
+        headline = [_committed(m), _files_line(m), *_facts(m)]
     if m.batches_aborted:
         headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
     touched = own.get("partitions_touched")

@@ -42,6 +42,9 @@ class CompactOptions:
              "(as Delta Spark's OPTIMIZE)")
     full: bool = option(False, kind=Kind.FLAG, in_policy=False,
                         help="clustered tables: recluster every file, not only the unclustered ones (OPTIMIZE FULL)")
+    dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                           help="plan only: report the batches, files and bytes a run would rewrite; start no Spark, "
+                                "commit nothing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +55,9 @@ class ZOrderOptions:
     curve: str = option("zorder", kind=Kind.CHOICE, choices=ZORDER_CURVES, help="the space-filling curve to sort along")
     where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
     target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
+    dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                           help="plan only: report the batches, files and bytes a run would rewrite; start no Spark, "
+                                "commit nothing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +128,9 @@ class ClusterOptions:
                                            "default: the table's own")
     full: bool = option(False, kind=Kind.FLAG, help="recluster every file, not only new data (OPTIMIZE FULL)")
     target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
+    dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                           help="plan only: report the batches, files and bytes a run would rewrite; start no Spark, "
+                                "commit nothing")
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +154,9 @@ class PurgeOptions:
         0.0, kind=Kind.RATIO,
         help="only rewrite files with more than this share of rows deleted (0: every file with a deleted row, "
              "as REORG ... APPLY (PURGE))")
+    dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                           help="plan only: report the batches, files and bytes a run would rewrite; start no Spark, "
+                                "commit nothing")
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,6 +39,9 @@ class RewriteMetrics(MetricsRecord):
     added_bytes: int
     num_deletion_vectors_removed: int  # inputs whose deletion vector the rewrite applied
     duration_seconds: float
+    # A dry run: the plan's numbers (files, bytes, batches, deletion vectors: what a run on the
+    # unchanged table commits), nothing written, no Spark; the added side is not known before a run.
+    dry_run: bool = False
 
 
 M = TypeVar("M", bound=RewriteMetrics)
@@ -56,6 +59,7 @@ class RewriteRun:
     watch: Stopwatch  # started when the operation was called
     skipped_file_ratio_before: float | None = None
     skipped_file_ratio_after: float | None = None
+    dry_run: bool = False
 
     def metrics(self, record: type[M], /, *, committed_before: int | None = None, **own: Any) -> M:
         """``record`` with the shared fields of this run and the operation's ``own`` fields;
@@ -75,6 +79,7 @@ class RewriteRun:
             added_bytes=tally.added_bytes,
             num_deletion_vectors_removed=tally.num_deletion_vectors_removed,
             duration_seconds=self.watch.seconds(),
+            dry_run=self.dry_run,
             **own,
         )
 

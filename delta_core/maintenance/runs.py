@@ -61,14 +61,14 @@ def run_zorder(table: DeltaTable, options: ZOrderOptions, spark: SparkFactory | 
         raise ConfigError("zorder needs columns: give --columns a,b, or zorder.columns in the table's policy",
                           path=table.uri)
     return zorder(table, _needs(spark), list(options.columns), curve=options.curve, where=options.where,
-                  target_size=options.target_size)
+                  target_size=options.target_size, dry_run=options.dry_run)
 
 
 def run_cluster(table: DeltaTable, options: ClusterOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.cluster import cluster
 
     return cluster(table, _needs(spark), columns=list(options.columns) or None, full=options.full,
-                   target_size=options.target_size)
+                   target_size=options.target_size, dry_run=options.dry_run)
 
 
 def run_purge(table: DeltaTable, options: PurgeOptions, spark: SparkFactory | None) -> Report:

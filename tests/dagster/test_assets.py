@@ -58,6 +58,16 @@ def _expected_rows(table) -> int:
     return table.snapshot().num_records
 
 
+def test_compaction_asset_dry_run_config_plans_only(setup):
+    """Issue 27: every rewrite asset takes dry_run from its (registry-generated) config."""
+    table, config, instance = setup
+    before = table.snapshot()
+    meta = _materialize(config, instance, "compact", {"ops": {"events__compact": {"config": {"dry_run": True}}}})
+    assert table.snapshot().version == before.version  # nothing committed
+    assert meta["dry_run"] is True and meta["committed_version"] == "none"  # null shows as "none"
+    assert meta["files_removed"] > 0 and "dry run, nothing written" in meta["summary"]
+
+
 def test_compaction_asset(setup):
     table, config, instance = setup
     before = table.snapshot()

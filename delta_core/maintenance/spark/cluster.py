@@ -16,8 +16,9 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_by import cluster_by
-from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering
+from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering, table_clustering_columns
 from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics
@@ -41,6 +42,7 @@ def cluster(
     target_size: int | None = None,
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    dry_run: bool = False,
 ) -> ClusterMetrics:
     """Cluster ``table`` on its clustering columns: its unclustered files (and the few clustered
     ones ``plan_clustering`` merges with them), or every file with ``full``. ``columns``, when
@@ -49,8 +51,16 @@ def cluster(
     ``spark`` is a SparkSession, or a factory called only when there is something to rewrite.
     """
     watch = Stopwatch()
-    cluster_by_version = cluster_by(table, columns).version if columns else None
-    snapshot = gated_snapshot(table)
+    if dry_run:  # commits nothing, CLUSTER BY included: plan on the table's own columns
+        snapshot = gated_snapshot(table)
+        if columns and list(columns) != [c.name for c in table_clustering_columns(snapshot)]:
+            raise ConfigError(f"a dry run commits nothing, so it cannot plan on clustering columns the table does not "
+                              f"have yet ({', '.join(columns)}); set them with delta-core cluster-by first, or dry-run "
+                              "without --columns", path=table.uri, version=snapshot.version)
+        cluster_by_version = None
+    else:
+        cluster_by_version = cluster_by(table, columns).version if columns else None
+        snapshot = gated_snapshot(table)
     plan = plan_clustering(snapshot, full=full, target_size=target_size)
     log.info("table=%s version=%d clustering on %s%s: %d unclustered file(s), %d clustered merged, %d kept",
              table.uri, snapshot.version, ",".join(plan.names), " (full)" if full else "", plan.unclustered_files,
@@ -58,5 +68,5 @@ def cluster(
     executor = CurveRewrite.liquid(plan, sample_rows=sample_rows)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, executor, "clustering",
                                                       skipping_columns=plan.rewrite.columns),
-                      batch_size_bytes=batch_size_bytes, watch=watch)
+                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
     return ClusterMetrics.of(plan, run, zcube_id=executor.zcube_id, cluster_by_version=cluster_by_version)

@@ -48,6 +48,7 @@ def compact(
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
+    dry_run: bool = False,
 ) -> CompactionMetrics | ClusterMetrics:
     """Bin-pack the small files of ``table`` on ``spark`` (a SparkSession, or a factory called
     only when there is something to compact), and rewrite the files whose deletion vectors
@@ -55,7 +56,7 @@ def compact(
 
     On a clustered table with clustering columns this clusters instead (the module docstring;
     ``full`` reclusters every file, ``min_file_size`` does not apply, and a ``where`` predicate
-    is refused: a clustered table has no partitions).
+    is refused: a clustered table has no partitions). ``dry_run``: the plan only (``spark.driver``).
     """
     watch = Stopwatch()
     snapshot = gated_snapshot(table)
@@ -68,7 +69,7 @@ def compact(
             executor = CurveRewrite.liquid(clustering)
             run = run_rewrite(table, spark, snapshot,
                               Rewrite(clustering, executor, "clustering", skipping_columns=clustering.rewrite.columns),
-                              batch_size_bytes=batch_size_bytes, watch=watch)
+                              batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
             return ClusterMetrics.of(clustering, run, zcube_id=executor.zcube_id)
     if full:
         raise ConfigError("--full reclusters a clustered table, and this table has no clustering columns; "
@@ -80,7 +81,7 @@ def compact(
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
              plan.partitions_compacted)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, BinRewrite(), "compaction"),
-                      batch_size_bytes=batch_size_bytes, watch=watch)
+                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
     return run.metrics(
         CompactionMetrics, target_size=plan.target_size, min_file_size=plan.min_file_size, predicate=plan.predicate,
         files_considered=plan.files_considered, partitions_considered=plan.partitions_considered,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias, TypeVar
 
 from delta_core.maintenance.file_groups import FileGroup, RewritePlan
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.rewrite_commit import RewriteOutput, run_rewrite_batches
+from delta_core.maintenance.rewrite_commit import RewriteOutput, RewriteTally, deletion_vectors, run_rewrite_batches
 from delta_core.maintenance.rewrite_metrics import RewriteRun
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from delta_core.maintenance.spark.tasks import resolve_spark, settled_on_failure
@@ -101,14 +101,25 @@ def run_rewrite(
     *,
     batch_size_bytes: int,
     watch: Stopwatch,
+    dry_run: bool = False,
 ) -> RewriteRun:
     """Run ``rewrite`` (planned on ``snapshot``) batch by batch (the module docstring's steps 3-6).
     ``spark`` is a SparkSession, or a factory called only when there is something to rewrite;
-    ``watch`` was started when the operation was called."""
+    ``watch`` was started when the operation was called. ``dry_run``: stop after the batches,
+    reporting what they hold as a run on the unchanged table would commit it (no Spark, nothing
+    written)."""
     plan = rewrite.plan
     batches = plan.batches(batch_size_bytes)
     probes = probe_values(snapshot, rewrite.skipping_columns) if rewrite.skipping_columns else None
     ratio_before = skipped_file_ratio(snapshot, probes) if probes is not None else None
+    if dry_run:
+        inputs = [path for batch in batches for group in batch for path in group.paths]
+        planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=len(inputs), num_added_files=0,
+                               removed_bytes=sum(g.total_size for batch in batches for g in batch), added_bytes=0,
+                               num_deletion_vectors_removed=len(deletion_vectors(snapshot, inputs)))
+        log.info("table=%s version=%d %s dry run: %d batch(es), %d file(s), %d bytes", table.uri, snapshot.version,
+                 rewrite.label, len(batches), planned.num_removed_files, planned.removed_bytes)
+        return RewriteRun(snapshot.version, len(batches), planned, watch, ratio_before, ratio_before, dry_run=True)
     session = resolve_spark(spark) if batches else None
 
     def run_batch(current: Snapshot, batch: Sequence[G], label: str, outputs: list[str]) -> RewriteOutput:

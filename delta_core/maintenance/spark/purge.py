@@ -44,6 +44,7 @@ def purge(
     where: str | None = None,
     max_deleted_rows_ratio: float = 0.0,
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    dry_run: bool = False,
 ) -> PurgeMetrics:
     """Purge ``table`` on ``spark`` (a SparkSession, or a factory called only when there is
     something to rewrite)."""
@@ -58,7 +59,7 @@ def purge(
              "columns)", table.uri, snapshot.version, plan.num_input_files, plan.input_bytes,
              plan.files_with_deletion_vectors, plan.files_with_dropped_columns)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, BinRewrite(), "purge", operation=REORG),
-                      batch_size_bytes=batch_size_bytes, watch=watch)
+                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
     return run.metrics(
         PurgeMetrics, predicate=plan.predicate, max_deleted_rows_ratio=plan.max_deleted_rows_ratio,
         files_considered=plan.files_considered, files_with_deletion_vectors=plan.files_with_deletion_vectors,

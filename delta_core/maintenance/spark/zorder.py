@@ -41,6 +41,7 @@ def zorder(
     target_size: int | None = None,
     batch_size_bytes: int = DEFAULT_BATCH_BYTES,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    dry_run: bool = False,
 ) -> ZOrderMetrics:
     """Cluster ``table``'s selected partitions along a Z-order (or Hilbert) curve over ``columns``.
 
@@ -59,7 +60,7 @@ def zorder(
     log.info("table=%s version=%d %s on %s: %d files in %d partitions", table.uri, snapshot.version, curve,
              ",".join(plan.columns), plan.num_input_files, len(plan.partitions))
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, CurveRewrite(plan, sample_rows), curve),
-                      batch_size_bytes=batch_size_bytes, watch=watch)
+                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
     return run.metrics(
         ZOrderMetrics, columns=plan.columns, curve=plan.curve, target_size=plan.target_size, predicate=plan.predicate,
         partitions_optimized=len(plan.partitions), files_considered=plan.files_considered)
