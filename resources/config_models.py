@@ -36,7 +36,7 @@ from pydantic_core import PydanticCustomError
 from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
-from delta_core.health.policy import HealthPolicy
+from delta_core.health.policy import ADVISOR_THRESHOLDS, HealthPolicy, table_health_policy
 from delta_core.maintenance.operations import REGISTRY, Operation, operation
 from delta_core.maintenance.option_fields import Kind, OptionField, parse_option, policy_fields
 from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
@@ -327,13 +327,8 @@ class AdvisorSection(_Model):
     def to_policy(self, *, target_size: int | None, min_file_size: int | None,
                   checkpoint_interval: int | None) -> AdvisorPolicy:
         """The record; ``checkpoint_interval`` None: the table's delta.checkpointInterval."""
-        health = HealthPolicy(
-            target_file_size=target_size, min_file_size=min_file_size,
-            compact_small_file_ratio=self.compact_small_file_ratio,
-            compact_min_small_files=self.compact_min_small_files,
-            purge_deleted_rows_ratio=self.purge_deleted_rows_ratio, skip_ratio_floor=self.skip_ratio_floor,
-            checkpoint_interval=checkpoint_interval,
-            vacuum_min_reclaimable_bytes=self.vacuum_min_reclaimable_bytes)
+        health = table_health_policy({k: getattr(self, k) for k in ADVISOR_THRESHOLDS}, target_size=target_size,
+                                     min_file_size=min_file_size, checkpoint_interval=checkpoint_interval)
         return AdvisorPolicy(mode=self.mode, interval_seconds=self.interval_seconds,
                              cooldown_minutes=self.cooldown_minutes,
                              vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health)

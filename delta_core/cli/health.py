@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
 from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.policy import apply_table_policy
 from delta_core.model.sizes import format_size
 
 
@@ -21,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "health", help="score a table's upkeep and say which maintenance pays off",
         description="Compute a table's health from its log (no data reads): file sizes, deleted rows, "
                     "checkpoint lag, tombstones, clustering quality; a 0-100 score and recommendations.")
-    add_table_arguments(p)
+    add_table_arguments(p, policy=True)
     p.add_argument("--columns", type=column_list, default=None, metavar="A,B",
                    help="Z-order columns to judge clustering on (default: the table's clustering columns)")
     p.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
@@ -87,10 +89,16 @@ def cmd_health(args: argparse.Namespace) -> int:
     from delta_core.health.policy import HealthPolicy
     from delta_core.health.report import table_health
 
+    # With --table, the table's policy from tables.yaml: the thresholds and Z-order columns the UI
+    # and the advisor use, so all three give the same score and advice; flags win over it.
+    table_policy = apply_table_policy(args, "health")
     table = open_table(args)
-    policy = HealthPolicy(target_file_size=args.target_size, min_file_size=args.min_file_size)
-    report = table_health(table, policy=policy,
-                          columns=list(args.columns) if args.columns is not None else None,
+    policy = table_policy.health if table_policy is not None else HealthPolicy()
+    policy = dataclasses.replace(policy, **{k: v for k, v in (("target_file_size", args.target_size),
+                                                                ("min_file_size", args.min_file_size))
+                                              if v is not None})
+    columns = args.columns if args.columns is not None else (table_policy.zorder_columns if table_policy else ())
+    report = table_health(table, policy=policy, columns=list(columns) or None,
                           manifests=args.manifests, log_listing=args.list_log).to_dict()
     emit(report if args.json else render_text(report), args.json)
     return 0

@@ -30,9 +30,11 @@ from importlib import resources
 from typing import Any
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.operations import OPERATIONS, Operation
+from delta_core.health.policy import ADVISOR_THRESHOLDS, HealthPolicy, table_health_policy
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, REGISTRY, ZORDER, Operation
 from delta_core.maintenance.option_fields import parse_option, policy_fields
 from delta_core.maintenance.policy_values import resolve_table_uri
+from delta_core.model.sizes import parse_size
 
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"  # the code location's variable (resources/config.py)
 
@@ -46,6 +48,8 @@ class TablePolicy:
     uri: str
     storage_options: dict[str, Any]  # nested, secrets resolved
     options: dict[str, Any]  # registry name -> that operation's option record
+    health: HealthPolicy  # the thresholds the UI and the advisor judge the table by
+    zorder_columns: tuple[str, ...] = ()  # health judges clustering on them (zorder enabled with columns)
 
 
 def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
@@ -140,18 +144,37 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     if not isinstance(storage, dict):
         raise ConfigError(f"{where}.storage_options must be a mapping, got {storage!r}", path=str(p))
     options = {op.name: _section_options(op, entry.get(op.policy_key), f"{where}.{op.policy_key}")
-               for op in OPERATIONS if op.policy_key}
+               for op in REGISTRY if op.policy_key}
+    zorder = entry.get(ZORDER.name)
+    zorder_on = isinstance(zorder, Mapping) and zorder.get("enabled", True) is not False
     return TablePolicy(name=table, source=str(p), uri=resolve_table_uri(uri, p.parent),
-                       storage_options=storage, options=options)
+                       storage_options=storage, options=options, health=_health_policy(entry, options, where),
+                       zorder_columns=options[ZORDER.name].columns if zorder_on else ())
 
 
-def resolve_options(args: argparse.Namespace, op: Operation) -> Any:
-    """``op``'s option record for this command: the table's policy (``--config``/``--table``)
-    or the defaults, with every option given on the command line put in. Also fills
-    ``args.table_uri`` and ``args.policy_storage_options`` from the policy when it is used."""
+def _health_policy(entry: Mapping[str, Any], options: Mapping[str, Any], where: str) -> HealthPolicy:
+    """The table's health thresholds (``table_health_policy``), as the code location reads them."""
+    advisor = entry.get("advisor") or {}
+    thresholds = {k: advisor[k] for k in ADVISOR_THRESHOLDS if advisor.get(k) is not None}
+    if "vacuum_min_reclaimable_bytes" in thresholds:
+        thresholds["vacuum_min_reclaimable_bytes"] = parse_size(thresholds["vacuum_min_reclaimable_bytes"])
+    checkpoint = entry.get(CHECKPOINT.name)  # its section, named as the entry
+    interval = checkpoint.get("interval") if isinstance(checkpoint, Mapping) else None
+    compact = options[COMPACT.name]
+    try:
+        return table_health_policy(thresholds, target_size=compact.target_size, min_file_size=compact.min_file_size,
+                                   checkpoint_interval=interval)
+    except ConfigError as exc:
+        raise ConfigError(f"{where}.advisor: {exc}") from None
+
+
+def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | None:
+    """The table's policy when ``--table`` (with ``--config`` or ``$DELTA_MAINTENANCE_TABLES``)
+    names one, else None. Fills ``args.table_uri`` and ``args.policy_storage_options`` from it
+    (unless TABLE_URI was given), and refuses a command that names no table at all."""
     config, table = getattr(args, "config", None), getattr(args, "table", None)
-    options = op.options_type()
     args.policy_storage_options = {}
+    policy = None
     if table is None and config is not None:
         raise ConfigError("--config needs --table NAME: the table whose policy to use")
     if table is not None:
@@ -160,13 +183,20 @@ def resolve_options(args: argparse.Namespace, op: Operation) -> Any:
             raise ConfigError(f"--table {table} needs --config FILE (or ${CONFIG_ENV_VAR}): the tables.yaml "
                               "that names it")
         policy = load_table_policy(config, table)
-        options = policy.options.get(op.name, options)
         if args.table_uri is None:
             args.table_uri = policy.uri
             # the table's storage options belong to its uri: not to one given instead
             args.policy_storage_options = policy.storage_options
     if args.table_uri is None:
-        raise ConfigError(f"{op.cli_command} needs TABLE_URI, or --table NAME (with --config FILE)")
+        raise ConfigError(f"{command} needs TABLE_URI, or --table NAME (with --config FILE)")
+    return policy
+
+
+def resolve_options(args: argparse.Namespace, op: Operation) -> Any:
+    """``op``'s option record for this command: the table's policy (``--config``/``--table``)
+    or the defaults, with every option given on the command line put in (``apply_table_policy``)."""
+    policy = apply_table_policy(args, op.cli_command)
+    options = policy.options.get(op.name, op.options_type()) if policy is not None else op.options_type()
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(options)
              if getattr(args, f.name, None) is not None}
     return dataclasses.replace(options, **given)

@@ -7,11 +7,16 @@ size and ``delta.checkpointInterval`` (PROTOCOL.md "Checkpoints") for the checkp
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from delta_core.errors import ConfigError
 
 DEFAULT_OPTIMIZE_LOOKBACK = 100  # commits searched, newest first, for the last OPTIMIZE
+# The thresholds a table's tables.yaml ``advisor`` section sets (the rest of its policy comes from
+# its compact and checkpoint sections: ``table_health_policy``).
+ADVISOR_THRESHOLDS = ("compact_small_file_ratio", "compact_min_small_files", "purge_deleted_rows_ratio",
+                      "skip_ratio_floor", "vacuum_min_reclaimable_bytes")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -40,3 +45,17 @@ class HealthPolicy:
         for name in ("compact_min_small_files", "vacuum_min_reclaimable_bytes", "optimize_lookback"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"health policy {name} must not be negative, got {getattr(self, name)}")
+
+
+def table_health_policy(thresholds: Mapping[str, object], *, target_size: int | None, min_file_size: int | None,
+                        checkpoint_interval: int | None) -> HealthPolicy:
+    """One table's policy from its tables.yaml: the ``advisor`` section's ``thresholds``
+    (``ADVISOR_THRESHOLDS``, parsed; missing ones keep their defaults), compaction's target and
+    small-file sizes, and ``checkpoint.interval`` when written (None: the table's
+    ``delta.checkpointInterval``). The one mapping the command line (``delta-core health
+    --config``), the UI and the advisor all use, so they judge a table alike."""
+    unknown = set(thresholds) - set(ADVISOR_THRESHOLDS)
+    if unknown:
+        raise ConfigError(f"not health thresholds: {', '.join(sorted(unknown))}")
+    return HealthPolicy(target_file_size=target_size, min_file_size=min_file_size,
+                        checkpoint_interval=checkpoint_interval, **thresholds)  # type: ignore[arg-type]
