@@ -18,3 +18,4 @@ DELETE = "DELETE"  # whole files removed with dataChange=true
 SET_TBLPROPERTIES = "SET TBLPROPERTIES"  # metadata (and protocol) changes from table properties
 CLUSTER_BY = "CLUSTER BY"  # ALTER TABLE ... CLUSTER BY: the delta.clustering domain (and protocol)
 REORG = "REORG"  # purge (REORG TABLE ... APPLY (PURGE)): rewrites files with DVs or dropped columns
+COMPUTE_STATS = "COMPUTE STATS"  # ANALYZE TABLE ... COMPUTE DELTA STATISTICS: the same files re-added with new stats
