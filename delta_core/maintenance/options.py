@@ -99,3 +99,14 @@ class PurgeOptions:
     # Rewrite a file with a deletion vector only when more than this share of its rows is deleted;
     # 0.0 (Delta Spark's REORG ... APPLY (PURGE)): every file with at least one deleted row.
     max_deleted_rows_ratio: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzeOptions:
+    """``analyze``: ANALYZE TABLE ... COMPUTE DELTA STATISTICS (``...spark.analyze.analyze``):
+    recompute the stats of live files whose stats do not cover the table's stats columns."""
+
+    where: str | None = None  # partition predicate
+    # Recompute every selected file's stats, covered or not, as Delta Spark's recompute does
+    # (e.g. to tighten wide bounds left by deletion vectors).
+    full: bool = False
