@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from delta_core.health.report import table_health
 from delta_core.log.table import DeltaTable
 from delta_core.log.version_checksum import verify_version_checksum
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
@@ -203,6 +204,7 @@ def test_analyze_recomputes_the_stats_our_writer_left_out(spark, tmp_path):
     before_filtered = filtered(uri)
     assert 0 < sum(before_filtered.values()) < sum(before_rows.values())
     assert snapshot_coverage(table.snapshot()).ratio == 0.0
+    assert {r.operation: r.estimated_gain for r in table_health(table).recommendations}["analyze"] == 6.0
     assert skipped_file_ratio(table.snapshot(), {"id": pa.array([5, 50], pa.int64())}) == 0.0  # nothing skips
     read_version = table.latest_version()
 
@@ -234,6 +236,8 @@ def test_analyze_recomputes_the_stats_our_writer_left_out(spark, tmp_path):
     # data skipping works again: a point query on id skips files
     snapshot = table.snapshot()
     assert snapshot_coverage(snapshot).ratio == 1.0
+    health = table_health(table)
+    assert health.metrics.stats_coverage == 1.0 and "analyze" not in {r.operation for r in health.recommendations}
     assert skipped_file_ratio(snapshot, probe_values(snapshot, ["id"])) > 0.5
 
     again = analyze(table, no_spark)
