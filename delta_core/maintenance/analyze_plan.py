@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -28,6 +29,7 @@ from delta_core.maintenance.compaction_plan import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.purge_plan import select_files
 from delta_core.maintenance.stats_coverage import stats_coverage
 from delta_core.model.actions import Add
+from delta_core.model.arrow_values import numbers_of
 from delta_core.write.data_writer import data_fields
 from delta_core.write.operation_records import ComputeStatsParameters
 from delta_core.write.void_columns import is_void
@@ -64,22 +66,19 @@ class AnalyzePlan:
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES, *,
                 max_files: int = MAX_BATCH_FILES) -> list[tuple[Add, ...]]:
-        """The files' ``add`` actions in consecutive commits of at most ``max_bytes`` of files and
-        ``max_files`` files (at least one file each)."""
+        """The files' ``add`` actions in consecutive commits: a commit ends where the files so far
+        reach a multiple of ``max_bytes`` (so it holds at most ``max_bytes`` plus its last file)
+        or ``max_files`` files."""
         if max_bytes <= 0 or max_files <= 0:
             raise ConfigError(f"batch limits must be positive, got {max_bytes} bytes and {max_files} files")
-        out: list[tuple[Add, ...]] = []
-        current: list[Add] = []
-        size = 0
-        for add in iter_adds(self.files):
-            if current and (size + add.size > max_bytes or len(current) >= max_files):
-                out.append(tuple(current))
-                current, size = [], 0
-            current.append(add)
-            size += add.size
-        if current:
-            out.append(tuple(current))
-        return out
+        if self.is_empty:
+            return []
+        sizes = numbers_of(self.files.column("size").combine_chunks()).astype(np.int64)
+        offsets = np.cumsum(sizes) - sizes  # bytes before each file
+        by_bytes, by_count = offsets // max_bytes, np.arange(len(sizes)) // max_files
+        ends = np.flatnonzero((np.diff(by_bytes) > 0) | (np.diff(by_count) > 0)) + 1
+        bounds = [0, *ends.tolist(), len(sizes)]
+        return [tuple(iter_adds(self.files.slice(lo, hi - lo))) for lo, hi in zip(bounds, bounds[1:])]
 
     def operation_parameters(self) -> ComputeStatsParameters:
         return ComputeStatsParameters(predicate=self.predicate)
