@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.model.actions import Metadata
-from delta_core.model.arrow_values import int_scalar
+from delta_core.model.arrow_values import false_array, int_scalar
 from delta_core.model.schema import PrimitiveType, StructField, StructType
 from delta_core.model.stats import (
     MAX_PREFIX,
@@ -96,6 +96,7 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
     parsed = parse_stats(files.column("stats"), _pruned(table_schema(metadata), {c.logical for c in columns}),
                          partition_columns=metadata.partition_columns, physical=True)
+    false = false_array(1)[0]  # not pa.scalar(False): converting Python values imports pandas
     records = parsed.column(NUM_RECORDS)
     cardinality = pc.fill_null(pc.struct_field(files.column("deletion_vector"), "cardinality"), int_scalar(0))
     live = pc.subtract(records, cardinality)
@@ -108,10 +109,10 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
             bounds = pc.is_valid(parsed.column(MIN_PREFIX + c.name))
             if name != _STRING:
                 bounds = pc.and_(bounds, pc.is_valid(parsed.column(MAX_PREFIX + c.name)))
-            all_null = pc.fill_null(pc.greater_equal(nulls, live), False)
+            all_null = pc.fill_null(pc.greater_equal(nulls, live), false)
             ok = pc.and_(ok, pc.or_(bounds, all_null))
         covered = pc.and_(covered, ok)
-    return StatsCoverage(columns, pc.fill_null(covered, False))
+    return StatsCoverage(columns, pc.fill_null(covered, false))
 
 
 def snapshot_coverage(snapshot: Snapshot) -> StatsCoverage:
