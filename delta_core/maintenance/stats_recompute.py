@@ -26,8 +26,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from delta_core.errors import MaintenanceError
+from delta_core.errors import MaintenanceError, MissingDataFileError
 from delta_core.maintenance.data_io import LOCAL_READ_THREADS, READ_THREADS, DataFileReader
+from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.stats_collect import encode_stats_json
 from delta_core.storage.base import Storage
@@ -45,8 +46,15 @@ def file_stats_json(reader: DataFileReader, metadata: Metadata, path: str, *, si
         # An unread column would get a null count of 0 and no bounds: wrong stats, not missing ones.
         raise MaintenanceError(f"the stats of {path} need column(s) {sorted(unread)} (physical names), which "
                                "this reader does not read; this is a bug in the caller", path=reader.storage.root)
-    for chunk in reader.chunks(path, size=size, deletion_vector=deletion_vector):
-        collector.update(to_physical(chunk, reader.physical))
+    try:
+        for chunk in reader.chunks(path, size=size, deletion_vector=deletion_vector):
+            collector.update(to_physical(chunk, reader.physical))
+    except FileNotFoundError as exc:
+        uri = reader.storage.uri(log_path_to_key(path, reader.storage.root))
+        raise MissingDataFileError(
+            f"{uri}, a live file of the table, is missing from storage (deleted outside the Delta log?). "
+            "Nothing was committed. Restore the file, or remove it from the table (Delta Spark: FSCK REPAIR "
+            "TABLE), then run analyze again", path=uri) from exc
     stats = collector.result()
     stats["numRecords"] = collector.num_records + (deletion_vector.cardinality if deletion_vector else 0)
     if tight_bounds:

@@ -25,6 +25,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
+from delta_core.errors import MissingDataFileError
 from delta_core.health.report import table_health
 from delta_core.log.table import DeltaTable
 from delta_core.log.version_checksum import verify_version_checksum
@@ -359,3 +360,16 @@ def test_row_tracking_ids_are_kept(spark, tmp_path):
         {p: (a["base_row_id"], a["default_row_commit_version"]) for p, a in adds.items()}
     assert stable_ids(uri, key_columns=("id",)) == ids and high_water_mark(uri) == mark
     assert_stats_match_files(table)
+
+
+def test_a_missing_file_is_named_and_nothing_is_committed(spark, tmp_path):
+    uri = str(tmp_path / "t")
+    table = make_table(uri, appends=1, rows=20)
+    gone = sorted(table.snapshot().file_paths)[0]
+    strip_stats(uri)
+    os.remove(os.path.join(uri, url_decode_path(gone)))
+    version, before = table.latest_version(), listing(uri)
+    with pytest.raises(MissingDataFileError, match="FSCK REPAIR TABLE") as err:
+        analyze(table, spark)
+    assert url_decode_path(gone) in str(err.value)
+    assert table.latest_version() == version and listing(uri) == before
