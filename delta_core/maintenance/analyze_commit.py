@@ -52,7 +52,7 @@ class StatsCommit:
 
     version: int | None
     files: int  # adds committed with new stats
-    dropped: int  # analyzed files that changed meanwhile and were left out
+    dropped: int  # analyzed files found changed meanwhile (left out, or the batch was abandoned anyway)
     attempts: int
     reason: str | None = None  # why nothing was committed
 
@@ -86,10 +86,10 @@ def commit_stats(
             result = txn.commit()
         except (MetadataChangedError, ProtocolChangedError) as exc:
             log.info("table=%s attempt=%d stats batch abandoned: %s", table.uri, attempts, exc.kind)
-            return StatsCommit(None, 0, len(old), attempts, exc.kind)
+            return StatsCommit(None, 0, dropped, attempts, exc.kind)
         except CommitConflictError as exc:
             if attempts > max_conflict_retries:
-                return StatsCommit(None, 0, len(old), attempts, f"{exc.kind} after {attempts} attempts")
+                return StatsCommit(None, 0, dropped, attempts, f"{exc.kind} after {attempts} attempts")
             log.info("table=%s attempt=%d conflict (%s); re-reading and retrying with the unchanged files",
                      table.uri, attempts, exc.kind)
             current = table.snapshot()

@@ -17,7 +17,7 @@ from delta_core.maintenance.stats_coverage import required_stats_columns, snapsh
 from delta_core.maintenance.stats_recompute import files_stats_json
 from delta_core.model.actions import Add
 from delta_core.write.rewrite_proof import verify_restats
-from delta_core.write.table_writes import delete_files
+from delta_core.write.table_writes import delete_files, set_properties
 from tests.maintenance.conftest import commit_lines, make_table
 
 T0 = 1_700_000_000_000
@@ -204,3 +204,17 @@ def test_commit_leaves_out_a_file_deleted_meanwhile(tmp_path):
     lines = commit_lines(table, outcome.version)
     assert sorted(line["add"]["path"] for line in lines if "add" in line) == sorted(a.path for a in adds if a.path != gone)
     assert not any("remove" in line for line in lines)
+
+
+def test_commit_is_abandoned_when_the_metadata_changed_meanwhile(tmp_path):
+    # The columns the stats must cover may have changed: nothing is committed.
+    table = make_table(str(tmp_path / "t"), appends=1, rows=10)
+    snapshot = table.snapshot()
+    adds = sorted(snapshot.add_actions(), key=lambda a: a.path)
+    new = [Add(a.path, a.partition_values, a.size, a.modification_time, False, a.stats) for a in adds]
+    changed = set_properties(table, {"delta.dataSkippingNumIndexedCols": "1"}).version
+
+    outcome = commit_stats(table, snapshot, adds, new, parameters=plan_analyze(snapshot).operation_parameters())
+
+    assert (outcome.version, outcome.files, outcome.dropped, outcome.reason) == (None, 0, 0, "metadata_changed")
+    assert table.latest_version() == changed
