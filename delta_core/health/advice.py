@@ -6,7 +6,7 @@ one small file has nothing to compact (the compaction plan drops single-file bin
 checkpoint needs no other, a single file cannot be clustered better.
 
 Gains, each in its own unit: compact — files fewer after the rewrite; purge — deleted rows
-dropped; zorder/cluster — rise of the point-query skip ratio towards what a perfectly clustered
+dropped; analyze — files whose stats it completes; zorder/cluster — rise of the point-query skip ratio towards what a perfectly clustered
 layout of the same number of files reaches (``1 - n ** (-1 / k)`` for ``n`` files on ``k``
 columns: each column splits into ``n ** (1/k)`` slabs); checkpoint — commits a reader no longer
 replays; vacuum — bytes of expired tombstones; cleanup-log — log files deletable; manifest —
@@ -24,10 +24,11 @@ from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT, 
 from delta_core.model.sizes import format_size
 from delta_core.write.checkpoint_cadence import checkpoint_due
 
-# Operations whose registry entries live on other branches (purge, liquid clustering); the
-# recommendation names them as the issue does.
+# Operations whose registry entries live on other branches (purge, liquid clustering, analyze);
+# the recommendation names them as the issue does.
 PURGE = "purge"
 CLUSTER = "cluster"
+ANALYZE = "analyze"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,13 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
             PURGE, f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted "
                    f"by deletion vectors in {m.files_with_deletion_vectors} files, above "
                    f"{policy.purge_deleted_rows_ratio:.1%}", float(m.deleted_rows), "rows"))
+    uncovered = m.num_files - m.stats_covered_files
+    if uncovered > 0 and m.stats_coverage < policy.stats_coverage_floor:
+        out.append(Recommendation(
+            ANALYZE, f"{uncovered} of {m.num_files} files ({1 - m.stats_coverage:.0%}) lack stats for some of the "
+                     f"columns the table indexes ({', '.join(m.stats_columns) or 'numRecords only'}), so queries "
+                     f"cannot skip them; coverage {m.stats_coverage:.0%} is under {policy.stats_coverage_floor:.0%}",
+            float(uncovered), "files"))
     if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor:
         rise = round(ideal_skip_ratio(m.num_files, len(m.columns)) - m.skip_ratio, 4)
         if rise > 0:

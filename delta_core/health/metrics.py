@@ -3,8 +3,9 @@
 
 Everything is computed from the snapshot's columnar file state: sizes, ``numRecords``, deletion
 vector cardinalities, tombstones, the log segment's commit files (sizes from the listing that
-built it) and the compaction plan (``maintenance.compaction_plan``: what a compaction would
-pick, counted by ``compaction_estimate``). No data file is read or listed. Two figures need more and are only computed when asked:
+built it), the compaction plan (``maintenance.compaction_plan``: what a compaction would
+pick, counted by ``compaction_estimate``) and the stats each file logs (``maintenance.stats_coverage``:
+whether they cover the columns the table indexes). No data file is read or listed. Two figures need more and are only computed when asked:
 manifest staleness (one read of the manifest state file) and the log files a log cleanup would
 delete (a listing of ``_delta_log`` from its start).
 """
@@ -23,6 +24,7 @@ import pyarrow.compute as pc
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
+from delta_core.maintenance.stats_coverage import snapshot_coverage
 from delta_core.model.arrow_values import int_array, int_scalar, numbers_of
 from delta_core.write.checkpoint_cadence import versions_since_checkpoint
 
@@ -65,6 +67,9 @@ class HealthMetrics:
     deleted_rows_ratio: float
     files_without_stats: int
     files_without_stats_ratio: float
+    stats_columns: tuple[str, ...]  # the columns every file's stats should cover (the table's indexed leaves)
+    stats_covered_files: int  # live files whose stats cover them (``maintenance.stats_coverage``)
+    stats_coverage: float  # their share (1.0 without files)
     checkpoint_version: int | None
     checkpoint_interval: int
     versions_since_checkpoint: int
@@ -142,6 +147,7 @@ def compute_metrics(
 
     skip, depth = column_quality(snapshot, columns)
     missing_stats = int(records.null_count)
+    coverage = snapshot_coverage(snapshot)
     return HealthMetrics(
         version=snapshot.version,
         num_files=n,
@@ -160,6 +166,9 @@ def compute_metrics(
         deleted_rows_ratio=_ratio(deleted, total_records),
         files_without_stats=missing_stats,
         files_without_stats_ratio=_ratio(missing_stats, n),
+        stats_columns=tuple(c.name for c in coverage.columns),
+        stats_covered_files=coverage.num_covered,
+        stats_coverage=coverage.ratio,
         checkpoint_version=segment.checkpoint_version,
         checkpoint_interval=interval,
         versions_since_checkpoint=versions_since_checkpoint(segment.version, segment.checkpoint_version),

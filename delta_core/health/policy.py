@@ -29,12 +29,15 @@ class HealthPolicy:
     compact_min_small_files: int = 100  # ... or when more files than this are small
     purge_deleted_rows_ratio: float = 0.05  # purge above this share of deleted rows
     skip_ratio_floor: float = 0.5  # recluster (zorder/cluster) when the skip ratio is below this
+    # analyze when a smaller share of live files has stats covering the table's stats columns
+    stats_coverage_floor: float = 0.9
     checkpoint_interval: int | None = None  # None: delta.checkpointInterval (default 10)
     vacuum_min_reclaimable_bytes: int = 1  # vacuum when at least this many bytes are reclaimable
     optimize_lookback: int = DEFAULT_OPTIMIZE_LOOKBACK
 
     def __post_init__(self) -> None:
-        for name in ("compact_small_file_ratio", "purge_deleted_rows_ratio", "skip_ratio_floor"):
+        for name in ("compact_small_file_ratio", "purge_deleted_rows_ratio", "skip_ratio_floor",
+                     "stats_coverage_floor"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"health policy {name} must be between 0 and 1, got {value}")

@@ -2,7 +2,8 @@
 its own 0–1 score), so a reader sees why a table scores what it does.
 
 Parts scale against the table's policy: a ratio at its policy threshold scores 0.5 and twice
-the threshold scores 0, so "needs maintenance" sits in the same place for score and advice.
+the threshold scores 0, so "needs maintenance" sits in the same place for score and advice; a
+share with a floor (skip ratio, stats coverage) scores its fraction of the floor.
 Parts whose figure was not computed (no clustering columns, manifests not asked) are left out
 rather than scored as perfect.
 """
@@ -20,7 +21,7 @@ WEIGHTS = {
     "checkpoint": 15.0,
     "skipping": 15.0,
     "tombstones": 10.0,
-    "stats": 10.0,
+    "stats_coverage": 10.0,
     "manifest": 5.0,
 }
 
@@ -66,8 +67,10 @@ def score_parts(metrics: HealthMetrics, policy: HealthPolicy) -> tuple[ScorePart
     held = m.reclaimable_bytes + m.total_bytes
     parts.append(ScorePart("tombstones", WEIGHTS["tombstones"], m.reclaimable_bytes,
                            _clamp(1.0 - m.reclaimable_bytes / held) if held else 1.0))
-    parts.append(ScorePart("stats", WEIGHTS["stats"], m.files_without_stats_ratio,
-                           _clamp(1.0 - m.files_without_stats_ratio)))
+    # A file without stats covers nothing, so this part also counts the files lacking numRecords.
+    coverage_floor = policy.stats_coverage_floor
+    parts.append(ScorePart("stats_coverage", WEIGHTS["stats_coverage"], m.stats_coverage,
+                           _clamp(m.stats_coverage / coverage_floor) if coverage_floor > 0 else 1.0))
     if m.manifest_versions_behind is not None:
         parts.append(ScorePart("manifest", WEIGHTS["manifest"], m.manifest_versions_behind,
                                1.0 if m.manifest_versions_behind == 0 else 0.0))

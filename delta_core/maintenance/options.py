@@ -171,3 +171,14 @@ class RestoreOptions:
     timestamp: str | None = option(
         None, kind=Kind.TEXT, in_policy=False,
         help="restore the latest version committed at or before this ISO-8601 time (naive: UTC)")
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzeOptions:
+    """``analyze``: ANALYZE TABLE ... COMPUTE DELTA STATISTICS (``...spark.analyze.analyze``):
+    recompute the stats of live files whose stats do not cover the table's stats columns."""
+
+    where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
+    full: bool = option(False, kind=Kind.FLAG,
+                        help="recompute every selected file's stats, covered or not, as Delta Spark's recompute "
+                             "does (e.g. to tighten wide bounds left by deletion vectors)")

@@ -19,3 +19,4 @@ SET_TBLPROPERTIES = "SET TBLPROPERTIES"  # metadata (and protocol) changes from 
 CLUSTER_BY = "CLUSTER BY"  # ALTER TABLE ... CLUSTER BY: the delta.clustering domain (and protocol)
 REORG = "REORG"  # purge (REORG TABLE ... APPLY (PURGE)): rewrites files with DVs or dropped columns
 RESTORE = "RESTORE"  # RESTORE TABLE ... TO VERSION/TIMESTAMP AS OF: one dataChange=true commit
+COMPUTE_STATS = "COMPUTE STATS"  # ANALYZE TABLE ... COMPUTE DELTA STATISTICS: the same files re-added with new stats

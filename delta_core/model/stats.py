@@ -29,7 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
-from delta_core.model.arrow_values import false_array, float_scalar, string_scalar
+from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, string_scalar
 from delta_core.model.schema import DataType, PrimitiveType, StructType, primitive_to_arrow
 
 NUM_RECORDS = "num_records"
@@ -248,17 +248,20 @@ def _empty_result(cols: list[StatsColumn], n: int) -> dict[str, pa.Array]:
 
 def _lines_blob(texts: pa.Array) -> pa.Buffer:
     """The strings as one newline-delimited buffer, without a Python object per row."""
-    lines = pc.binary_join_element_wise(texts, pa.scalar(""), pa.scalar("\n"))
+    lines = pc.binary_join_element_wise(texts, string_scalar(""), string_scalar("\n"))
     offsets = lines.buffers()[1]
-    first, last = pa.Array.from_buffers(pa.int32(), len(lines) + 1, [None, offsets],
-                                        offset=lines.offset).to_numpy(zero_copy_only=False)[[0, -1]]
+    first, last = numbers_of(pa.Array.from_buffers(pa.int32(), len(lines) + 1, [None, offsets],
+                                                   offset=lines.offset))[[0, -1]]
     return lines.buffers()[2].slice(int(first), int(last - first))
 
 
 def _parse_chunk_fast(texts: pa.Array, cols: list[StatsColumn], schema: pa.Schema) -> dict[str, pa.Array]:
     n = len(texts)
     # One object per line; a null/empty stats string must still occupy its row.
-    filled = pc.if_else(pc.equal(pc.utf8_length(pc.fill_null(texts, "")), 0), "{}", pc.fill_null(texts, "{}"))
+    # Scalars built from buffers: pyarrow's conversion of Python values imports pandas (health must not).
+    empty = string_scalar("{}")
+    filled = pc.if_else(pc.equal(pc.utf8_length(pc.fill_null(texts, string_scalar(""))), int_scalar(0, pa.int32())),
+                        empty, pc.fill_null(texts, empty))
     blob = _lines_blob(filled) if n else b""
     table = pa_json.read_json(
         pa.BufferReader(blob),

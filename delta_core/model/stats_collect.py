@@ -282,6 +282,12 @@ class StatsCollector:
         self._leaves = {p: _Leaf(_eligible_for_min_max(_value_type(t))) for p, t in _leaf_types(schema)
                         if p in wanted}
 
+    @property
+    def indexed_paths(self) -> tuple[tuple[str, ...], ...]:
+        """The leaf column paths (names as in ``schema``) this collector keeps stats for, in
+        schema order."""
+        return tuple(self._leaves)
+
     def update(self, data: pa.Table | pa.RecordBatch) -> None:
         if isinstance(data, pa.RecordBatch):
             data = pa.Table.from_batches([data])

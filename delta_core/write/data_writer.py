@@ -136,8 +136,9 @@ def _conform(
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
-def _to_physical(data: pa.Table, physical: pa.Schema) -> pa.Table:
-    """Rename (nested) columns to physical names; buffers are reused, not copied."""
+def to_physical(data: pa.Table, physical: pa.Schema) -> pa.Table:
+    """Rename (nested) columns of ``data`` to the names of ``physical`` (the same columns in the same
+    order, e.g. from ``schema_to_arrow(..., physical=True)``); buffers are reused, not copied."""
     if physical.names == data.column_names and all(
         p.type == c.type for p, c in zip(physical, data.columns)
     ):
@@ -232,9 +233,7 @@ class DataFileWriter:
         self._stored = StructType(tuple(f for f in self._schema.fields if f.name not in parts))
         # void columns are never materialised in data files (nor in their stats)
         self._physical = schema_to_arrow(without_void(self._stored), physical=True)
-        props = TableProperties(metadata.configuration)
-        self._stats = StatsCollector(self._physical, num_indexed_cols=props.num_indexed_cols,
-                                     stats_columns=_physical_stats_columns(self._schema, props))
+        self._stats = file_stats_collector(metadata)
         hidden = materialized_fields(metadata) if row_tracking_columns else ()
         if hidden:
             # Row tracking's materialized columns are stored but hidden (not in the schema): the
@@ -259,7 +258,7 @@ class DataFileWriter:
             data = pa.Table.from_batches([data])
         conformed = _conform(data, self._schema, self._logical, self._partition_columns,
                              keep_partition_columns=False)
-        self._stream.write(_to_physical(drop_void(conformed, self._stored), self._physical))
+        self._stream.write(to_physical(drop_void(conformed, self._stored), self._physical))
 
     def close(self) -> Add:
         size = self._stream.close()
@@ -336,6 +335,18 @@ def write_parquet(storage: Storage, key: str, data: pa.Table) -> int:
     except BaseException:
         stream.abort()
         raise
+
+
+def file_stats_collector(metadata: Metadata) -> StatsCollector:
+    """A fresh ``StatsCollector`` for one data file of the table, as our writer keeps stats: over
+    the stored columns (no partition or void column) by physical name, for the leaves
+    ``delta.dataSkippingStatsColumns`` or ``delta.dataSkippingNumIndexedCols`` select."""
+    schema = table_schema(metadata)
+    parts = set(metadata.partition_columns)
+    stored = StructType(tuple(f for f in schema.fields if f.name not in parts))
+    props = TableProperties(metadata.configuration)
+    return StatsCollector(schema_to_arrow(without_void(stored), physical=True), num_indexed_cols=props.num_indexed_cols,
+                          stats_columns=_physical_stats_columns(schema, props))
 
 
 def _physical_stats_columns(schema: StructType, props: TableProperties) -> list[str] | None:

@@ -4,7 +4,8 @@ Provenance Information").
 The protocol leaves ``commitInfo`` free-form; history tools read the keys Delta Spark writes,
 so each record maps its fields to exactly those names in ``to_commit_info()`` (Delta Spark's
 ``DeltaOperations.CreateTable`` / ``Write`` / ``Delete`` / ``SetTableProperties`` / ``Optimize`` /
-``Reorg`` / ``Restore`` / ``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is the order we have
+``Reorg`` / ``Restore`` / ``ComputeStats`` / ``VacuumStart`` / ``VacuumEnd`` and their metric names). The key order is
+the order we have
 always written. ``commit_info.build_commit_info`` turns values into
 strings; nothing here does IO.
 """
@@ -18,6 +19,7 @@ from typing import Any
 
 __all__ = [
     "ClusterByParameters",
+    "ComputeStatsParameters",
     "CreateTableParameters",
     "DeleteMetrics",
     "DeleteParameters",
@@ -159,6 +161,18 @@ class ReorgParameters:
     def to_commit_info(self) -> dict[str, Any]:
         return {"predicate": json.dumps([self.predicate] if self.predicate else []),
                 "applyPurge": self.apply_purge}
+
+
+@dataclass(frozen=True, slots=True)
+class ComputeStatsParameters:
+    """``COMPUTE STATS`` parameters (Delta Spark's ``DeltaOperations.ComputeStats``, written by
+    ``StatisticsCollection.recompute``): the partition ``predicate`` as a JSON list of SQL texts,
+    ``["true"]`` for the whole table (Delta Spark's default predicate). It has no metrics."""
+
+    predicate: str | None
+
+    def to_commit_info(self) -> dict[str, Any]:
+        return {"predicate": json.dumps([self.predicate or "true"])}
 
 
 @dataclass(frozen=True, slots=True)

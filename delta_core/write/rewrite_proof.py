@@ -28,7 +28,15 @@ not at all; an untruncated one is the exact value and is compared as is. Timesta
 compared at millisecond precision (stats are floored to milliseconds), floats within float32
 precision (a widened float column's stats may spell float32 values).
 
-A mismatch raises ``RewriteVerificationError`` naming the column and the file. Pure: no IO.
+A mismatch raises ``RewriteVerificationError`` naming the column and the file.
+
+``verify_restats`` is the same proof for a commit that re-adds files in place with new stats
+(``COMPUTE STATS``, from ``analyze``): nothing is rewritten, so each new ``add`` must be its old
+one — same path, deletion vector, partition values, size, tags, row ids — with only ``stats`` (and
+``dataChange=false``) changed, and the rows must be the same: where the old stats had a
+``numRecords``, the new one equals it (both count the file's physical rows, deleted ones
+included). The new stats are otherwise the truth: old bounds and null counts are not compared,
+since replacing wrong or wide ones is what a recomputation is for. Pure: no IO.
 """
 
 from __future__ import annotations
@@ -37,13 +45,14 @@ import datetime as dt
 import json
 import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import RewriteVerificationError
+from delta_core.log.file_actions import num_records_from_stats
 from delta_core.model.actions import Add, Metadata
 from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, NULL_COUNT_PREFIX, NUM_RECORDS, parse_stats, stats_columns
 from delta_core.model.stats_collect import STRING_PREFIX_LENGTH, split_column_name
@@ -280,3 +289,29 @@ def _above(out_max: Any, in_max: Any) -> bool:
     if isinstance(out_max, float) and isinstance(in_max, float):
         return out_max > in_max and not _close(out_max, in_max)
     return bool(out_max > in_max)
+
+
+def verify_restats(old: Sequence[Add], new: Sequence[Add], *, table: str | None = None,
+                   version: int | None = None) -> None:
+    """Raise ``RewriteVerificationError`` unless each of ``new`` re-adds the file of the ``old``
+    add at its position, changing only its stats, with the same ``numRecords`` where the old
+    stats had one (module doc)."""
+
+    def fail(message: str, file: str) -> RewriteVerificationError:
+        return RewriteVerificationError(
+            f"the stats update would change the table: {message}. Nothing was committed; this is a bug in "
+            "the stats computation or the file was replaced in storage outside the Delta log - report it "
+            "with the table", column=None, file=file, path=table, version=version)
+
+    if len(old) != len(new):
+        raise fail(f"{len(new)} updated file(s) for {len(old)} analyzed", file="")
+    for before, after in zip(old, new):
+        if replace(after, stats=before.stats, data_change=before.data_change) != before:
+            raise fail(f"{after.path} differs from the live file in more than its stats", file=after.path)
+        if after.data_change:
+            raise fail(f"{after.path} is re-added with dataChange=true", file=after.path)
+    counts_before = num_records_from_stats(pa.array([a.stats for a in old], pa.string())).to_pylist()
+    counts_after = num_records_from_stats(pa.array([a.stats for a in new], pa.string())).to_pylist()
+    for a, n_before, n_after in zip(new, counts_before, counts_after):
+        if n_after is None or (n_before is not None and n_before != n_after):
+            raise fail(f"{a.path} held {n_before} rows by its stats, but {n_after} were counted now", file=a.path)

@@ -18,6 +18,7 @@ import pytest
 from delta_core.errors import UnsupportedProtocolError, UnsupportedWriterFeatureError
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.manifest import generate_manifests
+from delta_core.maintenance.spark.analyze import analyze
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.vacuum import vacuum
 from delta_core.maintenance.spark.zorder import zorder
@@ -65,6 +66,7 @@ WRITES = {
     "vacuum": lambda t: vacuum(t, retention_hours=0, force=True),
     "compact": lambda t: compact(t, None, min_file_size=1 << 30),
     "zorder": lambda t: zorder(t, None, ["a"]),
+    "analyze": lambda t: analyze(t, None, full=True),
     "append": lambda t: append(t, pa.table({"a": [99], "b": ["z"]})),
 }
 

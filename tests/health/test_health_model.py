@@ -85,9 +85,11 @@ def test_deleted_rows_ratio_from_deletion_vector_cardinalities(tmp_path):
     assert (m.files_without_stats, m.files_without_stats_ratio) == (1, round(1 / 3, 6))
     purge = _ops(report)["purge"]
     assert (purge.estimated_gain, purge.unit) == (30.0, "rows")
-    # At 0.15 = 3x the 0.05 threshold the part scores 0; stats cover 2 of 3 files.
+    # At 0.15 = 3x the 0.05 threshold the part scores 0. Two of the three files have stats, but
+    # only for x: none covers p, which the (unpartitioned) table indexes too.
     parts = {p.name: p for p in report.parts}
-    assert parts["deleted_rows"].score == 0.0 and parts["stats"].score == round(2 / 3, 4)
+    assert parts["deleted_rows"].score == 0.0
+    assert (parts["stats_coverage"].value, parts["stats_coverage"].score) == (0.0, 0.0)
 
 
 def test_deleted_rows_at_the_threshold_ask_for_no_purge(tmp_path):
@@ -268,7 +270,8 @@ def test_score_is_the_weighted_mean_of_named_parts(tmp_path):
     write_checkpoint(table)
     healthy = table_health(table)
     assert healthy.score == 100 and healthy.recommendations == ()
-    assert [p.name for p in healthy.parts] == ["file_sizes", "deleted_rows", "checkpoint", "tombstones", "stats"]
+    assert [p.name for p in healthy.parts] == ["file_sizes", "deleted_rows", "checkpoint", "tombstones",
+                                                "stats_coverage"]
 
     # Two more small files in the one partition: 3 of 3 compactable, 2 commits since checkpoint.
     append(table, pa.table({"x": [4]}))
@@ -299,7 +302,7 @@ def test_unknown_or_partition_column_is_refused_and_nothing_written(tmp_path):
 
 
 @pytest.mark.parametrize("kwargs", [{"compact_small_file_ratio": 1.5}, {"target_file_size": 0},
-                                    {"optimize_lookback": -1}])
+                                    {"optimize_lookback": -1}, {"stats_coverage_floor": -0.1}])
 def test_bad_policy_is_a_config_error(kwargs):
     with pytest.raises(ConfigError, match="health policy"):
         HealthPolicy(**kwargs)
