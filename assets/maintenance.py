@@ -47,6 +47,7 @@ from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
 from delta_core.maintenance.operations import (
+    ANALYZE,
     CHECKPOINT,
     CLUSTER,
     COMPACT,
@@ -110,6 +111,10 @@ class PurgeConfig(config_class(PURGE)):  # type: ignore[misc]
 
 
 class RestoreConfig(config_class(RESTORE)):  # type: ignore[misc]
+    pass
+
+
+class AnalyzeConfig(config_class(ANALYZE)):  # type: ignore[misc]
     pass
 
 
@@ -311,6 +316,7 @@ ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinit
     COMPACT_LOG.name: _compact_log,
     PURGE.name: _operation_asset(PURGE, PurgeConfig),
     RESTORE.name: _operation_asset(RESTORE, RestoreConfig),
+    ANALYZE.name: _operation_asset(ANALYZE, AnalyzeConfig),
 }
 
 

@@ -54,6 +54,7 @@ from resources.config_records import (
     DEFAULT_VACUUM_CRON,
     DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
     AdvisorPolicy,
+    AnalyzePolicy,
     CheckpointPolicy,
     ClusterPolicy,
     CompactLogPolicy,
@@ -196,13 +197,13 @@ else:
 _SCHEDULING: dict[str, tuple[str | None, bool]] = {
     "compact": (DEFAULT_COMPACT_CRON, True), "zorder": (None, False), "vacuum": (DEFAULT_VACUUM_CRON, True),
     "checkpoint": (None, True), "manifest": (None, False), "cluster": (None, False),
-    "compact_log": (None, False), "purge": (None, False), "restore": (None, False),
+    "compact_log": (None, False), "purge": (None, False), "restore": (None, False), "analyze": (None, False),
 }
-_SCHEDULED = frozenset({"compact", "zorder", "vacuum", "cluster", "purge"})  # a cron key and a schedule
+_SCHEDULED = frozenset({"compact", "zorder", "vacuum", "cluster", "purge", "analyze"})  # a cron key and a schedule
 _POLICY_TYPES: dict[str, type] = {
     "compact": CompactPolicy, "zorder": ZOrderPolicy, "vacuum": VacuumPolicy, "checkpoint": CheckpointPolicy,
     "manifest": ManifestPolicy, "cluster": ClusterPolicy, "compact_log": CompactLogPolicy, "purge": PurgePolicy,
-    "restore": RestorePolicy,
+    "restore": RestorePolicy, "analyze": AnalyzePolicy,
 }
 _JSON_INPUT: dict[Kind, Any] = {
     Kind.SIZE: int | str, Kind.RATIO: float, Kind.HOURS: float | str, Kind.PREDICATE: str,
@@ -321,6 +322,9 @@ class AdvisorSection(_Model):
                                                 "configured columns is below this.")
     vacuum_min_reclaimable_bytes: Size = Field(default=_HEALTH_DEFAULTS.vacuum_min_reclaimable_bytes,
                                                description="Vacuum when at least this much is reclaimable.")
+    stats_coverage_floor: Ratio = Field(default=_HEALTH_DEFAULTS.stats_coverage_floor,
+                                        description="Analyze when fewer than this share of files have stats "
+                                                    "covering the indexed columns.")
     vacuum_min_interval_hours: Hours = Field(default=DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
                                              description="Vacuum at most this often (default daily).")
 

@@ -15,6 +15,7 @@ from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.operations import OPERATIONS, operation
 from delta_core.maintenance.options import (
+    AnalyzeOptions,
     CheckpointOptions,
     ClusterOptions,
     CompactLogOptions,
@@ -110,6 +111,13 @@ class PurgePolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class AnalyzePolicy:
+    enabled: bool = False
+    cron: str | None = None  # no schedule unless given
+    options: AnalyzeOptions = AnalyzeOptions()
+
+
+@dataclass(frozen=True, slots=True)
 class RestorePolicy:
     enabled: bool = False  # a <table>_restore job, launched by hand with a version or timestamp
     options: RestoreOptions = RestoreOptions()
@@ -159,7 +167,7 @@ class AdvisorPolicy:
 
 
 Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy | \
-    CompactLogPolicy | PurgePolicy | RestorePolicy
+    CompactLogPolicy | PurgePolicy | RestorePolicy | AnalyzePolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,6 +187,7 @@ class TableConfig:
     compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
     purge: PurgePolicy = field(default_factory=PurgePolicy)
     restore: RestorePolicy = field(default_factory=RestorePolicy)
+    analyze: AnalyzePolicy = field(default_factory=AnalyzePolicy)
     advisor: AdvisorPolicy = field(default_factory=AdvisorPolicy)
 
     def policy(self, name: str) -> Policy | None:

@@ -16,7 +16,7 @@ DEFAULT_OPTIMIZE_LOOKBACK = 100  # commits searched, newest first, for the last 
 # The thresholds a table's tables.yaml ``advisor`` section sets (the rest of its policy comes from
 # its compact and checkpoint sections: ``table_health_policy``).
 ADVISOR_THRESHOLDS = ("compact_small_file_ratio", "compact_min_small_files", "purge_deleted_rows_ratio",
-                      "skip_ratio_floor", "vacuum_min_reclaimable_bytes")
+                      "skip_ratio_floor", "vacuum_min_reclaimable_bytes", "stats_coverage_floor")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from delta_core.maintenance.options import (
+    AnalyzeOptions,
     CheckpointOptions,
     CleanupLogOptions,
     ClusterOptions,
@@ -37,7 +38,7 @@ from delta_core.maintenance.options import (
     VacuumOptions,
     ZOrderOptions,
 )
-from delta_core.model.delta_operations import CLUSTER_BY, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
+from delta_core.model.delta_operations import CLUSTER_BY, COMPUTE_STATS, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
 from delta_core.model.delta_operations import RESTORE as RESTORE_OPERATION
 
 if TYPE_CHECKING:
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 
 OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
     type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
-    type[CompactLogOptions] | type[PurgeOptions] | type[RestoreOptions]
+    type[CompactLogOptions] | type[PurgeOptions] | type[RestoreOptions] | type[AnalyzeOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,6 +183,18 @@ PURGE = Operation(
     cli_spark="always",
 )
 
+ANALYZE = Operation(
+    name="analyze", cli_command="analyze", policy_key="analyze", options_type=AnalyzeOptions,
+    metrics_type_path="delta_core.maintenance.spark.analyze:AnalyzeMetrics",
+    delta_operations=(COMPUTE_STATS,),
+    summary="compute missing file statistics (ANALYZE TABLE ... COMPUTE DELTA STATISTICS)",
+    description="Recompute the stats of live files whose stats do not cover the columns the table indexes and "
+                "re-add those files with the new stats (dataChange=false); --full: every selected file.",
+    uses_spark=True,
+    title="Analyze",
+    cli_spark="always",
+)
+
 RESTORE = Operation(
     name="restore", cli_command="restore", policy_key="restore", options_type=RestoreOptions,
     metrics_type_path="delta_core.maintenance.restore:RestoreMetrics",
@@ -194,8 +207,9 @@ RESTORE = Operation(
 )
 
 # The operations of a full maintenance run, in its order (restore is a one-off, launched by hand).
-OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, VACUUM, CHECKPOINT, CLEANUP_LOG, MANIFEST,
-                                     COMPACT_LOG)
+# Analyze follows the rewrites (their new files have stats already) and precedes vacuum.
+OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, ANALYZE, VACUUM, CHECKPOINT, CLEANUP_LOG,
+                                     MANIFEST, COMPACT_LOG)
 REGISTRY: tuple[Operation, ...] = (*OPERATIONS, RESTORE)  # every entry
 BY_NAME: dict[str, Operation] = {op.name: op for op in REGISTRY}
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.options import (
+    AnalyzeOptions,
     CheckpointOptions,
     CleanupLogOptions,
     ClusterOptions,
@@ -135,3 +136,9 @@ def run_restore(table: DeltaTable, options: RestoreOptions, spark: SparkFactory 
     from delta_core.maintenance.restore import restore
 
     return restore(table, version=options.version, timestamp=options.timestamp)
+
+
+def run_analyze(table: DeltaTable, options: AnalyzeOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.spark.analyze import analyze
+
+    return analyze(table, _needs(spark), **asdict(options))

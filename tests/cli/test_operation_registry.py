@@ -28,7 +28,7 @@ def test_every_entry_is_a_cli_command_with_its_help():
 
 
 def test_one_name_per_operation():
-    assert [op.name for op in OPERATIONS] == ["compact", "zorder", "cluster", "purge", "vacuum", "checkpoint",
+    assert [op.name for op in OPERATIONS] == ["compact", "zorder", "cluster", "purge", "analyze", "vacuum", "checkpoint",
                                               "cleanup_log", "manifest", "compact_log"]
     for op in OPERATIONS:
         assert op.cli_command == op.name.replace("_", "-")
