@@ -52,6 +52,7 @@ WASTE_TARGET = 0.10
 FIRST_KILL_HORIZON = 20.0  # seconds into a run a kill may land, until runs have been timed
 END_GRACE = 300.0  # seconds a run still going at the end may take before it is killed
 WRITER_JOIN_SECONDS = 60.0
+LOG_TAIL_LINES = 15
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,7 @@ class RunRecord:
     killed: bool
     exit_code: int
     result: dict[str, Any] | None  # soak_run's summary; None if it wrote none
+    log_tail: str = ""  # the end of its output, kept when it ended without a summary and unkilled
 
     @property
     def failures(self) -> list[dict[str, Any]]:
@@ -199,9 +201,11 @@ class MaintenanceLoop:
                 work_began = now
             late = now > deadline + END_GRACE
             if late or (kill_after is not None and work_began is not None and now - work_began >= kill_after):
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                killed = True
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:  # the whole group ended on its own meanwhile
+                    continue
+                killed = proc.wait() == -signal.SIGKILL  # not if it had just ended by itself
                 break
             time.sleep(0.05)
         seconds = time.monotonic() - started
@@ -209,7 +213,11 @@ class MaintenanceLoop:
             self._record_killed(run_id)
         result_path = self._runs_dir / f"{run_id}.json"
         result = None if killed or not result_path.exists() else _load_json(result_path)
-        record = RunRecord(run_id, seconds, killed, proc.returncode, result)
+        tail = ""
+        if result is None and not killed:
+            lines = (self._runs_dir / f"{run_id}.log").read_text(errors="replace").splitlines()
+            tail = "\n".join(lines[-LOG_TAIL_LINES:])
+        record = RunRecord(run_id, seconds, killed, proc.returncode, result, tail)
         self.records.append(record)
         return record
 
@@ -374,6 +382,8 @@ def print_report(result: SoakResult) -> None:
     for r in result.crashed:
         for f in r.failures or [{"step": "-", "classes": [f"exit {r.exit_code}"], "message": "no result written"}]:
             print(f"  CRASHED run {r.run_id[:8]}: {f['step']}: {' <- '.join(f['classes'])}: {f['message'][:400]}")
+        if r.log_tail:
+            print("    " + r.log_tail.replace("\n", "\n    "))
     if log is None:
         return
     print("maintenance commits: " + (", ".join(f"{op} {n}" for op, n in sorted(log.maintenance_commits.items()))
@@ -385,7 +395,8 @@ def print_report(result: SoakResult) -> None:
           + (f", unattributed {_mb(log.unattributed_bytes)}" if log.unattributed_bytes else "")
           + (f"; {result.files_missed} files not witnessed" if result.files_missed else ""))
     print(f"worst commits-behind: {log.worst_behind} commits landed between the version a maintenance commit "
-          f"read and its own ({log.worst_behind_operation or '-'})")
+          f"read and its own ({log.worst_behind_operation or '-'}); longest stretch without a maintenance rewrite "
+          f"(OPTIMIZE, REORG): {log.longest_unrewritten} commits")
 
 
 _FLAGS = {  # option: help; each flag's default is SoakOptions'

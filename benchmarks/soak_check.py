@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from benchmarks.soak_files import CommitFiles
+from delta_core.model.delta_operations import OPTIMIZE, REORG
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +72,7 @@ class LogFigures:
     rewritten_bytes: int  # data files added by maintenance commits
     worst_behind: int  # commits between the version a maintenance commit read and its own
     worst_behind_operation: str
+    longest_unrewritten: int  # most commits in a row with no maintenance rewrite (OPTIMIZE, REORG)
     wasted_bytes: int  # files maintenance wrote that no commit references
     wasted_files: int
     writer_orphan_bytes: int  # the same for the writers (their refused commits)
@@ -95,6 +97,8 @@ def log_figures(commits: list[CommitFiles], seen: dict[str, pathlib.Path], *, en
     our_versions = {c.version for c in ours}
     behind = [(c.version - 1 - c.read_version, c.operation) for c in ours if c.read_version is not None]
     worst = max(behind, default=(0, ""))
+    rewrites = [c.version for c in ours if c.operation in (OPTIMIZE, REORG)]
+    marks = [0, *rewrites, commits[-1].version if commits else 0]
     writer_suffixes = {_suffix(k) for c in commits if c.version not in our_versions for k in c.adds}
     our_suffixes = {_suffix(k) for c in ours for k in c.adds}
     referenced = {k for c in commits for k in c.adds}
@@ -113,5 +117,6 @@ def log_figures(commits: list[CommitFiles], seen: dict[str, pathlib.Path], *, en
         writer_commits=len(commits) - len(ours),
         rewritten_bytes=sum(sum(c.adds.values()) for c in ours),
         worst_behind=worst[0], worst_behind_operation=worst[1],
+        longest_unrewritten=max(b - a for a, b in zip(marks, marks[1:])),
         wasted_bytes=orphan_bytes["maintenance"], wasted_files=orphan_files["maintenance"],
         writer_orphan_bytes=orphan_bytes["writers"], unattributed_bytes=orphan_bytes["unknown"])

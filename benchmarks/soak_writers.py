@@ -87,8 +87,10 @@ class WriterStats:
 
 
 def _sample(samples: list[str], exc: BaseException) -> None:
-    if len(samples) < MAX_SAMPLES:
-        samples.append(f"{type(exc).__name__}: {exc}"[:500])
+    """Keep the first line of a few distinct errors."""
+    text = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"[:300]
+    if len(samples) < MAX_SAMPLES and text not in samples:
+        samples.append(text)
 
 
 def _loop(name: str, settings: WriterSettings, stop: Any, interval: float,
