@@ -47,15 +47,10 @@ from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
 from delta_core.errors import DeltaError
 from delta_core.maintenance.operations import (
-    ANALYZE,
     CHECKPOINT,
-    CLUSTER,
-    COMPACT,
     COMPACT_LOG,
-    MANIFEST,
-    PURGE,
+    REGISTRY,
     RESTORE,
-    VACUUM,
     ZORDER,
     Operation,
 )
@@ -74,48 +69,17 @@ def maintenance_asset_key(table_name: str, operation: str) -> AssetKey:
 # --- config (None = the table's policy) -----------------------------------------------------
 
 
-# Each asset's Config, generated from its registry entry (a class statement so that type checkers
-# and Dagster see a named class).
-class CompactConfig(config_class(COMPACT)):  # type: ignore[misc]
-    pass
-
-
-class ZOrderConfig(config_class(ZORDER)):  # type: ignore[misc]
-    pass
-
-
-class VacuumConfig(config_class(VACUUM)):  # type: ignore[misc]
-    pass
-
-
-class CheckpointConfig(config_class(CHECKPOINT, force=(bool | None, Field(  # type: ignore[misc]
-        default=None, description="Write a checkpoint even when fewer commits than the table's checkpoint "
-                                  "interval follow the last one.")))):
-    pass
-
-
-class ManifestConfig(config_class(MANIFEST)):  # type: ignore[misc]
-    pass
-
-
-class ClusterConfig(config_class(CLUSTER)):  # type: ignore[misc]
-    pass
-
-
-class CompactLogConfig(config_class(COMPACT_LOG)):  # type: ignore[misc]
-    pass
-
-
-class PurgeConfig(config_class(PURGE)):  # type: ignore[misc]
-    pass
-
-
-class RestoreConfig(config_class(RESTORE)):  # type: ignore[misc]
-    pass
-
-
-class AnalyzeConfig(config_class(ANALYZE)):  # type: ignore[misc]
-    pass
+# Each asset's Config, generated from its registry entry (checkpoint's has its own `force`).
+CONFIGS: dict[str, type[Config]] = {
+    op.name: config_class(op, **({"force": (bool | None, Field(
+        default=None, description="Write a checkpoint even when fewer commits than the table's checkpoint interval "
+                                  "follow the last one."))} if op is CHECKPOINT else {}))
+    for op in REGISTRY if op.policy_key
+}
+# The configs of the assets that have their own factory (below), by name for their signatures.
+_ZOrderConfig: Any = CONFIGS[ZORDER.name]
+_CheckpointConfig: Any = CONFIGS[CHECKPOINT.name]
+_CompactLogConfig: Any = CONFIGS[COMPACT_LOG.name]
 
 
 # --- one factory per operation ----------------------------------------------------------------
@@ -183,7 +147,7 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         f"Cluster `{table.name}` on {', '.join(policy.options.columns)} along a "
         f"{policy.options.curve} curve so min/max statistics skip files.")))
     @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: ZOrderConfig) -> MaterializeResult:
+    def _asset(context: AssetExecutionContext, config: _ZOrderConfig) -> MaterializeResult:  # type: ignore[valid-type]
         from delta_core.maintenance.spark.zorder import zorder
 
         options = options_from_config(config, policy.options)
@@ -242,7 +206,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
     @asset(**spec)
     @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: CheckpointConfig) -> MaterializeResult:
+    def _asset(context: AssetExecutionContext, config: _CheckpointConfig) -> MaterializeResult:  # type: ignore[valid-type]
         from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
         from delta_core.write.checkpoint_write import write_checkpoint
 
@@ -281,7 +245,7 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
         f"Write a log compaction file for the commits of `{table.name}` after its newest checkpoint, "
         "so snapshots read one file instead of each commit.")))
     @_logs_typed_errors
-    def _asset(context: AssetExecutionContext, config: CompactLogConfig) -> MaterializeResult:
+    def _asset(context: AssetExecutionContext, config: _CompactLogConfig) -> MaterializeResult:  # type: ignore[valid-type]
         from delta_core.write.log_compaction import compact_log
 
         options = options_from_config(config, policy.options)
@@ -305,20 +269,16 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
 
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
-# none: the checkpoint asset runs it when its policy says cleanup_log).
-ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
-    COMPACT.name: _operation_asset(COMPACT, CompactConfig),
-    ZORDER.name: _zorder,
-    VACUUM.name: _operation_asset(VACUUM, VacuumConfig),
-    CHECKPOINT.name: _checkpoint,
-    MANIFEST.name: _operation_asset(MANIFEST, ManifestConfig),
-    CLUSTER.name: _operation_asset(CLUSTER, ClusterConfig),
-    COMPACT_LOG.name: _compact_log,
-    PURGE.name: _operation_asset(PURGE, PurgeConfig),
-    RESTORE.name: _operation_asset(RESTORE, RestoreConfig),
-    ANALYZE.name: _operation_asset(ANALYZE, AnalyzeConfig),
+# none: the checkpoint asset runs it when its policy says cleanup_log): the registry-driven one,
+# or an operation's own where its asset reports more.
+_OWN_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
+    ZORDER.name: _zorder,  # also measures the point-query skipped-file ratio on its columns
+    CHECKPOINT.name: _checkpoint,  # writes only when due (force), then log cleanup
+    COMPACT_LOG.name: _compact_log,  # a log file, not data: no file statistics
 }
-
+ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
+    op.name: _OWN_FACTORIES.get(op.name) or _operation_asset(op, CONFIGS[op.name]) for op in REGISTRY if op.policy_key
+}
 
 def build_maintenance_assets(table: TableConfig) -> list[AssetsDefinition]:
     """The table's enabled maintenance assets, chained in run order after the table asset."""

@@ -14,6 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
+from delta_core.model.sizes import format_size
+
 # Upper bounds of the file-size buckets (bytes); the last bucket is open-ended.
 SIZE_BUCKETS: tuple[tuple[str, int | None], ...] = (
     ("< 64 KiB", 64 * 1024),
@@ -60,14 +62,8 @@ class FileStats:
 
 
 def human_bytes(n: int | float | None) -> str:
-    if n is None:
-        return "-"
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{value:.1f} TiB"
+    """A size as every surface shows it (``delta_core.model.sizes.format_size``); ``-`` for none."""
+    return "-" if n is None else format_size(n)
 
 
 def size_distribution(before: FileStats, after: FileStats) -> MetadataValue:

@@ -55,20 +55,16 @@ from resources.config_records import (
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_VACUUM_CRON,
-    CheckpointPolicy,
-    CompactPolicy,
     DailySummary,
     DownstreamPolicy,
     EnvRef,
     MaintenanceConfig,
-    ManifestPolicy,
+    OperationPolicy,
     OptionValue,
     SensorPolicy,
     SparkSettings,
     TableConfig,
     TableConfigError,
-    VacuumPolicy,
-    ZOrderPolicy,
 )
 
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"
@@ -76,10 +72,9 @@ DEFAULT_CONFIG_PATH = pathlib.Path(__file__).resolve().parent.parent / "tables.y
 
 __all__ = [
     "CONFIG_ENV_VAR", "DEFAULT_COMPACT_CRON", "DEFAULT_CONFIG_PATH", "DEFAULT_MAX_COMMITS_PER_TICK",
-    "DEFAULT_SENSOR_INTERVAL_SECONDS", "DEFAULT_VACUUM_CRON", "CheckpointPolicy", "CompactPolicy",
-    "DailySummary", "DownstreamPolicy", "EnvRef", "MaintenanceConfig", "ManifestPolicy",
-    "OptionValue", "SensorPolicy", "SparkSettings", "TableConfig", "TableConfigError",
-    "VacuumPolicy", "ZOrderPolicy", "config_path", "is_valid_cron", "load_config", "parse_config",
+    "DEFAULT_SENSOR_INTERVAL_SECONDS", "DEFAULT_VACUUM_CRON", "DailySummary", "DownstreamPolicy", "EnvRef",
+    "MaintenanceConfig", "OperationPolicy", "OptionValue", "SensorPolicy", "SparkSettings", "TableConfig",
+    "TableConfigError", "config_path", "is_valid_cron", "load_config", "parse_config",
 ]
 
 

@@ -37,7 +37,7 @@ from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, HealthPolicy, table_health_policy
-from delta_core.maintenance.operations import REGISTRY, Operation, operation
+from delta_core.maintenance.operations import CHECKPOINT, REGISTRY, Operation, operation
 from delta_core.maintenance.option_fields import Kind, OptionField, parse_option, policy_fields
 from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
 from delta_core.model.sizes import parse_size
@@ -48,30 +48,19 @@ from delta_core.model.table_properties import (
 from resources.config_records import (
     DEFAULT_ADVISOR_COOLDOWN_MINUTES,
     DEFAULT_ADVISOR_INTERVAL_SECONDS,
-    DEFAULT_COMPACT_CRON,
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
-    DEFAULT_VACUUM_CRON,
     DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
     AdvisorPolicy,
-    AnalyzePolicy,
-    CheckpointPolicy,
-    ClusterPolicy,
-    CompactLogPolicy,
-    CompactPolicy,
     DailySummary,
     DownstreamPolicy,
     EnvRef,
     MaintenanceConfig,
-    ManifestPolicy,
+    OperationPolicy,
     OptionValue,
-    PurgePolicy,
-    RestorePolicy,
     SensorPolicy,
     SparkSettings,
     TableConfig,
-    VacuumPolicy,
-    ZOrderPolicy,
 )
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
@@ -192,19 +181,6 @@ else:
 # options record (``delta_core.maintenance.option_fields``), each parsed by the registry's own
 # parser, the one the command line uses: both readers accept and refuse the same values.
 
-# The code location's scheduling of each operation: its cron (None: no schedule unless given), and
-# whether a table without the section has it on.
-_SCHEDULING: dict[str, tuple[str | None, bool]] = {
-    "compact": (DEFAULT_COMPACT_CRON, True), "zorder": (None, False), "vacuum": (DEFAULT_VACUUM_CRON, True),
-    "checkpoint": (None, True), "manifest": (None, False), "cluster": (None, False),
-    "compact_log": (None, False), "purge": (None, False), "restore": (None, False), "analyze": (None, False),
-}
-_SCHEDULED = frozenset({"compact", "zorder", "vacuum", "cluster", "purge", "analyze"})  # a cron key and a schedule
-_POLICY_TYPES: dict[str, type] = {
-    "compact": CompactPolicy, "zorder": ZOrderPolicy, "vacuum": VacuumPolicy, "checkpoint": CheckpointPolicy,
-    "manifest": ManifestPolicy, "cluster": ClusterPolicy, "compact_log": CompactLogPolicy, "purge": PurgePolicy,
-    "restore": RestorePolicy, "analyze": AnalyzePolicy,
-}
 _JSON_INPUT: dict[Kind, Any] = {
     Kind.SIZE: int | str, Kind.RATIO: float, Kind.HOURS: float | str, Kind.PREDICATE: str,
     Kind.COLUMNS: list[str], Kind.FLAG: bool, Kind.COUNT: int, Kind.TEXT: str,
@@ -252,7 +228,7 @@ class _Section(_Model):
         options = op.options_type(**{f.name: getattr(self, f.policy_key) for f in policy_fields(op.options_type)
                                      if getattr(self, f.policy_key) is not None or f.default is None})
         extras = {k: getattr(self, k) for k in ("cron", "interval") if k in type(self).model_fields}
-        return _POLICY_TYPES[op.name](enabled=self.enabled, options=options, **extras)
+        return OperationPolicy(enabled=self.enabled, options=options, **extras)
 
 
 def _short_retention_needs_opt_in(cls: type, hours: float | None, info: ValidationInfo) -> float | None:
@@ -273,12 +249,11 @@ _FIELD_CHECKS: dict[str, dict[str, Any]] = {
 
 def _section_model(op: Operation) -> type[_Section]:
     """The tables.yaml section model of registry entry ``op``."""
-    cron, _ = _SCHEDULING[op.name]
     fields: dict[str, Any] = {}
-    if op.name in _SCHEDULED:
-        fields["cron"] = (Cron | None, Field(default=cron, description="Schedule (UTC)" + (
-            "." if cron else "; none unless given.")))
-    if op.name == "checkpoint":
+    if op.scheduled:
+        fields["cron"] = (Cron | None, Field(default=op.default_cron, description="Schedule (UTC)" + (
+            "." if op.default_cron else "; none unless given.")))
+    if op is CHECKPOINT:  # the log sensor requests a checkpoint after this many versions
         fields["interval"] = (int, Field(default=DEFAULT_CHECKPOINT_INTERVAL, gt=0, description=(
             "Request a checkpoint when this many versions landed since the last one.")))
     for f in policy_fields(op.options_type):
@@ -368,7 +343,7 @@ def _section_field(op: Operation) -> tuple[Any, Any]:
     """A table's field for ``op``'s section: present by default when the operation is on by default."""
     section = SECTIONS[op.name]
     given = Annotated[section, BeforeValidator(_section, json_schema_input_type=bool | section)]  # type: ignore[valid-type]
-    return (given, Field(default_factory=section)) if _SCHEDULING[op.name][1] else (given | None, None)
+    return (given, Field(default_factory=section)) if op.on_by_default else (given | None, None)
 
 
 _SECTION_FIELDS: dict[str, Any] = {op.policy_key: _section_field(op) for op in REGISTRY if op.policy_key}
@@ -445,10 +420,10 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
         raise OptionError(exc.field, str(exc), table=name) from None
     uri = t.uri.ref() if isinstance(t.uri, Env) else resolve_table_uri(t.uri, base_dir)
     summary = t.downstream.daily_summary
-    policies = {op.policy_key: (section.to_policy() if (section := getattr(t, op.policy_key)) is not None
-                                else _POLICY_TYPES[op.name]()) for op in REGISTRY if op.policy_key}
+    policies = {op.name: (section.to_policy() if (section := getattr(t, op.policy_key)) is not None
+                          else OperationPolicy.default(op)) for op in REGISTRY if op.policy_key}
     return TableConfig(
-        name=name, uri=uri, storage_options=tuple(options), description=t.description, **policies,
+        name=name, uri=uri, storage_options=tuple(options), description=t.description, policies=policies,
         sensor=SensorPolicy(enabled=t.sensor.enabled, interval_seconds=t.sensor.interval_seconds,
                             max_commits_per_tick=t.sensor.max_commits_per_tick),
         downstream=DownstreamPolicy(

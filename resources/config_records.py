@@ -1,35 +1,25 @@
 """The frozen records a validated ``tables.yaml`` becomes (``resources.config_models`` builds them).
 
 Everything downstream of the loader (resources, asset, job, schedule and sensor factories)
-reads these and never the raw YAML. An operation's policy holds when it runs (``enabled``,
-``cron``) and its options, delta_core's own option record for that registry entry
-(``delta_core.maintenance.options``); ``TableConfig`` names each policy by the entry's
-``policy_key``.
+reads these and never the raw YAML. An operation's policy (``OperationPolicy``) holds when it runs
+(``enabled``, ``cron``) and its options, delta_core's own option record for that registry entry
+(``delta_core.maintenance.options``); ``TableConfig.policies`` holds them by the entry's name, and
+the registry entry says what a table without a section gets.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.operations import OPERATIONS, operation
-from delta_core.maintenance.options import (
-    AnalyzeOptions,
-    CheckpointOptions,
-    ClusterOptions,
-    CompactLogOptions,
-    CompactOptions,
-    ManifestOptions,
-    PurgeOptions,
-    RestoreOptions,
-    VacuumOptions,
-    ZOrderOptions,
-)
+from delta_core.maintenance.operations import BY_NAME, COMPACT, OPERATIONS, VACUUM, Operation, operation
 from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
 
-DEFAULT_COMPACT_CRON = "0 2 * * *"  # daily 02:00
-DEFAULT_VACUUM_CRON = "0 3 * * 0"  # weekly, Sunday 03:00
+DEFAULT_COMPACT_CRON = COMPACT.default_cron
+DEFAULT_VACUUM_CRON = VACUUM.default_cron
 DEFAULT_SENSOR_INTERVAL_SECONDS = 30
 DEFAULT_MAX_COMMITS_PER_TICK = 1000
 DEFAULT_ADVISOR_INTERVAL_SECONDS = 300
@@ -64,63 +54,20 @@ OptionValue = Scalar | EnvRef
 
 
 @dataclass(frozen=True, slots=True)
-class CompactPolicy:
-    enabled: bool = True
-    cron: str = DEFAULT_COMPACT_CRON
-    options: CompactOptions = CompactOptions()
+class OperationPolicy:
+    """One registry operation's policy, from its tables.yaml section: on or off, its options
+    record (the entry's ``options_type``), its schedule (``cron``; scheduled entries only) and,
+    for checkpoints, the ``interval`` of versions after which the log sensor requests one."""
 
+    enabled: bool
+    options: Any
+    cron: str | None = None
+    interval: int = DEFAULT_CHECKPOINT_INTERVAL
 
-@dataclass(frozen=True, slots=True)
-class ZOrderPolicy:
-    enabled: bool = False
-    cron: str | None = None  # no schedule unless given
-    options: ZOrderOptions = ZOrderOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class VacuumPolicy:
-    enabled: bool = True
-    cron: str = DEFAULT_VACUUM_CRON
-    options: VacuumOptions = VacuumOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointPolicy:
-    enabled: bool = True
-    interval: int = DEFAULT_CHECKPOINT_INTERVAL  # the sensor requests one after this many versions
-    options: CheckpointOptions = CheckpointOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class ManifestPolicy:
-    enabled: bool = False
-    options: ManifestOptions = ManifestOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class CompactLogPolicy:
-    enabled: bool = False
-    options: CompactLogOptions = CompactLogOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class PurgePolicy:
-    enabled: bool = False
-    cron: str | None = None  # no schedule unless given
-    options: PurgeOptions = PurgeOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class AnalyzePolicy:
-    enabled: bool = False
-    cron: str | None = None  # no schedule unless given
-    options: AnalyzeOptions = AnalyzeOptions()
-
-
-@dataclass(frozen=True, slots=True)
-class RestorePolicy:
-    enabled: bool = False  # a <table>_restore job, launched by hand with a version or timestamp
-    options: RestoreOptions = RestoreOptions()
+    @classmethod
+    def default(cls, op: Operation) -> OperationPolicy:
+        """The policy of a table whose tables.yaml has no section for ``op``."""
+        return cls(enabled=op.on_by_default, options=op.options_type(), cron=op.default_cron)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,13 +91,6 @@ class DownstreamPolicy:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterPolicy:
-    enabled: bool = False
-    cron: str | None = None  # no schedule unless given
-    options: ClusterOptions = ClusterOptions()
-
-
-@dataclass(frozen=True, slots=True)
 class AdvisorPolicy:
     """When the advisor sensor requests maintenance: ``health`` holds the thresholds
     (``delta_core.health``'s own policy record), the rest its pacing."""
@@ -166,41 +106,40 @@ class AdvisorPolicy:
         return self.mode == "auto"
 
 
-Policy = CompactPolicy | ZOrderPolicy | VacuumPolicy | CheckpointPolicy | ManifestPolicy | ClusterPolicy | \
-    CompactLogPolicy | PurgePolicy | RestorePolicy | AnalyzePolicy
 
 
 @dataclass(frozen=True, slots=True)
 class TableConfig:
+    """One table of tables.yaml. Each registry operation's policy is ``policies[name]`` (its
+    default when the file has no section for it), also read as an attribute: ``table.compact``."""
+
     name: str
     uri: str | EnvRef
     storage_options: tuple[tuple[str, OptionValue], ...] = ()  # dotted keys for nesting
     description: str | None = None
-    compact: CompactPolicy = field(default_factory=CompactPolicy)
-    zorder: ZOrderPolicy = field(default_factory=ZOrderPolicy)
-    vacuum: VacuumPolicy = field(default_factory=VacuumPolicy)
-    checkpoint: CheckpointPolicy = field(default_factory=CheckpointPolicy)
-    manifest: ManifestPolicy = field(default_factory=ManifestPolicy)
+    policies: Mapping[str, OperationPolicy] = field(default_factory=dict, hash=False)
     sensor: SensorPolicy = field(default_factory=SensorPolicy)
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
-    cluster: ClusterPolicy = field(default_factory=ClusterPolicy)
-    compact_log: CompactLogPolicy = field(default_factory=CompactLogPolicy)
-    purge: PurgePolicy = field(default_factory=PurgePolicy)
-    restore: RestorePolicy = field(default_factory=RestorePolicy)
-    analyze: AnalyzePolicy = field(default_factory=AnalyzePolicy)
     advisor: AdvisorPolicy = field(default_factory=AdvisorPolicy)
 
-    def policy(self, name: str) -> Policy | None:
-        """The policy of registry operation ``name``; None when tables.yaml has no section for it."""
-        key = operation(name).policy_key  # KeyError naming the known operations
-        policy: Policy | None = None if key is None else getattr(self, key)
+    def policy(self, name: str) -> OperationPolicy | None:
+        """The policy of registry operation ``name``; None for an entry configured inside
+        another's section (cleanup_log: ``checkpoint.cleanup_log``)."""
+        op = operation(name)  # KeyError naming the known operations
+        if op.policy_key is None:
+            return None
+        return self.policies.get(op.name) or OperationPolicy.default(op)
+
+    def __getattr__(self, name: str) -> OperationPolicy:
+        policy = self.policy(name) if name in BY_NAME else None
+        if policy is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
         return policy
 
     @property
     def operations(self) -> tuple[str, ...]:
         """Enabled maintenance operations (registry names), in the order a full run does them."""
-        return tuple(op.name for op in OPERATIONS
-                     if op.policy_key is not None and getattr(self, op.policy_key).enabled)
+        return tuple(op.name for op in OPERATIONS if (policy := self.policy(op.name)) is not None and policy.enabled)
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,7 +44,8 @@ class TerminalProgress:
         self._items = self._bytes = 0
         ncols, nrows = self._shape()
         if self._by_bytes:
-            self._bar = tqdm(total=total_bytes, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
+            # binary steps, labelled as such (KiB, MiB: "iB" after tqdm's prefix), as format_size writes
+            self._bar = tqdm(total=total_bytes, desc=name, unit="iB", unit_scale=True, unit_divisor=1024,
                              file=self._stream, mininterval=0.2, ncols=ncols, nrows=nrows)
         else:
             self._bar = tqdm(total=total_items, desc=name, unit=f" {unit}", file=self._stream,

@@ -67,6 +67,11 @@ class Operation:
     # The command line's --spark-master: "always" passes a Spark factory (the operation starts it
     # only for work that needs it), "on_request" only when --spark-master is given, "none": no flag.
     cli_spark: Literal["always", "on_request", "none"] = "none"
+    # The code location's use of its tables.yaml section: whether a table without the section has
+    # the operation on, whether the section takes a ``cron`` (a schedule), and the cron by default.
+    on_by_default: bool = False
+    scheduled: bool = False
+    default_cron: str | None = None
 
     def run(self, table: DeltaTable, options: Any, spark: SparkFactory | None) -> Report:
         """Run the operation on ``table`` with ``options`` (its ``options_type``): the
@@ -93,6 +98,7 @@ COMPACT = Operation(
     uses_spark=True,
     title="Compaction",
     cli_spark="always",
+    on_by_default=True, scheduled=True, default_cron="0 2 * * *",  # daily 02:00
 )
 ZORDER = Operation(
     name="zorder", cli_command="zorder", policy_key="zorder", options_type=ZOrderOptions,
@@ -103,6 +109,7 @@ ZORDER = Operation(
     uses_spark=True,
     title="Z-order",
     cli_spark="always",
+    scheduled=True,
 )
 VACUUM = Operation(
     name="vacuum", cli_command="vacuum", policy_key="vacuum", options_type=VacuumOptions,
@@ -113,6 +120,7 @@ VACUUM = Operation(
     uses_spark=False,
     title="Vacuum",
     cli_spark="always",
+    on_by_default=True, scheduled=True, default_cron="0 3 * * 0",  # weekly, Sunday 03:00
 )
 CHECKPOINT = Operation(
     name="checkpoint", cli_command="checkpoint", policy_key="checkpoint",
@@ -124,6 +132,7 @@ CHECKPOINT = Operation(
     uses_spark=False,
     title="Checkpoint",
     cli_spark="on_request",
+    on_by_default=True,
 )
 CLEANUP_LOG = Operation(
     name="cleanup_log", cli_command="cleanup-log",
@@ -156,6 +165,7 @@ CLUSTER = Operation(
     uses_spark=True,
     title="Clustering",
     cli_spark="always",
+    scheduled=True,
 )
 
 COMPACT_LOG = Operation(
@@ -181,6 +191,7 @@ PURGE = Operation(
     uses_spark=True,
     title="Purge",
     cli_spark="always",
+    scheduled=True,
 )
 
 ANALYZE = Operation(
@@ -193,6 +204,7 @@ ANALYZE = Operation(
     uses_spark=True,
     title="Analyze",
     cli_spark="always",
+    scheduled=True,
 )
 
 RESTORE = Operation(

@@ -35,13 +35,30 @@ _HINT = ("give a whole number of bytes or a size like '128MB' (KB/MB/GB/TB decim
 
 
 def format_size(n: int | float) -> str:
-    """Bytes as people read them, in binary steps: ``512 B``, ``1.5 MiB``, ``128 MiB``, ``8 EiB``."""
+    """Bytes as people read them: binary steps (``512 B``, ``1.5 MiB``, ``128 MiB``, ``8 EiB``),
+    except a whole number of decimal units, which is shown as written: a size configured as
+    ``128KB`` (128000 bytes) reads ``128 KB``, not ``125 KiB``. No power of two is such a number,
+    and measured sizes (files, tables) almost never are."""
+    decimal = _as_written(n)
+    if decimal is not None:
+        return decimal
     size, unit = float(n), _BINARY_STEPS[0]
     for bigger in _BINARY_STEPS[1:]:
         if abs(size) < 1024:
             break
         size, unit = size / 1024, bigger
     return f"{size:.0f} B" if unit == "B" else f"{size:.1f}".removesuffix(".0") + f" {unit}"
+
+
+def _as_written(n: int | float) -> str | None:
+    """``n`` as a whole number of TB/GB/MB/KB, the largest it is one of (``128000`` -> ``128
+    KB``), else None."""
+    if not isinstance(n, int) or n == 0:
+        return None
+    for unit, step in (("TB", 4), ("GB", 3), ("MB", 2), ("KB", 1)):
+        if n % 1000**step == 0:
+            return f"{n // 1000**step} {unit}"
+    return None
 
 
 def parse_size(value: str | int) -> int:

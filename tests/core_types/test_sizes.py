@@ -59,13 +59,15 @@ def test_cli_byte_size_uses_the_same_parser():
 
 @pytest.mark.parametrize("n, text", [
     (0, "0 B"), (1, "1 B"), (1023, "1023 B"), (1024, "1 KiB"), (1536, "1.5 KiB"),
-    (3 * 2**20, "3 MiB"), (128 * 2**20, "128 MiB"), (48_000, "46.9 KiB"), (2**40, "1 TiB"),
-    (MAX_LONG, "8 EiB"), (-2048, "-2 KiB"),
+    (3 * 2**20, "3 MiB"), (128 * 2**20, "128 MiB"), (48_100, "47 KiB"), (2**40, "1 TiB"),
+    (MAX_LONG, "8 EiB"), (-2048, "-2 KiB"), (2_435_019, "2.3 MiB"),
+    # a size configured in decimal units reads as written (issue 27), in any step
+    (128_000, "128 KB"), (48_000, "48 KB"), (32_000_000, "32 MB"), (5 * 10**9, "5 GB"), (-3_000, "-3 KB"),
 ])
 def test_one_formatter_writes_sizes_as_people_do(n, text):
     assert format_size(n) == text
 
 
 def test_formatted_sizes_parse_back_to_the_same_size():
-    for n in (1024, 1536, 3 * 2**20, 2**40):
+    for n in (1024, 1536, 3 * 2**20, 2**40, 128_000, 32_000_000):
         assert parse_size(format_size(n).replace(" ", "")) == n

@@ -75,7 +75,7 @@ def test_advisor_requests_what_pays_off_and_none_the_second_tick(known_table, ta
         by_job = {r.job_name: r for r in first.run_requests}
         compact = by_job["events_compact"]
         assert compact.run_key == "events:advisor:compact:v6"
-        assert compact.tags[REASON_TAG].startswith("6 of 6 files (100%) are under 46.9 KiB")
+        assert compact.tags[REASON_TAG].startswith("6 of 6 files (100%) are under 48 KB")
         assert compact.tags[GAIN_TAG] == "4 files"
         assert compact.tags[f"{HEALTH_TAG_PREFIX}num_files"] == "6"
         assert compact.tags[f"{HEALTH_TAG_PREFIX}small_file_ratio"] == "1"

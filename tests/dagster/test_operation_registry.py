@@ -32,6 +32,7 @@ tables:
     cluster: {{columns: [a]}}
     compact_log: true
     purge: true
+    analyze: true
 """)
     defs = build_definitions(config)
     graph = defs.resolve_asset_graph()
@@ -45,17 +46,17 @@ tables:
 
 
 def test_tables_yaml_sections_are_the_policy_keys():
-    from dataclasses import fields
-
     from resources.config_models import TableSection
-    from resources.config_records import TableConfig
+    from resources.config_records import OperationPolicy, TableConfig
 
-    for op in OPERATIONS:
+    table = TableConfig(name="t", uri="/t")
+    for op in REGISTRY:
         if op.policy_key is not None:
             assert op.policy_key in TableSection.model_fields
-            assert op.policy_key in {f.name for f in fields(TableConfig)}
-            # the section's record holds the entry's own option type
-            assert isinstance(TableConfig(name="t", uri="/t").policy(op.name).options, op.options_type)
+            # without a section: the entry's defaults, its own option type, also as an attribute
+            assert table.policy(op.name) == getattr(table, op.name) == OperationPolicy.default(op)
+            assert isinstance(table.policy(op.name).options, op.options_type)
+            assert table.policy(op.name).enabled == op.on_by_default
 
 
 def test_zorder_curve_choices_are_the_curves_implemented():

@@ -11,9 +11,10 @@ from dagster import AssetKey, build_schedule_context, instance_for_test, materia
 from definitions import build_definitions, build_resources
 from delta_core.errors import ConfigError
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.operations import PURGE
 from delta_core.maintenance.options import PurgeOptions
 from resources.config import load_config
-from resources.config_records import PurgePolicy, TableConfigError
+from resources.config_records import OperationPolicy, TableConfigError
 from tests.dagster.conftest import write_yaml
 from tests.maintenance.test_purge_plan import CONFORMANCE, drop_columns
 
@@ -28,9 +29,9 @@ tables:
     purge: {max_deleted_rows_ratio: 0.05, where: "region = 'eu'", cron: "0 4 * * *"}
   d: {uri: /d, purge: {enabled: false, max_deleted_rows_ratio: 0}}
 """))
-    assert cfg.table("a").purge == PurgePolicy() and "purge" not in cfg.table("a").operations  # off unless given
-    assert cfg.table("b").purge == PurgePolicy(enabled=True) and "purge" in cfg.table("b").operations
-    assert cfg.table("c").purge == PurgePolicy(enabled=True, cron="0 4 * * *", options=PurgeOptions(
+    assert cfg.table("a").purge == OperationPolicy.default(PURGE) and "purge" not in cfg.table("a").operations  # off unless given
+    assert cfg.table("b").purge == OperationPolicy(enabled=True, options=PurgeOptions()) and "purge" in cfg.table("b").operations
+    assert cfg.table("c").purge == OperationPolicy(enabled=True, cron="0 4 * * *", options=PurgeOptions(
         where="region = 'eu'", max_deleted_rows_ratio=0.05))
     assert "purge" not in cfg.table("d").operations
     ops = cfg.table("b").operations  # purge rewrites before vacuum deletes and the checkpoint sums up
