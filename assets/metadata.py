@@ -91,8 +91,11 @@ def before_after_metadata(before: FileStats, after: FileStats) -> dict[str, Meta
         "version_after": MetadataValue.int(after.version),
         "files_before": MetadataValue.int(before.num_files),
         "files_after": MetadataValue.int(after.num_files),
+        # bytes as numbers, for Dagster's plots; the same with a unit, for a person
         "bytes_before": MetadataValue.int(before.total_bytes),
         "bytes_after": MetadataValue.int(after.total_bytes),
+        "size_before": MetadataValue.text(human_bytes(before.total_bytes)),
+        "size_after": MetadataValue.text(human_bytes(after.total_bytes)),
         "median_file_size_before": MetadataValue.text(human_bytes(before.median_file_bytes)),
         "median_file_size_after": MetadataValue.text(human_bytes(after.median_file_bytes)),
         "file_size_distribution": size_distribution(before, after),

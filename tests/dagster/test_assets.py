@@ -83,6 +83,7 @@ def test_compaction_asset(setup):
     assert (meta["files_before"], meta["files_after"]) == (before.num_files, after.num_files)
     assert meta["files_removed"] > meta["files_added"] > 0
     assert meta["bytes_before"] > 0 and meta["bytes_after"] > 0
+    assert meta["size_before"].endswith("iB") and meta["size_after"].endswith("iB")  # sizes a person reads
     assert meta["partitions_touched"] == 3
     assert meta["duration_seconds"] >= 0
     dist = meta["file_size_distribution"]
