@@ -24,20 +24,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=1)
     args, _unknown = parser.parse_known_args(argv)
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     import pyarrow as pa
     import pyarrow.parquet as pq
     import s3fs
 
-    from benchmarks.bench_vacuum_s3 import MotoChild
+    from benchmarks.bench_vacuum_s3 import start_moto
     from delta_core.log.table import DeltaTable
     from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
-    moto = MotoChild()
-    opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": moto.endpoint}}
+    moto, opts = start_moto()
     try:
         fs = s3fs.S3FileSystem(**opts)
         fs.mkdir("bench-inventory")

@@ -94,6 +94,16 @@ class MotoChild:
         self.proc.wait(timeout=30)
 
 
+def start_moto() -> tuple[MotoChild, dict[str, Any]]:
+    """A moto server in a child process, the testing credentials in the environment, and our
+    storage options for it."""
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
+    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
+    moto = MotoChild()
+    return moto, {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": moto.endpoint}}
+
+
 def _lite_times(moto: MotoChild, args: argparse.Namespace, ours_opts: dict[str, Any],
                 rs_opts: dict[str, str]) -> tuple[float, float]:
     """Vacuum lite, dry run: the files of a commit of removes (``--files`` of them, added by the
@@ -157,17 +167,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=16)
     args, _unknown = parser.parse_known_args(argv)
 
-    os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
-    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
-    os.environ.setdefault("AWS_DEFAULT_REGION", "us-east-1")
     import pyarrow as pa
     import s3fs
 
     from delta_core.log.table import DeltaTable
     from delta_core.write.table_writes import append, create_table
 
-    moto = MotoChild()
-    ours_opts = {"key": "testing", "secret": "testing", "client_kwargs": {"endpoint_url": moto.endpoint}}
+    moto, ours_opts = start_moto()
     rs_opts = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_REGION": "us-east-1",
                "AWS_ENDPOINT_URL": moto.endpoint, "AWS_ALLOW_HTTP": "true", "AWS_S3_ALLOW_UNSAFE_RENAME": "true"}
     print(f"load average before: {os.getloadavg()[0]:.1f}")
