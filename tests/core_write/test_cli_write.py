@@ -24,7 +24,7 @@ def test_checkpoint_json(table_dir, capsys):
     _table(table_dir)
     assert main(["checkpoint", table_dir, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"version", "size", "size_in_bytes", "path", "sidecars"}
+    assert set(out) == {"version", "size", "size_in_bytes", "path", "sidecars", "num_add_files"}
     assert out["version"] == 3 and out["sidecars"] == 0 and out["size"] == 5
     assert out["path"].endswith(f"_delta_log/{3:020d}.checkpoint.parquet")
     assert os.path.getsize(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet")) == out["size_in_bytes"]

@@ -56,7 +56,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     # The table's writer left checkpoints to maintenance: the job's checkpoint step found one due
     # (tables.yaml's interval 10) and wrote it at the latest version.
     assert table.last_checkpoint_version() == snap.version
-    assert (f"checkpoint written at version {snap.version} ({snap.version + 1} commits since the table "
+    assert (f"checkpoint written at version {snap.version} ({snap.version} commits since the table "
             "was created, interval 10)") in text
     assert "no checkpoint due" not in text
 
