@@ -49,8 +49,8 @@ from delta_core.errors import DeltaError
 from delta_core.maintenance.operations import (
     CHECKPOINT,
     COMPACT_LOG,
+    ONE_OFFS,
     REGISTRY,
-    RESTORE,
     ZORDER,
     Operation,
 )
@@ -288,8 +288,9 @@ def build_maintenance_assets(table: TableConfig) -> list[AssetsDefinition]:
         definition = ASSET_FACTORIES[operation](table, [upstream])
         out.append(definition)
         upstream = maintenance_asset_key(table.name, operation)
-    if table.restore.enabled:  # a one-off launched by hand: beside the chain, not in it
-        out.append(ASSET_FACTORIES[RESTORE.name](table, [table_asset_key(table.name)]))
+    for op in ONE_OFFS:  # launched by hand (restore): beside the chain, not in it
+        if (policy := table.policy(op.name)) is not None and policy.enabled:
+            out.append(ASSET_FACTORIES[op.name](table, [table_asset_key(table.name)]))
     return out
 
 

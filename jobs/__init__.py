@@ -20,7 +20,7 @@ from dagster import AssetKey, AssetSelection, define_asset_job, multi_or_in_proc
 from assets.downstream import daily_summary_key
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
 from assets.table import table_asset_key
-from delta_core.maintenance.operations import OPERATIONS, RESTORE, operation
+from delta_core.maintenance.operations import ONE_OFFS, OPERATIONS, operation
 from resources.config import MaintenanceConfig, TableConfig
 
 # What ``define_asset_job`` returns: Dagster 1.13 does not export that class publicly, and the
@@ -72,8 +72,8 @@ def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
 
 
 def build_table_jobs(table: TableConfig) -> TableJobs:
-    # restore is a one-off, launched by hand with a version: never part of a full run
-    one_offs = [RESTORE.name] if table.restore.enabled else []
+    # one-offs (restore) are launched by hand with their options: never part of a full run
+    one_offs = [op.name for op in ONE_OFFS if (policy := table.policy(op.name)) is not None and policy.enabled]
     maintenance = _job(
         maintenance_job_name(table.name),
         (AssetSelection.groups(table.name) & AssetSelection.kind("delta"))
@@ -84,7 +84,7 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
         op: _job(operation_job_name(table.name, op),
                  AssetSelection.assets(maintenance_asset_key(table.name, op)),
                  f"{operation(op).title} of `{table.name}`" + (
-                     " (launch it with the version or timestamp to restore)." if op in one_offs else "."))
+                     " (launched by hand with its options in the run config)." if op in one_offs else "."))
         for op in (*table.operations, *one_offs)
     }
     keys = downstream_keys(table)

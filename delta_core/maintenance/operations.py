@@ -222,7 +222,9 @@ RESTORE = Operation(
 # Analyze follows the rewrites (their new files have stats already) and precedes vacuum.
 OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, ANALYZE, VACUUM, CHECKPOINT, CLEANUP_LOG,
                                      MANIFEST, COMPACT_LOG)
-REGISTRY: tuple[Operation, ...] = (*OPERATIONS, RESTORE)  # every entry
+# One-offs: launched by hand with their options (a version to restore), never part of a full run.
+ONE_OFFS: tuple[Operation, ...] = (RESTORE,)
+REGISTRY: tuple[Operation, ...] = (*OPERATIONS, *ONE_OFFS)  # every entry
 BY_NAME: dict[str, Operation] = {op.name: op for op in REGISTRY}
 
 
