@@ -65,17 +65,38 @@ def _rewrite(m: RewriteMetrics) -> MetricsView:
         if f.name not in _SHARED:
             value = getattr(m, f.name)
             own[_SHOWN_AS.get(f.name, f.name)] = ", ".join(value) if isinstance(value, tuple) else value
-    values = _common(m) | own | {"commits": len(m.versions), "batches_aborted": m.batches_aborted,
-                                 "dry_run": m.dry_run}
+    values = _common(m) | own | {"commits": len(m.versions), "batches_committed": m.batches_committed,
+                                 "batches_retried": m.batches_retried, "batches_aborted": m.batches_aborted,
+                                 "abandoned_reasons": "; ".join(m.abandoned_reasons),
+                                 "groups_left": m.groups_left, "files_left": m.files_left,
+                                 "bytes_left": m.bytes_left, "stopped_by": m.stopped_by,
+                                 "partitions_skipped_busy": m.partitions_skipped_busy,
+                                 "files_skipped_busy": m.files_skipped_busy, "dry_run": m.dry_run}
     if m.dry_run:  # the plan only: what a run would rewrite
         headline = [f"dry run, nothing written: {m.num_removed_files} files ({human_bytes(m.removed_bytes)}) in "
                     f"{m.num_batches} batch(es) would be rewritten", *_facts(m)]
     else:
         headline = [_committed(m), _files_line(m), *_facts(m)]
-    if m.batches_aborted:
-        headline.append(f"{m.batches_aborted} batch(es) aborted by concurrent changes")
+    headline.extend(_progress_lines(m))
     touched = own.get("partitions_touched")
     return MetricsView(values, headline, m.duration_seconds, touched if isinstance(touched, int) else None)
+
+
+def _progress_lines(m: RewriteMetrics) -> list[str]:
+    """A rewrite's partial progress: batches retried and abandoned (with why), what it left for
+    the next run, and the busy partitions it skipped."""
+    lines = []
+    if m.batches_retried:
+        lines.append(f"{m.batches_retried} batch(es) re-planned and retried after losing a conflict")
+    if m.batches_aborted:
+        lines.append(f"{m.batches_aborted} batch(es) abandoned by concurrent changes: {'; '.join(m.abandoned_reasons)}")
+    if m.stopped_by is not None:
+        lines.append(f"stopped by {m.stopped_by}: {m.groups_left} group(s), {m.files_left} files "
+                     f"({human_bytes(m.bytes_left)}) left for the next run")
+    if m.files_skipped_busy:
+        where = f"{m.partitions_skipped_busy} busy partition(s)" if m.partitions_skipped_busy else "busy files"
+        lines.append(f"{m.files_skipped_busy} files skipped in {where} (quiet_minutes)")
+    return lines
 
 
 def _facts(m: RewriteMetrics) -> list[str]:

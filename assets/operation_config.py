@@ -17,7 +17,7 @@ from delta_core.maintenance.operations import Operation
 from delta_core.maintenance.option_fields import Kind, option_fields, parse_option
 
 _PYTHON_TYPE: dict[Kind, Any] = {
-    Kind.SIZE: int, Kind.RATIO: float, Kind.HOURS: float, Kind.PREDICATE: str, Kind.COLUMNS: list[str],
+    Kind.SIZE: int, Kind.RATIO: float, Kind.HOURS: float, Kind.MINUTES: float, Kind.PREDICATE: str, Kind.COLUMNS: list[str],
     Kind.CHOICE: str, Kind.FLAG: bool, Kind.COUNT: int, Kind.TEXT: str,
 }
 _Options = TypeVar("_Options")

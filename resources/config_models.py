@@ -182,7 +182,7 @@ else:
 # parser, the one the command line uses: both readers accept and refuse the same values.
 
 _JSON_INPUT: dict[Kind, Any] = {
-    Kind.SIZE: int | str, Kind.RATIO: float, Kind.HOURS: float | str, Kind.PREDICATE: str,
+    Kind.SIZE: int | str, Kind.RATIO: float, Kind.HOURS: float | str, Kind.MINUTES: float | str, Kind.PREDICATE: str,
     Kind.COLUMNS: list[str], Kind.FLAG: bool, Kind.COUNT: int, Kind.TEXT: str,
 }
 

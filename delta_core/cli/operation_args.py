@@ -17,7 +17,7 @@ from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import Operation
 from delta_core.maintenance.option_fields import Kind, OptionField, option_fields, parse_option
 
-_METAVAR = {Kind.SIZE: "SIZE", Kind.RATIO: "R", Kind.HOURS: "H", Kind.PREDICATE: "EXPR", Kind.COLUMNS: "A,B",
+_METAVAR = {Kind.SIZE: "SIZE", Kind.RATIO: "R", Kind.HOURS: "H", Kind.MINUTES: "MIN", Kind.PREDICATE: "EXPR", Kind.COLUMNS: "A,B",
             Kind.COUNT: "N", Kind.TEXT: "TEXT"}
 
 

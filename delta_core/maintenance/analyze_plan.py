@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
 from delta_core.log.file_actions import iter_adds
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.purge_plan import select_files
 from delta_core.maintenance.stats_coverage import stats_coverage
 from delta_core.model.actions import Add

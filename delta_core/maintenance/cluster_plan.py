@@ -41,7 +41,8 @@ import pyarrow.compute as pc
 from delta_core.errors import ConfigError, CorruptLogError
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
 from delta_core.maintenance.curves import bits_per_column, sortable
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, group_file_list
+from delta_core.maintenance.file_groups import group_file_list
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
@@ -89,6 +90,10 @@ class ClusterPlan:
     @property
     def num_input_files(self) -> int:
         return self.rewrite.num_input_files
+
+    @property
+    def groups(self) -> tuple[PartitionFiles, ...]:
+        return self.rewrite.partitions
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[PartitionFiles, ...]]:
         return self.rewrite.batches(max_bytes)

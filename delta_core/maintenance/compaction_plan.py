@@ -38,8 +38,8 @@ import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.bin_packing import Packing, pack, partition_key_columns, partition_key_names, row_numbers
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup, batch_groups, group_file_list
-from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, true_array
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE, TARGET_FILE_SIZE
@@ -82,6 +82,10 @@ class CompactionPlan:
     @property
     def is_empty(self) -> bool:
         return not self.bins
+
+    @property
+    def groups(self) -> tuple[Bin, ...]:
+        return self.bins
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[Bin, ...]]:
         """Consecutive groups of bins of at most ``max_bytes`` input (at least one bin each)."""

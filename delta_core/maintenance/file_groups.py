@@ -6,8 +6,8 @@ A group holds its files as Arrow columns (``path``, ``size``, ``num_records``: a
 of the plan's file list), so planning a table of millions of files builds one Python object per
 group, not per file; ``files`` gives ``FileRef`` records only to the executor that ships them.
 
-``RewritePlan`` is what the rewrite driver (``spark.driver``) asks of any plan: its groups in
-commit batches, the ``commitInfo`` parameters, and the counts for Delta's OPTIMIZE metrics.
+``RewritePlan`` is what the rewrite driver (``spark.driver``) asks of any plan: its groups (which
+the driver orders, bounds by ``run_bounds`` and batches with ``batch_groups``), the ``commitInfo`` parameters, and the counts for Delta's OPTIMIZE metrics.
 """
 
 from __future__ import annotations
@@ -21,7 +21,6 @@ import pyarrow as pa
 from delta_core.errors import ConfigError
 from delta_core.write.operation_records import OptimizeParameters, ReorgParameters
 
-DEFAULT_BATCH_BYTES = 8 * 1024**3  # one commit per ~8 GiB of input: progress survives failures
 # The columns of a group's file list, from ``Snapshot.files``.
 GROUP_COLUMNS = ("path", "size", "num_records")
 
@@ -107,6 +106,8 @@ class RewritePlan(Protocol[G_co]):
     @property
     def num_input_files(self) -> int: ...
 
-    def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> Sequence[tuple[G_co, ...]]: ...
+    @property
+    def groups(self) -> Sequence[G_co]:
+        """Every group, in the plan's order (the driver orders, bounds and batches them)."""
 
     def operation_parameters(self) -> OptimizeParameters | ReorgParameters: ...

@@ -14,7 +14,8 @@ every surface reads that description instead of spelling the option again:
 ``parse_option`` takes a value as a person wrote it, in the file (``128MB``, ``[a, b]``,
 ``true``) or on the command line (``128MB``, ``a,b``), and returns the record's value or raises
 ``ConfigError`` naming where it was written and what is expected. Sizes go through the one size
-parser (``model.sizes``), retention hours through ``policy_values``, predicates through the
+parser (``model.sizes``), retention hours through ``policy_values``, intervals of minutes through
+Delta's interval parser, predicates through the
 predicate parser, so every surface accepts and refuses the same values.
 """
 
@@ -30,6 +31,7 @@ from typing import Any
 from delta_core.errors import ConfigError
 from delta_core.maintenance.policy_values import parse_retention_hours
 from delta_core.model.sizes import parse_size
+from delta_core.model.table_properties import parse_interval
 
 _KEY = "delta_core.option"
 MAX_RETENTION_HOURS = 1_000_000.0  # ~114 years: beyond it `now - retention` leaves datetime's range
@@ -41,6 +43,7 @@ class Kind(enum.Enum):
     SIZE = "size"  # bytes: 134217728, '128MB', '64MiB'
     RATIO = "ratio"  # a share from 0 to 1
     HOURS = "hours"  # a number of hours, or an interval like '7 days'
+    MINUTES = "minutes"  # a number of minutes (fractions too), or an interval like '2 hours'
     PREDICATE = "predicate"  # a partition predicate (SQL)
     COLUMNS = "columns"  # column names: [a, b] in the file, a,b on the command line
     CHOICE = "choice"  # one of ``choices``
@@ -67,7 +70,8 @@ class OptionSpec:
     @property
     def unit(self) -> str | None:
         """The unit a person reads beside the value (help, UI, JSON Schema)."""
-        return {Kind.SIZE: "bytes", Kind.RATIO: "share 0-1", Kind.HOURS: "hours"}.get(self.kind)
+        return {Kind.SIZE: "bytes", Kind.RATIO: "share 0-1", Kind.HOURS: "hours",
+                Kind.MINUTES: "minutes"}.get(self.kind)
 
 
 def option(default: Any, *, kind: Kind, help: str, **spec: Any) -> Any:
@@ -135,6 +139,8 @@ def parse_option(f: OptionField, value: object, *, where: str | None, text: bool
                 and not (math.isfinite(value) and 0 <= value <= MAX_RETENTION_HOURS):
             raise _out_of_range(where, f"{value:g} hours", f"a number of hours from 0 to {MAX_RETENTION_HOURS:.0f}")
         return parse_retention_hours(value, key=where or "the retention")
+    if kind is Kind.MINUTES:
+        return _minutes(value, where)
     if kind is Kind.RATIO:
         number = _number(value, where, "a share from 0 to 1 (e.g. 0.05)")
         if not 0 <= number <= 1:
@@ -184,7 +190,7 @@ def _from_text(kind: Kind, value: str) -> object:
     """A command-line string as the file would write it: numbers as numbers, ``a,b`` as a list."""
     if kind is Kind.COLUMNS:
         return [c.strip() for c in value.split(",")]
-    if kind in (Kind.COUNT, Kind.RATIO, Kind.HOURS):
+    if kind in (Kind.COUNT, Kind.RATIO, Kind.HOURS, Kind.MINUTES):
         for number in (int, float):
             try:
                 return number(value)
@@ -197,6 +203,16 @@ def _number(value: object, where: str | None, expected: str) -> float:
     if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
         return float(value)
     raise ConfigError(f"{_at(where)}must be {expected}, got {value!r}")
+
+
+def _minutes(value: object, where: str | None) -> float:
+    """Minutes from a number (``30``, ``0.5``) or an interval (``'2 hours'``: Delta's interval syntax)."""
+    if isinstance(value, str):
+        return parse_interval(value, key=where or "the duration").total_seconds() / 60.0
+    minutes = _number(value, where, "a number of minutes (e.g. 30) or an interval like '2 hours'")
+    if not 0 <= minutes <= MAX_RETENTION_HOURS * 60:
+        raise _out_of_range(where, f"{minutes:g} minutes", f"a number of minutes from 0 to {MAX_RETENTION_HOURS * 60:.0f}")
+    return minutes
 
 
 def _whole(value: object, where: str | None) -> int:

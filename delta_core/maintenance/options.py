@@ -24,12 +24,54 @@ MAX_CLUSTERING_COLUMNS = 4  # here, not in ``curves`` (numpy), so the CLI loads 
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 
 
+# One commit per ~8 GiB of input by default: progress survives failures (``file_groups.batch_groups``).
+DEFAULT_BATCH_BYTES = 8 * 1024**3
+REWRITE_ORDERS = ("smallest", "benefit")
+DEFAULT_MAX_BATCH_RETRIES = 2
+
+
+@dataclass(frozen=True, slots=True)
+class RewriteBounds:
+    """What bounds one run of a rewrite (compact, zorder, cluster, purge), and how it orders and
+    retries its work; the four rewrites' option records extend it, and the rewrite driver
+    (``spark.driver``, with ``run_bounds``) applies it. A run leaves what does not fit to the next
+    run and reports it (``RewriteMetrics.groups_left`` ...)."""
+
+    batch_size: int | None = option(
+        None, kind=Kind.SIZE,
+        help="input bytes per commit: each batch of file groups commits on its own (default 8 GiB)")
+    max_bytes: int | None = option(
+        None, kind=Kind.SIZE,
+        help="rewrite at most this many input bytes per run; the rest is left for the next run (the first "
+             "file group always runs, however large)")
+    max_files: int | None = option(
+        None, kind=Kind.COUNT, minimum=1,
+        help="rewrite at most this many input files per run; the rest is left for the next run (the first "
+             "file group always runs, however large)")
+    max_duration: float | None = option(
+        None, kind=Kind.MINUTES,
+        help="start no new batch after this many minutes (a number, or an interval like '2 hours'); the "
+             "batch running then finishes")
+    order: str = option(
+        "smallest", kind=Kind.CHOICE, choices=REWRITE_ORDERS,
+        help="which partitions go first: smallest (fewest input bytes) or benefit (most input files per byte "
+             "rewritten, so the most files removed per byte)")
+    max_batch_retries: int = option(
+        DEFAULT_MAX_BATCH_RETRIES, kind=Kind.COUNT, minimum=0,
+        help="a batch that loses to a concurrent commit is re-planned on the new table version (its groups "
+             "whose inputs are all still live) and retried this many times")
+    quiet_minutes: float | None = option(
+        None, kind=Kind.MINUTES,
+        help="skip partitions (unpartitioned tables: files) written within this many minutes, as writers may "
+             "still be busy there")
+
+
 _WHERE = "partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\""
 _TARGET = "target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)"
 
 
 @dataclass(frozen=True, slots=True)
-class CompactOptions:
+class CompactOptions(RewriteBounds):
     """``compact``: bin-pack small files (``delta_core.maintenance.spark.compaction.compact``)."""
 
     target_size: int | None = option(None, kind=Kind.SIZE, help=_TARGET)
@@ -48,7 +90,7 @@ class CompactOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class ZOrderOptions:
+class ZOrderOptions(RewriteBounds):
     """``zorder``: cluster files along a space-filling curve (``...spark.zorder.zorder``)."""
 
     columns: tuple[str, ...] = option((), kind=Kind.COLUMNS, required=True, help="the data columns to cluster on")
@@ -119,7 +161,7 @@ class ManifestOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class ClusterOptions:
+class ClusterOptions(RewriteBounds):
     """``cluster``: liquid clustering (``...spark.cluster.cluster``); ``columns``, when given and
     different from the table's, are set first (``cluster_by``)."""
 
@@ -146,7 +188,7 @@ class CompactLogOptions:
 
 
 @dataclass(frozen=True, slots=True)
-class PurgeOptions:
+class PurgeOptions(RewriteBounds):
     """``purge``: rewrite files with deletion vectors or dropped columns (``...spark.purge.purge``)."""
 
     where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)

@@ -34,7 +34,8 @@ from delta_core.maintenance.compaction_plan import (
     over_deleted_rows_ratio,
     selection_mask,
 )
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.model.arrow_values import string_scalar
 from delta_core.write.operation_records import ReorgParameters

@@ -4,7 +4,8 @@ The maintenance policy over ``delta_core.write.table_writes.commit_rewrite``, wh
 OPTIMIZE commit with ``dataChange=false`` on every action. That commit
 marks every input file as read, so a concurrent commit that removed one of them raises
 ``ConcurrentDeleteReadError`` (the batch is abandoned cleanly: its new files are deleted and
-nothing is committed), while a concurrent blind append never conflicts (a commit that changes
+nothing is committed; ``run_rewrite_batches`` then re-plans it on the new snapshot and retries it,
+a bounded number of times), while a concurrent blind append never conflicts (a commit that changes
 no data is checked at SnapshotIsolation). For other conflicts the table is re-read and the
 commit retried on the new snapshot only while every input file (same path, same deletion
 vector) is still live, a bounded number of times.
@@ -49,6 +50,8 @@ from delta_core.errors import (
 )
 from delta_core.log.file_actions import file_keys, iter_adds
 from delta_core.maintenance.file_groups import FileGroup
+from delta_core.maintenance.options import DEFAULT_MAX_BATCH_RETRIES
+from delta_core.maintenance.run_bounds import Leftover
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model import progress
 from delta_core.model.actions import Add, DeletionVectorDescriptor
@@ -67,7 +70,11 @@ log = logging.getLogger(__name__)
 G = TypeVar("G", bound=FileGroup)
 
 MAX_CONFLICT_RETRIES = 5
-_ABORTING = (ConcurrentDeleteReadError, ConcurrentDeleteDeleteError, MetadataChangedError, ProtocolChangedError)
+# Conflicts that abandon a batch: its inputs changed, so its rewrite is stale. Only the first two
+# are worth a re-planned retry (``run_rewrite_batches``): after a metadata or protocol change the
+# plan itself (schema, clustering, features) may no longer hold.
+_REPLANNABLE = (ConcurrentDeleteReadError, ConcurrentDeleteDeleteError)
+_ABORTING = (*_REPLANNABLE, MetadataChangedError, ProtocolChangedError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +83,7 @@ class BatchOutcome:
     status: str  # "committed" | "aborted"
     reason: str | None = None
     attempts: int = 0
+    replannable: bool = False  # aborted because inputs changed: re-planning on the new snapshot may commit
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +140,7 @@ def commit_rewrite(
         attempts += 1
         if not all_live(current, input_paths, keys):
             _discard(table, adds)
-            return BatchOutcome(None, "aborted", "an input file is no longer live", attempts)
+            return BatchOutcome(None, "aborted", "an input file is no longer live", attempts, replannable=True)
         try:
             result = commit_rewrite_once(
                 table, removed=list(iter_adds(live_subset(current, input_paths))), added=adds,
@@ -142,7 +150,7 @@ def commit_rewrite(
         except _ABORTING as exc:
             _discard(table, adds)
             log.info("table=%s attempt=%d rewrite batch abandoned: %s", table.uri, attempts, exc.kind)
-            return BatchOutcome(None, "aborted", exc.kind, attempts)
+            return BatchOutcome(None, "aborted", exc.kind, attempts, replannable=isinstance(exc, _REPLANNABLE))
         except CommitConflictError as exc:
             if attempts > max_conflict_retries:
                 _discard(table, adds)
@@ -159,7 +167,7 @@ def commit_rewrite(
 
 @dataclass(frozen=True, slots=True)
 class RewriteTally:
-    """What a sequence of rewrite batches committed."""
+    """What a sequence of rewrite batches committed, retried and abandoned, and what it left."""
 
     versions: tuple[int, ...]
     batches_aborted: int
@@ -168,6 +176,29 @@ class RewriteTally:
     removed_bytes: int
     added_bytes: int
     num_deletion_vectors_removed: int = 0
+    batches_retried: int = 0  # batches re-planned and retried at least once after losing a conflict
+    abandoned_reasons: tuple[str, ...] = ()  # one per batch aborted: "batch 2/3: ConcurrentDeleteRead"
+    left: Leftover = Leftover()  # batches not started once ``keep_going`` said stop
+
+
+@dataclass(slots=True)
+class _Totals:
+    """``run_rewrite_batches``'s running sums."""
+
+    versions: list[int] = field(default_factory=list)
+    removed_files: int = 0
+    added_files: int = 0
+    removed_bytes: int = 0
+    added_bytes: int = 0
+    dvs_removed: int = 0
+    retried: int = 0
+    reasons: list[str] = field(default_factory=list)
+    left: Leftover = Leftover()
+
+    def tally(self) -> RewriteTally:
+        return RewriteTally(tuple(self.versions), len(self.reasons), self.removed_files, self.added_files,
+                            self.removed_bytes, self.added_bytes, self.dvs_removed, self.retried,
+                            tuple(self.reasons), self.left)
 
 
 def run_rewrite_batches(
@@ -180,8 +211,10 @@ def run_rewrite_batches(
     scan: OptimizeScan | None,
     label: str,
     operation: str = OPTIMIZE,
+    max_batch_retries: int = DEFAULT_MAX_BATCH_RETRIES,
+    keep_going: Callable[[], bool] | None = None,
 ) -> RewriteTally:
-    """Rewrite and commit ``batches`` of file groups.
+    """Rewrite and commit ``batches`` of file groups, each batch on its own.
 
     Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
     groups whose inputs are all still live, so progress committed by earlier batches survives a
@@ -193,52 +226,96 @@ def run_rewrite_batches(
     named (``MissingDataFileError``). Each batch is then proven and committed by ``commit_rewrite``
     as ``operation`` (``OPTIMIZE``, or ``REORG`` for purge) with Delta's OPTIMIZE metrics
     (``OptimizeMetrics``, with ``scan`` in each batch's), which REORG shares.
+
+    A batch abandoned because its inputs changed under it (an input no longer live or with a new
+    deletion vector, ``ConcurrentDeleteRead``/``ConcurrentDeleteDelete``) is re-planned on the
+    table's new snapshot and retried, up to ``max_batch_retries`` times. Re-planning keeps the
+    batch's groups whose inputs are all still live (a group with a removed input is dropped,
+    as between batches; a group whose input only gained a deletion vector stays and is read with
+    it); other batches are not touched. A metadata or protocol change abandons the batch for good.
+    ``keep_going``, asked before every batch after the first, stops the run (``max_duration``): the
+    batches not started are the tally's ``left``.
     """
-    versions: list[int] = []
-    removed_files = added_files = removed_bytes = added_bytes = aborted = dvs_removed = 0
-    current = snapshot
+    totals = _Totals()
+    stopped = False
     # progress by batch (files and bytes planned), for rewrites that take minutes
     reported = progress.tracked(label, batches, items_of=lambda b: sum(g.num_files for g in b),
                                 bytes_of=lambda b: sum(g.total_size for g in b))
-    for index, batch in enumerate(reported, 1):
+    for index, planned in enumerate(reported, 1):
         batch_label = f"{label} batch {index}/{len(batches)} of {table.uri}"
-        if index > 1:
-            current = table.snapshot()
-            live = tuple(g for g in batch if all_live(current, g.paths))
-            if len(live) < len(batch):
-                log.info("table=%s %s: %d group(s) dropped, their inputs changed", table.uri, batch_label,
-                         len(batch) - len(live))
-            batch = live
-            if not batch:
-                continue
-        inputs = [path for g in batch for path in g.paths]
-        output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
-        adds = list(output.adds)
-        in_bytes = sum(g.total_size for g in batch)
-        out_bytes = sum(a.size for a in adds)
-        with_dv = len(deletion_vectors(current, inputs))
-        metrics = OptimizeMetrics(num_removed_files=len(inputs), num_added_files=len(adds),
-                                  num_removed_bytes=in_bytes, num_added_bytes=out_bytes,
-                                  added_file_sizes=tuple(a.size for a in adds), scan=scan,
-                                  num_deletion_vectors_removed=with_dv)
-        outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
-                                 operation_parameters=operation_parameters, operation_metrics=metrics,
-                                 input_summaries=output.input_summaries, tags=output.tags,
-                                 operation=operation)
-        if outcome.version is None:
-            aborted += 1
-            log.warning("table=%s %s not committed: %s", table.uri, batch_label, outcome.reason)
+        if stopped or (index > 1 and keep_going is not None and not keep_going()):
+            if not stopped:
+                log.info("table=%s %s: max duration reached, %d batch(es) left for the next run", table.uri,
+                         batch_label, len(batches) - index + 1)
+            stopped = True
+            totals.left += Leftover.of(planned, "max_duration")
             continue
-        versions.append(outcome.version)
-        removed_files += len(inputs)
-        added_files += len(adds)
-        removed_bytes += in_bytes
-        added_bytes += out_bytes
-        dvs_removed += with_dv
+        batch: Sequence[G] = planned
+        for attempt in range(max_batch_retries + 1):
+            current = snapshot
+            if index > 1 or attempt:
+                current = table.snapshot()
+                batch = _live_groups(table, current, batch, batch_label)
+                if not batch:
+                    if attempt:
+                        totals.reasons.append(f"batch {index}/{len(batches)}: every input changed")
+                    break
+            outcome = _rewrite_and_commit(table, current, batch, batch_label, rewrite=rewrite, scan=scan,
+                                          operation_parameters=operation_parameters, operation=operation,
+                                          totals=totals)
+            if outcome.version is not None:
+                break
+            if outcome.replannable and attempt < max_batch_retries:
+                if attempt == 0:
+                    totals.retried += 1
+                log.info("table=%s %s lost a conflict (%s): re-planning on the new snapshot, retry %d of %d",
+                         table.uri, batch_label, outcome.reason, attempt + 1, max_batch_retries)
+                continue
+            totals.reasons.append(f"batch {index}/{len(batches)}: {outcome.reason}")
+            log.warning("table=%s %s not committed: %s", table.uri, batch_label, outcome.reason)
+            break
+    return totals.tally()
+
+
+def _live_groups(table: DeltaTable, current: Snapshot, batch: Sequence[G], batch_label: str) -> tuple[G, ...]:
+    """The groups of ``batch`` whose inputs are all still live in ``current``."""
+    live = tuple(g for g in batch if all_live(current, g.paths))
+    if len(live) < len(batch):
+        log.info("table=%s %s: %d group(s) dropped, their inputs changed", table.uri, batch_label,
+                 len(batch) - len(live))
+    return live
+
+
+def _rewrite_and_commit(
+    table: DeltaTable, current: Snapshot, batch: Sequence[G], batch_label: str, *,
+    rewrite: Callable[[Snapshot, Sequence[G], str, list[str]], RewriteOutput],
+    operation_parameters: OptimizeParameters | ReorgParameters, scan: OptimizeScan | None, operation: str,
+    totals: _Totals,
+) -> BatchOutcome:
+    """Rewrite ``batch`` on ``current`` and commit it; a commit is added to ``totals``."""
+    inputs = [path for g in batch for path in g.paths]
+    output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
+    adds = list(output.adds)
+    in_bytes = sum(g.total_size for g in batch)
+    out_bytes = sum(a.size for a in adds)
+    with_dv = len(deletion_vectors(current, inputs))
+    metrics = OptimizeMetrics(num_removed_files=len(inputs), num_added_files=len(adds),
+                              num_removed_bytes=in_bytes, num_added_bytes=out_bytes,
+                              added_file_sizes=tuple(a.size for a in adds), scan=scan,
+                              num_deletion_vectors_removed=with_dv)
+    outcome = commit_rewrite(table, current, input_paths=inputs, adds=adds,
+                             operation_parameters=operation_parameters, operation_metrics=metrics,
+                             input_summaries=output.input_summaries, tags=output.tags, operation=operation)
+    if outcome.version is not None:
+        totals.versions.append(outcome.version)
+        totals.removed_files += len(inputs)
+        totals.added_files += len(adds)
+        totals.removed_bytes += in_bytes
+        totals.added_bytes += out_bytes
+        totals.dvs_removed += with_dv
         log.info("table=%s version=%d %s committed: %d -> %d files", table.uri, outcome.version, batch_label,
                  len(inputs), len(adds))
-    return RewriteTally(tuple(versions), aborted, removed_files, added_files, removed_bytes, added_bytes,
-                        dvs_removed)
+    return outcome
 
 
 def _rewrite_batch(

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.rewrite_commit import RewriteTally
+from delta_core.maintenance.run_bounds import Leftover, QuietSkip
 
 if TYPE_CHECKING:
     from delta_core.maintenance.cluster_plan import ClusterPlan
@@ -33,12 +34,23 @@ class RewriteMetrics(MetricsRecord):
     num_batches: int  # batches planned
     batches_committed: int
     batches_aborted: int  # abandoned because a concurrent commit changed their inputs
+    batches_retried: int  # re-planned on a newer snapshot after losing a conflict (each counted once)
+    abandoned_reasons: tuple[str, ...]  # why each aborted batch was abandoned: "batch 2/3: ConcurrentDeleteRead"
     num_removed_files: int
     num_added_files: int
     removed_bytes: int
     added_bytes: int
     num_deletion_vectors_removed: int  # inputs whose deletion vector the rewrite applied
     duration_seconds: float
+    # Left for the next run by max_bytes/max_files (not started) or max_duration (batches not
+    # started): file groups, their input files and bytes, and the bound that stopped the run.
+    groups_left: int = 0
+    files_left: int = 0
+    bytes_left: int = 0
+    stopped_by: str | None = None
+    # Skipped by quiet_minutes: planned partitions with a recent file, and the input files not rewritten.
+    partitions_skipped_busy: int = 0
+    files_skipped_busy: int = 0
     # A dry run: the plan's numbers (files, bytes, batches, deletion vectors: what a run on the
     # unchanged table commits), nothing written, no Spark; the added side is not known before a run.
     dry_run: bool = False
@@ -60,12 +72,15 @@ class RewriteRun:
     skipped_file_ratio_before: float | None = None
     skipped_file_ratio_after: float | None = None
     dry_run: bool = False
+    left: Leftover = Leftover()  # left by the caps before any batch started (the tally has the rest)
+    quiet: QuietSkip = QuietSkip()
 
     def metrics(self, record: type[M], /, *, committed_before: int | None = None, **own: Any) -> M:
         """``record`` with the shared fields of this run and the operation's ``own`` fields;
         ``committed_before`` is a version the operation committed before the rewrite (its
         ``version`` when the rewrite itself commits nothing)."""
         tally = self.tally
+        left = self.left + tally.left
         return record(
             version=tally.versions[-1] if tally.versions else committed_before,
             versions=tally.versions,
@@ -73,6 +88,14 @@ class RewriteRun:
             num_batches=self.num_batches,
             batches_committed=len(tally.versions),
             batches_aborted=tally.batches_aborted,
+            batches_retried=tally.batches_retried,
+            abandoned_reasons=tally.abandoned_reasons,
+            groups_left=left.groups,
+            files_left=left.files,
+            bytes_left=left.bytes,
+            stopped_by=left.stopped_by,
+            partitions_skipped_busy=self.quiet.partitions,
+            files_skipped_busy=self.quiet.files,
             num_removed_files=tally.num_removed_files,
             num_added_files=tally.num_added_files,
             removed_bytes=tally.removed_bytes,

@@ -10,7 +10,7 @@ deferred: the registry is loaded to build the command line, which must not load 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import TYPE_CHECKING, Any, Literal, Protocol, cast
 
 from delta_core.errors import ConfigError
@@ -24,6 +24,7 @@ from delta_core.maintenance.options import (
     ManifestOptions,
     PurgeOptions,
     RestoreOptions,
+    RewriteBounds,
     VacuumOptions,
     ZOrderOptions,
 )
@@ -49,10 +50,16 @@ class Report(Protocol):
     def to_dict(self) -> dict[str, Any]: ...
 
 
+def _own(options: RewriteBounds) -> dict[str, Any]:
+    """A rewrite's options without the ``RewriteBounds`` fields, which it takes as ``bounds=options``."""
+    shared = {f.name for f in fields(RewriteBounds)}
+    return {k: v for k, v in asdict(options).items() if k not in shared}
+
+
 def run_compact(table: DeltaTable, options: CompactOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.compaction import compact
 
-    return compact(table, _needs(spark), **asdict(options))
+    return compact(table, _needs(spark), **_own(options), bounds=options)
 
 
 def run_zorder(table: DeltaTable, options: ZOrderOptions, spark: SparkFactory | None) -> Report:
@@ -62,20 +69,20 @@ def run_zorder(table: DeltaTable, options: ZOrderOptions, spark: SparkFactory | 
         raise ConfigError("zorder needs columns: give --columns a,b, or zorder.columns in the table's policy",
                           path=table.uri)
     return zorder(table, _needs(spark), list(options.columns), curve=options.curve, where=options.where,
-                  target_size=options.target_size, dry_run=options.dry_run)
+                  target_size=options.target_size, dry_run=options.dry_run, bounds=options)
 
 
 def run_cluster(table: DeltaTable, options: ClusterOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.cluster import cluster
 
     return cluster(table, _needs(spark), columns=list(options.columns) or None, full=options.full,
-                   target_size=options.target_size, dry_run=options.dry_run)
+                   target_size=options.target_size, dry_run=options.dry_run, bounds=options)
 
 
 def run_purge(table: DeltaTable, options: PurgeOptions, spark: SparkFactory | None) -> Report:
     from delta_core.maintenance.spark.purge import purge
 
-    return purge(table, _needs(spark), **asdict(options))
+    return purge(table, _needs(spark), **_own(options), bounds=options)
 
 
 def run_vacuum(table: DeltaTable, options: VacuumOptions, spark: SparkFactory | None) -> Report:

@@ -31,7 +31,8 @@ from delta_core.maintenance.bin_packing import (
 )
 from delta_core.maintenance.compaction_plan import resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES, FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.model.arrow_values import int_scalar, numbers_of
@@ -78,6 +79,10 @@ class ZOrderPlan:
         parts = self.partitions if partitions is None else partitions
         total = sum(p.total_size for p in parts)
         return max(len(parts), math.ceil(total / self.target_size)) if parts else 0
+
+    @property
+    def groups(self) -> tuple[PartitionFiles, ...]:
+        return self.partitions
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES) -> list[tuple[PartitionFiles, ...]]:
         """Consecutive groups of partitions of at most ``max_bytes`` input (at least one each)."""

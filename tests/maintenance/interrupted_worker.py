@@ -23,6 +23,7 @@ def main(op: str, uri: str) -> None:
         print("worker: started", file=sys.stderr, flush=True)
         write_checkpoint(table)
         return
+    from delta_core.maintenance.options import RewriteBounds
     from delta_core.maintenance.spark.compaction import compact
     from delta_core.maintenance.spark.session import build_spark_session
 
@@ -31,7 +32,7 @@ def main(op: str, uri: str) -> None:
                                    conf={"spark.sql.shuffle.partitions": "1"})
 
     print("worker: started", file=sys.stderr, flush=True)
-    compact(table, spark, batch_size_bytes=1)  # every bin its own batch and commit
+    compact(table, spark, bounds=RewriteBounds(batch_size=1))  # every bin its own batch and commit
     print("worker: done", file=sys.stderr, flush=True)
 
 

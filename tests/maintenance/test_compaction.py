@@ -8,6 +8,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.options import RewriteBounds
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.partition_values import url_decode_path
 from tests.kernel_oracle import kernel_rows
@@ -69,7 +70,7 @@ def test_where_and_batches(spark, table_uri):
     old = table.snapshot()
     outside = sorted(a.path for a in old.add_actions() if not selected(a))
     inside_partitions = {tuple(sorted(a.partition_values.items())) for a in old.add_actions() if selected(a)}
-    metrics = compact(table, spark, where="region = 'eu' AND day >= '2024-01-02'", batch_size_bytes=1)
+    metrics = compact(table, spark, where="region = 'eu' AND day >= '2024-01-02'", bounds=RewriteBounds(batch_size=1))
     assert metrics.num_bins == len(inside_partitions) >= 2
     assert metrics.num_batches == metrics.batches_committed == len(metrics.versions) == metrics.num_bins
     snap = table.snapshot()

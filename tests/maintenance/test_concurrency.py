@@ -10,6 +10,7 @@ import pytest
 
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.data_io import rewrite_files
+from delta_core.maintenance.options import RewriteBounds
 from delta_core.maintenance.rewrite_commit import commit_rewrite
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.partition_values import url_decode_path
@@ -36,7 +37,7 @@ def test_concurrent_append_from_another_process(spark, table_uri):
     proc.start()
     try:
         assert started.wait(60)
-        metrics = compact(table, spark, batch_size_bytes=1)
+        metrics = compact(table, spark, bounds=RewriteBounds(batch_size=1))
     finally:
         stop.set()
         appended = result.get(timeout=120)

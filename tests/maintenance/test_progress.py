@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from delta_core.maintenance.options import RewriteBounds
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.progress import reporting_to
 from delta_core.write.checkpoint_write import write_checkpoint
@@ -36,7 +37,7 @@ def test_compaction_reports_each_batch_in_files_and_bytes(spark, table_uri):
     table = make_table(table_uri, appends=3)  # 2 partitions x 3 small files
     recorder = Recorder()
     with reporting_to(recorder):
-        metrics = compact(table, spark, batch_size_bytes=1)  # one batch per partition
+        metrics = compact(table, spark, bounds=RewriteBounds(batch_size=1))  # one batch per partition
     [stage] = recorder.stages
     assert stage["name"] == "compaction" and stage["unit"] == "files"
     assert stage["total_items"] == metrics.num_removed_files == 6

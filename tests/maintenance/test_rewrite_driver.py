@@ -25,7 +25,8 @@ from tests.maintenance.conftest import make_table
 
 SHARED = {"version", "versions", "read_version", "num_batches", "batches_committed", "batches_aborted",
           "num_removed_files", "num_added_files", "removed_bytes", "added_bytes", "num_deletion_vectors_removed",
-          "duration_seconds", "dry_run"}
+          "duration_seconds", "batches_retried", "abandoned_reasons", "groups_left", "files_left", "bytes_left",
+          "stopped_by", "partitions_skipped_busy", "files_skipped_busy", "dry_run"}
 # Each record's keys besides the shared ones, as the CLI printed them before the driver existed
 # (ClusterMetrics has num_deletion_vectors_removed now, like the others).
 OWN = {

@@ -149,9 +149,10 @@ def test_refused_commit_deletes_the_batch_files(spark, table_uri):
         return output
 
     before = data_files(table_uri)
-    tally = run_rewrite_batches(table, snap, plan.batches(), rewrite=rewrite,
+    tally = run_rewrite_batches(table, snap, plan.batches(), rewrite=rewrite, max_batch_retries=0,
                                 operation_parameters=plan.operation_parameters(), scan=None, label="compaction")
     assert tally.versions == () and tally.batches_aborted == 1 and len(written) == 2
+    assert tally.abandoned_reasons == ("batch 1/1: concurrent_delete_read",)
     assert data_files(table_uri) == before
     assert table.latest_version() == snap.version + 1  # only the other writer's DELETE
     assert collections.Counter(a.path for a in table.snapshot().add_actions()) == collections.Counter(

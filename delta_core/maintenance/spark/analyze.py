@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from delta_core.maintenance.analyze_commit import commit_stats, still_live
 from delta_core.maintenance.analyze_plan import AnalyzePlan, plan_analyze
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
 from delta_core.maintenance.stats_recompute import files_stats_json
 from delta_core.model import progress

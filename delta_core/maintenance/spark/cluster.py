@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_by import cluster_by
 from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering, table_clustering_columns
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import Stopwatch
+from delta_core.maintenance.options import RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics
 from delta_core.maintenance.spark.curve_rewrite import DEFAULT_SAMPLE_ROWS, CurveRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
+_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["ClusterMetrics", "ClusterPlan", "cluster", "plan_clustering"]
 
@@ -40,7 +41,7 @@ def cluster(
     columns: Sequence[str] | None = None,
     full: bool = False,
     target_size: int | None = None,
-    batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    bounds: RewriteBounds = _DEFAULT_BOUNDS,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     dry_run: bool = False,
 ) -> ClusterMetrics:
@@ -68,5 +69,5 @@ def cluster(
     executor = CurveRewrite.liquid(plan, sample_rows=sample_rows)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, executor, "clustering",
                                                       skipping_columns=plan.rewrite.columns),
-                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
+                      bounds=bounds, watch=watch, dry_run=dry_run)
     return ClusterMetrics.of(plan, run, zcube_id=executor.zcube_id, cluster_by_version=cluster_by_version)

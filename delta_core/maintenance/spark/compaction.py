@@ -3,7 +3,7 @@
 ``compact`` pairs ``plan_compaction`` (pure, in ``compaction_plan``: which small files, and
 which files with too many deleted rows, are packed together) with the bin-rewrite executor
 (``spark.bin_rewrite``: each bin is one Spark task writing one file) and runs them through the
-rewrite driver (``spark.driver``): bins commit in batches (``batch_size_bytes`` of input per
+rewrite driver (``spark.driver``): bins commit in batches (``bounds.batch_size`` of input per
 commit), so a failure loses at most the batch in flight; later batches keep only bins whose
 inputs are still live; every commit is an ``OPTIMIZE`` with ``dataChange=false``, proven to keep
 the data. Each task applies its inputs' deletion vectors as the batch's snapshot has them.
@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING
 from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_plan import plan_clustering, table_clustering_columns
 from delta_core.maintenance.compaction_plan import CompactionPlan, plan_compaction
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics, CompactionMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
 from delta_core.maintenance.spark.curve_rewrite import CurveRewrite
@@ -34,6 +33,7 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
+_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["ClusterMetrics", "CompactionMetrics", "CompactionPlan", "compact", "plan_compaction"]
 
@@ -45,7 +45,7 @@ def compact(
     where: str | None = None,
     target_size: int | None = None,
     min_file_size: int | None = None,
-    batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    bounds: RewriteBounds = _DEFAULT_BOUNDS,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
     dry_run: bool = False,
@@ -69,7 +69,7 @@ def compact(
             executor = CurveRewrite.liquid(clustering)
             run = run_rewrite(table, spark, snapshot,
                               Rewrite(clustering, executor, "clustering", skipping_columns=clustering.rewrite.columns),
-                              batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
+                              bounds=bounds, watch=watch, dry_run=dry_run)
             return ClusterMetrics.of(clustering, run, zcube_id=executor.zcube_id)
     if full:
         raise ConfigError("--full reclusters a clustered table, and this table has no clustering columns; "
@@ -81,7 +81,7 @@ def compact(
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
              plan.partitions_compacted)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, BinRewrite(), "compaction"),
-                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
+                      bounds=bounds, watch=watch, dry_run=dry_run)
     return run.metrics(
         CompactionMetrics, target_size=plan.target_size, min_file_size=plan.min_file_size, predicate=plan.predicate,
         files_considered=plan.files_considered, partitions_considered=plan.partitions_considered,

@@ -9,15 +9,19 @@ task executor (a ``Rewrite``) and adds its own metrics fields:
    (``check_void_writable``); nothing is written otherwise.
 2. *Plan* — the operation's, pure (``compaction_plan``, ``zorder_plan``, ``cluster_plan``,
    ``purge_plan``): any ``file_groups.RewritePlan``.
-3. *Batches* — ``plan.batches(batch_size_bytes)``; a plan without one starts no Spark (``spark``
-   may be a factory, called only here and only when there is work).
+3. *Bounds and batches* — the plan's groups without quiet partitions' (``quiet_minutes``), in
+   the asked ``order``, as many as fit ``max_bytes``/``max_files`` (``run_bounds``; the rest is
+   left for the next run and reported), in batches of ``batch_size`` input bytes; a plan without
+   one starts no Spark (``spark`` may be a factory, called only here and only when there is work).
 4. *Spark tasks* — the ``TaskExecutor`` rewrites one batch: ``spark.bin_rewrite`` (one file per
    group: compaction, purge) or ``spark.curve_rewrite`` (rows along a curve: Z-order,
    clustering). Its Spark jobs run under ``settled_on_failure``, so a failed batch's files are
    deleted only once no task still writes.
 5. *Rewrite proof and commit* — ``rewrite_commit.run_rewrite_batches``: each batch is proven
    to keep the data and committed (``dataChange=false``, ``operation`` with Delta's OPTIMIZE
-   metrics), later batches only with inputs still live.
+   metrics), later batches only with inputs still live; a batch that loses a conflict is
+   re-planned on the new snapshot and retried (``max_batch_retries``), and no batch starts once
+   ``max_duration`` has passed.
 6. *Metrics* — a ``RewriteRun``; ``RewriteRun.metrics`` fills the shared ``RewriteMetrics``
    fields of the operation's record.
 """
@@ -25,14 +29,17 @@ task executor (a ``Rewrite``) and adds its own metrics fields:
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias, TypeVar
 
-from delta_core.maintenance.file_groups import FileGroup, RewritePlan
+from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups
 from delta_core.maintenance.metrics import Stopwatch
+from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, RewriteBounds
 from delta_core.maintenance.rewrite_commit import RewriteOutput, RewriteTally, deletion_vectors, run_rewrite_batches
 from delta_core.maintenance.rewrite_metrics import RewriteRun
+from delta_core.maintenance.run_bounds import ordered_groups, quiet_groups, take_within
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from delta_core.maintenance.spark.tasks import resolve_spark, settled_on_failure
 from delta_core.model.delta_operations import OPTIMIZE
@@ -99,27 +106,31 @@ def run_rewrite(
     snapshot: Snapshot,
     rewrite: Rewrite[G],
     *,
-    batch_size_bytes: int,
+    bounds: RewriteBounds,
     watch: Stopwatch,
     dry_run: bool = False,
 ) -> RewriteRun:
-    """Run ``rewrite`` (planned on ``snapshot``) batch by batch (the module docstring's steps 3-6).
-    ``spark`` is a SparkSession, or a factory called only when there is something to rewrite;
-    ``watch`` was started when the operation was called. ``dry_run``: stop after the batches,
-    reporting what they hold as a run on the unchanged table would commit it (no Spark, nothing
-    written)."""
+    """Run ``rewrite`` (planned on ``snapshot``) within ``bounds``, batch by batch (the module
+    docstring's steps 3-6). ``spark`` is a SparkSession, or a factory called only when there is
+    something to rewrite; ``watch`` was started when the operation was called (``max_duration``
+    counts from then). ``dry_run``: stop after the batches, reporting what they hold as a run on the
+    unchanged table would commit it (no Spark, nothing written)."""
     plan = rewrite.plan
-    batches = plan.batches(batch_size_bytes)
+    groups, quiet = quiet_groups(snapshot, plan.groups, bounds.quiet_minutes, now_ms=int(time.time() * 1000))
+    groups, left = take_within(ordered_groups(groups, bounds.order), max_bytes=bounds.max_bytes,
+                               max_files=bounds.max_files)
+    batches = batch_groups(groups, bounds.batch_size or DEFAULT_BATCH_BYTES)
     probes = probe_values(snapshot, rewrite.skipping_columns) if rewrite.skipping_columns else None
     ratio_before = skipped_file_ratio(snapshot, probes) if probes is not None else None
     if dry_run:
-        inputs = [path for batch in batches for group in batch for path in group.paths]
+        inputs = [path for g in groups for path in g.paths]
         planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=len(inputs), num_added_files=0,
-                               removed_bytes=sum(g.total_size for batch in batches for g in batch), added_bytes=0,
+                               removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
                                num_deletion_vectors_removed=len(deletion_vectors(snapshot, inputs)))
         log.info("table=%s version=%d %s dry run: %d batch(es), %d file(s), %d bytes", table.uri, snapshot.version,
                  rewrite.label, len(batches), planned.num_removed_files, planned.removed_bytes)
-        return RewriteRun(snapshot.version, len(batches), planned, watch, ratio_before, ratio_before, dry_run=True)
+        return RewriteRun(snapshot.version, len(batches), planned, watch, ratio_before, ratio_before, dry_run=True,
+                          left=left, quiet=quiet)
     session = resolve_spark(spark) if batches else None
 
     def run_batch(current: Snapshot, batch: Sequence[G], label: str, outputs: list[str]) -> RewriteOutput:
@@ -127,14 +138,18 @@ def run_rewrite(
         with settled_on_failure(session):  # no task still writes once the batch's files are deleted
             return rewrite.executor.rewrite(session, table, current, batch, label=label, outputs=outputs)
 
+    max_seconds = bounds.max_duration * 60 if bounds.max_duration is not None else None
     tally = run_rewrite_batches(
         table, snapshot, batches, rewrite=run_batch, label=rewrite.label, operation=rewrite.operation,
         operation_parameters=plan.operation_parameters(),
         scan=OptimizeScan(total_considered_files=plan.files_considered,
                           total_files_skipped=plan.files_considered - plan.num_input_files,
                           preserve_insertion_order=rewrite.executor.preserves_insertion_order),
+        max_batch_retries=bounds.max_batch_retries,
+        keep_going=(lambda: watch.seconds() < max_seconds) if max_seconds is not None else None,
     )
     ratio_after = ratio_before
     if probes is not None and tally.versions:
         ratio_after = skipped_file_ratio(table.snapshot(), probes)
-    return RewriteRun(snapshot.version, len(batches), tally, watch, ratio_before, ratio_after)
+    return RewriteRun(snapshot.version, len(batches), tally, watch, ratio_before, ratio_after, left=left,
+                      quiet=quiet)

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from delta_core.maintenance.compaction_plan import check_deleted_rows_ratio
 from delta_core.maintenance.dropped_columns import files_with_dropped_columns
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import Stopwatch
+from delta_core.maintenance.options import RewriteBounds
 from delta_core.maintenance.purge_plan import PurgePlan, plan_purge, select_files
 from delta_core.maintenance.rewrite_metrics import PurgeMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
+_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["PurgeMetrics", "PurgePlan", "plan_purge", "purge"]
 
@@ -43,7 +44,7 @@ def purge(
     *,
     where: str | None = None,
     max_deleted_rows_ratio: float = 0.0,
-    batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    bounds: RewriteBounds = _DEFAULT_BOUNDS,
     dry_run: bool = False,
 ) -> PurgeMetrics:
     """Purge ``table`` on ``spark`` (a SparkSession, or a factory called only when there is
@@ -59,7 +60,7 @@ def purge(
              "columns)", table.uri, snapshot.version, plan.num_input_files, plan.input_bytes,
              plan.files_with_deletion_vectors, plan.files_with_dropped_columns)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, BinRewrite(), "purge", operation=REORG),
-                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
+                      bounds=bounds, watch=watch, dry_run=dry_run)
     return run.metrics(
         PurgeMetrics, predicate=plan.predicate, max_deleted_rows_ratio=plan.max_deleted_rows_ratio,
         files_considered=plan.files_considered, files_with_deletion_vectors=plan.files_with_deletion_vectors,

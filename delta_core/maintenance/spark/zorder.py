@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from delta_core.errors import UnsupportedTableForOperationError
-from delta_core.maintenance.file_groups import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.metrics import Stopwatch
+from delta_core.maintenance.options import RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ZOrderMetrics
 from delta_core.maintenance.spark.curve_rewrite import DEFAULT_SAMPLE_ROWS, CurveRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
+_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
 
@@ -39,7 +40,7 @@ def zorder(
     curve: str = "zorder",
     where: str | None = None,
     target_size: int | None = None,
-    batch_size_bytes: int = DEFAULT_BATCH_BYTES,
+    bounds: RewriteBounds = _DEFAULT_BOUNDS,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     dry_run: bool = False,
 ) -> ZOrderMetrics:
@@ -60,7 +61,7 @@ def zorder(
     log.info("table=%s version=%d %s on %s: %d files in %d partitions", table.uri, snapshot.version, curve,
              ",".join(plan.columns), plan.num_input_files, len(plan.partitions))
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, CurveRewrite(plan, sample_rows), curve),
-                      batch_size_bytes=batch_size_bytes, watch=watch, dry_run=dry_run)
+                      bounds=bounds, watch=watch, dry_run=dry_run)
     return run.metrics(
         ZOrderMetrics, columns=plan.columns, curve=plan.curve, target_size=plan.target_size, predicate=plan.predicate,
         partitions_optimized=len(plan.partitions), files_considered=plan.files_considered)

@@ -1,0 +1,142 @@
+"""How much of a rewrite plan one run takes on (``options.RewriteBounds``): pure, no Spark, no IO.
+
+The rewrite driver (``spark.driver``) narrows a plan's file groups in three steps before it
+batches them, so every rewrite (compact, zorder, cluster, purge) is bounded the same way:
+
+1. *Quiet partitions* — ``quiet_groups``: with ``quiet_minutes``, a partition where a live file
+   was added (``add.modificationTime``) within the window is skipped whole, as writers may still
+   be appending there; on an unpartitioned table the recent files are taken out of their groups
+   instead, and a group that loses files keeps going only while it still holds two or more
+   (rewriting one file alone gains nothing).
+2. *Order* — ``ordered_groups``: partitions ``smallest`` first (fewest planned input bytes), or
+   most ``benefit`` first: the most input files per byte rewritten. A rewrite writes about one
+   file per target size of input, so files removed per byte rewritten is ``files/bytes - 1/target``:
+   ordering by ``files/bytes`` is ordering by files removed per byte. Groups of one partition stay
+   together, ordered the same way among themselves; ties keep the plan's order.
+3. *Caps* — ``take_within``: groups in that order while their input stays within ``max_bytes``
+   and ``max_files``. The first group always runs, however large, so a group larger than a cap
+   is not left behind forever.
+
+What a run leaves (by a cap, or by ``max_duration`` between batches) is a ``Leftover``, reported
+in the metrics and planned again by the next run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.maintenance.file_groups import FileGroup
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+
+G = TypeVar("G", bound=FileGroup)
+PartitionKey = frozenset[tuple[str, "str | None"]]
+
+
+@dataclass(frozen=True, slots=True)
+class Leftover:
+    """Planned groups a run did not start, and the bound that stopped it (``max_bytes``,
+    ``max_files`` or ``max_duration``; ``None``: nothing was left)."""
+
+    groups: int = 0
+    files: int = 0
+    bytes: int = 0
+    stopped_by: str | None = None
+
+    @classmethod
+    def of(cls, groups: Sequence[FileGroup], stopped_by: str) -> Leftover:
+        if not groups:
+            return cls()
+        return cls(len(groups), sum(g.num_files for g in groups), sum(g.total_size for g in groups), stopped_by)
+
+    def __add__(self, other: Leftover) -> Leftover:
+        return Leftover(self.groups + other.groups, self.files + other.files, self.bytes + other.bytes,
+                        other.stopped_by or self.stopped_by)
+
+
+@dataclass(frozen=True, slots=True)
+class QuietSkip:
+    """What ``quiet_groups`` skipped: planned partitions with a recent file, and the input files
+    not rewritten because of them."""
+
+    partitions: int = 0
+    files: int = 0
+
+
+def _partition_key(group: FileGroup) -> PartitionKey:
+    return frozenset(group.partition_values)
+
+
+def quiet_groups(snapshot: Snapshot, groups: Sequence[G], quiet_minutes: float | None, *,
+                 now_ms: int) -> tuple[list[G], QuietSkip]:
+    """``groups`` without those written within ``quiet_minutes`` of ``now_ms`` (the module
+    docstring's step 1)."""
+    if quiet_minutes is None or not groups:
+        return list(groups), QuietSkip()
+    files = snapshot.file_columns("path", "partition_values", "modification_time")
+    recent = files.filter(pc.greater(files.column("modification_time"), now_ms - int(quiet_minutes * 60_000)))
+    if snapshot.partition_columns:
+        busy = {frozenset(items) for items in recent.column("partition_values").to_pylist()}
+        kept = [g for g in groups if _partition_key(g) not in busy]
+        skipped = [g for g in groups if _partition_key(g) in busy]
+        return kept, QuietSkip(len({_partition_key(g) for g in skipped}), sum(g.num_files for g in skipped))
+    recent_paths = recent.column("path")
+    out: list[G] = []
+    files_skipped = 0
+    for g in groups:
+        quiet = g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"), value_set=recent_paths)))
+        if quiet.num_rows == g.num_files:
+            out.append(g)
+        elif quiet.num_rows >= 2:
+            out.append(dataclasses.replace(g, file_list=quiet, total_size=_bytes(quiet)))
+            files_skipped += g.num_files - quiet.num_rows
+        else:
+            files_skipped += g.num_files
+    return out, QuietSkip(0, files_skipped)
+
+
+def _bytes(file_list: pa.Table) -> int:
+    return int(pc.sum(file_list.column("size")).as_py() or 0)
+
+
+def ordered_groups(groups: Sequence[G], order: str) -> list[G]:
+    """``groups`` in ``order`` (``smallest`` or ``benefit``; the module docstring's step 2)."""
+    first: dict[PartitionKey, int] = {}
+    part_bytes: dict[PartitionKey, int] = {}
+    part_files: dict[PartitionKey, int] = {}
+    for g in groups:
+        key = _partition_key(g)
+        first.setdefault(key, len(first))
+        part_bytes[key] = part_bytes.get(key, 0) + g.total_size
+        part_files[key] = part_files.get(key, 0) + g.num_files
+
+    def smallest(g: G) -> tuple[float, int, float]:
+        key = _partition_key(g)
+        return part_bytes[key], first[key], g.total_size
+
+    def benefit(g: G) -> tuple[float, int, float]:
+        key = _partition_key(g)
+        return -part_files[key] / max(part_bytes[key], 1), first[key], -g.num_files / max(g.total_size, 1)
+
+    return sorted(groups, key=smallest if order == "smallest" else benefit)
+
+
+def take_within(groups: Sequence[G], *, max_bytes: int | None, max_files: int | None) -> tuple[list[G], Leftover]:
+    """The first of ``groups`` whose input stays within the caps, and what is left (the module
+    docstring's step 3)."""
+    nbytes = nfiles = 0
+    for index, g in enumerate(groups):
+        over = ("max_bytes" if max_bytes is not None and nbytes + g.total_size > max_bytes else
+                "max_files" if max_files is not None and nfiles + g.num_files > max_files else None)
+        if over is not None and index > 0:
+            return list(groups[:index]), Leftover.of(groups[index:], over)
+        nbytes += g.total_size
+        nfiles += g.num_files
+    return list(groups), Leftover()
