@@ -150,8 +150,10 @@ def tables_yaml(uri: str, *, vacuum_mode: str, retention_seconds: int) -> str:
 tables:
   {TABLE}:
     uri: {uri}
-    compact: {{target_size: 1MB}}
-    zorder: {{columns: [k, id], target_size: 1MB}}
+    # bounded rewrites (issue 30): small batches that commit on their own, retried when a writer
+    # wins a race, and the files the writers touched in the last half minute left for later
+    compact: {{target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.5}}
+    zorder: {{columns: [k, id], target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.5}}
     purge: true
     checkpoint: {{interval: 20}}
     compact_log: {{min_commits: 5}}
