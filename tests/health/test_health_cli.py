@@ -43,7 +43,7 @@ def test_health_text_is_readable(tmp_path, capsys):
     out = capsys.readouterr().out
     # 4 MB target: min 3 MB, the 1 MiB files are small and two share partition a.
     assert f"{root} at version 1: health " in out
-    assert "small files      3 under 2.9 MiB" in out
+    assert "small files      3 under 3 MB" in out  # 3,000,000 bytes: as a person wrote it (4MB x 3/4)
     assert "compact      gain 1 files" in out
     assert not out.lstrip().startswith("{")
 
