@@ -35,6 +35,7 @@ from delta_core.errors import ConfigError
 from delta_core.model.sizes import format_size
 
 if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
     from delta_core.model.schema import DataType
 
 
@@ -70,7 +71,7 @@ def _features(values: Any) -> list[str] | None:
     return None if values is None else sorted(values)
 
 
-def describe_record(snapshot: Any, *, files: bool = False) -> dict[str, Any]:
+def describe_record(snapshot: Snapshot, *, files: bool = False) -> dict[str, Any]:
     """The ``describe --json`` object for a snapshot; the sorted list of live files' paths only
     with ``files`` (at 1M files it costs ~0.2 s of CPU and prints ~100 MB)."""
     from delta_core.log.version_checksum import verify_version_checksum  # deferred: pyarrow
@@ -112,7 +113,7 @@ def describe_record(snapshot: Any, *, files: bool = False) -> dict[str, Any]:
     return record
 
 
-def txn_details(snapshot: Any) -> dict[str, dict[str, Any]]:
+def txn_details(snapshot: Snapshot) -> dict[str, dict[str, Any]]:
     """Every ``txn`` of the log: ``{appId: {version, last_updated (epoch ms or null), expired}}``;
     ``expired`` by the same rule (and clock) as ``snapshot.txns``."""
     live = snapshot.txns
@@ -142,7 +143,7 @@ def _feature_text(values: Any) -> str:
     return "" if values is None else f" [{', '.join(sorted(values)) or 'no features'}]"
 
 
-def describe_text(uri: str, snapshot: Any, record: dict[str, Any]) -> str:
+def describe_text(uri: str, snapshot: Snapshot, record: dict[str, Any]) -> str:
     protocol = snapshot.protocol
     lines = [f"Table:       {uri}"]
     if record["location"] != uri:
