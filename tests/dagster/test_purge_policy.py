@@ -86,7 +86,8 @@ tables:
             instance=instance, scheduled_execution_time=dt.datetime(2026, 1, 1, 1, 30, tzinfo=dt.UTC)))
     (request,) = data.run_requests
     config = request.run_config["ops"]["a__purge"]["config"]
-    assert config == {"max_deleted_rows_ratio": 0.1}  # None (the policy default) is left out
+    # None (the policy default) is left out; the bounded-run defaults are spelled out
+    assert config == {"max_deleted_rows_ratio": 0.1, "order": "smallest", "max_batch_retries": 2}
 
 
 @pytest.mark.spark
