@@ -70,7 +70,7 @@ ADD_FIELDS: dict[str, str] = dict(ADD_JSON_FIELDS)
 REMOVE_FIELDS: dict[str, str] = {k: v for k, v in REMOVE_JSON_FIELDS.items() if k != "stats"}
 
 # Separates path and DV id inside the reconciliation key; cannot occur in a URI.
-_KEY_SEP = "\x00"
+KEY_SEPARATOR = "\x00"  # between path and dvId in a ``file_keys`` key
 
 
 # JSON field names of the string maps among the columns above.
@@ -297,7 +297,7 @@ def file_keys(
     if dv.null_count == len(dv):
         return path
     uid = dv_unique_ids(dv)
-    joined = pc.binary_join_element_wise(path, uid, string_scalar(_KEY_SEP))
+    joined = pc.binary_join_element_wise(path, uid, string_scalar(KEY_SEPARATOR))
     return pc.if_else(pc.is_null(uid), path, joined)
 
 

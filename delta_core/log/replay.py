@@ -30,12 +30,16 @@ import pyarrow.compute as pc
 
 from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.commit_read import CommitBatch
-from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, file_keys, num_records_from_stats
+from delta_core.log.file_actions import (
+    FILES_SCHEMA,
+    KEY_SEPARATOR,
+    TOMBSTONES_SCHEMA,
+    file_keys,
+    num_records_from_stats,
+)
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.model.arrow_values import bool_array, empty_table, int_array, int_scalar
 from delta_core.model.path_identity import TableRoot, canonical_paths
-
-_KEY_SEPARATOR = "\x00"  # between path and dvId in a ``file_keys`` key
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,7 +259,7 @@ def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:
         if pc.count_distinct(values).as_py() != len(values):
             counts = pc.value_counts(values)
             repeated = counts.field("values").filter(pc.greater(counts.field("counts"), int_scalar(1)))
-            return f"{str(repeated[0].as_py()).split(_KEY_SEPARATOR)[0]!r} {what}"
+            return f"{str(repeated[0].as_py()).split(KEY_SEPARATOR)[0]!r} {what}"
     return None
 
 
