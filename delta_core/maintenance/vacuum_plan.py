@@ -124,15 +124,15 @@ def log_paths_to_keys(paths: pa.Array | pa.ChunkedArray, table_root: TableRoot) 
 def plan_vacuum(
     listed: pa.Table,
     *,
-    referenced: Iterable[str],
+    referenced: pa.Array,
     partition_columns: Sequence[str],
     now_ms: int,
     retention: dt.timedelta,
     named_by_log: Iterable[str] = (),
 ) -> VacuumPlan:
     """Plan a vacuum over ``listed`` (``key``, ``size``, ``modification_time`` in ms: every file
-    under the root outside ``_delta_log``) given the ``referenced`` keys (live files, their DV
-    files, and files of tombstones still inside the retention window). ``named_by_log`` are keys
+    under the root outside ``_delta_log``) given the ``referenced`` keys (an Arrow string column:
+    live files, their DV files, and files of tombstones still inside the retention window). ``named_by_log`` are keys
     exempt from the hidden-path rule because the log names them as files of the table (vacuum
     lite's cdc files under ``_change_data``)."""
     retention_ms = int(retention.total_seconds() * 1000)
@@ -142,8 +142,7 @@ def plan_vacuum(
     exempt = pa.array(sorted(set(named_by_log)), pa.string())
     if len(exempt):
         hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=exempt)))
-    ref = pa.array(sorted(set(referenced)), pa.string())
-    is_ref = pc.is_in(keys, value_set=ref)
+    is_ref = pc.is_in(keys, value_set=referenced.cast(keys.type))
     young = pc.greater_equal(listed.column("modification_time"), pa.scalar(cutoff, pa.int64()))
     visible = pc.invert(hidden)
     keep_ref = pc.and_(visible, is_ref)

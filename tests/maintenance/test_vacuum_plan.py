@@ -56,7 +56,7 @@ def test_plan_deletes_exactly_old_unreferenced_visible_files():
         ("region=eu/orphan.parquet", old),
         ("_delta_log/00000000000000000000.json", old),
         ("region=eu/.x.crc", old),
-    ]), referenced={"live.parquet", "tomb_recent.parquet"}, partition_columns=["region"], now_ms=NOW,
+    ]), referenced=pa.array(["live.parquet", "tomb_recent.parquet"]), partition_columns=["region"], now_ms=NOW,
         retention=dt.timedelta(days=7))
     assert plan.to_delete == ("orphan_old.parquet", "region=eu/orphan.parquet")
     assert plan.bytes_to_delete == 20
@@ -65,7 +65,7 @@ def test_plan_deletes_exactly_old_unreferenced_visible_files():
 
 
 def test_file_exactly_at_cutoff_is_kept():
-    plan = plan_vacuum(listed([("a.parquet", NOW - 7 * DAY)]), referenced=[], partition_columns=[],
+    plan = plan_vacuum(listed([("a.parquet", NOW - 7 * DAY)]), referenced=pa.array([], pa.string()), partition_columns=[],
                        now_ms=NOW, retention=dt.timedelta(days=7))
     assert plan.to_delete == ()
 

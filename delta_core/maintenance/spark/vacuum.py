@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import groupby
@@ -113,42 +113,43 @@ class DeleteChunkTask:
     keys: tuple[str, ...]
 
 
-def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
-    """The keys of ``paths`` (null and empty paths have none)."""
+def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> pa.Array:
+    """The keys of ``paths`` as an Arrow column (null and empty paths have none)."""
     keys, unplaced = log_paths_to_keys(paths, root)
     for p in unplaced:
         # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours under
         # another spelling of the root.
         (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
-    out: list[str] = keys.drop_null().to_pylist()
-    return out
+    return keys.drop_null()
 
 
-def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[str]:
+def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> pa.Array:
     valid = dv.filter(pc.is_valid(dv))
     if len(valid) == 0:
-        return []
+        return string_array([])
     kinds = pc.struct_field(valid, "storageType").to_pylist()
     refs = pc.struct_field(valid, "pathOrInlineDv").to_pylist()
     return _keys(string_array([dv_relative_path(k, r) for k, r in zip(kinds, refs)]), root, ignored, uncertain)
 
 
 def referenced_keys(snapshot: Snapshot, cutoff_ms: int, root: str, ignored: list[str], *,
-                    uncertain: list[str] | None = None) -> set[str]:
-    """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``.
-    Paths certainly outside the root go to ``ignored``; paths that cannot be placed with
-    certainty (``path_identity.Where.UNCERTAIN``) go to ``uncertain`` (the caller refuses)."""
+                    uncertain: list[str] | None = None) -> pa.Array:
+    """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``:
+    one Arrow string column, each key once (no Python string per file: at 10M files a set of
+    str would hold gigabytes). Paths certainly outside the root go to ``ignored``; paths that
+    cannot be placed with certainty (``path_identity.Where.UNCERTAIN``) go to ``uncertain``
+    (the caller refuses)."""
     files = snapshot.file_columns("path", "deletion_vector")
     tomb = snapshot.tombstones
     recent = tomb.filter(pc.fill_null(pc.greater(tomb.column("deletion_timestamp"), int_scalar(cutoff_ms)),
                                       false_array(1)[0]))
     table_root = TableRoot.of(root)
     unsure = uncertain if uncertain is not None else []
-    refs = set(_keys(files.column("path"), table_root, ignored, unsure))
-    refs.update(_dv_keys(files.column("deletion_vector"), table_root, ignored, unsure))
-    refs.update(_keys(recent.column("path"), table_root, ignored, unsure))
-    refs.update(_dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure))
-    return refs
+    parts = [_keys(files.column("path"), table_root, ignored, unsure),
+             _dv_keys(files.column("deletion_vector"), table_root, ignored, unsure),
+             _keys(recent.column("path"), table_root, ignored, unsure),
+             _dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure)]
+    return pc.unique(pa.concat_arrays([p.cast(pa.string()) for p in parts]))
 
 
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
@@ -158,22 +159,25 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
     a factory); hidden top-level directories are not listed at all."""
     wanted = [d for d in storage.list_directories("")
               if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
-    infos: list[FileInfo] = list(storage.list_from(""))  # the files directly under the root
     if spark is not None and wanted:
         from delta_core.maintenance.spark.tasks import collect_arrow, payload_frame, resolve_spark
 
         frame = payload_frame(resolve_spark(spark), [ListDirectoryTask(storage, d) for d in wanted],
                               _list_directory, "key string, size long, modification_time long")
-        return pa.concat_tables([_listing(infos), collect_arrow(frame, description=f"vacuum listing of {storage.root}")
+        return pa.concat_tables([_listed_table(storage.list_from("")),
+                                 collect_arrow(frame, description=f"vacuum listing of {storage.root}")
                                  .cast(_LISTING_SCHEMA)])
     with progress.stage("vacuum: listing", total_items=None) as listing, \
             ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        listing.advance(items=len(infos), nbytes=sum(i.size for i in infos))
-        for listed in pool.map(lambda d: list(storage.list_recursive(d)), wanted):
-            infos.extend(listed)
-            listing.advance(items=len(listed), nbytes=sum(i.size for i in listed))
-            log.debug("vacuum listing: %d files so far", len(infos))
-    return _listing(infos)
+        # Each directory's files become Arrow batches as they are listed: no Python object per
+        # file outlives its batch.
+        tables = [_listed_table(storage.list_from(""))]
+        listing.advance(items=tables[0].num_rows, nbytes=_total_size(tables[0]))
+        for listed in pool.map(lambda d: _listed_table(storage.list_recursive(d)), wanted):
+            tables.append(listed)
+            listing.advance(items=listed.num_rows, nbytes=_total_size(listed))
+            log.debug("vacuum listing: %d files so far", sum(t.num_rows for t in tables))
+    return pa.concat_tables(tables)
 
 
 _LISTING_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64())])
@@ -197,15 +201,28 @@ class ListDirectoryTask:
     directory: str
 
 
+def _listing_batches(infos: Iterable[FileInfo]) -> Iterator[pa.RecordBatch]:
+    """``infos`` as record batches of the listing schema, ``LISTING_BATCH`` files at a time."""
+    batch: list[FileInfo] = []
+    for info in infos:
+        batch.append(info)
+        if len(batch) == LISTING_BATCH:
+            yield from _listing(batch).to_batches()
+            batch = []
+    yield from _listing(batch).to_batches()
+
+
+def _listed_table(infos: Iterable[FileInfo]) -> pa.Table:
+    return pa.Table.from_batches(list(_listing_batches(infos)), schema=_LISTING_SCHEMA)
+
+
+def _total_size(listed: pa.Table) -> int:
+    return int(pc.sum(listed.column("size")).as_py() or 0)
+
+
 def _list_directory(task: ListDirectoryTask) -> Iterator[pa.RecordBatch]:
     """Spark task: the files below one directory, as record batches of the listing schema."""
-    infos: list[FileInfo] = []
-    for info in task.storage.list_recursive(task.directory):
-        infos.append(info)
-        if len(infos) == LISTING_BATCH:
-            yield from _listing(infos).to_batches()
-            infos = []
-    yield from _listing(infos).to_batches()
+    yield from _listing_batches(task.storage.list_recursive(task.directory))
 
 
 def _delete_chunk(task: DeleteChunkTask) -> list[str]:
