@@ -57,7 +57,7 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         assets=assets,
         jobs=jobs,
         schedules=schedules,
-        sensors=build_sensors(sensor_inputs),
+        sensors=build_sensors(sensor_inputs, config.fleet),
         resources=build_resources(config),
         executor=in_process_executor,
     )

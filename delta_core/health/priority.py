@@ -35,6 +35,8 @@ from delta_core.health.metrics import HealthMetrics
 from delta_core.health.score import ScorePart
 from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER
 
+# The operations that rewrite data files (their CLI command and registry names are the same).
+REWRITES = frozenset({COMPACT.name, ZORDER.name, CLUSTER, PURGE})
 # Recommended operation (CLI command name) -> the score part its run repairs.
 REPAIRED_PART: dict[str, str] = {
     COMPACT.cli_command: "file_sizes",
