@@ -18,7 +18,8 @@ a second run. The first tick (no cursor) starts watching at the current version.
 
 
 import itertools
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dagster import (
@@ -201,10 +202,11 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
     return _sensor
 
 
-def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy) -> list[SensorDefinition]:
+def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy, *,
+                  clock: Callable[[], float] = time.time) -> list[SensorDefinition]:
     """Each table's log sensor and, when some table has ``advisor.mode: auto``, the fleet advisor
-    (``sensors.advisor``) over them, within the ``fleet`` budget."""
+    (``sensors.advisor``) over them, within the ``fleet`` budget, its now read from ``clock``."""
     out = [s for table, jobs, assets_by_op in tables
            if (s := build_table_sensor(table, jobs, assets_by_op)) is not None]
-    advisor = build_fleet_advisor_sensor(tables, fleet, fleet_scope(t for t, _, _ in tables))
+    advisor = build_fleet_advisor_sensor(tables, fleet, fleet_scope(t for t, _, _ in tables), clock=clock)
     return out + ([advisor] if advisor is not None else [])

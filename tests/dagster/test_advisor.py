@@ -13,18 +13,18 @@ from dagster import DagsterRun, DagsterRunStatus, build_sensor_context, instance
 
 from definitions import build_definitions
 from delta_core.errors import ConfigError
+from fleet.usage import ESTIMATED_BYTES_TAG
 from sensors.advisor import (
     ADVISOR_TAG,
+    FLEET_ADVISOR_SENSOR,
     GAIN_TAG,
     HEALTH_TAG_PREFIX,
+    POINTS_TAG,
     REASON_TAG,
     TABLE_OPERATION_TAG,
-    FLEET_ADVISOR_SENSOR,
-    POINTS_TAG,
     advisor_run_limits,
     parse_advisor_cursor,
 )
-from fleet.usage import ESTIMATED_BYTES_TAG
 
 SENSOR = FLEET_ADVISOR_SENSOR
 
