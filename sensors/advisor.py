@@ -68,7 +68,6 @@ _FINISHED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatu
 # Recommendations name the CLI command (``cleanup-log``); jobs are named by the registry name.
 _BY_COMMAND = {op.cli_command: op.name for op in OPERATIONS}
 
-
 FLEET_ADVISOR_SENSOR = "fleet_advisor_sensor"
 AdvisedTable = tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]  # a table, its jobs, its assets by op
 
@@ -76,7 +75,8 @@ AdvisedTable = tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]  # a t
 def advisor_run_limits(*, max_concurrent_runs: int) -> dict[str, Any]:
     """The ``concurrency`` section of the instance's ``dagster.yaml`` that bounds advised runs:
     at most ``max_concurrent_runs`` in progress across tables, and one per table and operation.
-    Dagster's run queue (the default ``QueuedRunCoordinator``) enforces it."""
+    Dagster's run queue (the default ``QueuedRunCoordinator``) enforces it; give tables.yaml's
+    ``fleet.max_concurrent_runs`` the same number (``fleet.budget``)."""
     if max_concurrent_runs <= 0:
         raise ConfigError(f"max_concurrent_runs must be positive, got {max_concurrent_runs}")
     return {"runs": {"tag_concurrency_limits": [
