@@ -84,12 +84,21 @@ def fleet_usage(instance: DagsterInstance, scope: FleetScope, *, now: float) -> 
     return FleetUsage(runs_in_progress=len(running), bytes_last_hour=hour, bytes_last_day=day)
 
 
+def max_bytes_bound(table: TableConfig, operation: str) -> int | None:
+    """The ``max_bytes`` bound of registry ``operation``'s tables.yaml section on ``table``
+    (rewrites only; None: unbounded), which caps the run and its estimate alike."""
+    policy = table.policy(operation)
+    return getattr(policy.options, "max_bytes", None) if policy is not None else None
+
+
 def budget_allows(instance: DagsterInstance, config: MaintenanceConfig, *, rewrite_bytes: int, now: float) -> bool:
-    """Whether the fleet budget lets one more maintenance run, rewriting ``rewrite_bytes``
-    (``delta_core.health.priority.rewrite_bytes`` of the table's health; 0 for an operation that
-    rewrites nothing), start at ``now`` (POSIX seconds): inside a window, under
+    """Whether the fleet budget lets one more maintenance run, rewriting ``rewrite_bytes``, start
+    at ``now`` (POSIX seconds): inside a window, under
     ``max_concurrent_runs`` and within the byte limits. The hook for automation conditions: and
     it with an asset's condition (an ``AutomationCondition`` evaluating it, or a sensor gating
-    requests), so automated runs honour the limits the fleet advisor does."""
+    requests), so automated runs honour the limits the fleet advisor does. ``rewrite_bytes`` as
+    the advisor estimates it: ``delta_core.health.priority.rewrite_bytes(report.metrics,
+    cli_command, max_bytes=max_bytes_bound(table, operation))`` of the table's health report
+    (``assets.health_view.table_health_report``); 0 for an operation that rewrites nothing."""
     usage = fleet_usage(instance, fleet_scope(config.tables), now=now)
     return held_by(config.fleet, usage, rewrite_bytes=rewrite_bytes, now=now) is None

@@ -49,7 +49,7 @@ from delta_core.health.report import HealthReport, table_health
 from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS, VACUUM
 from delta_core.model.sizes import format_size
 from fleet.budget import admit
-from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage
+from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage, max_bytes_bound
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import FleetPolicy, TableConfig
@@ -124,12 +124,6 @@ def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seco
     return f"cool-down: {left / 60:.0f} more minutes" if left > 0 else None
 
 
-def _max_bytes(table: TableConfig, op: str) -> int | None:
-    """The run's ``max_bytes`` bound from its tables.yaml section (rewrites only), or None."""
-    policy = table.policy(op)
-    return getattr(policy.options, "max_bytes", None) if policy is not None else None
-
-
 def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report: HealthReport,
                 requested: dict[str, int], *, now: float) -> tuple[list[Candidate], list[str]]:
     """The table's candidate runs, and why its other recommendations are not candidates."""
@@ -156,7 +150,7 @@ def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report:
         if why_not is not None:
             held.append(f"{where}: {why_not}")
             continue
-        out.append(candidate(table.name, rec, report.parts, report.metrics, max_bytes=_max_bytes(table, op)))
+        out.append(candidate(table.name, rec, report.parts, report.metrics, max_bytes=max_bytes_bound(table, op)))
     return out, held
 
 

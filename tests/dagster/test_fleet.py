@@ -101,6 +101,17 @@ def test_requests_in_gain_per_byte_order(fleet_tables, tables_yaml):
                                                      "c": {"compact": 6}}
         assert _tick(defs, instance, tick.cursor).run_requests == []  # all requested at these versions
 
+    # a max_bytes bound caps b's compaction, and its estimate: it now costs less than c's
+    bounded = _yaml(fleet_tables).replace(f"  b:\n    uri: {fleet_tables['b'].uri}\n    compact: {{target_size: {TARGET}",
+                                          f"  b:\n    uri: {fleet_tables['b'].uri}\n    compact: {{target_size: {TARGET}, "
+                                          "max_bytes: 50KB")
+    with instance_for_test() as instance:
+        tick = _tick(build_definitions(tables_yaml(bounded)), instance)
+        assert _runs(tick) == ["b_vacuum", "a_compact", "b_compact", "c_compact"]
+        b_compact = tick.run_requests[2]
+        assert b_compact.tags[ESTIMATED_BYTES_TAG] == "50000"
+        assert b_compact.run_config["ops"]["b__compact"]["config"]["max_bytes"] == 50000  # the run stops there too
+
 
 def test_stops_at_max_concurrent_runs(fleet_tables, tables_yaml):
     defs = build_definitions(tables_yaml(_yaml(fleet_tables, "max_concurrent_runs: 4")))
