@@ -9,9 +9,13 @@ here (only ``delta_core`` is a package in site-packages). The config file is
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 from dagster import AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
+from fleet.report import build_fleet_report
 from jobs import build_cross_table_jobs, build_table_jobs
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
@@ -28,8 +32,10 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
     return resources
 
 
-def build_definitions(config: MaintenanceConfig) -> Definitions:
-    """Assets, jobs, schedules, sensors and resources for every table in ``config``.
+def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time) -> Definitions:
+    """Assets, jobs, schedules, sensors and resources for every table in ``config``, and the
+    fleet report over them; ``clock`` (POSIX seconds) is the fleet's now (the advisor's windows,
+    cool-downs and byte limits, the report's next schedule ticks).
 
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
@@ -53,11 +59,16 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         jobs.append(table_jobs.observe)
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
+    if config.tables:
+        report, report_job, report_schedule = build_fleet_report(config, clock=clock)
+        assets.append(report)
+        jobs.append(report_job)
+        schedules.append(report_schedule)
     return Definitions(
         assets=assets,
         jobs=jobs,
         schedules=schedules,
-        sensors=build_sensors(sensor_inputs),
+        sensors=build_sensors(sensor_inputs, config.fleet, clock=clock),
         resources=build_resources(config),
         executor=in_process_executor,
     )

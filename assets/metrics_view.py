@@ -21,6 +21,9 @@ from delta_core.maintenance.rewrite_metrics import (
 )
 
 Value = int | float | str | bool | None
+# The bytes of the files an operation removed: for a rewrite (compact, zorder, cluster, purge)
+# the bytes it rewrote, which the fleet budget counts (``fleet.usage``).
+BYTES_REMOVED_KEY = "bytes_removed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +45,7 @@ def _common(m: Any) -> dict[str, Value]:
         "committed_version": m.version,
         "files_removed": m.num_removed_files,
         "files_added": m.num_added_files,
-        "bytes_removed": m.removed_bytes,
+        BYTES_REMOVED_KEY: m.removed_bytes,
         "bytes_added": m.added_bytes,
     }
 

@@ -10,6 +10,11 @@ section but ``tables`` optional; an operation's section is named by its registry
     spark:
       master: local[*]                # or {env: SPARK_MASTER}
       conf: {spark.sql.shuffle.partitions: "8"}
+    fleet:                            # limits across tables (fleet.budget; the fleet advisor)
+      max_concurrent_runs: 4
+      max_bytes_per_hour: 50GB        # bytes rewritten, rolling 60 minutes
+      max_bytes_per_day: 500GB        # ... rolling 24 hours
+      windows: ["22:00-06:00"]        # UTC; advised runs start only inside one
     tables:
       events:                         # table name = Dagster group name
         uri: demo_data/events         # relative paths resolve against this file's folder
@@ -58,7 +63,9 @@ from resources.config_records import (
     DailySummary,
     DownstreamPolicy,
     EnvRef,
+    FleetPolicy,
     MaintenanceConfig,
+    MaintenanceWindow,
     OperationPolicy,
     OptionValue,
     SensorPolicy,
@@ -73,7 +80,7 @@ DEFAULT_CONFIG_PATH = pathlib.Path(__file__).resolve().parent.parent / "tables.y
 __all__ = [
     "CONFIG_ENV_VAR", "DEFAULT_COMPACT_CRON", "DEFAULT_CONFIG_PATH", "DEFAULT_MAX_COMMITS_PER_TICK",
     "DEFAULT_SENSOR_INTERVAL_SECONDS", "DEFAULT_VACUUM_CRON", "DailySummary", "DownstreamPolicy", "EnvRef",
-    "MaintenanceConfig", "OperationPolicy", "OptionValue", "SensorPolicy", "SparkSettings", "TableConfig",
+    "FleetPolicy", "MaintenanceConfig", "MaintenanceWindow", "OperationPolicy", "OptionValue", "SensorPolicy", "SparkSettings", "TableConfig",
     "TableConfigError", "config_path", "is_valid_cron", "load_config", "parse_config",
 ]
 

@@ -48,6 +48,7 @@ from delta_core.model.table_properties import (
 from resources.config_records import (
     DEFAULT_ADVISOR_COOLDOWN_MINUTES,
     DEFAULT_ADVISOR_INTERVAL_SECONDS,
+    DEFAULT_FLEET_REPORT_CRON,
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
@@ -55,7 +56,9 @@ from resources.config_records import (
     DailySummary,
     DownstreamPolicy,
     EnvRef,
+    FleetPolicy,
     MaintenanceConfig,
+    MaintenanceWindow,
     OperationPolicy,
     OptionValue,
     SensorPolicy,
@@ -64,6 +67,7 @@ from resources.config_records import (
 )
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+_WINDOW = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
 _ASSET_KEY = re.compile(r"^[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+)*$")
 _CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
 _CRON_ALIASES = ("@hourly", "@daily", "@weekly", "@monthly")
@@ -123,6 +127,14 @@ def _asset_key(value: str) -> str:
     if not _ASSET_KEY.match(value):
         raise _invalid(f"must be an asset key like 'team/report' (one of the asset keys), got {value!r}")
     return value
+
+
+def _window(value: str) -> str:
+    found = _WINDOW.match(value.strip())
+    if found is None or found.group(1, 2) == found.group(3, 4):
+        raise _invalid(f"must be a UTC time span like '22:00-06:00' (HH:MM-HH:MM, start and end differ), "
+                       f"got {value!r}")
+    return value.strip()
 
 
 Size = Annotated[int, PlainValidator(_size, json_schema_input_type=int | str)]
@@ -369,6 +381,31 @@ class SparkSection(_Model):
     conf: dict[str, str | int | float | bool | Env] = Field(default_factory=dict)
 
 
+class FleetSection(_Model):
+    """Limits across all tables, for the fleet advisor (``fleet.budget``): it requests the runs
+    that pay off most per byte rewritten first, until a limit is reached."""
+
+    max_concurrent_runs: int | None = Field(default=None, gt=0, description=(
+        "Maintenance runs in progress (queued or running) at once, across tables; none: no limit."))
+    max_bytes_per_hour: Size | None = Field(default=None, description=(
+        "Bytes rewritten by maintenance in any 60 minutes, across tables; none: no limit."))
+    max_bytes_per_day: Size | None = Field(default=None, description=(
+        "Bytes rewritten by maintenance in any 24 hours, across tables; none: no limit."))
+    windows: list[Annotated[str, AfterValidator(_window)]] = Field(default_factory=list, description=(
+        "UTC time spans ('22:00-06:00') in which advised runs may start; none: at any time."))
+    report_cron: Cron = Field(default=DEFAULT_FLEET_REPORT_CRON,
+                              description="Schedule (UTC) of the fleet report (fleet_report_schedule).")
+
+    def to_policy(self) -> FleetPolicy:
+        def minutes(hhmm: str) -> int:
+            hours, mins = hhmm.split(":")
+            return int(hours) * 60 + int(mins)
+
+        windows = tuple(MaintenanceWindow(minutes(w.split("-")[0]), minutes(w.split("-")[1])) for w in self.windows)
+        return FleetPolicy(max_concurrent_runs=self.max_concurrent_runs, max_bytes_per_hour=self.max_bytes_per_hour,
+                           max_bytes_per_day=self.max_bytes_per_day, windows=windows, report_cron=self.report_cron)
+
+
 TableName = Annotated[str, Field(pattern=NAME_PATTERN)]
 
 
@@ -379,6 +416,7 @@ class TablesFile(_Model):
                               title="Delta maintenance tables (tables.yaml)")
 
     spark: SparkSection = Field(default_factory=SparkSection)
+    fleet: FleetSection = Field(default_factory=FleetSection)
     tables: dict[TableName, TableSection] = Field(
         description="Table name (letters, digits, _; the Dagster group name) to its settings.",
         json_schema_extra={"additionalProperties": False})  # a name outside the pattern is refused
@@ -451,4 +489,4 @@ def to_config(doc: TablesFile, *, source: str | None, base_dir: pathlib.Path | N
     """``MaintenanceConfig`` of a validated file (``OptionError`` for a malformed storage option)."""
     return MaintenanceConfig(
         tables=tuple(table_record(name, t, base_dir=base_dir) for name, t in doc.tables.items()),
-        spark=spark_record(doc.spark), source=source)
+        spark=spark_record(doc.spark), fleet=doc.fleet.to_policy(), source=source)

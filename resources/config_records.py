@@ -25,6 +25,7 @@ DEFAULT_MAX_COMMITS_PER_TICK = 1000
 DEFAULT_ADVISOR_INTERVAL_SECONDS = 300
 DEFAULT_ADVISOR_COOLDOWN_MINUTES = 60.0
 DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # the issue's "vacuum at most daily"
+DEFAULT_FLEET_REPORT_CRON = "0 * * * *"  # the fleet report, hourly
 
 
 class TableConfigError(ConfigError):
@@ -143,6 +144,43 @@ class TableConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class MaintenanceWindow:
+    """A daily span of UTC time, ``start`` to ``end`` in minutes after midnight; ``end`` before
+    ``start`` wraps past midnight (``22:00-06:00``)."""
+
+    start: int
+    end: int
+
+    def __post_init__(self) -> None:
+        for m in (self.start, self.end):
+            if not 0 <= m < 24 * 60:
+                raise ConfigError(f"a maintenance window's times are minutes of a day (0-1439), got {m}")
+        if self.start == self.end:
+            raise ConfigError("a maintenance window must not start and end at the same time; "
+                              "leave out windows to allow maintenance at any time")
+
+    def contains(self, minute_of_day: int) -> bool:
+        if self.start < self.end:
+            return self.start <= minute_of_day < self.end
+        return minute_of_day >= self.start or minute_of_day < self.end
+
+    def __str__(self) -> str:
+        return f"{self.start // 60:02d}:{self.start % 60:02d}-{self.end // 60:02d}:{self.end % 60:02d}"
+
+
+@dataclass(frozen=True, slots=True)
+class FleetPolicy:
+    """The limits across all tables (tables.yaml ``fleet``; ``fleet.budget`` applies them). None:
+    no limit; no windows: maintenance at any time."""
+
+    max_concurrent_runs: int | None = None
+    max_bytes_per_hour: int | None = None  # bytes rewritten in the last 60 minutes
+    max_bytes_per_day: int | None = None  # ... in the last 24 hours
+    windows: tuple[MaintenanceWindow, ...] = ()  # UTC
+    report_cron: str = DEFAULT_FLEET_REPORT_CRON
+
+
+@dataclass(frozen=True, slots=True)
 class SparkSettings:
     master: str | EnvRef | None = None  # None: $SPARK_MASTER or local[*]
     app_name: str = "delta-maintenance"
@@ -153,6 +191,7 @@ class SparkSettings:
 class MaintenanceConfig:
     tables: tuple[TableConfig, ...]
     spark: SparkSettings = field(default_factory=SparkSettings)
+    fleet: FleetPolicy = field(default_factory=FleetPolicy)
     source: str | None = None
 
     def table(self, name: str) -> TableConfig:

@@ -18,7 +18,8 @@ a second run. The first tick (no cursor) starts watching at the current version.
 
 
 import itertools
-from collections.abc import Iterable, Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dagster import (
@@ -40,11 +41,12 @@ from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.actions import Action
 from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
+from fleet.usage import fleet_scope
 from jobs import TableJobs
 from resources import table_resource_key
-from resources.config import TableConfig
+from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
-from sensors.advisor import build_advisor_sensor
+from sensors.advisor import AdvisedTable, build_fleet_advisor_sensor
 
 TRIGGER_TAG = "delta_maintenance/trigger"
 VERSION_TAG = "delta_maintenance/version"
@@ -200,11 +202,11 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
     return _sensor
 
 
-def build_sensors(tables: Iterable[tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]]) -> list[SensorDefinition]:
-    """Each table's log sensor and, with ``advisor.mode: auto``, its advisor sensor (``sensors.advisor``)."""
-    out = []
-    for table, jobs, assets_by_op in tables:
-        for s in (build_table_sensor(table, jobs, assets_by_op), build_advisor_sensor(table, jobs, assets_by_op)):
-            if s is not None:
-                out.append(s)
-    return out
+def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy, *,
+                  clock: Callable[[], float] = time.time) -> list[SensorDefinition]:
+    """Each table's log sensor and, when some table has ``advisor.mode: auto``, the fleet advisor
+    (``sensors.advisor``) over them, within the ``fleet`` budget, its now read from ``clock``."""
+    out = [s for table, jobs, assets_by_op in tables
+           if (s := build_table_sensor(table, jobs, assets_by_op)) is not None]
+    advisor = build_fleet_advisor_sensor(tables, fleet, fleet_scope(t for t, _, _ in tables), clock=clock)
+    return out + ([advisor] if advisor is not None else [])

@@ -1,28 +1,33 @@
-"""The advisor sensor: maintenance when it pays off (``advisor: {mode: auto}`` in tables.yaml).
+"""The fleet advisor: one sensor for every table with ``advisor: {mode: auto}`` in tables.yaml,
+requesting the maintenance that pays off most across the fleet, within the fleet budget.
 
-Each tick computes the table's health from its log alone (``delta_core.health.table_health``,
+Each tick computes every such table's health from its log alone (``delta_core.health.table_health``,
 the report ``delta-core health`` prints; PROTOCOL.md "Action Reconciliation" gives the live
 files and tombstones it counts) with the table's thresholds (``AdvisorPolicy.health``, a
-``HealthPolicy``), and requests one run of each *enabled* operation it recommends, except when
+``HealthPolicy``). Each *enabled* operation it recommends is a candidate, except when
 
 - a run of that operation's job on that table has not finished (one at a time);
 - the last one ended less than ``cooldown_minutes`` ago (vacuum: ``vacuum_min_interval_hours``,
   if longer: at most daily by default);
-- the sensor already requested it at this table version (cursor; the run key says the same,
-  so the daemon also drops a repeat);
+- the sensor already requested it at this table version (cursor ``{table: {operation:
+  version}}``; the run key says the same, so the daemon also drops a repeat);
 - it is a checkpoint and the table's log sensor is on: that sensor requests checkpoints as
   the commits land (``checkpoint.interval``, else ``delta.checkpointInterval`` here).
 
-The run's tags carry the reason, the estimated gain and the health figures. Schedules stay for
-fixed times. A global limit on advised runs is Dagster's own run queue: each advised run carries
-``ADVISOR_TAG`` and ``TABLE_OPERATION_TAG``, which ``advisor_run_limits`` limits in the
-instance's ``dagster.yaml`` (``concurrency: runs: tag_concurrency_limits``).
+The candidates of all tables are ranked by health points restored per byte rewritten
+(``delta_core.health.priority``) and requested in that order until the fleet budget
+(``fleet.budget``: windows, concurrent runs, bytes per hour and day, from tables.yaml ``fleet``)
+holds one; it and the rest wait for a later tick. The run's tags carry the reason, the
+estimated gain (its own unit and in health points), the bytes it would rewrite and the health
+figures. Schedules stay for fixed times. ``advisor_run_limits`` gives the matching run-queue
+section of the instance's ``dagster.yaml`` (``fleet.budget`` says how the two fit together).
 """
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from dagster import (
@@ -39,11 +44,15 @@ from dagster import (
 
 from assets.maintenance import TABLE_TAG
 from delta_core.errors import ConfigError, NotADeltaTableError
+from delta_core.health.priority import Candidate, candidate, rank
 from delta_core.health.report import HealthReport, table_health
 from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS, VACUUM
+from delta_core.model.sizes import format_size
+from fleet.budget import admit
+from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage, max_bytes_bound
 from jobs import TableJobs
 from resources import table_resource_key
-from resources.config import TableConfig
+from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
 
 ADVISOR_TAG = "delta_maintenance/advisor"
@@ -52,21 +61,22 @@ TRIGGER_TAG = "delta_maintenance/trigger"
 VERSION_TAG = "delta_maintenance/version"
 REASON_TAG = "delta_maintenance/reason"
 GAIN_TAG = "delta_maintenance/estimated_gain"
+POINTS_TAG = "delta_maintenance/estimated_points"  # the gain in health points (the fleet's ranking)
 HEALTH_TAG_PREFIX = "delta_maintenance/health_"  # + a HealthReport.headline() key
 
 _FINISHED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
 # Recommendations name the CLI command (``cleanup-log``); jobs are named by the registry name.
 _BY_COMMAND = {op.cli_command: op.name for op in OPERATIONS}
 
-
-def advisor_sensor_name(table_name: str) -> str:
-    return f"{table_name}_advisor_sensor"
+FLEET_ADVISOR_SENSOR = "fleet_advisor_sensor"
+AdvisedTable = tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]  # a table, its jobs, its assets by op
 
 
 def advisor_run_limits(*, max_concurrent_runs: int) -> dict[str, Any]:
     """The ``concurrency`` section of the instance's ``dagster.yaml`` that bounds advised runs:
     at most ``max_concurrent_runs`` in progress across tables, and one per table and operation.
-    Dagster's run queue (the default ``QueuedRunCoordinator``) enforces it."""
+    Dagster's run queue (the default ``QueuedRunCoordinator``) enforces it; give tables.yaml's
+    ``fleet.max_concurrent_runs`` the same number (``fleet.budget``)."""
     if max_concurrent_runs <= 0:
         raise ConfigError(f"max_concurrent_runs must be positive, got {max_concurrent_runs}")
     return {"runs": {"tag_concurrency_limits": [
@@ -75,16 +85,21 @@ def advisor_run_limits(*, max_concurrent_runs: int) -> dict[str, Any]:
     ]}}
 
 
-def parse_advisor_cursor(cursor: str | None) -> dict[str, int]:
-    """``{operation: version it was last requested at}``."""
+def _is_version(v: object) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def parse_advisor_cursor(cursor: str | None) -> dict[str, dict[str, int]]:
+    """``{table: {operation: version it was last requested at}}``."""
     if not cursor:
         return {}
     try:
         raw = json.loads(cursor)
     except json.JSONDecodeError:
         raw = None
-    if not isinstance(raw, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in raw.values()):
-        raise ConfigError(f"advisor sensor cursor {cursor!r} is not a mapping of operation to version; "
+    if not isinstance(raw, dict) or not all(
+            isinstance(ops, dict) and all(_is_version(v) for v in ops.values()) for ops in raw.values()):
+        raise ConfigError(f"advisor sensor cursor {cursor!r} is not a mapping of table to operation to version; "
                           "clear the sensor's cursor in the UI to start afresh")
     return raw
 
@@ -95,7 +110,7 @@ def health_tags(report: HealthReport) -> dict[str, str]:
             for k, v in report.headline().items() if v is not None}
 
 
-def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seconds: float) -> str | None:
+def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seconds: float, now: float) -> str | None:
     """Why no run of ``job_name`` may start now, or None."""
     records = context.instance.get_run_records(filters=RunsFilter(job_name=job_name), limit=1)
     if not records:
@@ -105,72 +120,114 @@ def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seco
         return f"run {record.dagster_run.run_id} is {record.dagster_run.status.value}"
     # No end time means the run never started (e.g. canceled in the queue): count from its creation.
     ended = record.end_time if record.end_time is not None else record.create_timestamp.timestamp()
-    left = ended + cooldown_seconds - time.time()
+    left = ended + cooldown_seconds - now
     return f"cool-down: {left / 60:.0f} more minutes" if left > 0 else None
 
 
-def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
-                         assets_by_op: dict[str, AssetsDefinition]) -> SensorDefinition | None:
-    """The table's advisor sensor; None unless ``advisor.mode`` is ``auto``."""
-    policy = table.advisor
-    if not policy.auto or not jobs.operations:
+def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report: HealthReport,
+                requested: dict[str, int], *, now: float) -> tuple[list[Candidate], list[str]]:
+    """The table's candidate runs, and why its other recommendations are not candidates."""
+    table, jobs, _ = advised
+    out: list[Candidate] = []
+    held: list[str] = []
+    for rec in report.recommendations:
+        op = _BY_COMMAND.get(rec.operation)
+        job = jobs.operations.get(op) if op is not None else None
+        if op is None or job is None:
+            continue  # not enabled for this table (or not a job, like cleanup-log)
+        where = f"{table.name}.{op}"
+        if op == CHECKPOINT.name and table.sensor.enabled:
+            # The log sensor requests checkpoints as the commits land; two requesters would race.
+            held.append(f"{where}: left to the log sensor")
+            continue
+        if requested.get(op) == report.version:
+            held.append(f"{where}: already requested at version {report.version}")
+            continue
+        cooldown = table.advisor.cooldown_minutes * 60.0
+        if op == VACUUM.name:
+            cooldown = max(cooldown, table.advisor.vacuum_min_interval_hours * 3600.0)
+        why_not = _held_back(context, job.name, cooldown_seconds=cooldown, now=now)
+        if why_not is not None:
+            held.append(f"{where}: {why_not}")
+            continue
+        out.append(candidate(table.name, rec, report.parts, report.metrics, max_bytes=max_bytes_bound(table, op)))
+    return out, held
+
+
+def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRequest:
+    table, jobs, assets_by_op = advised
+    op = _BY_COMMAND[c.operation]
+    rec = c.recommendation
+    return RunRequest(
+        run_key=f"{table.name}:advisor:{op}:v{report.version}",
+        job_name=jobs.operations[op].name,
+        run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
+        tags={TABLE_TAG: table.name, TRIGGER_TAG: "advisor", VERSION_TAG: str(report.version),
+              ADVISOR_TAG: "true", TABLE_OPERATION_TAG: f"{table.name}.{op}",
+              REASON_TAG: rec.reason, GAIN_TAG: f"{rec.estimated_gain:g} {rec.unit}",
+              POINTS_TAG: f"{c.points:g}", ESTIMATED_BYTES_TAG: str(c.rewrite_bytes),
+              **health_tags(report)},
+    )
+
+
+def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,
+                               clock: Callable[[], float] = time.time) -> SensorDefinition | None:
+    """The fleet advisor over the tables whose ``advisor.mode`` is ``auto`` (None if there are
+    none); it ticks at the shortest of their ``interval_seconds``. ``scope``: what counts as a
+    maintenance run or a rewrite (``fleet.usage.fleet_scope`` of every table); ``clock``: POSIX
+    seconds now (windows, cool-downs, the byte limits' hour and day)."""
+    advised = [a for a in tables if a[0].advisor.auto and a[1].operations]
+    if not advised:
         return None
-    resource_key = table_resource_key(table.name)
-    columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
 
     @sensor(
-        name=advisor_sensor_name(table.name),
-        jobs=list(jobs.operations.values()),
-        minimum_interval_seconds=policy.interval_seconds,
-        required_resource_keys={resource_key},
+        name=FLEET_ADVISOR_SENSOR,
+        jobs=[job for _, jobs, _ in advised for job in jobs.operations.values()],
+        minimum_interval_seconds=min(t.advisor.interval_seconds for t, _, _ in advised),
+        required_resource_keys={table_resource_key(t.name) for t, _, _ in advised},
         default_status=DefaultSensorStatus.STOPPED,
-        description=(f"Requests the maintenance of `{table.name}` that pays off now, by its health and "
-                     "the thresholds in tables.yaml (advisor section)."),
+        description=("Requests the maintenance that pays off most across the tables with advisor mode auto "
+                     f"({', '.join(t.name for t, _, _ in advised)}), best gain per byte rewritten first, "
+                     "within the fleet budget of tables.yaml (fleet section)."),
     )
     def _advisor(context: SensorEvaluationContext) -> SensorResult:
+        now = clock()
         requested = parse_advisor_cursor(context.cursor)
-        dt = getattr(context.resources, resource_key).open()
-        try:
-            report = table_health(dt, policy=policy.health, columns=columns, manifests=table.manifest.enabled)
-        except NotADeltaTableError as missing:
-            return SensorResult(skip_reason=f"{table.name}: {missing}")
-        requests: list[RunRequest] = []
+        reports: dict[str, HealthReport] = {}
+        candidates: list[Candidate] = []
         held: list[str] = []
-        for rec in report.recommendations:
-            op = _BY_COMMAND.get(rec.operation)
-            job = jobs.operations.get(op) if op is not None else None
-            if op is None or job is None:
-                continue  # not enabled for this table (or not a job, like cleanup-log)
-            if op == CHECKPOINT.name and table.sensor.enabled:
-                # The log sensor requests checkpoints as the commits land; two requesters would race.
-                held.append(f"{op}: left to the log sensor")
+        for entry in advised:
+            table = entry[0]
+            dt = getattr(context.resources, table_resource_key(table.name)).open()
+            columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
+            try:
+                report = table_health(dt, policy=table.advisor.health, columns=columns,
+                                      manifests=table.manifest.enabled)
+            except NotADeltaTableError as missing:
+                held.append(f"{table.name}: {missing}")
                 continue
-            if requested.get(op) == report.version:
-                held.append(f"{op}: already requested at version {report.version}")
-                continue
-            cooldown = policy.cooldown_minutes * 60.0
-            if op == VACUUM.name:
-                cooldown = max(cooldown, policy.vacuum_min_interval_hours * 3600.0)
-            why_not = _held_back(context, job.name, cooldown_seconds=cooldown)
-            if why_not is not None:
-                held.append(f"{op}: {why_not}")
-                continue
-            requested[op] = report.version
-            requests.append(RunRequest(
-                run_key=f"{table.name}:advisor:{op}:v{report.version}",
-                job_name=job.name,
-                run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
-                tags={TABLE_TAG: table.name, TRIGGER_TAG: "advisor", VERSION_TAG: str(report.version),
-                      ADVISOR_TAG: "true", TABLE_OPERATION_TAG: f"{table.name}.{op}",
-                      REASON_TAG: rec.reason, GAIN_TAG: f"{rec.estimated_gain:g} {rec.unit}",
-                      **health_tags(report)},
-            ))
+            reports[table.name] = report
+            found, not_now = _candidates(context, entry, report, requested.get(table.name, {}), now=now)
+            candidates.extend(found)
+            held.extend(not_now)
+        admission = admit(rank(candidates), fleet_usage(context.instance, scope, now=now), fleet, now=now)
+        by_name = {a[0].name: a for a in advised}
+        requests = []
+        for c in admission.admitted:
+            report = reports[c.table]
+            requests.append(_request(by_name[c.table], report, c))
+            requested.setdefault(c.table, {})[_BY_COMMAND[c.operation]] = report.version
+        if admission.held:
+            waiting = ", ".join(f"{c.table}.{_BY_COMMAND[c.operation]} ({format_size(c.rewrite_bytes)})"
+                                for c in admission.held)
+            held.append(f"fleet budget: {admission.reason}; waiting: {waiting}")
         if held:
-            context.log.info(f"{table.name}: not requested: {'; '.join(held)}")
+            context.log.info(f"not requested: {'; '.join(held)}")
         cursor = json.dumps(requested, sort_keys=True)
         if not requests:
-            reason = "; ".join(held) if held else f"nothing pays off at version {report.version} (score {report.score})"
-            return SensorResult(skip_reason=reason, cursor=cursor)
+            scores = ", ".join(f"{name} {r.score}" for name, r in reports.items())
+            return SensorResult(skip_reason="; ".join(held) if held else f"nothing pays off (scores: {scores})",
+                                cursor=cursor)
         return SensorResult(run_requests=requests, cursor=cursor)
 
     return _advisor

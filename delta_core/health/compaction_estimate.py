@@ -1,8 +1,8 @@
-"""What a compaction would do, counted without building its plan (the file counts only).
+"""What a compaction would do, counted without building its plan (file counts and bytes only).
 
 The same selection and packing as the planner (``maintenance.compaction_plan.pack_candidates``
 over ``maintenance.bin_packing.pack``, vectorised), stopping before the bins become ``Bin``
-records; health only needs how many files go in and how many come out. Paths are sorted only
+records; health only needs how many files (and bytes) go in and how many come out. Paths are sorted only
 when the counts depend on them (a file over the deleted-rows ratio among the candidates), which
 is most of the cost at millions of files. ``tests/health/test_compaction_estimate.py`` holds it
 equal to the planner.
@@ -13,9 +13,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow.compute as pc
+
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
 from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.model.arrow_values import int_scalar, numbers_of
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -27,6 +30,7 @@ class CompactionEstimate:
     min_file_size: int
     input_files: int  # files the compaction would rewrite
     output_files: int  # files it would write instead (one per bin)
+    input_bytes: int  # bytes of the files it would rewrite
 
 
 def estimate_compaction(
@@ -37,7 +41,10 @@ def estimate_compaction(
     max_deleted_rows_ratio=...)``."""
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target_size(snapshot))
     files = snapshot.file_columns("path", "size", "partition_values", "deletion_vector", "num_records")
-    packing = pack_candidates(files, partition_key_columns(files, partition_key_names(snapshot)),
-                              target_size=target, min_file_size=minimum,
-                              max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False).packing
-    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins)
+    found = pack_candidates(files, partition_key_columns(files, partition_key_names(snapshot)),
+                            target_size=target, min_file_size=minimum,
+                            max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False)
+    packing = found.packing
+    sizes = numbers_of(pc.fill_null(found.files.column("size"), int_scalar(0))) if found.files.num_rows else None
+    input_bytes = int(sizes[packing.rows].sum()) if sizes is not None and packing.num_files else 0
+    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes)

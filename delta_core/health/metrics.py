@@ -61,9 +61,11 @@ class HealthMetrics:
     small_file_ratio: float
     compactable_files: int  # files a compaction would rewrite (deletion-vector files aside)
     compaction_output_files: int  # the files it would write instead
+    compactable_bytes: int  # the bytes of the files a compaction would rewrite
     num_records: int  # over files with numRecords; deletion vectors not subtracted
     deleted_rows: int  # sum of deletion vector cardinalities
     files_with_deletion_vectors: int
+    deletion_vector_file_bytes: int  # bytes of the files with deletion vectors (what a purge rewrites at most)
     deleted_rows_ratio: float
     files_without_stats: int
     files_without_stats_ratio: float
@@ -160,9 +162,11 @@ def compute_metrics(
         small_file_ratio=_ratio(int(small.sum()), n),
         compactable_files=estimate.input_files,
         compaction_output_files=estimate.output_files,
+        compactable_bytes=estimate.input_bytes,
         num_records=total_records,
         deleted_rows=deleted,
         files_with_deletion_vectors=_sum(pc.cast(has_dv, pa.int64())) if n else 0,
+        deletion_vector_file_bytes=int(sizes[numbers_of(has_dv)].sum()) if n else 0,
         deleted_rows_ratio=_ratio(deleted, total_records),
         files_without_stats=missing_stats,
         files_without_stats_ratio=_ratio(missing_stats, n),

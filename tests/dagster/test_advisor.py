@@ -1,4 +1,4 @@
-"""The advisor sensor (``advisor: {mode: auto}``) on a real table with known health: it requests
+"""The fleet advisor (``advisor: {mode: auto}``) on one real table with known health: it requests
 exactly the runs the thresholds call for, none the second tick, holds back an operation whose
 run is in progress or cooling down (vacuum at most daily), and tags its runs so Dagster's run
 queue enforces the global and per-operation limits."""
@@ -13,18 +13,20 @@ from dagster import DagsterRun, DagsterRunStatus, build_sensor_context, instance
 
 from definitions import build_definitions
 from delta_core.errors import ConfigError
+from fleet.usage import ESTIMATED_BYTES_TAG
 from sensors.advisor import (
     ADVISOR_TAG,
+    FLEET_ADVISOR_SENSOR,
     GAIN_TAG,
     HEALTH_TAG_PREFIX,
+    POINTS_TAG,
     REASON_TAG,
     TABLE_OPERATION_TAG,
     advisor_run_limits,
-    advisor_sensor_name,
     parse_advisor_cursor,
 )
 
-SENSOR = advisor_sensor_name("events")
+SENSOR = FLEET_ADVISOR_SENSOR
 
 
 @pytest.fixture()
@@ -55,6 +57,11 @@ def _jobs(data) -> list[str]:
     return sorted(r.job_name for r in data.run_requests)
 
 
+def _live_files(table) -> list[pathlib.Path]:
+    root = pathlib.Path(table.uri)
+    return [root / p for p in table.snapshot().file_paths]
+
+
 def _unreferenced_bytes(table) -> int:
     """Bytes of the data files on disk that the latest version no longer references."""
     root = pathlib.Path(table.uri)
@@ -81,14 +88,17 @@ def test_advisor_requests_what_pays_off_and_none_the_second_tick(known_table, ta
         assert compact.tags[f"{HEALTH_TAG_PREFIX}small_file_ratio"] == "1"
         assert compact.tags[f"{HEALTH_TAG_PREFIX}versions_since_checkpoint"] == "6"  # commits after v0
         assert compact.tags[TABLE_OPERATION_TAG] == "events.compact" and compact.tags[ADVISOR_TAG] == "true"
+        assert int(compact.tags[ESTIMATED_BYTES_TAG]) == sum(f.stat().st_size for f in _live_files(known_table))
+        assert float(compact.tags[POINTS_TAG]) > 0
+        assert by_job["events_vacuum"].tags[ESTIMATED_BYTES_TAG] == "0"  # deletes, rewrites nothing
         assert compact.run_config["ops"]["events__compact"]["config"]["target_size"] == 64000
         assert by_job["events_vacuum"].tags[GAIN_TAG] == f"{_unreferenced_bytes(known_table)} bytes"
-        assert parse_advisor_cursor(first.cursor) == {"checkpoint": 6, "compact": 6, "vacuum": 6}
+        assert parse_advisor_cursor(first.cursor) == {"events": {"checkpoint": 6, "compact": 6, "vacuum": 6}}
 
         second = _tick(defs, instance, first.cursor)
         assert second.run_requests == []
-        assert second.skip_message == ("compact: already requested at version 6; vacuum: already requested at "
-                                       "version 6; checkpoint: already requested at version 6")
+        assert second.skip_message == ("events.compact: already requested at version 6; events.vacuum: already "
+                                       "requested at version 6; events.checkpoint: already requested at version 6")
         assert second.cursor == first.cursor
 
 
@@ -118,7 +128,7 @@ def test_one_run_at_a_time_and_cool_down(known_table, tables_yaml):
         _add_run(instance, "events_vacuum", DagsterRunStatus.SUCCESS)  # just ended: at most daily
         tick = _tick(defs, instance, None)
         assert _jobs(tick) == ["events_checkpoint"]
-        assert parse_advisor_cursor(tick.cursor) == {"checkpoint": 6}  # the others are asked again later
+        assert parse_advisor_cursor(tick.cursor) == {"events": {"checkpoint": 6}}  # the others: asked again later
 
     defs = build_definitions(tables_yaml(_config(known_table.uri, "cooldown_minutes: 30, "
                                                                    "vacuum_min_interval_hours: 0")))
@@ -133,7 +143,7 @@ def test_checkpoints_are_left_to_the_log_sensor_when_it_is_on(known_table, table
     with instance_for_test() as instance:
         tick = _tick(defs, instance, None)
         assert _jobs(tick) == ["events_compact", "events_vacuum"]
-        assert "checkpoint" not in parse_advisor_cursor(tick.cursor)
+        assert "checkpoint" not in parse_advisor_cursor(tick.cursor)["events"]
 
 
 def test_manual_mode_builds_no_advisor(known_table, tables_yaml):
@@ -167,6 +177,8 @@ def test_the_run_queue_limits_advised_runs(known_table, tables_yaml):
 def test_bad_cursor_and_limit_are_refused():
     with pytest.raises(ConfigError, match="clear the sensor's cursor"):
         parse_advisor_cursor("7")
+    with pytest.raises(ConfigError, match="clear the sensor's cursor"):
+        parse_advisor_cursor('{"compact": 6}')  # the per-table advisor's cursor, before the fleet's
     with pytest.raises(ConfigError, match="must be positive"):
         advisor_run_limits(max_concurrent_runs=0)
 

@@ -17,7 +17,7 @@ from dagster import AssetKey, build_sensor_context, instance_for_test
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 # What the code location and the demo are made of: loaded from the root, never installed.
-CODE_LOCATION = ("definitions.py", "resources", "assets", "jobs", "schedules", "sensors", "demo")
+CODE_LOCATION = ("definitions.py", "resources", "assets", "jobs", "schedules", "sensors", "fleet", "demo")
 
 
 def _python_files() -> list[pathlib.Path]:

@@ -12,6 +12,7 @@ import pytest
 from dagster import AssetKey, DagsterInstance, build_schedule_context
 
 from definitions import build_definitions, build_resources
+from fleet.report import FLEET_REPORT_SCHEDULE
 from resources import DeltaTableResource, SparkResource
 from tests.dagster.conftest import REPO_ROOT
 
@@ -70,7 +71,7 @@ def test_schedules_carry_policy_config(defs):
                                        {"dry_run": False, "force": False, "mode": "full"}),
         }
         schedules = {s.name: s for s in defs.get_repository_def().schedule_defs}
-        assert set(schedules) == set(expected)
+        assert set(schedules) == set(expected) | {FLEET_REPORT_SCHEDULE}  # and the fleet report's (test_fleet)
         for name, (cron, job, node, config) in expected.items():
             schedule = defs.resolve_schedule_def(name)
             assert schedule.cron_schedule == cron and schedule.job_name == job

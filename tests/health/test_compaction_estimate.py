@@ -35,6 +35,7 @@ def test_counts_match_the_planner_on_random_tables(tmp_path, seed):
         plan = plan_compaction(snapshot, target_size=target, min_file_size=minimum)
         estimate = estimate_compaction(snapshot, target_size=target, min_file_size=minimum)
         assert (estimate.input_files, estimate.output_files) == (plan.num_input_files, len(plan.bins))
+        assert estimate.input_bytes == sum(b.total_size for b in plan.bins)
         assert (estimate.target_size, estimate.min_file_size) == (plan.target_size, plan.min_file_size)
         bins_seen.append(len(plan.bins))
     assert max(bins_seen) > 1  # the tables give the planner real work
@@ -67,6 +68,7 @@ def test_counts_match_the_planner_on_the_conformance_tables(conformance_dir):
         plan = plan_compaction(snapshot, target_size=target)
         estimate = estimate_compaction(snapshot, target_size=target)
         assert (estimate.input_files, estimate.output_files) == (plan.num_input_files, len(plan.bins)), name
+        assert estimate.input_bytes == sum(b.total_size for b in plan.bins), name
         checked, bins = checked + 1, bins + len(plan.bins)
     assert checked > 40 and bins > 100  # partitioned, column-mapped and checkpointed tables among them
 

@@ -42,7 +42,7 @@ def test_small_files_compact_only_where_a_partition_has_two(tmp_path):
     m = report.metrics
     assert (m.num_files, m.small_files, m.small_file_bytes) == (5, 4, 4 * MB)
     assert m.small_file_ratio == 0.8
-    assert (m.compactable_files, m.compaction_output_files) == (3, 1)
+    assert (m.compactable_files, m.compaction_output_files, m.compactable_bytes) == (3, 1, 3 * MB)
     # Histogram: 4 files under target/64 = 2 MiB, one in [target*3/4, 2*target).
     assert [(b.lower, b.files) for b in m.size_histogram if b.files] == [(0, 4), (96 * MB, 1)]
     assert sum(b.bytes for b in m.size_histogram) == m.total_bytes == 124 * MB
@@ -81,6 +81,7 @@ def test_deleted_rows_ratio_from_deletion_vector_cardinalities(tmp_path):
     report = table_health(DeltaTable(root))
     m = report.metrics
     assert (m.deleted_rows, m.num_records, m.files_with_deletion_vectors) == (30, 200, 1)
+    assert m.deletion_vector_file_bytes == 128 * MB  # a.parquet, what a purge would rewrite
     assert m.deleted_rows_ratio == 0.15
     assert (m.files_without_stats, m.files_without_stats_ratio) == (1, round(1 / 3, 6))
     purge = _ops(report)["purge"]

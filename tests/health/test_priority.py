@@ -1,0 +1,58 @@
+"""The fleet's ranking (``delta_core.health.priority``) on real logs: health points restored per
+byte rewritten, non-rewriting runs first, a run's ``max_bytes`` capping its cost."""
+
+from __future__ import annotations
+
+from delta_core.health.priority import candidate, rank, restored_points, rewrite_bytes
+from delta_core.health.report import table_health
+from delta_core.log.table import DeltaTable
+from tests.health.conftest import DV_PROTOCOL, add, write_log
+
+MB = 1024 * 1024
+
+
+def _small_files(root: str, n: int, size: int) -> DeltaTable:
+    write_log(root, [[add(f"f{i}.parquet", size) for i in range(n)]])
+    return DeltaTable(root)
+
+
+def test_points_are_the_score_the_repaired_part_gives_back(tmp_path):
+    report = table_health(_small_files(str(tmp_path / "t"), 10, MB))
+    parts = {p.name: p for p in report.parts}
+    assert parts["file_sizes"].score == 0.0  # every file small and packable
+    total = sum(p.weight for p in report.parts)
+    assert restored_points(report.parts, "compact") == round(100 * parts["file_sizes"].weight / total, 4)
+    assert restored_points(report.parts, "cleanup-log") == 0.0  # repairs no scored part
+    # the score would reach 100 if every part were repaired: the points add up to what is missing
+    assert round(sum(restored_points(report.parts, op) for op in ("compact", "checkpoint", "analyze")), 2) \
+        == round(100 - 100 * sum(p.weight * p.score for p in report.parts) / total, 2)
+
+
+def test_bytes_each_operation_rewrites(tmp_path):
+    root = str(tmp_path / "dv")
+    write_log(root, [[add("a.parquet", 100 * MB, records=100, dv_cardinality=30),
+                      add("b.parquet", 120 * MB, records=100), add("c.parquet", MB), add("d.parquet", MB)]],
+              protocol=DV_PROTOCOL, configuration={"delta.enableDeletionVectors": "true"})
+    m = table_health(DeltaTable(root)).metrics
+    # c and d are small, a is over compaction's deleted-rows ratio: packed together
+    assert rewrite_bytes(m, "compact") == 102 * MB
+    assert rewrite_bytes(m, "purge") == 100 * MB  # the file with a deletion vector
+    assert rewrite_bytes(m, "zorder") == rewrite_bytes(m, "cluster") == 222 * MB
+    assert rewrite_bytes(m, "zorder", max_bytes=10 * MB) == 10 * MB
+    assert [rewrite_bytes(m, op) for op in ("vacuum", "checkpoint", "analyze", "manifest")] == [0, 0, 0, 0]
+
+
+def test_rank_by_points_per_byte_with_free_runs_first(tmp_path):
+    # Three tables, all small files: the same points each, costs of 10, 40 and 4 MB to compact.
+    reports = {name: table_health(_small_files(str(tmp_path / name), n, size))
+               for name, n, size in (("ten", 10, MB), ("forty", 20, 2 * MB), ("four", 4, MB))}
+    candidates = [candidate(name, r, report.parts, report.metrics)
+                  for name, report in reports.items() for r in report.recommendations]
+    ranked = [(c.table, c.operation) for c in rank(candidates)]
+    # nothing to rewrite first (analyze: no stats cover p), then compactions by cost
+    free = [x for x in ranked if x[1] != "compact"]
+    assert ranked[:len(free)] == sorted(free, key=lambda x: x[0])  # equal points: by table name
+    assert ranked[len(free):] == [("four", "compact"), ("ten", "compact"), ("forty", "compact")]
+    by_key = {(c.table, c.operation): c for c in candidates}
+    assert by_key[("four", "compact")].rewrite_bytes == 4 * MB
+    assert by_key[("four", "compact")].gain_per_byte == by_key[("four", "compact")].points / (4 * MB)
