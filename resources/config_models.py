@@ -50,12 +50,14 @@ from resources.config_records import (
     DEFAULT_ADVISOR_INTERVAL_SECONDS,
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
+    DEFAULT_SPARK_POOL,
     DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
     AdvisorPolicy,
     DailySummary,
     DownstreamPolicy,
     EnvRef,
     MaintenanceConfig,
+    MaintenanceWindow,
     OperationPolicy,
     OptionValue,
     SensorPolicy,
@@ -119,6 +121,14 @@ def short_retention_error(retention_hours: float | None, floor_hours: float, *, 
             "if nothing else reads or writes the table")
 
 
+def _window(value: str) -> str:
+    try:
+        MaintenanceWindow.parse(value)
+    except ConfigError as exc:
+        raise _invalid(str(exc)) from None
+    return value.strip()
+
+
 def _asset_key(value: str) -> str:
     if not _ASSET_KEY.match(value):
         raise _invalid(f"must be an asset key like 'team/report' (one of the asset keys), got {value!r}")
@@ -128,6 +138,7 @@ def _asset_key(value: str) -> str:
 Size = Annotated[int, PlainValidator(_size, json_schema_input_type=int | str)]
 Hours = Annotated[float, PlainValidator(_hours, json_schema_input_type=float | str)]
 Cron = Annotated[str, AfterValidator(_cron)]
+Window = Annotated[str, AfterValidator(_window), Field(pattern=r"^\s*[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}\s*$")]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -302,6 +313,9 @@ class AdvisorSection(_Model):
                                                     "covering the indexed columns.")
     vacuum_min_interval_hours: Hours = Field(default=DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
                                              description="Vacuum at most this often (default daily).")
+    windows: list[Window] = Field(default_factory=list, description=(
+        "Daily spans (UTC, 'HH:MM-HH:MM', wrapping past midnight when the end is earlier) in which "
+        "automation may start this table's maintenance; none: any time."))
 
     def to_policy(self, *, target_size: int | None, min_file_size: int | None,
                   checkpoint_interval: int | None) -> AdvisorPolicy:
@@ -310,7 +324,8 @@ class AdvisorSection(_Model):
                                      min_file_size=min_file_size, checkpoint_interval=checkpoint_interval)
         return AdvisorPolicy(mode=self.mode, interval_seconds=self.interval_seconds,
                              cooldown_minutes=self.cooldown_minutes,
-                             vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health)
+                             vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health,
+                             windows=tuple(MaintenanceWindow.parse(w) for w in self.windows))
 
 
 class SensorSection(_Model):
@@ -367,6 +382,9 @@ class SparkSection(_Model):
     master: StrOrEnv | None = Field(default=None, description="Default: $SPARK_MASTER, else local[*].")
     app_name: NonEmpty = "delta-maintenance"
     conf: dict[str, str | int | float | bool | Env] = Field(default_factory=dict)
+    pool: NonEmpty = Field(default=DEFAULT_SPARK_POOL, description=(
+        "Dagster concurrency pool of every Spark step; its limit (instance dagster.yaml "
+        "`concurrency: pools:` or `dagster instance concurrency set`) bounds the Spark steps running at once."))
 
 
 TableName = Annotated[str, Field(pattern=NAME_PATTERN)]
@@ -444,7 +462,7 @@ def spark_record(s: SparkSection) -> SparkSettings:
 
     master = s.master.ref() if isinstance(s.master, Env) else s.master
     return SparkSettings(master=master, app_name=s.app_name,
-                         conf=tuple((k, conf_value(v)) for k, v in s.conf.items()))
+                         conf=tuple((k, conf_value(v)) for k, v in s.conf.items()), pool=s.pool)
 
 
 def to_config(doc: TablesFile, *, source: str | None, base_dir: pathlib.Path | None) -> MaintenanceConfig:

@@ -40,7 +40,7 @@ from dagster import (
 from assets.maintenance import TABLE_TAG
 from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.report import HealthReport, table_health
-from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS, VACUUM
+from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS
 from jobs import TableJobs
 from resources import table_resource_key
 from resources.config import TableConfig
@@ -148,10 +148,7 @@ def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
             if requested.get(op) == report.version:
                 held.append(f"{op}: already requested at version {report.version}")
                 continue
-            cooldown = policy.cooldown_minutes * 60.0
-            if op == VACUUM.name:
-                cooldown = max(cooldown, policy.vacuum_min_interval_hours * 3600.0)
-            why_not = _held_back(context, job.name, cooldown_seconds=cooldown)
+            why_not = _held_back(context, job.name, cooldown_seconds=policy.cooldown_minutes_for(op) * 60.0)
             if why_not is not None:
                 held.append(f"{op}: {why_not}")
                 continue
