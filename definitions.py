@@ -9,9 +9,10 @@ here (only ``delta_core`` is a package in site-packages). The config file is
 
 from __future__ import annotations
 
-from dagster import AssetsDefinition, Definitions, in_process_executor
+from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
+from assets.automation import build_automation_sensors
 from jobs import build_cross_table_jobs, build_table_jobs
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
@@ -29,7 +30,8 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
 
 
 def build_definitions(config: MaintenanceConfig) -> Definitions:
-    """Assets, jobs, schedules, sensors and resources for every table in ``config``.
+    """Assets, jobs, schedules, sensors (the tables' log and advisor sensors, and the automation
+    sensors that evaluate the maintenance assets' conditions) and resources for every table in ``config``.
 
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
@@ -38,8 +40,10 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
     jobs: list = build_cross_table_jobs(config)
     schedules: list = []
     sensor_inputs = []
+    automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
     for table in config.tables:
-        maintenance = build_maintenance_assets(table)
+        maintenance = build_maintenance_assets(table, spark_pool=config.spark.pool)
+        automated.append([k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None])
         by_op: dict[str, AssetsDefinition] = {key.path[-1]: a for a in maintenance for key in a.keys}
         assets.append(build_table_asset(table))
         assets.extend(maintenance)
@@ -57,7 +61,7 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         assets=assets,
         jobs=jobs,
         schedules=schedules,
-        sensors=build_sensors(sensor_inputs),
+        sensors=[*build_sensors(sensor_inputs), *build_automation_sensors(automated)],
         resources=build_resources(config),
         executor=in_process_executor,
     )
