@@ -1,5 +1,17 @@
 """The advisor sensor: maintenance when it pays off (``advisor: {mode: auto}`` in tables.yaml).
 
+Declarative automation (``assets.automation``, ``default_automation_condition_sensor``) is the
+default way to run maintenance by health; this sensor is kept for what a condition cannot express:
+
+- a run that says why: its tags carry the reason, the estimated gain and the health figures
+  (a condition launches a run of the asset selection with the sensor's fixed tags only);
+- a decision across tables: ranking by estimated gain per byte and a fleet budget need every
+  table's candidates at once, while a condition is evaluated per asset, in graph order;
+- a run key per table version, and ``TABLE_OPERATION_TAG`` for the run queue's per
+  table-operation limit (conditions hold back with "not in progress" instead).
+
+Turn on one of the two for a table, not both (README, "Automation").
+
 Each tick computes the table's health from its log alone (``delta_core.health.table_health``,
 the report ``delta-core health`` prints; PROTOCOL.md "Action Reconciliation" gives the live
 files and tombstones it counts) with the table's thresholds (``AdvisorPolicy.health``, a
