@@ -79,10 +79,16 @@ class CooledDown(AutomationCondition):
     def evaluate(self, context: AutomationContext) -> AutomationResult:
         if context.candidate_subset.is_empty:  # an earlier operand ruled it out: no query
             return AutomationResult(context=context, true_subset=context.candidate_subset)
-        records = context.asset_graph_view.instance.get_asset_records([context.key])
-        entry = records[0].asset_entry if records else None
-        ended = [e.timestamp for e in (entry.last_materialization, entry.last_failed_to_materialize_entry)
-                 if e is not None] if entry is not None else []
+        instance = context.asset_graph_view.instance
+        ended: list[float] = []
+        if (materialized := instance.get_latest_materialization_event(context.key)) is not None:
+            ended.append(materialized.timestamp)  # also one reported outside a run
+        # The latest run that planned the asset, whether it materialized it or failed (SQLite
+        # storage keeps no failure events on the asset, so the run's end is the record).
+        if (planned := instance.get_latest_planned_materialization_info(context.key)) is not None:
+            record = instance.get_run_record_by_id(planned.run_id)
+            if record is not None and record.end_time is not None:
+                ended.append(record.end_time)
         cooled = not ended or context.evaluation_time.timestamp() - max(ended) >= self.minutes * 60.0
         return AutomationResult(context=context,
                                 true_subset=context.candidate_subset if cooled else context.get_empty_subset())

@@ -25,12 +25,13 @@ from dagster import (
     define_asset_job,
     evaluate_automation_conditions,
     instance_for_test,
+    materialize,
 )
 
 from assets.automation import DEFAULT_SENSOR_NAME, maintenance_condition
 from assets.health_view import table_health_report
 from assets.table import table_asset_key
-from definitions import build_definitions
+from definitions import build_definitions, build_resources
 from delta_core.health.check_names import SMALL_FILES
 from resources import table_resource_key
 from resources.config import MaintenanceConfig
@@ -120,6 +121,23 @@ def test_cool_down_holds_back_until_it_has_passed(events, tables_yaml, instance)
                                              tz=datetime.UTC)
     assert _requested(defs, instance, ran_at + datetime.timedelta(minutes=10))[0] == set()
     assert _requested(defs, instance, ran_at + datetime.timedelta(minutes=61))[0] == {COMPACT}
+
+
+def test_a_failed_run_cools_down_too(events, tables_yaml, instance):
+    """A run that fails (here: the table is gone) starts the cool-down as a success does, so a
+    check that keeps failing does not launch a failing run every tick."""
+    config = tables_yaml(_yaml(events))
+    defs = _definitions(config)
+    _run_checks(defs, instance)
+    events.rename(events.with_name("moved_away"))
+    result = materialize(defs.assets, selection=[COMPACT], resources=build_resources(config),
+                         instance=instance, raise_on_error=False)
+    assert not result.success
+    assert instance.get_latest_materialization_event(COMPACT) is None
+    failed_at = datetime.datetime.fromtimestamp(instance.get_run_record_by_id(result.run_id).end_time,
+                                                tz=datetime.UTC)
+    assert _requested(defs, instance, failed_at + datetime.timedelta(minutes=10))[0] == set()
+    assert _requested(defs, instance, failed_at + datetime.timedelta(minutes=61))[0] == {COMPACT}
 
 
 def test_outside_the_windows_nothing_is_requested(events, tables_yaml, instance):
