@@ -58,27 +58,46 @@ MAX_ASSETS_PER_SENSOR = 500  # Dagster's limit for a sensor evaluated in the cod
 TRIGGER_TAG = "delta_maintenance/trigger"
 
 
-class CooledDown(AutomationCondition):
+class _Predicate(AutomationCondition):
+    """A condition that holds for the whole candidate subset or none of it (the maintenance
+    assets are unpartitioned), decided by ``holds``; ``name`` (with its parameters: part of the
+    condition's id in the cursor), ``description`` and ``label`` are what the UI shows."""
+
+    def __init__(self, name: str, *, description: str, label: str):
+        self._name, self._description, self._label = name, description, label
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    def get_label(self) -> str:
+        return self._label
+
+    def holds(self, context: AutomationContext) -> bool:
+        raise NotImplementedError
+
+    def evaluate(self, context: AutomationContext) -> AutomationResult:
+        # An earlier operand of an AND that ruled the asset out leaves nothing to decide (no query).
+        held = not context.candidate_subset.is_empty and self.holds(context)
+        return AutomationResult(context=context,
+                                true_subset=context.candidate_subset if held else context.get_empty_subset())
+
+
+class CooledDown(_Predicate):
     """True when the asset's latest run ended (materialized or failed) at least ``minutes``
     before the evaluation, or it never ran."""
 
     def __init__(self, minutes: float):
+        super().__init__(f"cooled_down({minutes:g} min)",
+                         description=f"No run of this asset materialized or failed in the last {minutes:g} minutes.",
+                         label=f"cooled down: no run in the last {minutes:g} min")
         self.minutes = minutes
 
-    @property
-    def name(self) -> str:
-        return f"cooled_down({self.minutes:g} min)"
-
-    @property
-    def description(self) -> str:
-        return f"No run of this asset materialized or failed in the last {self.minutes:g} minutes."
-
-    def get_label(self) -> str:
-        return f"cooled down: no run in the last {self.minutes:g} min"
-
-    def evaluate(self, context: AutomationContext) -> AutomationResult:
-        if context.candidate_subset.is_empty:  # an earlier operand ruled it out: no query
-            return AutomationResult(context=context, true_subset=context.candidate_subset)
+    def holds(self, context: AutomationContext) -> bool:
         instance = context.asset_graph_view.instance
         ended: list[float] = []
         if (materialized := instance.get_latest_materialization_event(context.key)) is not None:
@@ -89,36 +108,25 @@ class CooledDown(AutomationCondition):
             record = instance.get_run_record_by_id(planned.run_id)
             if record is not None and record.end_time is not None:
                 ended.append(record.end_time)
-        cooled = not ended or context.evaluation_time.timestamp() - max(ended) >= self.minutes * 60.0
-        return AutomationResult(context=context,
-                                true_subset=context.candidate_subset if cooled else context.get_empty_subset())
+        return not ended or context.evaluation_time.timestamp() - max(ended) >= self.minutes * 60.0
 
 
-class InsideWindows(AutomationCondition):
+class InsideWindows(_Predicate):
     """True when the evaluation time (UTC) falls inside one of ``windows``."""
 
     def __init__(self, windows: Sequence[MaintenanceWindow]):
+        spans = ", ".join(map(str, windows))
+        super().__init__(f"inside_windows({spans})",
+                         description=f"The time is inside one of the maintenance windows {spans} (UTC).",
+                         label=f"inside the maintenance windows {spans} UTC")
         self.windows = tuple(windows)
 
-    @property
-    def name(self) -> str:
-        return f"inside_windows({', '.join(map(str, self.windows))})"
-
-    @property
-    def description(self) -> str:
-        return f"The time is inside one of the maintenance windows {', '.join(map(str, self.windows))} (UTC)."
-
-    def get_label(self) -> str:
-        return f"inside the maintenance windows {', '.join(map(str, self.windows))} UTC"
-
-    def evaluate(self, context: AutomationContext) -> AutomationResult:
+    def holds(self, context: AutomationContext) -> bool:
         now = context.evaluation_time.astimezone(UTC)
-        inside = any(w.contains(now.hour * 60 + now.minute) for w in self.windows)
-        return AutomationResult(context=context,
-                                true_subset=context.candidate_subset if inside else context.get_empty_subset())
+        return any(w.contains(now.hour * 60 + now.minute) for w in self.windows)
 
 
-class CheckNamed(AutomationCondition):
+class CheckNamed(_Predicate):
     """True for an asset check whose name is one of ``names`` (evaluated on check keys).
 
     ``any_checks_match(...).allow(AssetSelection.checks(...))`` would say the same, but in
@@ -127,23 +135,13 @@ class CheckNamed(AutomationCondition):
     the next; naming the checks inside the operand leaves the graph untouched."""
 
     def __init__(self, names: Sequence[str]):
+        listed = ", ".join(names)
+        super().__init__(f"check_named({listed})", description=f"The check is one of {listed}.",
+                         label=f"one of {listed}")
         self.names = tuple(names)
 
-    @property
-    def name(self) -> str:
-        return f"check_named({', '.join(self.names)})"
-
-    @property
-    def description(self) -> str:
-        return f"The check is one of {', '.join(self.names)}."
-
-    def get_label(self) -> str:
-        return f"one of {', '.join(self.names)}"
-
-    def evaluate(self, context: AutomationContext) -> AutomationResult:
-        named = isinstance(context.key, AssetCheckKey) and context.key.name in self.names
-        return AutomationResult(context=context,
-                                true_subset=context.candidate_subset if named else context.get_empty_subset())
+    def holds(self, context: AutomationContext) -> bool:
+        return isinstance(context.key, AssetCheckKey) and context.key.name in self.names
 
 
 def failing_checks(table: TableConfig, operation: str) -> tuple[str, ...]:
