@@ -199,3 +199,17 @@ def test_a_bad_window_is_refused_at_load_naming_table_and_field(tmp_path, tables
     with pytest.raises(TableConfigError, match=message) as refused:
         tables_yaml(_yaml(tmp_path / "t", advisor=f'{{windows: ["{window}"]}}'))
     assert refused.value.table == "events" and refused.value.field == "advisor.windows.0"
+
+
+def test_the_sensor_tick_requests_the_run_in_the_code_server(events, tables_yaml, instance):
+    """The sensor itself (evaluated as the code server does, the Python conditions included)
+    requests what the conditions say, tagged as automation."""
+    from dagster import build_sensor_context
+
+    defs = _definitions(tables_yaml(_yaml(events)))
+    _run_checks(defs, instance)
+    repository = defs.get_repository_def()
+    sensor = repository.get_sensor_def(DEFAULT_SENSOR_NAME)
+    tick = sensor.evaluate_tick(build_sensor_context(instance=instance, repository_def=repository))
+    assert [(r.asset_selection, r.tags.get("delta_maintenance/trigger")) for r in tick.run_requests] == [
+        ([COMPACT], "automation")]
