@@ -12,9 +12,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from dagster import AssetsDefinition, Definitions, in_process_executor
+from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
+from assets.automation import build_automation_sensors
+from assets.maintenance import Placement
+from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
 from jobs import build_cross_table_jobs, build_table_jobs
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
@@ -33,9 +36,10 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
 
 
 def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time) -> Definitions:
-    """Assets, jobs, schedules, sensors and resources for every table in ``config``, and the
-    fleet report over them; ``clock`` (POSIX seconds) is the fleet's now (the advisor's windows,
-    cool-downs and byte limits, the report's next schedule ticks).
+    """Assets, jobs, schedules, sensors (the tables' log sensors, the fleet advisor, and the
+    automation sensors that evaluate the maintenance assets' conditions) and resources for every
+    table in ``config``, and the fleet report over them; ``clock`` (POSIX seconds) is the fleet's
+    now (the advisor's windows, cool-downs and byte limits, the report's next schedule ticks).
 
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
@@ -44,8 +48,11 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     jobs: list = build_cross_table_jobs(config)
     schedules: list = []
     sensor_inputs = []
+    placement = Placement(spark_pool=config.spark.pool, budget=WithinFleetBudget(config) if config.tables else None)
+    automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
     for table in config.tables:
-        maintenance = build_maintenance_assets(table)
+        maintenance = build_maintenance_assets(table, placement)
+        automated.append([k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None])
         by_op: dict[str, AssetsDefinition] = {key.path[-1]: a for a in maintenance for key in a.keys}
         assets.append(build_table_asset(table))
         assets.extend(maintenance)
@@ -68,7 +75,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         assets=assets,
         jobs=jobs,
         schedules=schedules,
-        sensors=build_sensors(sensor_inputs, config.fleet, clock=clock),
+        sensors=[*build_sensors(sensor_inputs, config.fleet, clock=clock), *build_automation_sensors(automated)],
         resources=build_resources(config),
         executor=in_process_executor,
     )

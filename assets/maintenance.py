@@ -14,18 +14,25 @@ from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins.
 A ``DeltaError`` (bad config, unsafe store, permission denied, a failed Spark task, ...) is
 logged by the op at error level with its kind and message before it fails the step, so the
 run's log says what went wrong and what to do without opening the stack trace.
+
+Each asset carries its automation condition from the table's policy (``assets.automation``), and
+each Spark step (``Operation.uses_spark``) runs in the Dagster concurrency pool of tables.yaml's
+``spark: {pool: ...}`` (default ``delta_spark``), whose instance limit bounds the Spark steps
+running at once; the other steps run in no pool.
 """
 
 
 import functools
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from dagster import (
     AssetExecutionContext,
     AssetKey,
     AssetsDefinition,
+    AutomationCondition,
     Config,
     MaterializeResult,
     MetadataValue,
@@ -33,6 +40,7 @@ from dagster import (
 )
 from pydantic import Field
 
+from assets.automation import maintenance_condition
 from assets.health_view import health_before_after, table_health_report
 from assets.metadata import (
     FileStats,
@@ -57,6 +65,7 @@ from delta_core.maintenance.operations import (
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
 from resources.config import TableConfig
+from resources.config_records import DEFAULT_SPARK_POOL
 
 OPERATION_TAG = "delta_maintenance/operation"
 TABLE_TAG = "delta_maintenance/table"
@@ -84,8 +93,21 @@ _CompactLogConfig: Any = CONFIGS[COMPACT_LOG.name]
 
 # --- one factory per operation ----------------------------------------------------------------
 
+# (table, deps, Spark pool) -> the operation's asset
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """What every maintenance asset of a code location shares: the Dagster pool of its Spark
+    steps (tables.yaml ``spark.pool``) and the fleet budget its automation condition honours
+    (``fleet.automation.WithinFleetBudget``; None: no budget)."""
 
-def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *,
+    spark_pool: str = DEFAULT_SPARK_POOL
+    budget: AutomationCondition | None = None
+
+
+AssetFactory = Callable[[TableConfig, list[AssetKey], Placement], AssetsDefinition]
+
+
+def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *, placement: Placement,
             description: str) -> dict:
     spark = operation.uses_spark
     keys = {table_resource_key(table.name)} | ({SPARK_RESOURCE_KEY} if spark else set())
@@ -97,6 +119,8 @@ def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *,
         tags={OPERATION_TAG: operation.name, TABLE_TAG: table.name},
         required_resource_keys=keys,
         description=description,
+        pool=placement.spark_pool if spark else None,
+        automation_condition=maintenance_condition(table, operation.name, budget=placement.budget),
     )
 
 
@@ -140,10 +164,10 @@ def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
                    health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
 
 
-def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+def _zorder(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
     policy = table.zorder
 
-    @asset(**_common(table, ZORDER, deps, description=(
+    @asset(**_common(table, ZORDER, deps, placement=placement, description=(
         f"Cluster `{table.name}` on {', '.join(policy.options.columns)} along a "
         f"{policy.options.curve} curve so min/max statistics skip files.")))
     @_logs_typed_errors
@@ -175,15 +199,16 @@ def _zorder(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 
 
 def _operation_asset(op: Operation,
-                     config_type: type[Config]) -> Callable[[TableConfig, list[AssetKey]], AssetsDefinition]:
+                     config_type: type[Config]) -> AssetFactory:
     """The factory of ``op``'s asset: the registry entry run with the table's policy and the
     launch's values (``op.run``), its metrics, file statistics and health before and after."""
 
-    def factory(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+    def factory(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
         policy = table.policy(op.name)
         assert policy is not None  # only tables with the section get the asset
 
-        @asset(**_common(table, op, deps, description=f"{op.description} Table `{table.name}`."))
+        @asset(**_common(table, op, deps, placement=placement,
+                         description=f"{op.description} Table `{table.name}`."))
         @_logs_typed_errors
         def _asset(context: AssetExecutionContext, config: config_type) -> MaterializeResult:  # type: ignore[valid-type]
             options = options_from_config(config, policy.options)
@@ -195,9 +220,9 @@ def _operation_asset(op: Operation,
     return factory
 
 
-def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+def _checkpoint(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
     policy = table.checkpoint
-    spec = _common(table, CHECKPOINT, deps, description=(
+    spec = _common(table, CHECKPOINT, deps, placement=placement, description=(
         f"Write a checkpoint of `{table.name}` at its latest version once the checkpoint interval's "
         "commits follow the last one (and optionally clean up expired log files)."))
     # Sidecars of a large v2Checkpoint table are written by Spark tasks; the session starts only
@@ -238,10 +263,10 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
     return _asset
 
 
-def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
+def _compact_log(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
     policy = table.compact_log
 
-    @asset(**_common(table, COMPACT_LOG, deps, description=(
+    @asset(**_common(table, COMPACT_LOG, deps, placement=placement, description=(
         f"Write a log compaction file for the commits of `{table.name}` after its newest checkpoint, "
         "so snapshots read one file instead of each commit.")))
     @_logs_typed_errors
@@ -271,26 +296,27 @@ def _compact_log(table: TableConfig, deps: list[AssetKey]) -> AssetsDefinition:
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
 # none: the checkpoint asset runs it when its policy says cleanup_log): the registry-driven one,
 # or an operation's own where its asset reports more.
-_OWN_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
+_OWN_FACTORIES: dict[str, AssetFactory] = {
     ZORDER.name: _zorder,  # also measures the point-query skipped-file ratio on its columns
     CHECKPOINT.name: _checkpoint,  # writes only when due (force), then log cleanup
     COMPACT_LOG.name: _compact_log,  # a log file, not data: no file statistics
 }
-ASSET_FACTORIES: dict[str, Callable[[TableConfig, list[AssetKey]], AssetsDefinition]] = {
+ASSET_FACTORIES: dict[str, AssetFactory] = {
     op.name: _OWN_FACTORIES.get(op.name) or _operation_asset(op, CONFIGS[op.name]) for op in REGISTRY if op.policy_key
 }
 
-def build_maintenance_assets(table: TableConfig) -> list[AssetsDefinition]:
-    """The table's enabled maintenance assets, chained in run order after the table asset."""
+def build_maintenance_assets(table: TableConfig, placement: Placement = Placement()) -> list[AssetsDefinition]:
+    """The table's enabled maintenance assets, chained in run order after the table asset;
+    the Spark ones in ``placement.spark_pool``, the automation bounded by ``placement.budget``."""
     out: list[AssetsDefinition] = []
     upstream = table_asset_key(table.name)
     for operation in table.operations:
-        definition = ASSET_FACTORIES[operation](table, [upstream])
+        definition = ASSET_FACTORIES[operation](table, [upstream], placement)
         out.append(definition)
         upstream = maintenance_asset_key(table.name, operation)
     for op in ONE_OFFS:  # launched by hand (restore): beside the chain, not in it
         if (policy := table.policy(op.name)) is not None and policy.enabled:
-            out.append(ASSET_FACTORIES[op.name](table, [table_asset_key(table.name)]))
+            out.append(ASSET_FACTORIES[op.name](table, [table_asset_key(table.name)], placement))
     return out
 
 

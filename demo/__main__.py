@@ -30,6 +30,7 @@ REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
 TABLE_DIR = pathlib.Path("demo_data") / TABLE_NAME
 DEMO_MAX_ADVISED_RUNS = 2  # advisor runs in progress at once, across tables
+DEMO_SPARK_POOL_LIMIT = 1  # Spark steps at once (local[*]): the pools' default limit
 # The demo's writer checkpoints this rarely, as writers that leave checkpoints to a maintenance
 # job do; tables.yaml's checkpoint.interval (10) then makes the job's checkpoint step due.
 WRITER_CHECKPOINT_INTERVAL = 1000
@@ -69,12 +70,14 @@ def _ensure_instance(home: pathlib.Path) -> None:
     home.mkdir(parents=True, exist_ok=True)
     instance_yaml = home / "dagster.yaml"
     if not instance_yaml.exists():
-        # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor).
+        # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor), and
+        # the Spark steps to one at a time: each local[*] step takes every core (README, "Automation").
         import yaml
 
         from sensors.advisor import advisor_run_limits
 
         limits = advisor_run_limits(max_concurrent_runs=DEMO_MAX_ADVISED_RUNS)
+        limits["pools"] = {"default_limit": DEMO_SPARK_POOL_LIMIT}
         instance_yaml.write_text(yaml.safe_dump({"concurrency": limits}, sort_keys=False), encoding="utf-8")
     os.environ["DAGSTER_HOME"] = str(home)
 

@@ -51,6 +51,7 @@ from resources.config_records import (
     DEFAULT_FLEET_REPORT_CRON,
     DEFAULT_MAX_COMMITS_PER_TICK,
     DEFAULT_SENSOR_INTERVAL_SECONDS,
+    DEFAULT_SPARK_POOL,
     DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
     AdvisorPolicy,
     DailySummary,
@@ -67,7 +68,6 @@ from resources.config_records import (
 )
 
 NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
-_WINDOW = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
 _ASSET_KEY = re.compile(r"^[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+)*$")
 _CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
 _CRON_ALIASES = ("@hourly", "@daily", "@weekly", "@monthly")
@@ -123,23 +123,24 @@ def short_retention_error(retention_hours: float | None, floor_hours: float, *, 
             "if nothing else reads or writes the table")
 
 
+def _window(value: str) -> str:
+    try:
+        MaintenanceWindow.parse(value)
+    except ConfigError as exc:
+        raise _invalid(str(exc)) from None
+    return value.strip()
+
+
 def _asset_key(value: str) -> str:
     if not _ASSET_KEY.match(value):
         raise _invalid(f"must be an asset key like 'team/report' (one of the asset keys), got {value!r}")
     return value
 
 
-def _window(value: str) -> str:
-    found = _WINDOW.match(value.strip())
-    if found is None or found.group(1, 2) == found.group(3, 4):
-        raise _invalid(f"must be a UTC time span like '22:00-06:00' (HH:MM-HH:MM, start and end differ), "
-                       f"got {value!r}")
-    return value.strip()
-
-
 Size = Annotated[int, PlainValidator(_size, json_schema_input_type=int | str)]
 Hours = Annotated[float, PlainValidator(_hours, json_schema_input_type=float | str)]
 Cron = Annotated[str, AfterValidator(_cron)]
+Window = Annotated[str, AfterValidator(_window), Field(pattern=r"^\s*[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}\s*$")]
 NonEmpty = Annotated[str, Field(min_length=1)]
 
 
@@ -314,6 +315,9 @@ class AdvisorSection(_Model):
                                                     "covering the indexed columns.")
     vacuum_min_interval_hours: Hours = Field(default=DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
                                              description="Vacuum at most this often (default daily).")
+    windows: list[Window] = Field(default_factory=list, description=(
+        "Daily spans (UTC, 'HH:MM-HH:MM', wrapping past midnight when the end is earlier) in which "
+        "automation may start this table's maintenance; none: any time."))
 
     def to_policy(self, *, target_size: int | None, min_file_size: int | None,
                   checkpoint_interval: int | None) -> AdvisorPolicy:
@@ -322,7 +326,8 @@ class AdvisorSection(_Model):
                                      min_file_size=min_file_size, checkpoint_interval=checkpoint_interval)
         return AdvisorPolicy(mode=self.mode, interval_seconds=self.interval_seconds,
                              cooldown_minutes=self.cooldown_minutes,
-                             vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health)
+                             vacuum_min_interval_hours=self.vacuum_min_interval_hours, health=health,
+                             windows=tuple(MaintenanceWindow.parse(w) for w in self.windows))
 
 
 class SensorSection(_Model):
@@ -379,6 +384,9 @@ class SparkSection(_Model):
     master: StrOrEnv | None = Field(default=None, description="Default: $SPARK_MASTER, else local[*].")
     app_name: NonEmpty = "delta-maintenance"
     conf: dict[str, str | int | float | bool | Env] = Field(default_factory=dict)
+    pool: NonEmpty = Field(default=DEFAULT_SPARK_POOL, description=(
+        "Dagster concurrency pool of every Spark step; its limit (instance dagster.yaml "
+        "`concurrency: pools:` or `dagster instance concurrency set`) bounds the Spark steps running at once."))
 
 
 class FleetSection(_Model):
@@ -391,17 +399,13 @@ class FleetSection(_Model):
         "Bytes rewritten by maintenance in any 60 minutes, across tables; none: no limit."))
     max_bytes_per_day: Size | None = Field(default=None, description=(
         "Bytes rewritten by maintenance in any 24 hours, across tables; none: no limit."))
-    windows: list[Annotated[str, AfterValidator(_window)]] = Field(default_factory=list, description=(
+    windows: list[Window] = Field(default_factory=list, description=(
         "UTC time spans ('22:00-06:00') in which advised runs may start; none: at any time."))
     report_cron: Cron = Field(default=DEFAULT_FLEET_REPORT_CRON,
                               description="Schedule (UTC) of the fleet report (fleet_report_schedule).")
 
     def to_policy(self) -> FleetPolicy:
-        def minutes(hhmm: str) -> int:
-            hours, mins = hhmm.split(":")
-            return int(hours) * 60 + int(mins)
-
-        windows = tuple(MaintenanceWindow(minutes(w.split("-")[0]), minutes(w.split("-")[1])) for w in self.windows)
+        windows = tuple(MaintenanceWindow.parse(w) for w in self.windows)
         return FleetPolicy(max_concurrent_runs=self.max_concurrent_runs, max_bytes_per_hour=self.max_bytes_per_hour,
                            max_bytes_per_day=self.max_bytes_per_day, windows=windows, report_cron=self.report_cron)
 
@@ -482,7 +486,7 @@ def spark_record(s: SparkSection) -> SparkSettings:
 
     master = s.master.ref() if isinstance(s.master, Env) else s.master
     return SparkSettings(master=master, app_name=s.app_name,
-                         conf=tuple((k, conf_value(v)) for k, v in s.conf.items()))
+                         conf=tuple((k, conf_value(v)) for k, v in s.conf.items()), pool=s.pool)
 
 
 def to_config(doc: TablesFile, *, source: str | None, base_dir: pathlib.Path | None) -> MaintenanceConfig:

@@ -9,6 +9,7 @@ the registry entry says what a table without a section gets.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -26,6 +27,8 @@ DEFAULT_ADVISOR_INTERVAL_SECONDS = 300
 DEFAULT_ADVISOR_COOLDOWN_MINUTES = 60.0
 DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # the issue's "vacuum at most daily"
 DEFAULT_FLEET_REPORT_CRON = "0 * * * *"  # the fleet report, hourly
+DEFAULT_SPARK_POOL = "delta_spark"  # the Dagster concurrency pool of every Spark step
+_WINDOW = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
 
 
 class TableConfigError(ConfigError):
@@ -92,21 +95,61 @@ class DownstreamPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class MaintenanceWindow:
+    """A daily time span (UTC) in which automated maintenance may start: ``22:00-06:00``.
+    A span whose end is not after its start wraps past midnight."""
+
+    start_minute: int  # minutes after 00:00 UTC
+    end_minute: int
+
+    @classmethod
+    def parse(cls, text: str) -> MaintenanceWindow:
+        match = _WINDOW.match(text.strip())
+        if match is None:
+            raise ConfigError(f"a maintenance window must look like '22:00-06:00' (UTC, 24-hour), got {text!r}")
+        start_h, start_m, end_h, end_m = (int(g) for g in match.groups())
+        return cls(start_minute=start_h * 60 + start_m, end_minute=end_h * 60 + end_m)
+
+    def __post_init__(self) -> None:
+        for m in (self.start_minute, self.end_minute):
+            if not 0 <= m < 24 * 60:
+                raise ConfigError(f"a maintenance window's times are minutes of a day (0-1439), got {m}")
+        if self.start_minute == self.end_minute:
+            raise ConfigError("a maintenance window must not start and end at the same time; "
+                              "leave out windows to allow maintenance at any time")
+
+    def contains(self, minute_of_day: int) -> bool:
+        if self.start_minute < self.end_minute:
+            return self.start_minute <= minute_of_day < self.end_minute
+        return minute_of_day >= self.start_minute or minute_of_day < self.end_minute
+
+    def __str__(self) -> str:
+        return "-".join(f"{m // 60:02d}:{m % 60:02d}" for m in (self.start_minute, self.end_minute))
+
+
+@dataclass(frozen=True, slots=True)
 class AdvisorPolicy:
-    """When the advisor sensor requests maintenance: ``health`` holds the thresholds
-    (``delta_core.health``'s own policy record), the rest its pacing."""
+    """When maintenance is requested by health: ``health`` holds the thresholds
+    (``delta_core.health``'s own policy record), the rest its pacing; ``windows`` (empty: any
+    time) bound when automation may start a run."""
 
     mode: str = "schedule"  # "auto": the advisor sensor requests the runs that pay off
     interval_seconds: int = DEFAULT_ADVISOR_INTERVAL_SECONDS
     cooldown_minutes: float = DEFAULT_ADVISOR_COOLDOWN_MINUTES
     vacuum_min_interval_hours: float = DEFAULT_VACUUM_MIN_INTERVAL_HOURS
     health: HealthPolicy = HealthPolicy()
+    windows: tuple[MaintenanceWindow, ...] = ()
 
     @property
     def auto(self) -> bool:
         return self.mode == "auto"
 
-
+    def cooldown_minutes_for(self, operation: str) -> float:
+        """Minutes after a run of ``operation`` before the next; vacuum's is at least
+        ``vacuum_min_interval_hours``."""
+        if operation == VACUUM.name:
+            return max(self.cooldown_minutes, self.vacuum_min_interval_hours * 60.0)
+        return self.cooldown_minutes
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,31 +187,6 @@ class TableConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class MaintenanceWindow:
-    """A daily span of UTC time, ``start`` to ``end`` in minutes after midnight; ``end`` before
-    ``start`` wraps past midnight (``22:00-06:00``)."""
-
-    start: int
-    end: int
-
-    def __post_init__(self) -> None:
-        for m in (self.start, self.end):
-            if not 0 <= m < 24 * 60:
-                raise ConfigError(f"a maintenance window's times are minutes of a day (0-1439), got {m}")
-        if self.start == self.end:
-            raise ConfigError("a maintenance window must not start and end at the same time; "
-                              "leave out windows to allow maintenance at any time")
-
-    def contains(self, minute_of_day: int) -> bool:
-        if self.start < self.end:
-            return self.start <= minute_of_day < self.end
-        return minute_of_day >= self.start or minute_of_day < self.end
-
-    def __str__(self) -> str:
-        return f"{self.start // 60:02d}:{self.start % 60:02d}-{self.end // 60:02d}:{self.end % 60:02d}"
-
-
-@dataclass(frozen=True, slots=True)
 class FleetPolicy:
     """The limits across all tables (tables.yaml ``fleet``; ``fleet.budget`` applies them). None:
     no limit; no windows: maintenance at any time."""
@@ -185,6 +203,7 @@ class SparkSettings:
     master: str | EnvRef | None = None  # None: $SPARK_MASTER or local[*]
     app_name: str = "delta-maintenance"
     conf: tuple[tuple[str, str | EnvRef], ...] = ()
+    pool: str = DEFAULT_SPARK_POOL  # Dagster concurrency pool of the Spark steps
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,6 +1,18 @@
 """The fleet advisor: one sensor for every table with ``advisor: {mode: auto}`` in tables.yaml,
 requesting the maintenance that pays off most across the fleet, within the fleet budget.
 
+Declarative automation (``assets.automation``, ``default_automation_condition_sensor``) is the
+default way to run maintenance by health; this sensor is kept for what a condition cannot express:
+
+- a run that says why: its tags carry the reason, the estimated gain and the health figures
+  (a condition launches a run of the asset selection with the sensor's fixed tags only);
+- a decision across tables: ranking by estimated gain per byte and a fleet budget need every
+  table's candidates at once, while a condition is evaluated per asset, in graph order;
+- a run key per table version, and ``TABLE_OPERATION_TAG`` for the run queue's per
+  table-operation limit (conditions hold back with "not in progress" instead).
+
+Turn on one of the two for a table, not both (README, "Automation").
+
 Each tick computes every such table's health from its log alone (``delta_core.health.table_health``,
 the report ``delta-core health`` prints; PROTOCOL.md "Action Reconciliation" gives the live
 files and tombstones it counts) with the table's thresholds (``AdvisorPolicy.health``, a
@@ -46,7 +58,7 @@ from assets.maintenance import TABLE_TAG
 from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.priority import Candidate, candidate, rank
 from delta_core.health.report import HealthReport, table_health
-from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS, VACUUM
+from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS
 from delta_core.model.sizes import format_size
 from fleet.budget import admit
 from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage, max_bytes_bound
@@ -143,10 +155,8 @@ def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report:
         if requested.get(op) == report.version:
             held.append(f"{where}: already requested at version {report.version}")
             continue
-        cooldown = table.advisor.cooldown_minutes * 60.0
-        if op == VACUUM.name:
-            cooldown = max(cooldown, table.advisor.vacuum_min_interval_hours * 3600.0)
-        why_not = _held_back(context, job.name, cooldown_seconds=cooldown, now=now)
+        why_not = _held_back(context, job.name, cooldown_seconds=table.advisor.cooldown_minutes_for(op) * 60.0,
+                             now=now)
         if why_not is not None:
             held.append(f"{where}: {why_not}")
             continue

@@ -72,6 +72,8 @@ def test_demo_command_prints_before_after_summary(tmp_path):
         assert [run.job_name for run in runs] == list(RUNS)
         assert [run.run_id[:8] for run in runs] == [run_id for _, run_id, _ in printed]
         assert all(run.status == DagsterRunStatus.SUCCESS for run in runs)
+        # Its Spark steps ran in the pool, one slot at a time (the instance's default pool limit).
+        assert instance.event_log_storage.get_concurrency_info("delta_spark").slot_count == 1
 
         # The table asset is observed (the UI no longer says "Never observed"): at the latest
         # version, with the data version of the last data change (maintenance changed no data).

@@ -153,7 +153,8 @@ def test_sensor_with_nothing_to_start_still_records_versions(make_events_table, 
 
 def test_sensor_is_not_built_when_disabled(tables_yaml, tmp_path):
     config = tables_yaml(f"tables:\n  events:\n    uri: {tmp_path}/t\n    sensor: false\n")
-    assert list(build_definitions(config).get_repository_def().sensor_defs) == []
+    names = [s.name for s in build_definitions(config).get_repository_def().sensor_defs]
+    assert names == ["default_automation_condition_sensor"]  # no log sensor; the automation sensor stays
 
 
 def test_cursor_and_due_rules():

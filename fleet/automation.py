@@ -1,0 +1,56 @@
+"""The fleet budget as an automation condition: declarative automation (``assets.automation``)
+honours the limits of tables.yaml's ``fleet`` section as the fleet advisor does.
+
+``WithinFleetBudget`` holds when ``fleet.budget.held_by`` holds nothing back at the evaluation
+time: inside the fleet's windows, under ``max_concurrent_runs`` maintenance runs in progress,
+and, for a rewrite (compact, zorder, cluster, purge), with room left in the hour's and the
+day's byte budgets. A condition sees one asset, not its table's health, so a rewrite counts
+with its tables.yaml ``max_bytes`` bound when it has one and else as one byte ("is there room
+left"); the fleet advisor, which reads the health, counts its estimate. The instance is read
+once per evaluation (one ``fleet_usage``, shared by every asset of the tick), so a tick over
+many tables costs one usage query, not one per asset.
+"""
+
+from __future__ import annotations
+
+from dagster import AssetKey, AutomationContext
+
+from assets.automation import PredicateCondition
+from delta_core.health.priority import REWRITES
+from fleet.budget import FleetUsage, held_by
+from fleet.usage import FleetScope, fleet_scope, fleet_usage, max_bytes_bound
+from resources.config import MaintenanceConfig, TableConfig
+
+
+class WithinFleetBudget(PredicateCondition):
+    """True while the fleet budget lets one more run of the asset start (module docstring)."""
+
+    def __init__(self, config: MaintenanceConfig, scope: FleetScope | None = None):
+        super().__init__("within_fleet_budget",
+                         description="The fleet limits of tables.yaml (fleet section) let one more maintenance "
+                                     "run start: windows, concurrent runs, bytes rewritten per hour and day.",
+                         label="within the fleet budget")
+        self.policy = config.fleet
+        self.scope = scope or fleet_scope(config.tables)
+        self._rewrites = {key: _rewrite_bytes(table, key.path[-1])
+                          for table in config.tables for key in self.scope.assets if key.path[0] == table.name}
+        self._usage: tuple[float, FleetUsage] | None = None  # (evaluation time, usage) of the latest tick
+
+    def usage(self, context: AutomationContext) -> FleetUsage:
+        now = context.evaluation_time.timestamp()
+        if self._usage is None or self._usage[0] != now:
+            self._usage = (now, fleet_usage(context.asset_graph_view.instance, self.scope, now=now))
+        return self._usage[1]
+
+    def holds(self, context: AutomationContext) -> bool:
+        if not isinstance(context.key, AssetKey):
+            return True
+        return held_by(self.policy, self.usage(context), rewrite_bytes=self._rewrites.get(context.key, 0),
+                       now=context.evaluation_time.timestamp()) is None
+
+
+def _rewrite_bytes(table: TableConfig, operation: str) -> int:
+    """What an automated run of ``operation`` counts against the byte budgets."""
+    if operation not in REWRITES:
+        return 0
+    return max_bytes_bound(table, operation) or 1
