@@ -7,7 +7,7 @@ and, for a rewrite (compact, zorder, cluster, purge), with room left in the hour
 day's byte budgets. A condition sees one asset, not its table's health, so a rewrite counts
 with its tables.yaml ``max_bytes`` bound when it has one and else as one byte ("is there room
 left"); the fleet advisor, which reads the health, counts its estimate. The instance is read
-once per evaluation (one ``fleet_usage``, shared by every asset of the tick), so a tick over
+once per tick (one ``fleet_usage``, shared by every asset of the tick), so a tick over
 many tables costs one usage query, not one per asset.
 """
 
@@ -34,12 +34,13 @@ class WithinFleetBudget(PredicateCondition):
         self.scope = scope or fleet_scope(config.tables)
         self._rewrites = {key: _rewrite_bytes(table, key.path[-1])
                           for table in config.tables for key in self.scope.assets if key.path[0] == table.name}
-        self._usage: tuple[float, FleetUsage] | None = None  # (evaluation time, usage) of the latest tick
+        self._usage: tuple[object, FleetUsage] | None = None  # (the tick's asset graph view, usage)
 
     def usage(self, context: AutomationContext) -> FleetUsage:
-        now = context.evaluation_time.timestamp()
-        if self._usage is None or self._usage[0] != now:
-            self._usage = (now, fleet_usage(context.asset_graph_view.instance, self.scope, now=now))
+        """The fleet's usage, read once per tick (a tick's evaluations share one asset graph view)."""
+        view = context.asset_graph_view
+        if self._usage is None or self._usage[0] is not view:
+            self._usage = (view, fleet_usage(view.instance, self.scope, now=context.evaluation_time.timestamp()))
         return self._usage[1]
 
     def holds(self, context: AutomationContext) -> bool:

@@ -106,7 +106,7 @@ class MaintenanceWindow:
     def parse(cls, text: str) -> MaintenanceWindow:
         match = _WINDOW.match(text.strip())
         if match is None:
-            raise ConfigError(f"a maintenance window must look like '22:00-06:00' (UTC, 24-hour), got {text!r}")
+            raise ConfigError(f"a maintenance window must look like '22:00-06:00' (HH:MM-HH:MM, UTC, 24-hour), got {text!r}")
         start_h, start_m, end_h, end_m = (int(g) for g in match.groups())
         return cls(start_minute=start_h * 60 + start_m, end_minute=end_h * 60 + end_m)
 
@@ -115,7 +115,7 @@ class MaintenanceWindow:
             if not 0 <= m < 24 * 60:
                 raise ConfigError(f"a maintenance window's times are minutes of a day (0-1439), got {m}")
         if self.start_minute == self.end_minute:
-            raise ConfigError("a maintenance window must not start and end at the same time; "
+            raise ConfigError(f"maintenance window {self} is empty: it starts and ends at the same time; "
                               "leave out windows to allow maintenance at any time")
 
     def contains(self, minute_of_day: int) -> bool:

@@ -169,14 +169,34 @@ def test_cron_tick_requests_once(events, tables_yaml, instance):
     assert requested == set()  # handled: the next tick is tomorrow's
 
 
-def test_budget_condition_is_anded_in(events, tables_yaml):
-    from dagster import AutomationCondition
+def test_the_fleet_budget_holds_automation_back(events, tables_yaml, instance):
+    """The fleet section's limits hold automated runs as they hold advised ones: a maintenance
+    run in progress (another operation's) fills max_concurrent_runs 1, and outside the fleet's
+    windows nothing starts; the hour's byte budget, once spent, holds rewrites but not vacuum."""
+    def fleet_defs(fleet: str, advisor: str = "{mode: auto, cooldown_minutes: 60}"):
+        return _definitions(tables_yaml(f"fleet: {fleet}\n" + _yaml(events, advisor=advisor)))
 
-    table = tables_yaml(_yaml(events)).table("events")
-    budget = AutomationCondition.missing().with_label("within the fleet budget")
-    condition = maintenance_condition(table, "compact", budget=budget)
-    assert condition is not None and budget in condition.children
-    assert [c.get_label() for c in condition.children][-1].startswith("cooled down")
+    defs = fleet_defs("{max_concurrent_runs: 1}")
+    _run_checks(defs, instance)
+    assert _requested(defs, instance, DAY)[0] == {COMPACT}
+    instance.create_run_for_job(job_def=defs.resolve_job_def("events_vacuum"), asset_selection=frozenset({VACUUM}),
+                                status=DagsterRunStatus.STARTED)
+    assert _requested(defs, instance, DAY)[0] == set()
+
+    with instance_for_test() as fresh:
+        defs = fleet_defs("{windows: ['22:00-06:00']}")
+        _run_checks(defs, fresh)
+        assert _requested(defs, fresh, DAY.replace(hour=12))[0] == set()
+        assert _requested(defs, fresh, DAY.replace(hour=23))[0] == {COMPACT}
+
+    with instance_for_test() as fresh:
+        defs = fleet_defs("{max_bytes_per_hour: 1MB}", advisor="{mode: auto, cooldown_minutes: 0}")
+        _run_checks(defs, fresh)
+        fresh.report_runless_asset_event(AssetMaterialization(asset_key=COMPACT, metadata={"bytes_removed": 2_000_000}))
+        spent_at = datetime.datetime.fromtimestamp(fresh.get_latest_materialization_event(COMPACT).timestamp,
+                                                   tz=datetime.UTC)
+        assert _requested(defs, fresh, spent_at + datetime.timedelta(minutes=5))[0] == set()  # the hour is spent
+        assert _requested(defs, fresh, spent_at + datetime.timedelta(minutes=61))[0] == {COMPACT}
 
 
 def test_the_code_location_has_the_automation_sensor_stopped(events, tables_yaml):

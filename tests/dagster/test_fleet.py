@@ -221,7 +221,7 @@ def test_fleet_section_of_tables_yaml(tables_yaml, tmp_path):
                          ("max_concurrent_runs: 0", "fleet.max_concurrent_runs"), ("max_runs: 2", "unknown field")):
         with pytest.raises(TableConfigError, match=message):
             tables_yaml(f"fleet: {{{bad}}}\ntables:\n  t:\n    uri: {tmp_path / 't'}\n")
-    with pytest.raises(ConfigError, match="same time"):
+    with pytest.raises(ConfigError, match="is empty: it starts and ends at the same time"):
         MaintenanceWindow(60, 60)
 
 
