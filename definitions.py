@@ -12,6 +12,7 @@ from __future__ import annotations
 from dagster import AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
+from assets.health_checks import build_table_checks
 from jobs import build_cross_table_jobs, build_table_jobs
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
@@ -29,12 +30,13 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
 
 
 def build_definitions(config: MaintenanceConfig) -> Definitions:
-    """Assets, jobs, schedules, sensors and resources for every table in ``config``.
+    """Assets, asset checks, jobs, schedules, sensors and resources for every table in ``config``.
 
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
     check_tables(config)
     assets: list = []
+    checks: list = []
     jobs: list = build_cross_table_jobs(config)
     schedules: list = []
     sensor_inputs = []
@@ -43,6 +45,7 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         by_op: dict[str, AssetsDefinition] = {key.path[-1]: a for a in maintenance for key in a.keys}
         assets.append(build_table_asset(table))
         assets.extend(maintenance)
+        checks.append(build_table_checks(table, [key for a in maintenance for key in a.keys]))
         if table.downstream.daily_summary is not None:
             assets.append(build_daily_summary_asset(table))
         table_jobs = build_table_jobs(table)
@@ -51,10 +54,12 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         if table_jobs.downstream is not None:
             jobs.append(table_jobs.downstream)
         jobs.append(table_jobs.observe)
+        jobs.append(table_jobs.checks)
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
     return Definitions(
         assets=assets,
+        asset_checks=checks,
         jobs=jobs,
         schedules=schedules,
         sensors=build_sensors(sensor_inputs),
