@@ -18,9 +18,10 @@ a second run. The first tick (no cursor) starts watching at the current version:
 the table and requests its checks there too.
 
 The sensor starts running (``DefaultSensorStatus.RUNNING``), so a new deployment observes every
-table and shows its checks without anyone clicking Observe; what it starts by itself reads the
-log or writes log files only (checks, checkpoints, manifests) besides the downstream refresh.
-Data rewrites stay with schedules, the advisor and automation.
+table and shows its checks without anyone clicking Observe. What it starts by itself rewrites no
+data: the checks read the log, checkpoints and manifests write log-sized files, and the
+downstream refresh follows data changes. Data rewrites stay with schedules, the advisor and
+automation.
 """
 
 

@@ -2,7 +2,8 @@
 
 The same selection and packing as the planner (``maintenance.compaction_plan.pack_candidates``
 over ``maintenance.bin_packing.pack``, vectorised), stopping before the bins become ``Bin``
-records; health only needs how many files go in and how many come out. Paths are sorted only
+records; health only needs how many files go in and how many come out (and how many partitions the
+files lie in, which bounds how well clustering within partitions can skip). Paths are sorted only
 when the counts depend on them (a file over the deleted-rows ratio among the candidates), which
 is most of the cost at millions of files. ``tests/health/test_compaction_estimate.py`` holds it
 equal to the planner.
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import pyarrow as pa
 
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
 from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size
@@ -27,6 +30,7 @@ class CompactionEstimate:
     min_file_size: int
     input_files: int  # files the compaction would rewrite
     output_files: int  # files it would write instead (one per bin)
+    partitions: int  # distinct partition values among the live files (1 unpartitioned, 0 without files)
 
 
 def estimate_compaction(
@@ -37,7 +41,10 @@ def estimate_compaction(
     max_deleted_rows_ratio=...)``."""
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target_size(snapshot))
     files = snapshot.file_columns("path", "size", "partition_values", "deletion_vector", "num_records")
-    packing = pack_candidates(files, partition_key_columns(files, partition_key_names(snapshot)),
-                              target_size=target, min_file_size=minimum,
+    names = partition_key_names(snapshot)
+    keys = partition_key_columns(files, names)
+    packing = pack_candidates(files, keys, target_size=target, min_file_size=minimum,
                               max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False).packing
-    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins)
+    partitions = pa.table(keys, names=names).group_by(names).aggregate([]).num_rows if names \
+        else min(1, files.num_rows)
+    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, partitions)

@@ -204,3 +204,20 @@ def test_every_named_check_from_one_evaluation_agrees_with_the_advice(tmp_path):
     (Figure("f", 38, "files"), "38 files"), (Figure("v", 7, "version"), "version 7")])
 def test_figures_display_with_their_unit(figure, shown):
     assert figure.display() == shown
+
+
+def test_data_skipping_passes_when_each_partition_holds_one_file(tmp_path):
+    # Rewrites cluster within a partition: one file per partition cannot skip better on x, however
+    # wide its range; two overlapping files in each partition can (ideal 1 - 2 ** -1 = 0.5).
+    single, double = str(tmp_path / "single"), str(tmp_path / "double")
+    write_log(single, [[add(f"p={p}/1.parquet", 128 * MB, part=p, lo=0, hi=399) for p in "abc"]], partitioned=True)
+    write_log(double, [[add(f"p={p}/{i}.parquet", 128 * MB, part=p, lo=0, hi=399) for p in "abc" for i in (1, 2)]],
+              partitioned=True)
+    one = table_health(DeltaTable(single), columns=["x"])
+    assert (one.metrics.num_partitions, one.metrics.skip_ratio) == (3, 0.0)
+    assert check_data_skipping(one).passed and "zorder" not in {r.operation for r in one.recommendations}
+    two = table_health(DeltaTable(double), columns=["x"])
+    assert two.metrics.num_partitions == 3
+    check = check_data_skipping(two)
+    assert (check.status, check.operation) == (CheckStatus.ERROR, "zorder")
+    assert {r.operation: r.estimated_gain for r in two.recommendations}["zorder"] == 0.5
