@@ -52,6 +52,9 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     assert small[1] in ("WARN", "ERROR") and small[2:] == ["->", "pass", "(compact)"]
     checkpoint = next(line.split() for line in text.splitlines() if line.startswith("  checkpoint_due "))
     assert checkpoint[2:] == ["->", "pass", "(checkpoint)"]
+    # Z-order left one file per partition: nothing more to gain, so skipping passes too
+    skipping = next(line.split() for line in text.splitlines() if line.startswith("  data_skipping "))
+    assert skipping[2:] == ["->", "pass", "(zorder)"]
 
     table = DeltaTable(str(tmp_path / "demo_data" / "events"))
     snap = table.snapshot()
