@@ -16,6 +16,7 @@ from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
 from assets.automation import build_automation_sensors
+from assets.health_checks import build_table_checks
 from assets.maintenance import Placement
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
@@ -36,15 +37,16 @@ def build_resources(config: MaintenanceConfig) -> dict[str, object]:
 
 
 def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time) -> Definitions:
-    """Assets, jobs, schedules, sensors (the tables' log sensors, the fleet advisor, and the
-    automation sensors that evaluate the maintenance assets' conditions) and resources for every
-    table in ``config``, and the fleet report over them; ``clock`` (POSIX seconds) is the fleet's
-    now (the advisor's windows, cool-downs and byte limits, the report's next schedule ticks).
+    """Assets, asset checks, jobs, schedules, sensors (the tables' log sensors, the fleet advisor,
+    and the automation sensors that evaluate the maintenance assets' conditions) and resources
+    for every table in ``config``, and the fleet report over them; ``clock`` (POSIX seconds) is
+    the fleet's now (the advisor's windows, cool-downs and byte limits, the report's next schedule ticks).
 
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
     check_tables(config)
     assets: list = []
+    checks: list = []
     jobs: list = build_cross_table_jobs(config)
     schedules: list = []
     sensor_inputs = []
@@ -56,6 +58,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         by_op: dict[str, AssetsDefinition] = {key.path[-1]: a for a in maintenance for key in a.keys}
         assets.append(build_table_asset(table))
         assets.extend(maintenance)
+        checks.append(build_table_checks(table, [key for a in maintenance for key in a.keys]))
         if table.downstream.daily_summary is not None:
             assets.append(build_daily_summary_asset(table))
         table_jobs = build_table_jobs(table)
@@ -64,6 +67,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         if table_jobs.downstream is not None:
             jobs.append(table_jobs.downstream)
         jobs.append(table_jobs.observe)
+        jobs.append(table_jobs.checks)
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
     if config.tables:
@@ -73,6 +77,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         schedules.append(report_schedule)
     return Definitions(
         assets=assets,
+        asset_checks=checks,
         jobs=jobs,
         schedules=schedules,
         sensors=[*build_sensors(sensor_inputs, config.fleet, clock=clock), *build_automation_sensors(automated)],

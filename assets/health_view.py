@@ -8,6 +8,7 @@ new version; maintenance assets report it before and after their operation.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from dagster import MetadataValue
@@ -31,11 +32,15 @@ def health_policy(table: TableConfig) -> HealthPolicy:
     return table.advisor.health
 
 
+def health_columns(table: TableConfig) -> Sequence[str] | None:
+    """The columns clustering is judged on: the Z-order columns when Z-order is configured, else
+    None (the table's liquid clustering columns, if any)."""
+    return table.zorder.options.columns if table.zorder.enabled and table.zorder.options.columns else None
+
+
 def table_health_report(dt: DeltaTable, table: TableConfig, *, snapshot: Snapshot | None = None) -> HealthReport:
-    """Health of ``dt`` judged by ``table``'s settings; clustering is judged on the Z-order columns
-    when Z-order is configured (else on the table's liquid clustering columns, if any)."""
-    columns = table.zorder.options.columns if table.zorder.enabled and table.zorder.options.columns else None
-    return table_health(dt, policy=health_policy(table), columns=columns, snapshot=snapshot)
+    """Health of ``dt`` judged by ``table``'s settings (``health_policy``, ``health_columns``)."""
+    return table_health(dt, policy=health_policy(table), columns=health_columns(table), snapshot=snapshot)
 
 
 def recommendations_markdown(report: HealthReport) -> str:

@@ -7,10 +7,11 @@ instance to ``$DAGSTER_HOME`` or ``DIR/.dagster_home``; its runs then show in th
 with the same ``DAGSTER_HOME``. Run it from the repository root (``scripts/demo.sh`` does): the
 code location it drives (``definitions``, ``assets``, ...) is imported from there, not installed.
 
-It starts four runs, in this process, and names each: it observes the table (as the log sensor
-would on the new table), refreshes the downstream ``daily_summary`` from it, runs the full
-maintenance job, and observes the table again: the data version has not moved, so the summary
-stays in sync. The table's writer leaves checkpoints to maintenance (``delta.checkpointInterval``
+It starts five runs, in this process, and names each: it observes the table and runs its health
+checks (as the log sensor does on its first tick), refreshes the downstream ``daily_summary``
+from it, runs the full maintenance job (which runs the checks again after its steps), and
+observes the table again: the data version has not moved, so the summary stays in sync. It
+prints each check's status before and after maintenance. The table's writer leaves checkpoints to maintenance (``delta.checkpointInterval``
 ``WRITER_CHECKPOINT_INTERVAL``), so the job's checkpoint step finds one due by tables.yaml's
 interval and writes it.
 """
@@ -116,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     from definitions import build_definitions
     from delta_core.model.table_properties import CHECKPOINT_INTERVAL
     from demo.table import build_demo_table
-    from jobs import downstream_job_name, maintenance_job_name, observe_job_name
+    from jobs import checks_job_name, downstream_job_name, maintenance_job_name, observe_job_name
     from resources.config import load_config
     from schedules import op_run_config
 
@@ -151,6 +152,9 @@ def main(argv: list[str] | None = None) -> int:
     observed = _run(defs, instance, observe_job, lambda result, _: _observation_text(result))
     if not observed.success:
         return 1
+    checked = _run(defs, instance, checks_job_name(TABLE_NAME), lambda result, _: _checks_text(result))
+    if not checked.success:
+        return 1
     refreshed = _run(defs, instance, downstream_job_name(TABLE_NAME), lambda result, _: _summary_text(result))
     if not refreshed.success:
         return 1
@@ -172,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("total size", human_bytes(before.total_bytes), human_bytes(after.total_bytes)))
     print(_line("median file size", human_bytes(before.median_file_bytes), human_bytes(after.median_file_bytes)))
     print(_line("partitions", str(before.num_partitions), str(after.num_partitions)))
+    print()
+    print(f"Health checks of {TABLE_NAME}/delta_table, before -> after {job_name}:")
+    for line in _check_lines(_check_statuses(checked), _check_statuses(result)):
+        print(line)
     print()
     print(f"Per step of {job_name}:")
     for op in policy.operations:
@@ -219,6 +227,27 @@ def _observation_text(result, *, previous=None) -> str:
     if observation.data_version == previous.data_version:
         return text + f"still {observation.data_version}: daily_summary in sync"
     return text + f"{observation.data_version}: assets computed from it are unsynced"
+
+
+def _check_statuses(result) -> dict[str, tuple[str, str]]:
+    """Each check evaluation of a run: ``pass``/``WARN``/``ERROR`` and the recommended operation."""
+    return {e.check_name: ("pass" if e.passed else e.severity.value,
+                           str(e.metadata["recommended_operation"].value))
+            for e in result.get_asset_check_evaluations()}
+
+
+def _checks_text(result) -> str:
+    failing = [f"{name} {status}" for name, (status, _) in _check_statuses(result).items() if status != "pass"]
+    return f"{len(failing)} of {len(result.get_asset_check_evaluations())} checks fail: {', '.join(failing) or 'none'}"
+
+
+def _check_lines(before: dict[str, tuple[str, str]], after: dict[str, tuple[str, str]]) -> list[str]:
+    """One line per check that failed before or after (with the operation it asked for), then
+    how many passed both times."""
+    lines = [f"  {name:<19}{status:>6}  ->  {after[name][0]:<6}" + (f"  ({op})" if op != "none" else "")
+             for name, (status, op) in before.items() if status != "pass" or after[name][0] != "pass"]
+    calm = len(before) - len(lines)
+    return lines + ([f"  {calm} other checks pass before and after"] if calm else [])
 
 
 def _summary_text(result) -> str:

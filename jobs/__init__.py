@@ -1,5 +1,10 @@
 """Asset jobs: per table (full maintenance, one per operation, downstream refresh, observation of
-the table) and across tables (all maintenance, one per operation).
+the table, its health checks) and across tables (all maintenance, one per operation).
+
+Every maintenance job also selects the health checks of the tables it maintains
+(``assets.health_checks``): they depend on the maintenance assets, so they run last and judge
+what the run left. ``<table>_checks`` runs the checks alone (the log sensor requests it on each
+new version).
 
 Every job runs on the in-process executor by default: one process, one SparkSession for all
 its steps, and steps in dependency order (compact before zorder before vacuum ...). Run config
@@ -48,6 +53,10 @@ def observe_job_name(table_name: str) -> str:
     return f"{table_name}_observe"
 
 
+def checks_job_name(table_name: str) -> str:
+    return f"{table_name}_checks"
+
+
 def all_tables_job_name(operation: str) -> str:
     return f"all_tables_{operation}"
 
@@ -64,6 +73,7 @@ class TableJobs:
     operations: dict[str, AssetJob]
     downstream: AssetJob | None
     observe: AssetJob
+    checks: AssetJob
 
 
 def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
@@ -71,18 +81,24 @@ def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
                             config=IN_PROCESS_RUN_CONFIG, description=description)
 
 
+def _checks_of(*tables: TableConfig) -> AssetSelection:
+    """The health checks of ``tables``' assets (they run after the maintenance a job selects)."""
+    return AssetSelection.checks_for_assets(*(table_asset_key(t.name) for t in tables))
+
+
 def build_table_jobs(table: TableConfig) -> TableJobs:
     # one-offs (restore) are launched by hand with their options: never part of a full run
     one_offs = [op.name for op in ONE_OFFS if (policy := table.policy(op.name)) is not None and policy.enabled]
+    checks = _checks_of(table)
     maintenance = _job(
         maintenance_job_name(table.name),
-        (AssetSelection.groups(table.name) & AssetSelection.kind("delta"))
-        - AssetSelection.assets(*(maintenance_asset_key(table.name, op) for op in one_offs)),
-        f"Full maintenance of `{table.name}`: {', '.join(table.operations)}.",
+        ((AssetSelection.groups(table.name) & AssetSelection.kind("delta"))
+         - AssetSelection.assets(*(maintenance_asset_key(table.name, op) for op in one_offs))) | checks,
+        f"Full maintenance of `{table.name}`: {', '.join(table.operations)}, then its health checks.",
     )
     operations = {
         op: _job(operation_job_name(table.name, op),
-                 AssetSelection.assets(maintenance_asset_key(table.name, op)),
+                 AssetSelection.assets(maintenance_asset_key(table.name, op)) | checks,
                  f"{operation(op).title} of `{table.name}`" + (
                      " (launched by hand with its options in the run config)." if op in one_offs else "."))
         for op in (*table.operations, *one_offs)
@@ -93,14 +109,18 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
     # What the log sensor records on each new version, on demand (the demo runs it; so can a person).
     observe = _job(observe_job_name(table.name), AssetSelection.assets(table_asset_key(table.name)),
                    f"Observe `{table.name}`: record its Delta version, data version and health.")
-    return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream, observe=observe)
+    checks_job = _job(checks_job_name(table.name), checks,
+                      f"Check `{table.name}`'s health from its log: the asset checks of its table asset.")
+    return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream, observe=observe,
+                     checks=checks_job)
 
 
 def build_cross_table_jobs(config: MaintenanceConfig) -> list[AssetJob]:
-    jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
-                 "Full maintenance of every managed table.")] if config.tables else []
+    jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta") | _checks_of(*config.tables),
+                 "Full maintenance of every managed table, then their health checks.")] if config.tables else []
     for op in OPERATIONS:
-        if any(op.name in t.operations for t in config.tables):
-            jobs.append(_job(all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name),
-                             f"{op.name} of every managed table that enables it."))
+        tables = [t for t in config.tables if op.name in t.operations]
+        if tables:
+            jobs.append(_job(all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name) | _checks_of(*tables),
+                             f"{op.name} of every managed table that enables it, then their health checks."))
     return jobs

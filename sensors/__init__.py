@@ -10,10 +10,18 @@ depends on how many commits landed, not on the table's size. For those commits i
    policy's interval;
 3. requests a manifest run when manifests are on and files were added or removed;
 4. requests a downstream refresh only when some commit changed data (an ``add``/``remove``
-   with ``dataChange=true``); compact and zorder commit ``dataChange=false`` and do not.
+   with ``dataChange=true``); compact and zorder commit ``dataChange=false`` and do not;
+5. requests the table's health checks (``<table>_checks``, ``assets.health_checks``).
 
 Run keys are ``<table>:<purpose>:v<version>``, so evaluating the same tick twice cannot start
-a second run. The first tick (no cursor) starts watching at the current version.
+a second run. The first tick (no cursor) starts watching at the current version: it observes
+the table and requests its checks there too.
+
+The sensor starts running (``DefaultSensorStatus.RUNNING``), so a new deployment observes every
+table and shows its checks without anyone clicking Observe. What it starts by itself rewrites no
+data: the checks read the log, checkpoints and manifests write log-sized files, and the
+downstream refresh follows data changes. Data rewrites stay with schedules, the advisor and
+automation.
 """
 
 
@@ -117,7 +125,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
     """
     checkpoint_job = jobs.operations.get(CHECKPOINT.name)
     manifest_job = jobs.operations.get(MANIFEST.name)
-    targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream) if j is not None]
+    targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream, jobs.checks) if j is not None]
     if not table.sensor.enabled:
         return None
     resource_key = table_resource_key(table.name)
@@ -130,9 +138,9 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
         jobs=targets or None,
         minimum_interval_seconds=table.sensor.interval_seconds,
         required_resource_keys={resource_key},
-        default_status=DefaultSensorStatus.STOPPED,
-        description=(f"Watches `{table.name}`'s _delta_log: records each new version, requests "
-                     "checkpoint/manifest runs when due and downstream refreshes on data changes."),
+        default_status=DefaultSensorStatus.RUNNING,
+        description=(f"Watches `{table.name}`'s _delta_log: records each new version, requests its health "
+                     "checks, checkpoint/manifest runs when due and downstream refreshes on data changes."),
     )
     def _sensor(context: SensorEvaluationContext) -> SensorResult:
         dt = getattr(context.resources, resource_key).open()
@@ -181,6 +189,8 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                 job_name=jobs.downstream.name,
                 tags=_tags(table.name, "data_changed", latest),
             ))
+        requests.append(RunRequest(run_key=_run_key(table.name, "checks", latest), job_name=jobs.checks.name,
+                                   tags=_tags(table.name, "new_version", latest)))
 
         # Commits the batch already read are not read again to find the data version.
         known = ({v: CommitSummary.from_actions(v, actions).changes_data for v, actions in commits}

@@ -2,7 +2,9 @@
 (``delta_core.health``), from the log alone.
 
 ``--json`` prints ``HealthReport.to_dict()`` (keys ``score``, ``metrics``, ``recommendations``,
-``score_parts``); without it, a short readable report. Reading only: nothing is written.
+``score_parts``) and ``checks``, the named health checks (``delta_core.health.checks``, as the
+Dagster asset checks show them; ``log_length`` needs ``--list-log``); without it, a short
+readable report. Reading only: nothing is written.
 """
 
 from __future__ import annotations
@@ -86,6 +88,7 @@ def render_text(report: dict[str, Any]) -> str:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
+    from delta_core.health.checks import health_checks
     from delta_core.health.policy import HealthPolicy
     from delta_core.health.report import table_health
 
@@ -98,7 +101,12 @@ def cmd_health(args: argparse.Namespace) -> int:
                                                                 ("min_file_size", args.min_file_size))
                                               if v is not None})
     columns = args.columns if args.columns is not None else (table_policy.zorder_columns if table_policy else ())
-    report = table_health(table, policy=policy, columns=list(columns) or None,
-                          manifests=args.manifests, log_listing=args.list_log).to_dict()
+    snapshot = table.snapshot()
+    health = table_health(table, policy=policy, columns=list(columns) or None,
+                          manifests=args.manifests, log_listing=args.list_log, snapshot=snapshot)
+    report = health.to_dict()
+    if args.json:
+        checks = health_checks(health, protocol=snapshot.protocol, metadata=snapshot.metadata)
+        report["checks"] = [c.to_dict() for c in checks]
     emit(report if args.json else render_text(report), args.json)
     return 0

@@ -7,8 +7,9 @@ checkpoint needs no other, a single file cannot be clustered better.
 
 Gains, each in its own unit: compact — files fewer after the rewrite; purge — deleted rows
 dropped; analyze — files whose stats it completes; zorder/cluster — rise of the point-query skip ratio towards what a perfectly clustered
-layout of the same number of files reaches (``1 - n ** (-1 / k)`` for ``n`` files on ``k``
-columns: each column splits into ``n ** (1/k)`` slabs); checkpoint — commits a reader no longer
+layout of the same number of files reaches (``1 - n ** (-1 / k)`` for ``n`` files per partition
+on ``k`` columns: rewrites cluster within a partition, where each column splits into
+``n ** (1/k)`` slabs, so a table of one file per partition has nothing to gain); checkpoint — commits a reader no longer
 replays; vacuum — bytes of expired tombstones; cleanup-log — log files deletable; manifest —
 versions the manifests lag behind.
 """
@@ -71,7 +72,8 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
                      f"cannot skip them; coverage {m.stats_coverage:.0%} is under {policy.stats_coverage_floor:.0%}",
             float(uncovered), "files"))
     if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor:
-        rise = round(ideal_skip_ratio(m.num_files, len(m.columns)) - m.skip_ratio, 4)
+        per_partition = round(m.num_files / max(1, m.num_partitions))
+        rise = round(ideal_skip_ratio(per_partition, len(m.columns)) - m.skip_ratio, 4)
         if rise > 0:
             out.append(Recommendation(
                 CLUSTER if clustered else ZORDER.cli_command,

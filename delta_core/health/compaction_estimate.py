@@ -2,7 +2,8 @@
 
 The same selection and packing as the planner (``maintenance.compaction_plan.pack_candidates``
 over ``maintenance.bin_packing.pack``, vectorised), stopping before the bins become ``Bin``
-records; health only needs how many files (and bytes) go in and how many come out. Paths are sorted only
+records; health only needs how many files (and bytes) go in and how many come out (and how many
+partitions the files lie in, which bounds how well clustering within partitions can skip). Paths are sorted only
 when the counts depend on them (a file over the deleted-rows ratio among the candidates), which
 is most of the cost at millions of files. ``tests/health/test_compaction_estimate.py`` holds it
 equal to the planner.
@@ -13,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
@@ -31,6 +33,7 @@ class CompactionEstimate:
     input_files: int  # files the compaction would rewrite
     output_files: int  # files it would write instead (one per bin)
     input_bytes: int  # bytes of the files it would rewrite
+    partitions: int  # distinct partition values among the live files (1 unpartitioned, 0 without files)
 
 
 def estimate_compaction(
@@ -41,10 +44,13 @@ def estimate_compaction(
     max_deleted_rows_ratio=...)``."""
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target_size(snapshot))
     files = snapshot.file_columns("path", "size", "partition_values", "deletion_vector", "num_records")
-    found = pack_candidates(files, partition_key_columns(files, partition_key_names(snapshot)),
-                            target_size=target, min_file_size=minimum,
+    names = partition_key_names(snapshot)
+    keys = partition_key_columns(files, names)
+    found = pack_candidates(files, keys, target_size=target, min_file_size=minimum,
                             max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False)
     packing = found.packing
     sizes = numbers_of(pc.fill_null(found.files.column("size"), int_scalar(0))) if found.files.num_rows else None
     input_bytes = int(sizes[packing.rows].sum()) if sizes is not None and packing.num_files else 0
-    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes)
+    partitions = pa.table(keys, names=names).group_by(names).aggregate([]).num_rows if names \
+        else min(1, files.num_rows)
+    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes, partitions)

@@ -52,6 +52,7 @@ class HealthMetrics:
 
     version: int
     num_files: int
+    num_partitions: int  # distinct partition values among the live files (1 unpartitioned)
     total_bytes: int
     target_file_size: int
     min_file_size: int  # smaller files are "small" (compaction's threshold)
@@ -153,6 +154,7 @@ def compute_metrics(
     return HealthMetrics(
         version=snapshot.version,
         num_files=n,
+        num_partitions=estimate.partitions,
         total_bytes=int(sizes.sum()),
         target_file_size=target,
         min_file_size=minimum,

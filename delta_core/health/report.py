@@ -46,6 +46,7 @@ class HealthReport:
     metrics: HealthMetrics
     recommendations: tuple[Recommendation, ...]
     duration_seconds: float
+    policy: HealthPolicy  # the thresholds it was judged by (the named checks judge by them too)
 
     def headline(self) -> dict[str, int | float | None]:
         """The figures worth plotting over time (numeric; None where not computed): what the
@@ -184,5 +185,5 @@ def table_health(
     return HealthReport(
         table=table.uri, version=snapshot.version, score=total_score(parts), parts=parts, metrics=metrics,
         recommendations=recommend(metrics, policy, clustered=bool(clustered)),
-        duration_seconds=watch.seconds(),
+        duration_seconds=watch.seconds(), policy=policy,
     )

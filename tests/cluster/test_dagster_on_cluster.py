@@ -53,7 +53,9 @@ def test_multiprocess_job_on_the_cluster(where, request, standalone_cluster, tmp
                              run_config={"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}})
         assert result.success, [e.message for e in result.all_events if e.is_failure]
         pids = {e.step_key: e.pid for e in result.all_events if e.event_type == DagsterEventType.STEP_SUCCESS}
-    assert set(pids) == {"left__compact", "right__compact"} and len(set(pids.values())) == 2
+    # each table's health checks run after its compaction, in their own step (no Spark)
+    assert set(pids) == {"left__compact", "right__compact", "left_health_checks", "right_health_checks"}
+    assert len(set(pids.values())) == 4
     for name in ("left", "right"):
         snap = DeltaTable(str(tmp_path / name)).snapshot()
         assert snap.num_files == 1 and snap.version == 2

@@ -28,7 +28,7 @@ from dagster import (
     materialize,
 )
 
-from assets.automation import DEFAULT_SENSOR_NAME, maintenance_condition
+from assets.automation import DEFAULT_SENSOR_NAME
 from assets.health_view import table_health_report
 from assets.table import table_asset_key
 from definitions import build_definitions, build_resources

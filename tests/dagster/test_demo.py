@@ -15,7 +15,7 @@ from tests.dagster.conftest import REPO_ROOT
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 SCREEN_LINES = 40
-RUNS = ("events_observe", "events_downstream_refresh", "events_maintenance", "events_observe")
+RUNS = ("events_observe", "events_checks", "events_downstream_refresh", "events_maintenance", "events_observe")
 
 
 def test_demo_command_prints_before_after_summary(tmp_path):
@@ -46,6 +46,15 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     for step in ("compact", "zorder", "vacuum", "checkpoint", "manifest"):
         assert f"  {step} " in text
     assert "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000" in text
+    # Health checks fail before maintenance and pass after it (the maintenance run checks last).
+    assert "Health checks of events/delta_table, before -> after events_maintenance:" in text
+    small = next(line.split() for line in text.splitlines() if line.startswith("  small_files "))
+    assert small[1] in ("WARN", "ERROR") and small[2:] == ["->", "pass", "(compact)"]
+    checkpoint = next(line.split() for line in text.splitlines() if line.startswith("  checkpoint_due "))
+    assert checkpoint[2:] == ["->", "pass", "(checkpoint)"]
+    # Z-order left one file per partition: nothing more to gain, so skipping passes too
+    skipping = next(line.split() for line in text.splitlines() if line.startswith("  data_skipping "))
+    assert skipping[2:] == ["->", "pass", "(zorder)"]
 
     table = DeltaTable(str(tmp_path / "demo_data" / "events"))
     snap = table.snapshot()

@@ -49,8 +49,9 @@ def test_multiprocess_executor_chosen_in_run_config(two_tables):
                              run_config={"execution": {"config": {"multiprocess": {"max_concurrent": 2}}}})
         assert result.success
         pids = _step_pids(result)
-    assert set(pids) == {"left__checkpoint", "right__checkpoint"}
-    assert os.getpid() not in pids.values() and len(set(pids.values())) == 2  # one process per step
+    # each table's health checks run after its maintenance (assets.health_checks)
+    assert set(pids) == {"left__checkpoint", "right__checkpoint", "left_health_checks", "right_health_checks"}
+    assert os.getpid() not in pids.values() and len(set(pids.values())) == 4  # one process per step
     assert all(DeltaTable(str(two_tables / t)).last_checkpoint_version() == 1 for t in ("left", "right"))
 
 
@@ -60,4 +61,4 @@ def test_in_process_executor_by_default(two_tables):
         assert result.success
         pids = _step_pids(result)
     # execute_job launches the run in a child process; without run config its steps share it.
-    assert len(pids) == 2 and len(set(pids.values())) == 1
+    assert len(pids) == 4 and len(set(pids.values())) == 1

@@ -1,5 +1,5 @@
 """A table on the S3-compatible moto server, credentials only in environment variables:
-the checkpoint asset and the log sensor work through the resource's EnvVar-backed options."""
+the checkpoint asset, the log sensor and the health checks work through the resource's EnvVar-backed options."""
 
 from __future__ import annotations
 
@@ -45,7 +45,11 @@ tables:
             tick = sensor.evaluate_tick(context)
         assert tick.cursor == "3"
         assert [(r.job_name, r.run_key) for r in tick.run_requests] == [
-            ("s3events_checkpoint", "s3events:checkpoint:v3")]
+            ("s3events_checkpoint", "s3events:checkpoint:v3"), ("s3events_checks", "s3events:checks:v3")]
+        # the health checks read the log over S3 with the same options: checkpoint due (3 >= 3)
+        checks = defs.resolve_job_def("s3events_checks").execute_in_process(instance=instance)
+        verdicts = {e.check_name: e.passed for e in checks.get_asset_check_evaluations()}
+        assert len(verdicts) == 8 and verdicts["checkpoint_due"] is False and verdicts["protocol_supported"]
 
         result = materialize(build_definitions(config).assets, selection=[AssetKey(["s3events", "checkpoint"])],
                              resources=build_resources(config), instance=instance)

@@ -52,15 +52,17 @@ def test_sensor_over_a_sequence_of_commits(make_events_table, tables_yaml, spark
     config = tables_yaml(_config_text(pathlib.Path(table.uri)))
     defs = build_definitions(config)
     with instance_for_test() as instance:
-        # first tick: no cursor -> start watching at the latest version, nothing due yet
+        # first tick: no cursor -> start watching at the latest version: observed and checked, nothing due yet
         first = _tick(defs, instance, None)
-        assert first.cursor == "3" and first.run_requests == [] and _observed_version(first) == "3"
+        assert first.cursor == "3" and _observed_version(first) == "3"
+        assert _requests(first) == [("events_checks", "events:checks:v3")]
 
         # an append (dataChange=true): manifest refresh + downstream refresh
         append(table, event_batch(50, days=2, seed=100))
         tick = _tick(defs, instance, first.cursor)
         assert tick.cursor == "4"
-        assert _requests(tick) == [("events_downstream_refresh", "events:downstream:v4"),
+        assert _requests(tick) == [("events_checks", "events:checks:v4"),
+                                   ("events_downstream_refresh", "events:downstream:v4"),
                                    ("events_manifest", "events:manifest:v4")]
         assert _observed_version(tick) == "4"
         manifest_request = next(r for r in tick.run_requests if r.job_name == "events_manifest")
@@ -83,6 +85,7 @@ def test_sensor_over_a_sequence_of_commits(make_events_table, tables_yaml, spark
         tick = _tick(defs, instance, "4")
         assert tick.cursor == "5"
         assert _requests(tick) == [("events_checkpoint", "events:checkpoint:v5"),
+                                   ("events_checks", "events:checks:v5"),
                                    ("events_manifest", "events:manifest:v5")]
         # the compaction moved the Delta version, not the data version (nothing shows unsynced)
         assert _observed_version(tick) == "4"
@@ -102,7 +105,8 @@ def test_sensor_over_a_sequence_of_commits(make_events_table, tables_yaml, spark
         delete_files(table, table.snapshot().file_paths[:1])
         tick = _tick(defs, instance, "5")
         assert tick.cursor == "6"
-        assert _requests(tick) == [("events_downstream_refresh", "events:downstream:v6"),
+        assert _requests(tick) == [("events_checks", "events:checks:v6"),
+                                   ("events_downstream_refresh", "events:downstream:v6"),
                                    ("events_manifest", "events:manifest:v6")]
 
 
@@ -117,7 +121,7 @@ def test_sensor_without_manifest_or_downstream_only_checkpoints(make_events_tabl
             append(table, event_batch(10, days=1, seed=200 + i))
         tick = _tick(defs, instance, cursor)  # versions 4, 5: 5 >= interval 5
         assert tick.cursor == "5"
-        assert _requests(tick) == [("events_checkpoint", "events:checkpoint:v5")]
+        assert _requests(tick) == [("events_checkpoint", "events:checkpoint:v5"), ("events_checks", "events:checks:v5")]
         assert tick.run_requests[0].run_config == {
             "ops": {"events__checkpoint": {"config": {"cleanup_log": False}}}}
 
@@ -143,12 +147,13 @@ def test_sensor_skips_while_the_table_does_not_exist(tables_yaml, tmp_path):
     assert "events" in tick.skip_message and "_delta_log" in tick.skip_message
 
 
-def test_sensor_with_nothing_to_start_still_records_versions(make_events_table, tables_yaml):
+def test_sensor_with_no_maintenance_to_start_still_records_and_checks_versions(make_events_table, tables_yaml):
     table = make_events_table(rows=100, appends=2, days=1, delete_fraction=0)
     config = tables_yaml(f"tables:\n  events:\n    uri: {table.uri}\n    checkpoint: false\n")
     with instance_for_test() as instance:
         tick = _tick(build_definitions(config), instance, "0")
-    assert tick.run_requests == [] and tick.cursor == "2" and _observed_version(tick) == "2"
+    assert _requests(tick) == [("events_checks", "events:checks:v2")]
+    assert tick.cursor == "2" and _observed_version(tick) == "2"
 
 
 def test_sensor_is_not_built_when_disabled(tables_yaml, tmp_path):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 from delta_core.cli.main import main
+from delta_core.health.check_names import CHECK_REMEDIES
 from tests.health.conftest import add, listing, write_log
 
 MB = 1024 * 1024
@@ -35,6 +36,18 @@ def test_health_json_has_score_metrics_and_recommendations(tmp_path, capsys):
     assert all(set(r) >= {"operation", "reason", "estimated_gain"} for r in doc["recommendations"])
     assert {p["name"] for p in doc["score_parts"]} >= {"file_sizes", "skipping"}
     assert listing(root) == before
+
+
+def test_health_json_lists_the_named_checks(tmp_path, capsys):
+    assert main(["health", _table(tmp_path), "--json", "--columns", "x"]) == 0
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert list(checks) == list(CHECK_REMEDIES)
+    # 3 of 3 files small (ratio 1.0, twice the 0.3 threshold and more); skip ratio 0 (under half the floor)
+    assert (checks["small_files"]["status"], checks["small_files"]["operation"]) == ("error", "compact")
+    assert (checks["data_skipping"]["status"], checks["data_skipping"]["operation"]) == ("error", "zorder")
+    assert {"name": "small_files", "value": 3, "unit": "files"} in checks["small_files"]["figures"]
+    assert checks["log_length"]["skipped_reason"] == "the log was not listed"  # no --list-log
+    assert checks["protocol_supported"]["status"] == "pass"
 
 
 def test_health_text_is_readable(tmp_path, capsys):
