@@ -2,8 +2,9 @@
 health score, failing checks, last and next maintenance and the gain its advised runs would bring,
 as a Markdown table in the UI, with the counts as numbers Dagster plots.
 
-Cheap: each table's health comes from its log alone (``assets.health_view.table_health_report``,
-as the UI and the advisor judge it; no data file read, no Spark), the last maintenance from the
+Cheap: each table's health and failing checks come from its log alone
+(``delta_core.health.checks.evaluate_checks``, the functions of the table's asset checks, with the
+thresholds the UI and the advisor use; no data file read, no Spark), the last maintenance from the
 instance's latest materializations of the table's maintenance assets, the next from the crons
 in tables.yaml (``schedules.next_tick``). The ``fleet_report`` job refreshes it from the UI; the
 ``fleet_report_schedule`` (``fleet.report_cron``, hourly by default; stopped at first) on a cadence.
@@ -30,13 +31,12 @@ from dagster import (
     define_asset_job,
 )
 
-from assets.health_view import table_health_report
+from assets.health_view import health_columns, health_policy
 from assets.maintenance import maintenance_asset_key
 from delta_core.errors import NotADeltaTableError
-from delta_core.health.check_names import CHECK_REMEDIES
+from delta_core.health.checks import TableChecks, evaluate_checks
 from delta_core.health.priority import restored_points, rewrite_bytes
 from delta_core.health.report import HealthReport
-from delta_core.maintenance.operations import OPERATIONS
 from delta_core.model.sizes import format_size
 from jobs import AssetJob
 from resources import table_resource_key
@@ -49,15 +49,12 @@ FLEET_REPORT_KEY = AssetKey([FLEET_GROUP, "report"])
 FLEET_REPORT_JOB = "fleet_report"
 FLEET_REPORT_SCHEDULE = "fleet_report_schedule"
 # Recommendations name the CLI command (``cleanup-log``); checks' remedies name registry entries.
-_BY_COMMAND = {op.cli_command: op.name for op in OPERATIONS}
 
 
-def failing_checks(report: HealthReport) -> tuple[str, ...]:
-    """The named health checks (``delta_core.health.check_names``) that fail on ``report``: those
-    one of whose remedies is recommended. Derived from the recommendations until the checks'
-    own functions (issue 29, health as asset checks) land; then this is the one place to call them."""
-    recommended = {_BY_COMMAND.get(r.operation, r.operation) for r in report.recommendations}
-    return tuple(name for name, remedies in CHECK_REMEDIES.items() if recommended.intersection(remedies))
+def failing_checks(checks: TableChecks) -> tuple[str, ...]:
+    """The named health checks (``delta_core.health.checks``, the asset checks' own functions)
+    that fail on the table, with their severity: ``small_files (ERROR)``."""
+    return tuple(f"{c.name} ({c.status.name})" for c in checks.checks if not c.passed)
 
 
 def _utc(timestamp: float) -> str:
@@ -106,16 +103,21 @@ class TableRow:
     """One table's line of the report (``report`` None: the log could not be read)."""
 
     name: str
-    report: HealthReport | None
+    checks: TableChecks | None
     problem: str | None
     last: str
     next: str
 
+    @property
+    def report(self) -> HealthReport | None:
+        return self.checks.report if self.checks is not None else None
+
     def cells(self) -> list[str]:
-        if self.report is None:
-            return [self.name, "n/a", self.problem or "", self.last, self.next, "n/a"]
+        if self.checks is None or self.report is None:
+            failing = ", ".join(failing_checks(self.checks)) if self.checks is not None else ""
+            return [self.name, "n/a", failing or self.problem or "", self.last, self.next, "n/a"]
         points, runs = gain_summary(self.report)
-        checks = ", ".join(failing_checks(self.report)) or "none"
+        checks = ", ".join(failing_checks(self.checks)) or "none"
         return [self.name, str(self.report.score), checks, self.last, self.next, f"+{points:g} pts ({runs})"]
 
 
@@ -143,12 +145,12 @@ def build_fleet_report(config: MaintenanceConfig, *, clock: Callable[[], float] 
             last, upcoming = last_maintenance(context.instance, table), next_maintenance(table, now)
             dt = getattr(context.resources, table_resource_key(table.name)).open()
             try:
-                report = table_health_report(dt, table)
+                checks = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table))
             except NotADeltaTableError as missing:
                 rows.append(TableRow(table.name, None, f"not readable: {missing}", last, upcoming))
                 continue
-            rows.append(TableRow(table.name, report, None, last, upcoming))
-        failing = sum(1 for r in rows if r.report is None or failing_checks(r.report))
+            rows.append(TableRow(table.name, checks, None, last, upcoming))
+        failing = sum(1 for r in rows if r.checks is None or failing_checks(r.checks))
         scores = [r.report.score for r in rows if r.report is not None]
         return MaterializeResult(metadata={
             "report": MetadataValue.md(report_markdown(rows)),

@@ -2,9 +2,8 @@
 their table's policy allows, evaluated with ``dagster.evaluate_automation_conditions`` on a real
 instance over real tables in tmp dirs.
 
-The health checks are the other half of issue 29; here a minimal ``small_files`` check (the name
-``delta_core.health.check_names`` fixes) on ``events/delta_table`` fails when the table's health,
-computed from its log with the table's thresholds, recommends compaction.
+The failing checks are the code location's own (``events_checks`` runs the eight health checks
+on ``events/delta_table``); a table of 32 small files fails ``small_files``.
 """
 
 from __future__ import annotations
@@ -14,31 +13,23 @@ import pathlib
 
 import pytest
 from dagster import (
-    AssetCheckResult,
     AssetKey,
     AssetMaterialization,
-    AssetSelection,
     DagsterInstance,
     DagsterRunStatus,
     Definitions,
-    asset_check,
-    define_asset_job,
     evaluate_automation_conditions,
     instance_for_test,
     materialize,
 )
 
 from assets.automation import DEFAULT_SENSOR_NAME
-from assets.health_view import table_health_report
-from assets.table import table_asset_key
 from definitions import build_definitions, build_resources
-from delta_core.health.check_names import SMALL_FILES
-from resources import table_resource_key
 from resources.config import MaintenanceConfig
 
 COMPACT = AssetKey(["events", "compact"])
 VACUUM = AssetKey(["events", "vacuum"])
-HEALTH_JOB = "events_health_checks"
+HEALTH_JOB = "events_checks"  # the table's eight health checks
 DAY = datetime.datetime(2026, 3, 4, tzinfo=datetime.UTC)
 
 
@@ -55,19 +46,7 @@ tables:
 
 
 def _definitions(config: MaintenanceConfig) -> Definitions:
-    """The code location plus a stand-in ``small_files`` check and a job that runs it."""
-    table = config.table("events")
-
-    @asset_check(asset=table_asset_key("events"), name=SMALL_FILES,
-                 required_resource_keys={table_resource_key("events")})
-    def small_files(context) -> AssetCheckResult:
-        dt = getattr(context.resources, table_resource_key("events")).open()
-        report = table_health_report(dt, table)
-        return AssetCheckResult(passed=not any(r.operation == "compact" for r in report.recommendations))
-
-    checks = Definitions(asset_checks=[small_files],
-                         jobs=[define_asset_job(HEALTH_JOB, selection=AssetSelection.checks(small_files))])
-    return Definitions.merge(build_definitions(config), checks)
+    return build_definitions(config)
 
 
 def _run_checks(defs: Definitions, instance: DagsterInstance) -> None:
