@@ -48,6 +48,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import OPERATIONS
 from resources.config_models import OptionError, TablesFile, is_valid_cron, to_config
 from resources.config_records import (
@@ -105,18 +106,28 @@ def _file_keys(raw: Any, loc: tuple[int | str, ...]) -> tuple[list[str], bool]:
 _SECTIONS = {op.policy_key for op in OPERATIONS if op.policy_key} | {"sensor"}
 
 
+def _in_table(keys: list[str]) -> list[str] | None:
+    """The keys inside a table's policy: ``tables.NAME.…`` or ``discover.N.defaults.…``."""
+    if keys[:1] == ["tables"]:
+        return keys[2:]
+    if keys[:1] == ["discover"] and keys[2:3] == ["defaults"]:
+        return keys[3:]
+    return None
+
+
 def _message(err: Any, keys: list[str], union: bool) -> str:
     got = f", got {err.get('input')!r}"
+    policy = _in_table(keys)
     if err["type"] == "extra_forbidden":
         return "unknown field (a typo?); tables.schema.json lists the fields allowed here"
     if err["type"] == "missing":
         hint = " (a local path or an fsspec URI like s3://bucket/t)" if keys[-1:] == ["uri"] else ""
         return "is required" + hint
     if err["type"] in ("model_type", "dict_type", "model_attributes_type"):
-        if keys[-1:] and keys[-1] in _SECTIONS and len(keys) == 3:
+        if policy is not None and len(policy) == 1 and policy[0] in _SECTIONS:
             return "must be true, false or a mapping of its settings" + got
         return "must be a mapping" + got
-    if union and keys[:3:2] == ["tables", "storage_options"]:
+    if union and policy is not None and policy[:1] == ["storage_options"]:
         return "must be a string, number, boolean, mapping or {env: VARIABLE_NAME}" + got
     if union and keys[:2] == ["spark", "conf"]:
         return "must be a string, number, boolean or {env: VARIABLE_NAME}" + got
@@ -149,7 +160,8 @@ def parse_config(raw: Any, *, source: str | None = None,
                  base_dir: pathlib.Path | None = None) -> MaintenanceConfig:
     """Validate a loaded YAML document into a ``MaintenanceConfig``."""
     if raw is None:
-        raise TableConfigError("the file is empty; it needs a 'tables' mapping", path=source, field="tables")
+        raise TableConfigError("the file is empty; it needs a 'tables' mapping or a 'discover' list",
+                               path=source, field="tables")
     if isinstance(raw, dict) and "tables" in raw and raw["tables"] is None:
         raw = {**raw, "tables": {}}  # `tables:` with nothing under it: no tables yet, as before
     try:
@@ -161,6 +173,8 @@ def parse_config(raw: Any, *, source: str | None = None,
     except OptionError as exc:
         raise TableConfigError(str(exc), path=source, table=exc.table,
                                field=f"storage_options.{exc.field}") from None
+    except ConfigError as exc:  # from discovery: a bad root, two tables of one name
+        raise TableConfigError(str(exc), path=source, field="discover") from None
 
 
 def config_path(path: str | os.PathLike[str] | None = None) -> pathlib.Path:
