@@ -1,0 +1,121 @@
+"""``discover:`` in tables.yaml: the code location's loader, the command line's reader and a
+discovered table's asset materialized in a real Dagster instance."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import pyarrow as pa
+import pytest
+from dagster import AssetKey, instance_for_test, materialize
+
+from delta_core.cli.main import main
+from delta_core.cli.policy import load_table_policy
+from delta_core.log.table import DeltaTable
+from delta_core.write.table_writes import append, create_table
+from resources.config import TableConfigError, load_config
+from tests.dagster.conftest import write_yaml
+
+SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])
+
+
+def make_table(path: pathlib.Path) -> DeltaTable:
+    table = create_table(str(path), SCHEMA)
+    for i in range(3):
+        append(table, pa.table({"id": [i], "day": ["2024-01-01"]}))
+    return table
+
+
+@pytest.fixture()
+def lake(tmp_path: pathlib.Path) -> pathlib.Path:
+    root = tmp_path / "lake"
+    for rel in ("area0/orders", "area0/sub/deep", "area1/users", "scratch/tmp1"):
+        make_table(root / rel)
+    (root / "area1" / "landing").mkdir(parents=True)  # no _delta_log: never a table
+    return root
+
+
+DISCOVER = """\
+discover:
+  - root: lake
+    exclude: ["scratch"]
+    defaults:
+      compact: {target_size: 64KiB, cron: "0 5 * * *"}
+      vacuum: {retention_hours: 200}
+      checkpoint: {interval: 7}
+tables:
+  area1__users:
+    uri: lake/area1/users
+    compact: {target_size: 1MiB}
+"""
+
+
+def test_discovered_tables_get_the_defaults_and_explicit_entries_win(lake: pathlib.Path) -> None:
+    config = load_config(write_yaml(lake.parent / "tables.yaml", DISCOVER))
+    by_name = {t.name: t for t in config.tables}
+    assert sorted(by_name) == ["area0__orders", "area0__sub__deep", "area1__users"]
+    deep = by_name["area0__sub__deep"]
+    assert deep.uri == str(lake / "area0" / "sub" / "deep")
+    assert (deep.compact.options.target_size, deep.compact.cron) == (64 * 1024, "0 5 * * *")
+    assert deep.vacuum.options.retention_hours == 200 and deep.checkpoint.interval == 7
+    assert by_name["area1__users"].compact.options.target_size == 1024 * 1024  # the explicit entry
+
+
+def test_explicit_entry_at_a_discovered_location_replaces_it(lake: pathlib.Path) -> None:
+    text = DISCOVER.replace("area1__users:\n    uri: lake/area1/users", "users:\n    uri: lake/area1/users")
+    config = load_config(write_yaml(lake.parent / "tables.yaml", text))
+    assert sorted(t.name for t in config.tables) == ["area0__orders", "area0__sub__deep", "users"]
+
+
+def test_duplicate_names_and_bad_roots_are_typed_errors(lake: pathlib.Path) -> None:
+    make_table(lake / "area0__orders")
+    with pytest.raises(TableConfigError, match=r"field 'discover'.*both get the name 'area0__orders'"):
+        load_config(write_yaml(lake.parent / "tables.yaml", DISCOVER))
+    with pytest.raises(TableConfigError, match="discover root .*missing does not exist"):
+        load_config(write_yaml(lake.parent / "tables.yaml", "discover: [{root: missing}]\n"))
+    with pytest.raises(TableConfigError, match=r"field 'discover.0.defaults.compact': must be true, false or a mapping"):
+        load_config(write_yaml(lake.parent / "tables.yaml", "discover: [{root: lake, defaults: {compact: 3}}]\n"))
+
+
+def test_command_line_sees_discovered_tables(lake: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_yaml(lake.parent / "tables.yaml", DISCOVER)
+    policy = load_table_policy(path, "area0__sub__deep")
+    assert policy.uri == str(lake / "area0" / "sub" / "deep")
+    assert policy.options["compact"].target_size == 64 * 1024
+    assert load_table_policy(path, "area1__users").options["compact"].target_size == 1024 * 1024
+    assert main(["health", "--config", str(path), "--table", "area0__orders", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["version"] == 3
+    assert main(["health", "--config", str(path), "--table", "scratch__tmp1"]) == 2  # excluded
+    assert "has no table 'scratch__tmp1'" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_discover_entry_of_the_wrong_shape(lake: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_yaml(lake.parent / "tables.yaml", "discover: [{root: lake, exclud: [x]}]\n")
+    assert main(["health", "--config", str(path), "--table", "area0__orders"]) == 2
+    assert "unknown key 'exclud'" in capsys.readouterr().err
+
+
+def test_definitions_materialize_a_discovered_table(lake: pathlib.Path) -> None:
+    from definitions import build_definitions, build_resources
+
+    config = load_config(write_yaml(lake.parent / "tables.yaml", DISCOVER))
+    defs = build_definitions(config)
+    assert defs.resolve_job_def("area0__sub__deep_checkpoint") is not None
+    with instance_for_test() as instance:
+        result = materialize(defs.assets, selection=[AssetKey(["area0__sub__deep", "checkpoint"])],  # type: ignore[arg-type]
+                             resources=build_resources(config), instance=instance,
+                             # 3 commits, below the discovered defaults' interval 7: forced
+                             run_config={"ops": {"area0__sub__deep__checkpoint": {"config": {"force": True}}}})
+        assert result.success
+        event = instance.get_latest_materialization_event(AssetKey(["area0__sub__deep", "checkpoint"]))
+        assert event is not None and event.asset_materialization is not None
+        assert event.asset_materialization.metadata["checkpoint_written"].value is True
+    assert DeltaTable(str(lake / "area0" / "sub" / "deep")).last_checkpoint_version() == 3
+
+
+def test_a_new_table_appears_on_the_next_load(lake: pathlib.Path) -> None:
+    path = write_yaml(lake.parent / "tables.yaml", DISCOVER)
+    assert "area1__fresh" not in {t.name for t in load_config(path).tables}
+    make_table(lake / "area1" / "fresh")
+    assert "area1__fresh" in {t.name for t in load_config(path).tables}
