@@ -13,18 +13,20 @@ from dagster import AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
 from jobs import build_cross_table_jobs, build_table_jobs
-from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
+from resources import SPARK_RESOURCE_KEY, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
+from resources.delta_table import table_resource_definition
 from resources.table_checks import check_tables
 from schedules import build_table_schedules
 from sensors import build_sensors
 
 
 def build_resources(config: MaintenanceConfig) -> dict[str, object]:
-    """The Spark resource and one ``DeltaTableResource`` per table (key ``delta_<table>``)."""
+    """The Spark resource and one ``DeltaTableResource`` per table (key ``delta_<table>``;
+    ``table_resource_definition``: without run config)."""
     resources: dict[str, object] = {SPARK_RESOURCE_KEY: SparkResource.from_settings(config.spark)}
     for table in config.tables:
-        resources[table_resource_key(table.name)] = DeltaTableResource.from_table_config(table)
+        resources[table_resource_key(table.name)] = table_resource_definition(table)
     return resources
 
 
@@ -35,7 +37,8 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
     so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
     check_tables(config)
     assets: list = []
-    jobs: list = build_cross_table_jobs(config)
+    fleet = build_cross_table_jobs(config)
+    jobs = dict(fleet)  # by name: discovered tables share the fleet's jobs (jobs.TableJobs)
     schedules: list = []
     sensor_inputs = []
     for table in config.tables:
@@ -45,17 +48,15 @@ def build_definitions(config: MaintenanceConfig) -> Definitions:
         assets.extend(maintenance)
         if table.downstream.daily_summary is not None:
             assets.append(build_daily_summary_asset(table))
-        table_jobs = build_table_jobs(table)
-        jobs.append(table_jobs.maintenance)
-        jobs.extend(table_jobs.operations.values())
-        if table_jobs.downstream is not None:
-            jobs.append(table_jobs.downstream)
-        jobs.append(table_jobs.observe)
+        table_jobs = build_table_jobs(table, fleet)
+        for job in (table_jobs.maintenance, *table_jobs.operations.values(), table_jobs.downstream, table_jobs.observe):
+            if job is not None:
+                jobs[job.name] = job
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
     return Definitions(
         assets=assets,
-        jobs=jobs,
+        jobs=list(jobs.values()),
         schedules=schedules,
         sensors=build_sensors(sensor_inputs),
         resources=build_resources(config),

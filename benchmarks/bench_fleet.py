@@ -94,9 +94,8 @@ def _measure(config: str) -> dict[str, float | int]:
     out["sensors"] = len(repo.sensor_defs)
     out["schedules"] = len(repo.schedule_defs)
 
-    from dagster import build_sensor_context, instance_for_test
-
     import pyarrow as pa
+    from dagster import build_sensor_context, instance_for_test
 
     from delta_core.log.table import DeltaTable
     from delta_core.write.table_writes import append

@@ -12,7 +12,8 @@ its own Spark resource, which should point at a cluster or a Spark Connect serve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from dagster import AssetKey, AssetSelection, define_asset_job, multi_or_in_process_executor
@@ -28,6 +29,7 @@ from resources.config import MaintenanceConfig, TableConfig
 AssetJob: TypeAlias = Any
 
 ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
+ALL_TABLES_OBSERVE_JOB = "all_tables_observe"
 # multi_or_in_process_executor defaults to multiprocess; ours default to one process.
 IN_PROCESS_RUN_CONFIG: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
@@ -60,10 +62,22 @@ def downstream_keys(table: TableConfig) -> list[AssetKey]:
 
 @dataclass(frozen=True, slots=True)
 class TableJobs:
+    """The jobs that run a table's assets. A discovered table has none of its own: it shares the
+    fleet jobs (``all_tables_<operation>``, ``all_tables_maintenance``, ``all_tables_observe``)
+    and ``shared`` holds its assets in each, which every run of one of them for this table
+    selects (``selection``). With thousands of tables, jobs per table would dominate the load
+    of the code location: Dagster snapshots every job's run-config schema."""
+
     maintenance: AssetJob
     operations: dict[str, AssetJob]
     downstream: AssetJob | None
     observe: AssetJob
+    shared: Mapping[str, tuple[AssetKey, ...]] = field(default_factory=dict)
+
+    def selection(self, job: AssetJob) -> list[AssetKey] | None:
+        """The assets a run of ``job`` for this table selects; None: all of the job's (its own job)."""
+        keys = self.shared.get(job.name)
+        return list(keys) if keys is not None else None
 
 
 def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
@@ -71,7 +85,10 @@ def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
                             config=IN_PROCESS_RUN_CONFIG, description=description)
 
 
-def build_table_jobs(table: TableConfig) -> TableJobs:
+def build_table_jobs(table: TableConfig, fleet: Mapping[str, AssetJob] | None = None) -> TableJobs:
+    """The table's jobs; a discovered table's are the ``fleet`` jobs (``build_cross_table_jobs``)."""
+    if table.discovered_under is not None and fleet is not None:
+        return _shared_jobs(table, fleet)
     # one-offs (restore) are launched by hand with their options: never part of a full run
     one_offs = [op.name for op in ONE_OFFS if (policy := table.policy(op.name)) is not None and policy.enabled]
     maintenance = _job(
@@ -87,20 +104,43 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
                      " (launched by hand with its options in the run config)." if op in one_offs else "."))
         for op in (*table.operations, *one_offs)
     }
-    keys = downstream_keys(table)
-    downstream = _job(downstream_job_name(table.name), AssetSelection.assets(*keys),
-                      f"Refresh assets downstream of `{table.name}` after data changes.") if keys else None
+    downstream = _downstream_job(table)
     # What the log sensor records on each new version, on demand (the demo runs it; so can a person).
     observe = _job(observe_job_name(table.name), AssetSelection.assets(table_asset_key(table.name)),
                    f"Observe `{table.name}`: record its Delta version, data version and health.")
     return TableJobs(maintenance=maintenance, operations=operations, downstream=downstream, observe=observe)
 
 
-def build_cross_table_jobs(config: MaintenanceConfig) -> list[AssetJob]:
-    jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
-                 "Full maintenance of every managed table.")] if config.tables else []
+def _downstream_job(table: TableConfig) -> AssetJob | None:
+    keys = downstream_keys(table)
+    return _job(downstream_job_name(table.name), AssetSelection.assets(*keys),
+                f"Refresh assets downstream of `{table.name}` after data changes.") if keys else None
+
+
+def _shared_jobs(table: TableConfig, fleet: Mapping[str, AssetJob]) -> TableJobs:
+    """A discovered table's jobs: the fleet's, each run selecting this table's assets only. Its
+    one-offs (restore) are launched from the asset in the catalog, with their options."""
+    operations = {op: fleet[all_tables_job_name(op)] for op in table.operations}
+    keys: dict[str, tuple[AssetKey, ...]] = {op: (maintenance_asset_key(table.name, op),) for op in table.operations}
+    shared: dict[str, tuple[AssetKey, ...]] = {all_tables_job_name(op): keys[op] for op in table.operations}
+    shared[ALL_TABLES_MAINTENANCE_JOB] = tuple(k for op in table.operations for k in keys[op])
+    shared[ALL_TABLES_OBSERVE_JOB] = (table_asset_key(table.name),)
+    return TableJobs(maintenance=fleet[ALL_TABLES_MAINTENANCE_JOB], operations=operations,
+                     downstream=_downstream_job(table), observe=fleet[ALL_TABLES_OBSERVE_JOB], shared=shared)
+
+
+def build_cross_table_jobs(config: MaintenanceConfig) -> dict[str, AssetJob]:
+    """The fleet jobs by name: all maintenance, one per operation and, when tables are discovered,
+    the observation of every discovered table (their own observe jobs)."""
+    jobs = {ALL_TABLES_MAINTENANCE_JOB: _job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta"),
+                                             "Full maintenance of every managed table.")} if config.tables else {}
     for op in OPERATIONS:
         if any(op.name in t.operations for t in config.tables):
-            jobs.append(_job(all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name),
-                             f"{op.name} of every managed table that enables it."))
+            jobs[all_tables_job_name(op.name)] = _job(all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name),
+                                                      f"{op.name} of every managed table that enables it.")
+    discovered = [table_asset_key(t.name) for t in config.tables if t.discovered_under is not None]
+    if discovered:
+        jobs[ALL_TABLES_OBSERVE_JOB] = _job(ALL_TABLES_OBSERVE_JOB, AssetSelection.assets(*discovered),
+                                            "Observe discovered tables (a run selects one): Delta version, "
+                                            "data version and health.")
     return jobs

@@ -477,7 +477,7 @@ def discovered_records(doc: TablesFile, explicit: Sequence[TableConfig], *,
     # One record per rule, renamed per table: 2,000 tables must not validate 2,000 policies.
     templates = [table_record("discovered", d.defaults, "") for d in doc.discover]
     explicit_uris = {t.name: t.uri if isinstance(t.uri, str) else None for t in explicit}
-    return [dataclasses.replace(templates[i], name=found.name, uri=found.uri)
+    return [dataclasses.replace(templates[i], name=found.name, uri=found.uri, discovered_under=found.root)
             for i, found in discover_all(rules, explicit_uris)]
 
 

@@ -163,6 +163,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=_run_key(table.name, CHECKPOINT.name, latest),
                 job_name=checkpoint_job.name,
+                asset_selection=jobs.selection(checkpoint_job),
                 run_config=op_run_config(assets_by_op[CHECKPOINT.name], policy_run_config(table, CHECKPOINT.name)),
                 tags=_tags(table.name, "checkpoint_due", latest),
             ))
@@ -170,6 +171,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=_run_key(table.name, MANIFEST.name, latest),
                 job_name=manifest_job.name,
+                asset_selection=jobs.selection(manifest_job),
                 run_config=op_run_config(assets_by_op[MANIFEST.name], policy_run_config(table, MANIFEST.name)),
                 tags=_tags(table.name, "files_changed", latest),
             ))
@@ -177,6 +179,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=_run_key(table.name, "downstream", latest),
                 job_name=jobs.downstream.name,
+                asset_selection=jobs.selection(jobs.downstream),
                 tags=_tags(table.name, "data_changed", latest),
             ))
 

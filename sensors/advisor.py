@@ -95,9 +95,10 @@ def health_tags(report: HealthReport) -> dict[str, str]:
             for k, v in report.headline().items() if v is not None}
 
 
-def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seconds: float) -> str | None:
-    """Why no run of ``job_name`` may start now, or None."""
-    records = context.instance.get_run_records(filters=RunsFilter(job_name=job_name), limit=1)
+def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seconds: float,
+               tags: dict[str, str] | None = None) -> str | None:
+    """Why no run of ``job_name`` (with ``tags``: of a shared job, for one table) may start now, or None."""
+    records = context.instance.get_run_records(filters=RunsFilter(job_name=job_name, tags=tags or {}), limit=1)
     if not records:
         return None
     record = records[0]
@@ -151,7 +152,9 @@ def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
             cooldown = policy.cooldown_minutes * 60.0
             if op == VACUUM.name:
                 cooldown = max(cooldown, policy.vacuum_min_interval_hours * 3600.0)
-            why_not = _held_back(context, job.name, cooldown_seconds=cooldown)
+            shared = jobs.selection(job)  # a fleet job: its runs for this table carry the table's tag
+            why_not = _held_back(context, job.name, cooldown_seconds=cooldown,
+                                 tags={TABLE_OPERATION_TAG: f"{table.name}.{op}"} if shared else None)
             if why_not is not None:
                 held.append(f"{op}: {why_not}")
                 continue
@@ -159,6 +162,7 @@ def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=f"{table.name}:advisor:{op}:v{report.version}",
                 job_name=job.name,
+                asset_selection=shared,
                 run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
                 tags={TABLE_TAG: table.name, TRIGGER_TAG: "advisor", VERSION_TAG: str(report.version),
                       ADVISOR_TAG: "true", TABLE_OPERATION_TAG: f"{table.name}.{op}",

@@ -8,7 +8,7 @@ import pathlib
 
 import pyarrow as pa
 import pytest
-from dagster import AssetKey, instance_for_test, materialize
+from dagster import AssetKey, build_schedule_context, build_sensor_context, instance_for_test
 
 from delta_core.cli.main import main
 from delta_core.cli.policy import load_table_policy
@@ -97,21 +97,49 @@ def test_cli_refuses_a_discover_entry_of_the_wrong_shape(lake: pathlib.Path, cap
 
 
 def test_definitions_materialize_a_discovered_table(lake: pathlib.Path) -> None:
-    from definitions import build_definitions, build_resources
+    """A discovered table has no jobs of its own: a run of the fleet's checkpoint job selects its asset."""
+    from definitions import build_definitions
 
     config = load_config(write_yaml(lake.parent / "tables.yaml", DISCOVER))
     defs = build_definitions(config)
-    assert defs.resolve_job_def("area0__sub__deep_checkpoint") is not None
+    names = {j.name for j in defs.get_repository_def().get_all_jobs()}
+    assert "all_tables_checkpoint" in names and "all_tables_observe" in names
+    assert not any(n.startswith("area0__") for n in names)  # the explicit table keeps its own jobs
+    assert "area1__users_checkpoint" in names
+    key = AssetKey(["area0__sub__deep", "checkpoint"])
+    job = defs.resolve_job_def("all_tables_checkpoint")
     with instance_for_test() as instance:
-        result = materialize(defs.assets, selection=[AssetKey(["area0__sub__deep", "checkpoint"])],  # type: ignore[arg-type]
-                             resources=build_resources(config), instance=instance,
-                             # 3 commits, below the discovered defaults' interval 7: forced
-                             run_config={"ops": {"area0__sub__deep__checkpoint": {"config": {"force": True}}}})
+        result = job.execute_in_process(
+            instance=instance, asset_selection=[key],
+            # 3 commits, below the discovered defaults' interval 7: forced
+            run_config={"ops": {"area0__sub__deep__checkpoint": {"config": {"force": True}}}})
         assert result.success
-        event = instance.get_latest_materialization_event(AssetKey(["area0__sub__deep", "checkpoint"]))
+        event = instance.get_latest_materialization_event(key)
         assert event is not None and event.asset_materialization is not None
         assert event.asset_materialization.metadata["checkpoint_written"].value is True
+        assert instance.get_latest_materialization_event(AssetKey(["area0__orders", "checkpoint"])) is None
     assert DeltaTable(str(lake / "area0" / "sub" / "deep")).last_checkpoint_version() == 3
+
+
+def test_schedules_and_sensors_of_a_discovered_table_select_its_asset(lake: pathlib.Path) -> None:
+    from definitions import build_definitions
+
+    config = load_config(write_yaml(lake.parent / "tables.yaml", DISCOVER.replace("interval: 7", "interval: 2")))
+    defs = build_definitions(config)
+    schedule = defs.resolve_schedule_def("area0__orders_compact_schedule")
+    assert schedule.job_name == "all_tables_compact" and schedule.cron_schedule == "0 5 * * *"
+    with instance_for_test() as instance:
+        (request,) = schedule.evaluate_tick(build_schedule_context(instance=instance)).run_requests
+        assert request.asset_selection == [AssetKey(["area0__orders", "compact"])]
+        assert request.tags["delta_maintenance/table"] == "area0__orders"
+        sensor = defs.resolve_sensor_def("area0__orders_delta_log_sensor")
+        resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
+        with build_sensor_context(instance=instance, definitions=defs, resources=resources, cursor="0") as context:
+            data = sensor.evaluate_tick(context)
+    # 3 versions since no checkpoint, interval 2: the fleet's checkpoint job, this table's asset only
+    (due,) = [r for r in data.run_requests if r.job_name == "all_tables_checkpoint"]
+    assert due.asset_selection == [AssetKey(["area0__orders", "checkpoint"])]
+    assert data.cursor == "3"
 
 
 def test_a_new_table_appears_on_the_next_load(lake: pathlib.Path) -> None:
