@@ -7,7 +7,8 @@ can choose the multiprocess executor instead (``execution: {config: {multiproces
 {max_concurrent: 4}}}``): steps of different tables then run in parallel processes, each with
 its own Spark resource, which should point at a cluster or a Spark Connect server (README,
 "Running on a cluster"). Job names follow the registry names (``<table>_compact``,
-``all_tables_vacuum``).
+``all_tables_vacuum``). A table found by ``discover:`` has no jobs of its own: its runs are runs of
+the fleet jobs that select its assets (``TableJobs``), so the job count does not grow with the fleet.
 """
 
 from __future__ import annotations

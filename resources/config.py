@@ -4,12 +4,17 @@ A thin loader: the file is read here, validated by the pydantic models of
 ``resources.config_models`` (whose JSON Schema is ``tables.schema.json``) and converted into
 the frozen records of ``resources.config_records``, re-exported here. Invalid config fails at
 load with ``TableConfigError`` naming the file, the table and the field. Layout (every
-section but ``tables`` optional; an operation's section is named by its registry
+section optional; an operation's section is named by its registry
 ``policy_key``)::
 
     spark:
       master: local[*]                # or {env: SPARK_MASTER}
       conf: {spark.sql.shuffle.partitions: "8"}
+    discover:                         # every Delta table under a root (delta_core.log.discovery)
+      - root: s3://lake/warehouse     # area0/orders becomes the table area0__orders
+        include: ["area*/*"]          # fnmatch globs over the path under root
+        exclude: ["*/tmp_*"]
+        defaults: {compact: {target_size: 256MB}}   # a table entry without uri
     tables:
       events:                         # table name = Dagster group name
         uri: demo_data/events         # relative paths resolve against this file's folder
@@ -28,7 +33,8 @@ section but ``tables`` optional; an operation's section is named by its registry
           daily_summary: {date_column: event_date}
           assets: ["other/asset"]
 
-A section may be ``false`` (disabled) or ``true`` (enabled with defaults). Secrets are only
+Discovery runs when the file is loaded; explicit ``tables`` entries of the same name or location
+win. A section may be ``false`` (disabled) or ``true`` (enabled with defaults). Secrets are only
 ever referenced as ``{env: NAME}`` and become Dagster ``EnvVar``s, read at run time. Sizes
 are bytes or ``128MB``/``64MiB`` (``delta_core.model.sizes.parse_size``).
 

@@ -12,6 +12,9 @@ location accepts (``resources/config_models.py``), so nothing about the file is 
   registry's description of its options (``option_fields``: key, kind, parser), the one the
   code location's section models are generated from.
 
+A table found by a ``discover:`` root is found here as the code location finds it
+(``delta_core.log.discovery``), with its rule's ``defaults`` as its entry.
+
 Only what a command needs is kept: the table's ``uri``, its ``storage_options`` and the option
 records. ``{env: NAME}`` secrets are read from the environment now, as a run would. A section
 written ``true``/``false`` (on or off for schedules and sensors) holds no settings: a person who
