@@ -173,3 +173,19 @@ def test_advisor_holds_back_per_table_on_a_shared_job(lake: pathlib.Path) -> Non
         assert request.job_name == "all_tables_compact"
         assert request.asset_selection == [AssetKey(["area0__sub__deep", "compact"])]
         assert request.tags[TABLE_OPERATION_TAG] == "area0__sub__deep.compact"
+
+
+def test_a_discovered_table_that_misfits_the_defaults_is_logged_not_fatal(
+        lake: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    from definitions import build_definitions
+
+    create_table(str(lake / "area1" / "other"), pa.schema([("key", pa.string())]))
+    text = DISCOVER.replace("      checkpoint: {interval: 7}\n", "      checkpoint: {interval: 7}\n      zorder: {columns: [id]}\n")
+    with caplog.at_level("WARNING", logger="resources.table_checks"):
+        defs = build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", text)))
+    assert defs.resolve_assets_def(AssetKey(["area0__orders", "zorder"])) is not None
+    assert "discovered table 'area1__other'" in caplog.text and "'id'" in caplog.text
+    explicit = text.replace("area1__users:\n    uri: lake/area1/users", "area1__users:\n    uri: lake/area1/other\n"
+                            "    zorder: {columns: [id]}")
+    with pytest.raises(TableConfigError, match="area1__users"):
+        build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", explicit)))
