@@ -13,20 +13,24 @@ from dagster import AssetsDefinition, Definitions, in_process_executor
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
 from jobs import build_cross_table_jobs, build_table_jobs
-from resources import SPARK_RESOURCE_KEY, SparkResource, table_resource_key
+from resources import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
-from resources.delta_table import table_resource_definition
+from resources.delta_table import discovered_tables_definition, table_resource_definition
 from resources.table_checks import check_tables
 from schedules import build_table_schedules
 from sensors import build_sensors
 
 
 def build_resources(config: MaintenanceConfig) -> dict[str, object]:
-    """The Spark resource and one ``DeltaTableResource`` per table (key ``delta_<table>``;
-    ``table_resource_definition``: without run config)."""
+    """The Spark resource, one ``DeltaTableResource`` per listed table (key ``delta_<table>``;
+    ``table_resource_definition``: without run config) and one for all discovered tables."""
     resources: dict[str, object] = {SPARK_RESOURCE_KEY: SparkResource.from_settings(config.spark)}
+    discovered = [t for t in config.tables if t.discovered_under is not None]
     for table in config.tables:
-        resources[table_resource_key(table.name)] = table_resource_definition(table)
+        if table.discovered_under is None:
+            resources[table_resource_key(table.name)] = table_resource_definition(table)
+    if discovered:
+        resources[DISCOVERED_TABLES_RESOURCE_KEY] = discovered_tables_definition(discovered)
     return resources
 
 

@@ -16,8 +16,10 @@ Python process:
   commit after the cursor;
 - reports its peak RSS.
 
-Dagster's default sensor tick timeout is 60 s (``DEFAULT_SENSOR_GRPC_TIMEOUT``, the gRPC
-deadline of a sensor evaluation; ``DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS`` overrides it).
+Dagster's default sensor tick timeout is 60 s (``dagster._grpc.utils.default_sensor_grpc_timeout``,
+the gRPC deadline of a sensor evaluation; ``DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS`` overrides it).
+The repository snapshot the webserver fetches at load has its own deadline
+(180 s; ``DAGSTER_REPOSITORY_GRPC_TIMEOUT_SECONDS``).
 
     python -m benchmarks.bench_fleet [--tables 100,500,2000] [--keep]
 """

@@ -41,7 +41,7 @@ from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.actions import Action
 from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
 from jobs import TableJobs
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 from schedules import op_run_config, policy_run_config
 from sensors.advisor import build_advisor_sensor
@@ -118,7 +118,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
     targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream) if j is not None]
     if not table.sensor.enabled:
         return None
-    resource_key = table_resource_key(table.name)
+    resource_key = resource_key_of(table)
     asset_key = table_asset_key(table.name)
     interval = table.checkpoint.interval
     max_commits = table.sensor.max_commits_per_tick
@@ -133,7 +133,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                      "checkpoint/manifest runs when due and downstream refreshes on data changes."),
     )
     def _sensor(context: SensorEvaluationContext) -> SensorResult:
-        dt = getattr(context.resources, resource_key).open()
+        dt = table_resource(context.resources, table).open()
         seen = parse_cursor(context.cursor)
         if seen is None:
             try:

@@ -42,7 +42,7 @@ from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.report import HealthReport, table_health
 from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS, VACUUM
 from jobs import TableJobs
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 from schedules import op_run_config, policy_run_config
 
@@ -116,7 +116,7 @@ def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
     policy = table.advisor
     if not policy.auto or not jobs.operations:
         return None
-    resource_key = table_resource_key(table.name)
+    resource_key = resource_key_of(table)
     columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
 
     @sensor(
@@ -130,7 +130,7 @@ def build_advisor_sensor(table: TableConfig, jobs: TableJobs,
     )
     def _advisor(context: SensorEvaluationContext) -> SensorResult:
         requested = parse_advisor_cursor(context.cursor)
-        dt = getattr(context.resources, resource_key).open()
+        dt = table_resource(context.resources, table).open()
         try:
             report = table_health(dt, policy=policy.health, columns=columns, manifests=table.manifest.enabled)
         except NotADeltaTableError as missing:

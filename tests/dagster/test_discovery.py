@@ -106,6 +106,10 @@ def test_definitions_materialize_a_discovered_table(lake: pathlib.Path) -> None:
     assert "all_tables_checkpoint" in names and "all_tables_observe" in names
     assert not any(n.startswith("area0__") for n in names)  # the explicit table keeps its own jobs
     assert "area1__users_checkpoint" in names
+    # and one resource for all of them (the listed table keeps its own)
+    resources = set(defs.get_repository_def().get_top_level_resources())
+    assert {"delta_discovered_tables", "delta_area1__users"} <= resources
+    assert not any(r.startswith("delta_area0") for r in resources)
     key = AssetKey(["area0__sub__deep", "checkpoint"])
     job = defs.resolve_job_def("all_tables_checkpoint")
     with instance_for_test() as instance:
