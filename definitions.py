@@ -21,18 +21,24 @@ from assets.maintenance import Placement
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
 from jobs import build_cross_table_jobs, build_table_jobs
-from resources import SPARK_RESOURCE_KEY, DeltaTableResource, SparkResource, table_resource_key
+from resources import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
+from resources.delta_table import discovered_tables_definition, table_resource_definition
 from resources.table_checks import check_tables
 from schedules import build_table_schedules
 from sensors import build_sensors
 
 
 def build_resources(config: MaintenanceConfig) -> dict[str, object]:
-    """The Spark resource and one ``DeltaTableResource`` per table (key ``delta_<table>``)."""
+    """The Spark resource, one ``DeltaTableResource`` per listed table (key ``delta_<table>``;
+    ``table_resource_definition``: without run config) and one for all discovered tables."""
     resources: dict[str, object] = {SPARK_RESOURCE_KEY: SparkResource.from_settings(config.spark)}
+    discovered = [t for t in config.tables if t.discovered_under is not None]
     for table in config.tables:
-        resources[table_resource_key(table.name)] = DeltaTableResource.from_table_config(table)
+        if table.discovered_under is None:
+            resources[table_resource_key(table.name)] = table_resource_definition(table)
+    if discovered:
+        resources[DISCOVERED_TABLES_RESOURCE_KEY] = discovered_tables_definition(discovered)
     return resources
 
 
@@ -47,7 +53,8 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     check_tables(config)
     assets: list = []
     checks: list = []
-    jobs: list = build_cross_table_jobs(config)
+    fleet = build_cross_table_jobs(config)
+    jobs = dict(fleet)  # by name: discovered tables share the fleet's jobs (jobs.TableJobs)
     schedules: list = []
     sensor_inputs = []
     placement = Placement(spark_pool=config.spark.pool, budget=WithinFleetBudget(config) if config.tables else None)
@@ -61,24 +68,22 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         checks.append(build_table_checks(table, [key for a in maintenance for key in a.keys]))
         if table.downstream.daily_summary is not None:
             assets.append(build_daily_summary_asset(table))
-        table_jobs = build_table_jobs(table)
-        jobs.append(table_jobs.maintenance)
-        jobs.extend(table_jobs.operations.values())
-        if table_jobs.downstream is not None:
-            jobs.append(table_jobs.downstream)
-        jobs.append(table_jobs.observe)
-        jobs.append(table_jobs.checks)
+        table_jobs = build_table_jobs(table, fleet)
+        for job in (table_jobs.maintenance, *table_jobs.operations.values(), table_jobs.downstream, table_jobs.observe,
+                    table_jobs.checks):
+            if job is not None:
+                jobs[job.name] = job
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
     if config.tables:
         report, report_job, report_schedule = build_fleet_report(config, clock=clock)
         assets.append(report)
-        jobs.append(report_job)
+        jobs[report_job.name] = report_job
         schedules.append(report_schedule)
     return Definitions(
         assets=assets,
         asset_checks=checks,
-        jobs=jobs,
+        jobs=list(jobs.values()),
         schedules=schedules,
         sensors=[*build_sensors(sensor_inputs, config.fleet, clock=clock), *build_automation_sensors(automated)],
         resources=build_resources(config),

@@ -13,7 +13,7 @@ from dagster import AssetExecutionContext, AssetKey, MaterializeResult, Metadata
 
 from assets.metadata import summary_markdown
 from assets.table import table_asset_key
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 
 DOWNSTREAM_GROUP_SUFFIX = "_downstream"
@@ -52,7 +52,7 @@ def build_daily_summary_asset(table: TableConfig):
     """``<table>/daily_summary``: rows per ``date_column`` value, as UI metadata."""
     assert table.downstream.daily_summary is not None
     date_column = table.downstream.daily_summary.date_column
-    resource_key = table_resource_key(table.name)
+    resource_key = resource_key_of(table)
 
     @asset(
         key=daily_summary_key(table.name),
@@ -64,7 +64,7 @@ def build_daily_summary_asset(table: TableConfig):
                     "refreshed by the table's log sensor after data-changing commits.",
     )
     def _asset(context: AssetExecutionContext) -> MaterializeResult:
-        snapshot = getattr(context.resources, resource_key).open().snapshot()
+        snapshot = table_resource(context.resources, table).open().snapshot()
         daily = rows_per_day(snapshot, date_column)
         days = [str(d) for d in daily.column("day").to_pylist()]
         rows = [int(r or 0) for r in daily.column("rows").to_pylist()]

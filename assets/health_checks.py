@@ -45,10 +45,16 @@ from delta_core.health.checks import (
     check_protocol_supported,
     evaluate_checks,
 )
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 
 SEVERITY = {CheckStatus.WARN: AssetCheckSeverity.WARN, CheckStatus.ERROR: AssetCheckSeverity.ERROR}
+
+
+def health_check_keys(table_name: str) -> tuple[AssetCheckKey, ...]:
+    """The keys of the table's eight health checks (on its table asset)."""
+    key = table_asset_key(table_name)
+    return tuple(AssetCheckKey(key, name) for name in CHECK_REMEDIES)
 
 
 def checks_op_name(table_name: str) -> str:
@@ -97,7 +103,7 @@ def build_table_checks(table: TableConfig, maintenance_keys: Sequence[AssetKey])
     """The table's eight health checks, as one op after its ``maintenance_keys`` (see the module
     docstring); a subset may be selected (each then costs the same one evaluation)."""
     key = table_asset_key(table.name)
-    resource_key = table_resource_key(table.name)
+    resource_key = resource_key_of(table)
     specs = [AssetCheckSpec(name, asset=key, description=_spec_description(name), additional_deps=maintenance_keys)
              for name in CHECK_REMEDIES]
 
@@ -105,7 +111,7 @@ def build_table_checks(table: TableConfig, maintenance_keys: Sequence[AssetKey])
                        required_resource_keys={resource_key},
                        description=f"Health checks of `{table.name}` from its Delta log.")
     def _checks(context: AssetCheckExecutionContext) -> Iterator[AssetCheckResult]:
-        dt = getattr(context.resources, resource_key).open()
+        dt = table_resource(context.resources, table).open()
         result = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table))
         selected = context.selected_asset_check_keys
         context.log.info(f"{table.name} at version {result.version}: " + ", ".join(

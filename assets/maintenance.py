@@ -63,7 +63,7 @@ from delta_core.maintenance.operations import (
     Operation,
 )
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
-from resources import SPARK_RESOURCE_KEY, DeltaTableResource, table_resource_key
+from resources import SPARK_RESOURCE_KEY, DeltaTableResource, resource_key_of, table_resource
 from resources.config import TableConfig
 from resources.config_records import DEFAULT_SPARK_POOL
 
@@ -110,7 +110,7 @@ AssetFactory = Callable[[TableConfig, list[AssetKey], Placement], AssetsDefiniti
 def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *, placement: Placement,
             description: str) -> dict:
     spark = operation.uses_spark
-    keys = {table_resource_key(table.name)} | ({SPARK_RESOURCE_KEY} if spark else set())
+    keys = {resource_key_of(table)} | ({SPARK_RESOURCE_KEY} if spark else set())
     return dict(
         key=maintenance_asset_key(table.name, operation.name),
         group_name=table.name,
@@ -142,7 +142,7 @@ def _logs_typed_errors(body: _Body) -> _Body:
 
 
 def _delta(context: AssetExecutionContext, table: TableConfig) -> DeltaTableResource:
-    return getattr(context.resources, table_resource_key(table.name))
+    return table_resource(context.resources, table)
 
 
 def _spark(context: AssetExecutionContext) -> Callable[[], Any]:

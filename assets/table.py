@@ -25,7 +25,7 @@ from dagster import (
 
 from assets.data_version import DELTA_VERSION_KEY, data_change_version, previous_observation
 from assets.health_view import health_metadata, table_health_report
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 
 if TYPE_CHECKING:
@@ -71,10 +71,10 @@ def observe_table(dt: "DeltaTable", table: TableConfig, instance: DagsterInstanc
 
 def build_table_asset(table: TableConfig):
     """The observable source asset ``<table>/delta_table`` (group = table name)."""
-    resource_key = table_resource_key(table.name)
+    resource_key = resource_key_of(table)
 
     def _observe(context) -> ObserveResult:
-        dt = getattr(context.resources, resource_key).open()
+        dt = table_resource(context.resources, table).open()
         latest = dt.history(limit=1)
         if latest:
             version, ts = latest[0].version, latest[0].timestamp

@@ -39,7 +39,7 @@ from delta_core.health.priority import restored_points, rewrite_bytes
 from delta_core.health.report import HealthReport
 from delta_core.model.sizes import format_size
 from jobs import AssetJob
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import MaintenanceConfig, TableConfig
 from schedules import SCHEDULE_TIMEZONE
 from schedules.next_tick import next_tick
@@ -135,7 +135,7 @@ def build_fleet_report(config: MaintenanceConfig, *, clock: Callable[[], float] 
 
     # No "delta" kind: the all-tables maintenance job selects assets of that kind.
     @asset(key=FLEET_REPORT_KEY, group_name=FLEET_GROUP,
-           required_resource_keys={table_resource_key(t.name) for t in tables},
+           required_resource_keys={resource_key_of(t) for t in tables},
            description="Every managed table with its health, failing checks, last and next maintenance and "
                        "the gain of its advised runs (from the Delta logs and this instance; no Spark).")
     def fleet_report(context: AssetExecutionContext) -> MaterializeResult:
@@ -143,7 +143,7 @@ def build_fleet_report(config: MaintenanceConfig, *, clock: Callable[[], float] 
         rows = []
         for table in tables:
             last, upcoming = last_maintenance(context.instance, table), next_maintenance(table, now)
-            dt = getattr(context.resources, table_resource_key(table.name)).open()
+            dt = table_resource(context.resources, table).open()
             try:
                 checks = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table))
             except NotADeltaTableError as missing:

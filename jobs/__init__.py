@@ -12,17 +12,20 @@ can choose the multiprocess executor instead (``execution: {config: {multiproces
 {max_concurrent: 4}}}``): steps of different tables then run in parallel processes, each with
 its own Spark resource, which should point at a cluster or a Spark Connect server (README,
 "Running on a cluster"). Job names follow the registry names (``<table>_compact``,
-``all_tables_vacuum``).
+``all_tables_vacuum``). A table found by ``discover:`` has no jobs of its own: its runs are runs of
+the fleet jobs that select its assets (``TableJobs``), so the job count does not grow with the fleet.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
-from dagster import AssetKey, AssetSelection, define_asset_job, multi_or_in_process_executor
+from dagster import AssetCheckKey, AssetKey, AssetSelection, define_asset_job, multi_or_in_process_executor
 
 from assets.downstream import daily_summary_key
+from assets.health_checks import health_check_keys
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
 from assets.table import table_asset_key
 from delta_core.maintenance.operations import ONE_OFFS, OPERATIONS, operation
@@ -33,6 +36,8 @@ from resources.config import MaintenanceConfig, TableConfig
 AssetJob: TypeAlias = Any
 
 ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
+ALL_TABLES_OBSERVE_JOB = "all_tables_observe"
+ALL_TABLES_CHECKS_JOB = "all_tables_checks"
 # multi_or_in_process_executor defaults to multiprocess; ours default to one process.
 IN_PROCESS_RUN_CONFIG: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
 
@@ -69,11 +74,30 @@ def downstream_keys(table: TableConfig) -> list[AssetKey]:
 
 @dataclass(frozen=True, slots=True)
 class TableJobs:
+    """The jobs that run a table's assets. A discovered table has none of its own: it shares the
+    fleet jobs (``all_tables_<operation>``, ``all_tables_maintenance``, ``all_tables_observe``)
+    and ``shared`` holds its assets in each, which every run of one of them for this table
+    selects (``selection``). With thousands of tables, jobs per table would dominate the load
+    of the code location: Dagster snapshots every job's run-config schema."""
+
     maintenance: AssetJob
     operations: dict[str, AssetJob]
     downstream: AssetJob | None
     observe: AssetJob
     checks: AssetJob
+    shared: Mapping[str, tuple[AssetKey, ...]] = field(default_factory=dict)
+    shared_checks: tuple[AssetCheckKey, ...] = ()
+
+    def selection(self, job: AssetJob) -> list[AssetKey] | None:
+        """The assets a run of ``job`` for this table selects; None: all of the job's (its own job)."""
+        keys = self.shared.get(job.name)
+        return list(keys) if keys is not None else None
+
+    def check_selection(self, job: AssetJob) -> list[AssetCheckKey] | None:
+        """The asset checks a run of ``job`` for this table selects: on a shared fleet job, the
+        table's own health checks (a run selecting only its maintenance assets would run none);
+        None: all of the job's."""
+        return list(self.shared_checks) if job.name in self.shared else None
 
 
 def _job(name: str, selection: AssetSelection, description: str) -> AssetJob:
@@ -86,7 +110,10 @@ def _checks_of(*tables: TableConfig) -> AssetSelection:
     return AssetSelection.checks_for_assets(*(table_asset_key(t.name) for t in tables))
 
 
-def build_table_jobs(table: TableConfig) -> TableJobs:
+def build_table_jobs(table: TableConfig, fleet: Mapping[str, AssetJob] | None = None) -> TableJobs:
+    """The table's jobs; a discovered table's are the ``fleet`` jobs (``build_cross_table_jobs``)."""
+    if table.discovered_under is not None and fleet is not None:
+        return _shared_jobs(table, fleet)
     # one-offs (restore) are launched by hand with their options: never part of a full run
     one_offs = [op.name for op in ONE_OFFS if (policy := table.policy(op.name)) is not None and policy.enabled]
     checks = _checks_of(table)
@@ -103,9 +130,7 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
                      " (launched by hand with its options in the run config)." if op in one_offs else "."))
         for op in (*table.operations, *one_offs)
     }
-    keys = downstream_keys(table)
-    downstream = _job(downstream_job_name(table.name), AssetSelection.assets(*keys),
-                      f"Refresh assets downstream of `{table.name}` after data changes.") if keys else None
+    downstream = _downstream_job(table)
     # What the log sensor records on each new version, on demand (the demo runs it; so can a person).
     observe = _job(observe_job_name(table.name), AssetSelection.assets(table_asset_key(table.name)),
                    f"Observe `{table.name}`: record its Delta version, data version and health.")
@@ -115,12 +140,46 @@ def build_table_jobs(table: TableConfig) -> TableJobs:
                      checks=checks_job)
 
 
-def build_cross_table_jobs(config: MaintenanceConfig) -> list[AssetJob]:
-    jobs = [_job(ALL_TABLES_MAINTENANCE_JOB, AssetSelection.kind("delta") | _checks_of(*config.tables),
-                 "Full maintenance of every managed table, then their health checks.")] if config.tables else []
+def _downstream_job(table: TableConfig) -> AssetJob | None:
+    keys = downstream_keys(table)
+    return _job(downstream_job_name(table.name), AssetSelection.assets(*keys),
+                f"Refresh assets downstream of `{table.name}` after data changes.") if keys else None
+
+
+def _shared_jobs(table: TableConfig, fleet: Mapping[str, AssetJob]) -> TableJobs:
+    """A discovered table's jobs: the fleet's, each run selecting this table's assets only. Its
+    one-offs (restore) are launched from the asset in the catalog, with their options."""
+    operations = {op: fleet[all_tables_job_name(op)] for op in table.operations}
+    keys: dict[str, tuple[AssetKey, ...]] = {op: (maintenance_asset_key(table.name, op),) for op in table.operations}
+    shared: dict[str, tuple[AssetKey, ...]] = {all_tables_job_name(op): keys[op] for op in table.operations}
+    shared[ALL_TABLES_MAINTENANCE_JOB] = tuple(k for op in table.operations for k in keys[op])
+    shared[ALL_TABLES_OBSERVE_JOB] = (table_asset_key(table.name),)
+    shared[ALL_TABLES_CHECKS_JOB] = ()
+    return TableJobs(maintenance=fleet[ALL_TABLES_MAINTENANCE_JOB], operations=operations,
+                     downstream=_downstream_job(table), observe=fleet[ALL_TABLES_OBSERVE_JOB],
+                     checks=fleet[ALL_TABLES_CHECKS_JOB], shared=shared, shared_checks=health_check_keys(table.name))
+
+
+def build_cross_table_jobs(config: MaintenanceConfig) -> dict[str, AssetJob]:
+    """The fleet jobs by name: all maintenance, one per operation and, when tables are discovered,
+    the observation of every discovered table (their own observe jobs)."""
+    jobs = {ALL_TABLES_MAINTENANCE_JOB: _job(ALL_TABLES_MAINTENANCE_JOB,
+                                             AssetSelection.kind("delta") | _checks_of(*config.tables),
+                                             "Full maintenance of every managed table, then their health checks.")
+            } if config.tables else {}
     for op in OPERATIONS:
         tables = [t for t in config.tables if op.name in t.operations]
         if tables:
-            jobs.append(_job(all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name) | _checks_of(*tables),
-                             f"{op.name} of every managed table that enables it, then their health checks."))
+            jobs[all_tables_job_name(op.name)] = _job(
+                all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name) | _checks_of(*tables),
+                f"{op.name} of every managed table that enables it, then their health checks.")
+    discovered = [t for t in config.tables if t.discovered_under is not None]
+    if discovered:
+        jobs[ALL_TABLES_OBSERVE_JOB] = _job(ALL_TABLES_OBSERVE_JOB,
+                                            AssetSelection.assets(*(table_asset_key(t.name) for t in discovered)),
+                                            "Observe discovered tables (a run selects one): Delta version, "
+                                            "data version and health.")
+        jobs[ALL_TABLES_CHECKS_JOB] = _job(ALL_TABLES_CHECKS_JOB, _checks_of(*discovered),
+                                           "Check discovered tables' health from their logs (a run selects one "
+                                           "table's checks).")
     return jobs

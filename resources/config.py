@@ -4,7 +4,7 @@ A thin loader: the file is read here, validated by the pydantic models of
 ``resources.config_models`` (whose JSON Schema is ``tables.schema.json``) and converted into
 the frozen records of ``resources.config_records``, re-exported here. Invalid config fails at
 load with ``TableConfigError`` naming the file, the table and the field. Layout (every
-section but ``tables`` optional; an operation's section is named by its registry
+section optional; an operation's section is named by its registry
 ``policy_key``)::
 
     spark:
@@ -15,6 +15,11 @@ section but ``tables`` optional; an operation's section is named by its registry
       max_bytes_per_hour: 50GB        # bytes rewritten, rolling 60 minutes
       max_bytes_per_day: 500GB        # ... rolling 24 hours
       windows: ["22:00-06:00"]        # UTC; advised runs start only inside one
+    discover:                         # every Delta table under a root (delta_core.log.discovery)
+      - root: s3://lake/warehouse     # area0/orders becomes the table area0__orders
+        include: ["area*/*"]          # fnmatch globs over the path under root
+        exclude: ["*/tmp_*"]
+        defaults: {compact: {target_size: 256MB}}   # a table entry without uri
     tables:
       events:                         # table name = Dagster group name
         uri: demo_data/events         # relative paths resolve against this file's folder
@@ -33,7 +38,8 @@ section but ``tables`` optional; an operation's section is named by its registry
           daily_summary: {date_column: event_date}
           assets: ["other/asset"]
 
-A section may be ``false`` (disabled) or ``true`` (enabled with defaults). Secrets are only
+Discovery runs when the file is loaded; explicit ``tables`` entries of the same name or location
+win. A section may be ``false`` (disabled) or ``true`` (enabled with defaults). Secrets are only
 ever referenced as ``{env: NAME}`` and become Dagster ``EnvVar``s, read at run time. Sizes
 are bytes or ``128MB``/``64MiB`` (``delta_core.model.sizes.parse_size``).
 
@@ -53,6 +59,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from delta_core.errors import ConfigError
 from delta_core.maintenance.operations import OPERATIONS
 from resources.config_models import OptionError, TablesFile, is_valid_cron, to_config
 from resources.config_records import (
@@ -112,18 +119,28 @@ def _file_keys(raw: Any, loc: tuple[int | str, ...]) -> tuple[list[str], bool]:
 _SECTIONS = {op.policy_key for op in OPERATIONS if op.policy_key} | {"sensor"}
 
 
+def _in_table(keys: list[str]) -> list[str] | None:
+    """The keys inside a table's policy: ``tables.NAME.…`` or ``discover.N.defaults.…``."""
+    if keys[:1] == ["tables"]:
+        return keys[2:]
+    if keys[:1] == ["discover"] and keys[2:3] == ["defaults"]:
+        return keys[3:]
+    return None
+
+
 def _message(err: Any, keys: list[str], union: bool) -> str:
     got = f", got {err.get('input')!r}"
+    policy = _in_table(keys)
     if err["type"] == "extra_forbidden":
         return "unknown field (a typo?); tables.schema.json lists the fields allowed here"
     if err["type"] == "missing":
         hint = " (a local path or an fsspec URI like s3://bucket/t)" if keys[-1:] == ["uri"] else ""
         return "is required" + hint
     if err["type"] in ("model_type", "dict_type", "model_attributes_type"):
-        if keys[-1:] and keys[-1] in _SECTIONS and len(keys) == 3:
+        if policy is not None and len(policy) == 1 and policy[0] in _SECTIONS:
             return "must be true, false or a mapping of its settings" + got
         return "must be a mapping" + got
-    if union and keys[:3:2] == ["tables", "storage_options"]:
+    if union and policy is not None and policy[:1] == ["storage_options"]:
         return "must be a string, number, boolean, mapping or {env: VARIABLE_NAME}" + got
     if union and keys[:2] == ["spark", "conf"]:
         return "must be a string, number, boolean or {env: VARIABLE_NAME}" + got
@@ -156,7 +173,8 @@ def parse_config(raw: Any, *, source: str | None = None,
                  base_dir: pathlib.Path | None = None) -> MaintenanceConfig:
     """Validate a loaded YAML document into a ``MaintenanceConfig``."""
     if raw is None:
-        raise TableConfigError("the file is empty; it needs a 'tables' mapping", path=source, field="tables")
+        raise TableConfigError("the file is empty; it needs a 'tables' mapping or a 'discover' list",
+                               path=source, field="tables")
     if isinstance(raw, dict) and "tables" in raw and raw["tables"] is None:
         raw = {**raw, "tables": {}}  # `tables:` with nothing under it: no tables yet, as before
     try:
@@ -168,6 +186,8 @@ def parse_config(raw: Any, *, source: str | None = None,
     except OptionError as exc:
         raise TableConfigError(str(exc), path=source, table=exc.table,
                                field=f"storage_options.{exc.field}") from None
+    except ConfigError as exc:  # from discovery: a bad root, two tables of one name
+        raise TableConfigError(str(exc), path=source, field="discover") from None
 
 
 def config_path(path: str | os.PathLike[str] | None = None) -> pathlib.Path:

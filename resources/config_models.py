@@ -14,8 +14,10 @@ string): a typo fails at load, named by table and field, not in a scheduled run.
 
 from __future__ import annotations
 
+import dataclasses
 import pathlib
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal
 
 from pydantic import (
@@ -37,9 +39,10 @@ from typing_extensions import TypeAliasType
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, HealthPolicy, table_health_policy
+from delta_core.log.discovery import TABLE_NAME, DiscoverRule, discover_all
 from delta_core.maintenance.operations import CHECKPOINT, REGISTRY, Operation, operation
 from delta_core.maintenance.option_fields import Kind, OptionField, parse_option, policy_fields
-from delta_core.maintenance.policy_values import parse_retention_hours, resolve_table_uri
+from delta_core.maintenance.policy_values import parse_retention_hours, resolve_env, resolve_table_uri
 from delta_core.model.sizes import parse_size
 from delta_core.model.table_properties import (
     DEFAULT_CHECKPOINT_INTERVAL,
@@ -67,7 +70,7 @@ from resources.config_records import (
     TableConfig,
 )
 
-NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*$"
+NAME_PATTERN = TABLE_NAME.pattern  # table names, discovered ones too, and env variables
 _ASSET_KEY = re.compile(r"^[A-Za-z0-9_\-]+(/[A-Za-z0-9_\-]+)*$")
 _CRON_FIELD = re.compile(r"^(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?(,(\*|[0-9A-Za-z]+(-[0-9A-Za-z]+)?)(/[0-9]+)?)*$")
 _CRON_ALIASES = ("@hourly", "@daily", "@weekly", "@monthly")
@@ -367,17 +370,36 @@ _SECTION_FIELDS: dict[str, Any] = {op.policy_key: _section_field(op) for op in R
 _TableBase: type[_Model] = create_model("_TableBase", __base__=_Model, **_SECTION_FIELDS)
 
 
-class TableSection(_TableBase):  # type: ignore[misc,valid-type]
-    """One managed Delta table; its name is the Dagster group name. One section per registry
-    entry (generated: ``SECTIONS``), plus the code location's own keys."""
+class TablePolicySection(_TableBase):  # type: ignore[misc,valid-type]
+    """A table's policy: one section per registry entry (generated: ``SECTIONS``), plus the code
+    location's own keys. A discover entry's ``defaults``; a table adds its ``uri``."""
 
-    uri: StrOrEnv = Field(description="Table root: a local path (relative to this file) or an fsspec URI.")
     description: NonEmpty | None = None
     storage_options: dict[str, OptionNode] = Field(
         default_factory=dict, description="fsspec options; nested mappings allowed; secrets as {env: NAME}.")
     sensor: OnOff[SensorSection] = Field(default_factory=SensorSection)
     downstream: DownstreamSection = Field(default_factory=DownstreamSection)
     advisor: AdvisorSection = Field(default_factory=AdvisorSection)
+
+
+class TableSection(TablePolicySection):
+    """One managed Delta table; its name is the Dagster group name."""
+
+    uri: StrOrEnv = Field(description="Table root: a local path (relative to this file) or an fsspec URI.")
+
+
+class DiscoverSection(_Model):
+    """Every Delta table under ``root`` (a directory holding ``_delta_log/``) becomes a table named
+    by its path relative to the root, ``/`` written ``__`` (``area0/orders`` -> ``area0__orders``).
+    Explicit ``tables:`` entries of the same name or location win (``delta_core.log.discovery``)."""
+
+    root: NonEmpty = Field(description="A local path (relative to this file) or an fsspec URI like s3://bucket/lake.")
+    include: list[NonEmpty] = Field(default_factory=list, description=(
+        "fnmatch globs over the relative path ('*' also matches '/'); none: every table."))
+    exclude: list[NonEmpty] = Field(default_factory=list, description=(
+        "fnmatch globs over the relative path; a matching table or directory is skipped with all below it."))
+    defaults: TablePolicySection = Field(default_factory=TablePolicySection, description=(
+        "The policy of every discovered table: a table entry without uri (storage_options also walk the root)."))
 
 
 class SparkSection(_Model):
@@ -421,7 +443,10 @@ class TablesFile(_Model):
 
     spark: SparkSection = Field(default_factory=SparkSection)
     fleet: FleetSection = Field(default_factory=FleetSection)
+    discover: list[DiscoverSection] = Field(
+        default_factory=list, description="Roots whose Delta tables are all managed, each with a default policy.")
     tables: dict[TableName, TableSection] = Field(
+        default_factory=dict,
         description="Table name (letters, digits, _; the Dagster group name) to its settings.",
         json_schema_extra={"additionalProperties": False})  # a name outside the pattern is refused
 
@@ -453,14 +478,13 @@ def _flatten(node: dict[str, Any], prefix: str, out: list[tuple[str, OptionValue
             out.append((dotted, item))
 
 
-def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -> TableConfig:
-    """The frozen record of one validated table section."""
+def table_record(name: str, t: TablePolicySection, uri: str | EnvRef) -> TableConfig:
+    """The frozen record of one validated table policy, for the table at ``uri`` (resolved)."""
     options: list[tuple[str, OptionValue]] = []
     try:
         _flatten(t.storage_options, "", options)
     except OptionError as exc:
         raise OptionError(exc.field, str(exc), table=name) from None
-    uri = t.uri.ref() if isinstance(t.uri, Env) else resolve_table_uri(t.uri, base_dir)
     summary = t.downstream.daily_summary
     policies = {op.name: (section.to_policy() if (section := getattr(t, op.policy_key)) is not None
                           else OperationPolicy.default(op)) for op in REGISTRY if op.policy_key}
@@ -478,6 +502,27 @@ def table_record(name: str, t: TableSection, *, base_dir: pathlib.Path | None) -
     )
 
 
+def _table_uri(t: TableSection, base_dir: pathlib.Path | None) -> str | EnvRef:
+    return t.uri.ref() if isinstance(t.uri, Env) else resolve_table_uri(t.uri, base_dir)
+
+
+def discovered_records(doc: TablesFile, explicit: Sequence[TableConfig], *,
+                       base_dir: pathlib.Path | None) -> list[TableConfig]:
+    """The records of the tables ``doc.discover`` finds (``delta_core.log.discovery``), each
+    with its rule's ``defaults``; an explicit table of the same name or location wins. The walk
+    uses the defaults' storage options, ``{env: NAME}`` read now (``ConfigError`` if unset)."""
+    rules = [DiscoverRule(root=resolve_table_uri(d.root, base_dir), include=tuple(d.include),
+                          exclude=tuple(d.exclude),
+                          storage_options=resolve_env(d.defaults.model_dump(mode="python")["storage_options"],
+                                                      f"discover[{i}].defaults.storage_options") or None)
+             for i, d in enumerate(doc.discover)]
+    # One record per rule, renamed per table: 2,000 tables must not validate 2,000 policies.
+    templates = [table_record("discovered", d.defaults, "") for d in doc.discover]
+    explicit_uris = {t.name: t.uri if isinstance(t.uri, str) else None for t in explicit}
+    return [dataclasses.replace(templates[i], name=found.name, uri=found.uri, discovered_under=found.root)
+            for i, found in discover_all(rules, explicit_uris)]
+
+
 def spark_record(s: SparkSection) -> SparkSettings:
     def conf_value(v: str | int | float | bool | Env) -> str | EnvRef:
         if isinstance(v, Env):
@@ -490,7 +535,8 @@ def spark_record(s: SparkSection) -> SparkSettings:
 
 
 def to_config(doc: TablesFile, *, source: str | None, base_dir: pathlib.Path | None) -> MaintenanceConfig:
-    """``MaintenanceConfig`` of a validated file (``OptionError`` for a malformed storage option)."""
-    return MaintenanceConfig(
-        tables=tuple(table_record(name, t, base_dir=base_dir) for name, t in doc.tables.items()),
-        spark=spark_record(doc.spark), fleet=doc.fleet.to_policy(), source=source)
+    """``MaintenanceConfig`` of a validated file (``OptionError`` for a malformed storage option);
+    the tables under each ``discover`` root are found now (``discovered_records``)."""
+    explicit = [table_record(name, t, _table_uri(t, base_dir)) for name, t in doc.tables.items()]
+    return MaintenanceConfig(tables=(*explicit, *discovered_records(doc, explicit, base_dir=base_dir)),
+                             spark=spark_record(doc.spark), fleet=doc.fleet.to_policy(), source=source)

@@ -165,6 +165,7 @@ class TableConfig:
     sensor: SensorPolicy = field(default_factory=SensorPolicy)
     downstream: DownstreamPolicy = field(default_factory=DownstreamPolicy)
     advisor: AdvisorPolicy = field(default_factory=AdvisorPolicy)
+    discovered_under: str | None = None  # the discover root it was found under; None: listed under tables:
 
     def policy(self, name: str) -> OperationPolicy | None:
         """The policy of registry operation ``name``; None for an entry configured inside

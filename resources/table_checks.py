@@ -38,11 +38,21 @@ log = logging.getLogger(__name__)
 
 
 def check_tables(config: MaintenanceConfig) -> None:
-    """Check every table's policy against its schema; ``TableConfigError`` on the first misfit."""
+    """Check every table's policy against its schema; ``TableConfigError`` on the first misfit of
+    a table listed under ``tables:``. A discovered table's misfit (its root's ``defaults`` name a
+    Z-order column it lacks) is logged instead: one table of a fleet must not keep the others
+    from loading, and its runs refuse the same misfit before any work."""
     for table in config.tables:
         metadata = _read_metadata(table)
-        if metadata is not None:
+        if metadata is None:
+            continue
+        try:
             _check_table(table, metadata, source=config.source)
+        except TableConfigError as misfit:
+            if table.discovered_under is None:
+                raise
+            log.warning("discovered table %r (root %s): %s; its runs of that operation will refuse it",
+                        table.name, table.discovered_under, misfit)
 
 
 def _check_table(table: TableConfig, metadata: Metadata, *, source: str | None) -> None:

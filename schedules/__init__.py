@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from dagster import AssetsDefinition, DefaultScheduleStatus, ScheduleDefinition
+from dagster import (
+    AssetsDefinition,
+    DefaultScheduleStatus,
+    RunRequest,
+    ScheduleDefinition,
+    ScheduleEvaluationContext,
+    schedule,
+)
 
 from assets.maintenance import TABLE_TAG
 from delta_core.maintenance.option_fields import policy_fields
@@ -38,19 +45,27 @@ def op_run_config(assets_def: AssetsDefinition, config: dict[str, Any]) -> dict[
 
 def build_table_schedules(table: TableConfig, jobs: TableJobs,
                           assets_by_op: dict[str, AssetsDefinition]) -> list[ScheduleDefinition]:
+    """One schedule per operation with a cron; a run of a shared fleet job (a discovered table)
+    selects this table's asset only (``TableJobs.selection``)."""
     out = []
     for op in table.operations:
         cron = getattr(table.policy(op), "cron", None)  # checkpoint and manifest are sensor-driven
         if cron is None:
             continue
-        out.append(ScheduleDefinition(
+        job = jobs.operations[op]
+        request = RunRequest(run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
+                             tags={TABLE_TAG: table.name, "delta_maintenance/trigger": "schedule"},
+                             asset_selection=jobs.selection(job), asset_check_keys=jobs.check_selection(job))
+
+        def run(_context: ScheduleEvaluationContext, request: RunRequest = request) -> RunRequest:
+            return request
+
+        out.append(schedule(
             name=schedule_name(table.name, op),
             cron_schedule=cron,
             execution_timezone=SCHEDULE_TIMEZONE,
-            job=jobs.operations[op],
-            run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
-            tags={TABLE_TAG: table.name, "delta_maintenance/trigger": "schedule"},
+            job=job,
             default_status=DefaultScheduleStatus.STOPPED,
             description=f"{op} of `{table.name}` on '{cron}' ({SCHEDULE_TIMEZONE}).",
-        ))
+        )(run))
     return out

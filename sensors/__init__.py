@@ -51,7 +51,7 @@ from delta_core.model.actions import Action
 from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
 from fleet.usage import fleet_scope
 from jobs import TableJobs
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
 from sensors.advisor import AdvisedTable, build_fleet_advisor_sensor
@@ -128,7 +128,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
     targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream, jobs.checks) if j is not None]
     if not table.sensor.enabled:
         return None
-    resource_key = table_resource_key(table.name)
+    resource_key = resource_key_of(table)
     asset_key = table_asset_key(table.name)
     interval = table.checkpoint.interval
     max_commits = table.sensor.max_commits_per_tick
@@ -143,7 +143,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                      "checks, checkpoint/manifest runs when due and downstream refreshes on data changes."),
     )
     def _sensor(context: SensorEvaluationContext) -> SensorResult:
-        dt = getattr(context.resources, resource_key).open()
+        dt = table_resource(context.resources, table).open()
         seen = parse_cursor(context.cursor)
         if seen is None:
             try:
@@ -173,6 +173,8 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=_run_key(table.name, CHECKPOINT.name, latest),
                 job_name=checkpoint_job.name,
+                asset_selection=jobs.selection(checkpoint_job),
+                asset_check_keys=jobs.check_selection(checkpoint_job),
                 run_config=op_run_config(assets_by_op[CHECKPOINT.name], policy_run_config(table, CHECKPOINT.name)),
                 tags=_tags(table.name, "checkpoint_due", latest),
             ))
@@ -180,6 +182,8 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=_run_key(table.name, MANIFEST.name, latest),
                 job_name=manifest_job.name,
+                asset_selection=jobs.selection(manifest_job),
+                asset_check_keys=jobs.check_selection(manifest_job),
                 run_config=op_run_config(assets_by_op[MANIFEST.name], policy_run_config(table, MANIFEST.name)),
                 tags=_tags(table.name, "files_changed", latest),
             ))
@@ -187,9 +191,12 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
             requests.append(RunRequest(
                 run_key=_run_key(table.name, "downstream", latest),
                 job_name=jobs.downstream.name,
+                asset_selection=jobs.selection(jobs.downstream),
                 tags=_tags(table.name, "data_changed", latest),
             ))
         requests.append(RunRequest(run_key=_run_key(table.name, "checks", latest), job_name=jobs.checks.name,
+                                   asset_selection=jobs.selection(jobs.checks),
+                                   asset_check_keys=jobs.check_selection(jobs.checks),
                                    tags=_tags(table.name, "new_version", latest)))
 
         # Commits the batch already read are not read again to find the data version.

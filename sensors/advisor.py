@@ -63,7 +63,7 @@ from delta_core.model.sizes import format_size
 from fleet.budget import admit
 from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage, max_bytes_bound
 from jobs import TableJobs
-from resources import table_resource_key
+from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
 
@@ -122,9 +122,10 @@ def health_tags(report: HealthReport) -> dict[str, str]:
             for k, v in report.headline().items() if v is not None}
 
 
-def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seconds: float, now: float) -> str | None:
-    """Why no run of ``job_name`` may start now, or None."""
-    records = context.instance.get_run_records(filters=RunsFilter(job_name=job_name), limit=1)
+def _held_back(context: SensorEvaluationContext, job_name: str, *, cooldown_seconds: float, now: float,
+               tags: dict[str, str] | None = None) -> str | None:
+    """Why no run of ``job_name`` (with ``tags``: of a shared job, for one table) may start now, or None."""
+    records = context.instance.get_run_records(filters=RunsFilter(job_name=job_name, tags=tags or {}), limit=1)
     if not records:
         return None
     record = records[0]
@@ -155,8 +156,9 @@ def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report:
         if requested.get(op) == report.version:
             held.append(f"{where}: already requested at version {report.version}")
             continue
+        shared = jobs.selection(job)  # a fleet job: its runs for this table carry the table's tag
         why_not = _held_back(context, job.name, cooldown_seconds=table.advisor.cooldown_minutes_for(op) * 60.0,
-                             now=now)
+                             now=now, tags={TABLE_OPERATION_TAG: f"{table.name}.{op}"} if shared else None)
         if why_not is not None:
             held.append(f"{where}: {why_not}")
             continue
@@ -171,6 +173,8 @@ def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRe
     return RunRequest(
         run_key=f"{table.name}:advisor:{op}:v{report.version}",
         job_name=jobs.operations[op].name,
+        asset_selection=jobs.selection(jobs.operations[op]),
+        asset_check_keys=jobs.check_selection(jobs.operations[op]),
         run_config=op_run_config(assets_by_op[op], policy_run_config(table, op)),
         tags={TABLE_TAG: table.name, TRIGGER_TAG: "advisor", VERSION_TAG: str(report.version),
               ADVISOR_TAG: "true", TABLE_OPERATION_TAG: f"{table.name}.{op}",
@@ -194,7 +198,7 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
         name=FLEET_ADVISOR_SENSOR,
         jobs=[job for _, jobs, _ in advised for job in jobs.operations.values()],
         minimum_interval_seconds=min(t.advisor.interval_seconds for t, _, _ in advised),
-        required_resource_keys={table_resource_key(t.name) for t, _, _ in advised},
+        required_resource_keys={resource_key_of(t) for t, _, _ in advised},
         default_status=DefaultSensorStatus.STOPPED,
         description=("Requests the maintenance that pays off most across the tables with advisor mode auto "
                      f"({', '.join(t.name for t, _, _ in advised)}), best gain per byte rewritten first, "
@@ -208,7 +212,7 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
         held: list[str] = []
         for entry in advised:
             table = entry[0]
-            dt = getattr(context.resources, table_resource_key(table.name)).open()
+            dt = table_resource(context.resources, table).open()
             columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
             try:
                 report = table_health(dt, policy=table.advisor.health, columns=columns,

@@ -12,6 +12,9 @@ location accepts (``resources/config_models.py``), so nothing about the file is 
   registry's description of its options (``option_fields``: key, kind, parser), the one the
   code location's section models are generated from.
 
+A table found by a ``discover:`` root is found here as the code location finds it
+(``delta_core.log.discovery``), with its rule's ``defaults`` as its entry.
+
 Only what a command needs is kept: the table's ``uri``, its ``storage_options`` and the option
 records. ``{env: NAME}`` secrets are read from the environment now, as a run would. A section
 written ``true``/``false`` (on or off for schedules and sensors) holds no settings: a person who
@@ -31,9 +34,10 @@ from typing import Any
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, HealthPolicy, table_health_policy
+from delta_core.log.discovery import DiscoverRule, discover_all
 from delta_core.maintenance.operations import CHECKPOINT, COMPACT, REGISTRY, ZORDER, Operation
 from delta_core.maintenance.option_fields import parse_option, policy_fields
-from delta_core.maintenance.policy_values import resolve_table_uri
+from delta_core.maintenance.policy_values import resolve_env, resolve_table_uri
 from delta_core.model.sizes import parse_size
 
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"  # the code location's variable (resources/config.py)
@@ -77,19 +81,6 @@ def _section_options(op: Operation, section: object, where: str) -> Any:
     return op.options_type(**values)
 
 
-def _env(value: object, where: str) -> Any:
-    """A value, with ``{env: NAME}`` read from the environment."""
-    if isinstance(value, Mapping) and set(value) == {"env"}:
-        name = value["env"]
-        if not isinstance(name, str) or name not in os.environ:
-            raise ConfigError(f"{where} reads the environment variable {name!r}, which is not set; "
-                              "set it, or give the value on the command line")
-        return os.environ[name]
-    if isinstance(value, Mapping):
-        return {str(k): _env(v, f"{where}.{k}") for k, v in value.items()}
-    return value
-
-
 def check_tables_file(doc: object, *, source: str) -> None:
     """Refuse a document the code location would refuse for its shape: an unknown key anywhere
     (a typo such as ``vaccum:`` or ``traget_size:``), a value of the wrong type. Checked against
@@ -130,17 +121,18 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     doc = _read(p)
     check_tables_file(doc, source=str(p))
     tables = doc.get("tables") if isinstance(doc, Mapping) else None
-    if not isinstance(tables, Mapping):
+    rules = doc.get("discover") or [] if isinstance(doc, Mapping) else []
+    if not isinstance(tables, Mapping) and not rules:
         raise ConfigError(f"{p} has no 'tables' mapping; is it a tables.yaml?", path=str(p))
+    tables = tables or {}
     entry = tables.get(table)
-    if not isinstance(entry, Mapping):
-        known = ", ".join(str(t) for t in tables) or "none"
-        raise ConfigError(f"{p} has no table {table!r} (tables: {known}); check --table", path=str(p))
     where = f"{p}: tables.{table}"
-    uri = _env(entry.get("uri"), f"{where}.uri")
+    if not isinstance(entry, Mapping):
+        entry, where = _discovered_entry(rules, tables, table, p)
+    uri = resolve_env(entry.get("uri"), f"{where}.uri")
     if not isinstance(uri, str) or not uri.strip():
         raise ConfigError(f"{where}.uri must be the table's root (a path or URI), got {uri!r}", path=str(p))
-    storage = _env(entry.get("storage_options") or {}, f"{where}.storage_options")
+    storage = resolve_env(entry.get("storage_options") or {}, f"{where}.storage_options")
     if not isinstance(storage, dict):
         raise ConfigError(f"{where}.storage_options must be a mapping, got {storage!r}", path=str(p))
     options = {op.name: _section_options(op, entry.get(op.policy_key), f"{where}.{op.policy_key}")
@@ -150,6 +142,27 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     return TablePolicy(name=table, source=str(p), uri=resolve_table_uri(uri, p.parent),
                        storage_options=storage, options=options, health=_health_policy(entry, options, where),
                        zorder_columns=options[ZORDER.name].columns if zorder_on else ())
+
+
+def _discovered_entry(rules: list[Any], tables: Mapping[str, Any], table: str,
+                      p: pathlib.Path) -> tuple[Mapping[str, Any], str]:
+    """The entry of discovered table ``table``: its rule's ``defaults`` with its ``uri``
+    (``delta_core.log.discovery``, as the code location discovers)."""
+    parsed = [DiscoverRule(root=resolve_table_uri(r["root"], p.parent), include=tuple(r.get("include") or ()),
+                           exclude=tuple(r.get("exclude") or ()),
+                           storage_options=resolve_env((r.get("defaults") or {}).get("storage_options") or {},
+                                                       f"{p}: discover.{i}.defaults.storage_options") or None)
+              for i, r in enumerate(rules)]
+    explicit = {str(name): e.get("uri") if isinstance(e, Mapping) and isinstance(e.get("uri"), str) else None
+                for name, e in tables.items()}
+    explicit = {name: resolve_table_uri(uri, p.parent) if uri else None for name, uri in explicit.items()}
+    found = {t.name: (i, t) for i, t in discover_all(parsed, explicit)}
+    if table not in found:
+        names = [*map(str, tables), *found]
+        known = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "") or "none"
+        raise ConfigError(f"{p} has no table {table!r} (tables: {known}); check --table", path=str(p))
+    i, t = found[table]
+    return {**(rules[i].get("defaults") or {}), "uri": t.uri}, f"{p}: discover.{i} ({t.path})"
 
 
 def _health_policy(entry: Mapping[str, Any], options: Mapping[str, Any], where: str) -> HealthPolicy:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 import os
 import pathlib
+from collections.abc import Mapping
+from typing import Any
 
 from delta_core.errors import ConfigError
 from delta_core.model.table_properties import parse_interval
@@ -37,3 +39,16 @@ def resolve_table_uri(uri: str, base_dir: pathlib.Path | None) -> str:
         return uri
     p = pathlib.Path(os.path.expanduser(uri))
     return str(p if p.is_absolute() else (base_dir / p).resolve())
+
+
+def resolve_env(value: object, where: str) -> Any:
+    """A value as written, with every ``{env: NAME}`` in it read from the environment now."""
+    if isinstance(value, Mapping) and set(value) == {"env"}:
+        name = value["env"]
+        if not isinstance(name, str) or name not in os.environ:
+            raise ConfigError(f"{where} reads the environment variable {name!r}, which is not set; "
+                              "set it, or give the value on the command line")
+        return os.environ[name]
+    if isinstance(value, Mapping):
+        return {str(k): resolve_env(v, f"{where}.{k}") for k, v in value.items()}
+    return value

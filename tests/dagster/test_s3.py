@@ -9,6 +9,7 @@ from dagster import AssetKey, build_sensor_context, instance_for_test, materiali
 from definitions import build_definitions, build_resources
 from delta_core.write.table_writes import append, create_table
 from demo.data import PARTITION_COLUMNS, SCHEMA, event_batch
+from resources import DeltaTableResource
 
 pytestmark = pytest.mark.s3
 
@@ -35,7 +36,7 @@ tables:
     checkpoint: {{interval: 3}}
 """)
     # the YAML holds no secret; the resource holds only the variable names until run time
-    assert "testing" not in repr(build_resources(config)["delta_s3events"].storage_options)
+    assert "testing" not in repr(DeltaTableResource.from_table_config(config.table("s3events")).storage_options)
 
     with instance_for_test() as instance:
         defs = build_definitions(config)

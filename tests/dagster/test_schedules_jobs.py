@@ -9,9 +9,11 @@ import subprocess
 import sys
 
 import pytest
-from dagster import AssetKey, DagsterInstance, build_schedule_context
+from dagster import AssetKey, DagsterInstance, DagsterResourceFunctionError, build_schedule_context
+from dagster import build_resources as dagster_build_resources
 
 from definitions import build_definitions, build_resources
+from delta_core.errors import ConfigError
 from fleet.report import FLEET_REPORT_SCHEDULE
 from resources import DeltaTableResource, SparkResource
 from tests.dagster.conftest import REPO_ROOT
@@ -119,15 +121,20 @@ tables:
       client_kwargs: {endpoint_url: "http://127.0.0.1:9"}
 """)
     resources = build_resources(config)
-    delta: DeltaTableResource = resources["delta_s3t"]
     # the secret is an EnvVar reference, not a value, until run time
-    assert "DM_TEST_SECRET" in repr(delta.storage_options["secret"])
+    assert "DM_TEST_SECRET" in repr(DeltaTableResource.from_table_config(config.table("s3t")).storage_options["secret"])
+    with pytest.raises(DagsterResourceFunctionError) as unset:
+        with dagster_build_resources({"delta_s3t": resources["delta_s3t"]}):
+            pass
+    assert isinstance(unset.value.__cause__, ConfigError)
+    assert "DM_TEST_KEY is not set where this run or sensor executes" in str(unset.value.__cause__)
     monkeypatch.setenv("DM_TEST_KEY", "AKIA-test")
     monkeypatch.setenv("DM_TEST_SECRET", "s3cr3t")
     monkeypatch.setenv("DM_TEST_MASTER", "local[1]")
-    live = delta.process_config_and_initialize()
-    assert live.fsspec_options() == {"key": "AKIA-test", "secret": "s3cr3t", "anon": False,
-                                     "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
+    with dagster_build_resources({"delta_s3t": resources["delta_s3t"]}) as initialized:
+        live: DeltaTableResource = initialized.delta_s3t
+        assert live.fsspec_options() == {"key": "AKIA-test", "secret": "s3cr3t", "anon": False,
+                                         "client_kwargs": {"endpoint_url": "http://127.0.0.1:9"}}
     with resources["spark"].process_config_and_initialize_cm() as spark:
         assert isinstance(spark, SparkResource) and spark.master == "local[1]"
         assert not spark.owns_session  # nothing created until a step asks for the session

@@ -1,0 +1,166 @@
+"""The code location with many discovered tables: load time, sensor ticks and memory.
+
+Small Delta tables (our writer: a create and one append each) are generated under a temporary
+root as ``area{i % 10}/t{i}``, beside directories that are not tables (``area{k}/landing/raw``
+holding a file), and a tables.yaml with one ``discover:`` entry points at the root. For each
+size (default 100, 500 and 2,000 tables; the root grows from one size to the next) a fresh
+Python process:
+
+- imports ``definitions`` with ``$DELTA_MAINTENANCE_TABLES`` set (Dagster's imports, discovery,
+  ``check_tables`` and ``build_definitions``: what ``dagster dev`` does to load the location),
+  reporting the discovery and the rest apart;
+- resolves the repository (``get_repository_def``) and its snapshot, what the webserver
+  reads from a code location server;
+- evaluates one tick of one table's log sensor (``build_sensor_context`` with a real
+  ``instance_for_test`` and the table's resource), first (no cursor) and then with a new
+  commit after the cursor;
+- reports its peak RSS.
+
+Dagster's default sensor tick timeout is 60 s (``dagster._grpc.utils.default_sensor_grpc_timeout``,
+the gRPC deadline of a sensor evaluation; ``DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS`` overrides it).
+The repository snapshot the webserver fetches at load has its own deadline
+(180 s; ``DAGSTER_REPOSITORY_GRPC_TIMEOUT_SECONDS``).
+
+    python -m benchmarks.bench_fleet [--tables 100,500,2000] [--keep]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def generate(root: Path, start: int, stop: int) -> None:
+    """Tables ``start..stop-1`` under ``root`` (``area{i % 10}/t{i}``), plus a non-table per area."""
+    import pyarrow as pa
+
+    from delta_core.write.table_writes import append, create_table
+
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    for i in range(start, stop):
+        table = create_table(str(root / f"area{i % 10}" / f"t{i}"), schema)
+        append(table, pa.table({"id": [i, i + 1], "name": ["a", "b"]}))
+    for k in range(10):
+        landing = root / f"area{k}" / "landing" / "raw"
+        landing.mkdir(parents=True, exist_ok=True)
+        (landing / "dump.csv").write_text("id,name\n1,a\n")
+
+
+def write_config(work: Path) -> Path:
+    path = work / "tables.yaml"
+    path.write_text("discover:\n  - root: lake\n    defaults:\n      compact: {target_size: 64KiB}\n"
+                    "      zorder: {columns: [id]}\n      checkpoint: {interval: 10}\n", encoding="utf-8")
+    return path
+
+
+def _measure(config: str) -> dict[str, float | int]:
+    """In a fresh process: import definitions, resolve the repository, one sensor tick, peak RSS."""
+    os.environ["DELTA_MAINTENANCE_TABLES"] = config
+    out: dict[str, float | int] = {}
+    started = time.perf_counter()
+    import dagster  # noqa: F401  (Dagster's own import cost, apart from ours)
+
+    out["import_dagster_s"] = time.perf_counter() - started
+    import resources.config as config_module
+
+    t = time.perf_counter()
+    loaded = config_module.load_config()
+    out["discover_s"] = time.perf_counter() - t
+    out["tables"] = len(loaded.tables)
+    t = time.perf_counter()
+    import definitions  # noqa: F401  (loads the config again: discovery, checks, build)
+
+    out["import_definitions_s"] = time.perf_counter() - t
+    out["load_total_s"] = time.perf_counter() - started
+    defs = definitions.defs
+    t = time.perf_counter()
+    repo = defs.get_repository_def()
+    out["resolve_s"] = time.perf_counter() - t
+    from dagster._core.remote_representation.external_data import RepositorySnap
+
+    t = time.perf_counter()
+    RepositorySnap.from_def(repo)
+    out["snapshot_s"] = time.perf_counter() - t
+    out["jobs"] = len(repo.get_all_jobs())
+    out["sensors"] = len(repo.sensor_defs)
+    out["schedules"] = len(repo.schedule_defs)
+
+    import pyarrow as pa
+    from dagster import build_sensor_context, instance_for_test
+
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append
+    from sensors import sensor_name
+
+    table = loaded.tables[len(loaded.tables) // 2]
+    sensor_def = defs.resolve_sensor_def(sensor_name(table.name))
+    resources = {k: repo.get_top_level_resources()[k] for k in sensor_def.required_resource_keys}
+    with instance_for_test() as instance:
+        t = time.perf_counter()
+        with build_sensor_context(instance=instance, definitions=defs, resources=resources) as ctx:
+            first = sensor_def.evaluate_tick(ctx)
+        out["tick_first_s"] = time.perf_counter() - t
+        append(DeltaTable(str(table.uri)), pa.table({"id": [0], "name": ["c"]}))
+        t = time.perf_counter()
+        with build_sensor_context(instance=instance, definitions=defs, resources=resources,
+                                  cursor=first.cursor) as ctx:
+            second = sensor_def.evaluate_tick(ctx)
+        out["tick_new_commit_s"] = time.perf_counter() - t
+        assert second.cursor == str(int(first.cursor or -1) + 1), (first.cursor, second.cursor)
+    out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--tables", default="100,500,2000", help="comma-separated sizes, ascending")
+    parser.add_argument("--keep", action="store_true", help="keep the generated root")
+    parser.add_argument("--measure", metavar="CONFIG", help=argparse.SUPPRESS)  # the child process
+    args, _unknown = parser.parse_known_args(argv)
+    if args.measure:
+        print(json.dumps(_measure(args.measure)))
+        return 0
+    sizes = sorted(int(s) for s in args.tables.split(","))
+    work = Path(tempfile.mkdtemp(prefix="bench_fleet_"))
+    try:
+        config = write_config(work)
+        made = 0
+        print(f"{'tables':>6} {'discover':>9} {'load':>7} {'resolve':>8} {'snapshot':>9} {'tick 1':>7} "
+              f"{'tick 2':>7} {'jobs':>6} {'sensors':>8} {'RSS MB':>7}", flush=True)
+        for n in sizes:
+            t = time.perf_counter()
+            generate(work / "lake", made, n)
+            made = n
+            generated = time.perf_counter() - t
+            env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+            proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_fleet", "--measure", str(config)],
+                                  cwd=REPO, env=env, check=True, capture_output=True, text=True)
+            r = json.loads(proc.stdout.strip().splitlines()[-1])
+            assert r["tables"] == n, r
+            print(f"{n:>6} {r['discover_s']:>8.2f}s {r['import_definitions_s']:>6.2f}s {r['resolve_s']:>7.2f}s "
+                  f"{r['snapshot_s']:>8.2f}s {r['tick_first_s']:>6.3f}s {r['tick_new_commit_s']:>6.3f}s "
+                  f"{r['jobs']:>6} {r['sensors']:>8} {r['peak_rss_mb']:>7.0f}"
+                  f"   (generated in {generated:.0f} s; import dagster {r['import_dagster_s']:.1f} s)", flush=True)
+        print("load: import definitions (discovery, check_tables, build_definitions); tick 1: a table's log "
+              "sensor with no cursor, tick 2: after one new commit. Dagster's sensor tick timeout: 60 s.")
+    finally:
+        if args.keep:
+            print(f"kept {work}")
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

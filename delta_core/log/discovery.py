@@ -1,0 +1,162 @@
+"""Discovery: the Delta tables under a root, each named by its path relative to the root.
+
+A Delta table is a directory holding ``_delta_log/`` (PROTOCOL.md "Delta Table Specification":
+the log lives in ``_delta_log`` under the table root). ``discover_tables`` walks the root with
+the storage contract's ``list_directories`` (local disk, ``s3://`` and any fsspec scheme alike):
+
+- a directory holding a ``_delta_log`` directory is a table and is not descended into (its
+  partition directories and its log are its own); a directory without one never is a table;
+- each directory is listed once; the directories of one depth are listed in parallel threads
+  (an object store answers each listing in a round trip);
+- a table's name is its relative path with ``/`` written ``__`` (``area0/orders`` →
+  ``area0__orders``). A path whose name would not be a table name (letters, digits and ``_``,
+  not starting with a digit: names become Dagster group names) is skipped with a warning.
+
+``include`` and ``exclude`` are ``fnmatch`` globs (case-sensitive, ``*`` also matches ``/``)
+over the relative path: a table is kept when it matches an include pattern (none given: every
+table) and no exclude pattern. An excluded directory is not walked into either.
+
+Both readers of ``tables.yaml`` (the Dagster code location and the ``delta-core`` command line)
+discover through this module and merge with ``merge_discovered``, so they see the same tables.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import os
+import posixpath
+import re
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from delta_core.errors import ConfigError
+from delta_core.model.path_identity import local_os_path, parse_location
+from delta_core.storage import open_storage
+
+log = logging.getLogger(__name__)
+
+LOG_DIR = "_delta_log"
+NAME_SEPARATOR = "__"  # what "/" becomes in a discovered table's name
+TABLE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_LISTING_THREADS = 16
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredTable:
+    """One table found under a root: ``name`` from ``path`` (relative to ``root``), ``uri`` its root."""
+
+    name: str
+    path: str
+    root: str
+    uri: str
+
+
+def table_name(relative_path: str) -> str:
+    """The name of the table at ``relative_path``: ``area0/orders`` → ``area0__orders``."""
+    return relative_path.replace("/", NAME_SEPARATOR)
+
+
+def location_identity(uri: str) -> str:
+    """One spelling of a table location, to tell that two URIs name the same table: local paths
+    resolved (symlinks too), ``file:`` URIs and bare paths alike, ``s3a``/``s3n`` as ``s3``."""
+    local = local_os_path(uri)
+    if local is not None:
+        return "file://" + os.path.realpath(local)
+    parsed = parse_location(uri)
+    return parsed.uri if parsed is not None else uri.rstrip("/")
+
+
+def _matches(path: str, patterns: Sequence[str]) -> bool:
+    return any(fnmatch.fnmatchcase(path, p) for p in patterns)
+
+
+def discover_tables(root: str, storage_options: Mapping[str, Any] | None = None, *,
+                    include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[DiscoveredTable]:
+    """Every Delta table under ``root`` that ``include``/``exclude`` keep, sorted by path.
+
+    ``ConfigError`` when ``root`` does not exist or is itself a table (say what to do); a
+    ``StorageError`` (``AccessDeniedError``...) from the store as it comes; ``ConfigError`` when
+    two tables get one name (``a__b`` and ``a/b``)."""
+    started = time.perf_counter()
+    storage = open_storage(root, storage_options)
+    if not storage.exists(""):
+        raise ConfigError(f"discover root {root} does not exist (no such directory, bucket or prefix); "
+                          "create it, or fix the root in tables.yaml", path=root)
+    top = storage.list_directories("")
+    if LOG_DIR in top:
+        raise ConfigError(f"discover root {root} is itself a Delta table; list it under tables: instead, "
+                          "or make the root its parent folder", path=root)
+    found: list[str] = []
+    level = [d for d in top if not _matches(d, exclude)]
+    listed = 1
+    with ThreadPoolExecutor(max_workers=_LISTING_THREADS) as pool:
+        while level:
+            children = list(pool.map(storage.list_directories, level))
+            listed += len(level)
+            deeper: list[str] = []
+            for directory, subdirs in zip(level, children, strict=True):
+                if LOG_DIR in subdirs:
+                    found.append(directory)
+                    continue
+                deeper.extend(p for name in subdirs if not _matches(p := f"{directory}/{name}", exclude))
+            level = deeper
+    tables = [DiscoveredTable(name=table_name(p), path=p, root=root, uri=storage.uri(p).removeprefix("file://")
+                              if storage.scheme == "file" else storage.uri(p))
+              for p in sorted(found) if not include or _matches(p, include)]
+    kept = []
+    for t in tables:
+        if TABLE_NAME.match(t.name):
+            kept.append(t)
+        else:
+            log.warning("discover root %s: skipping the table at %s: its name %r is not letters, digits and _ "
+                        "(not starting with a digit); list it under tables: with a name of its own, or exclude it",
+                        root, t.path, t.name)
+    _refuse_duplicates(kept)
+    log.info("discover root %s: %d tables in %.2f s (%d directories listed)",
+             root, len(kept), time.perf_counter() - started, listed)
+    return kept
+
+
+def _refuse_duplicates(tables: Iterable[DiscoveredTable]) -> None:
+    """``ConfigError`` naming the first two tables that share a name or a location."""
+    by_name: dict[str, DiscoveredTable] = {}
+    by_place: dict[str, DiscoveredTable] = {}
+    for t in tables:
+        other = by_name.setdefault(t.name, t)
+        if other is not t:
+            raise ConfigError(
+                f"discovered tables {posixpath.join(other.root, other.path)} and {posixpath.join(t.root, t.path)} "
+                f"both get the name {t.name!r} ('/' is written '__'); exclude one of them (exclude: "
+                f"[{t.path!r}]) and list it under tables: with a name of its own", path=t.uri)
+        place = by_place.setdefault(location_identity(t.uri), t)
+        if place is not t:
+            raise ConfigError(
+                f"the table at {t.uri} is discovered twice, as {place.name!r} (root {place.root}) and {t.name!r} "
+                f"(root {t.root}): the roots overlap; exclude it from one of them", path=t.uri)
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoverRule:
+    """One ``discover:`` entry as both readers hold it: root (resolved), globs, storage options."""
+
+    root: str
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
+    storage_options: Mapping[str, Any] | None = None
+
+
+def discover_all(rules: Sequence[DiscoverRule],
+                 explicit: Mapping[str, str | None]) -> list[tuple[int, DiscoveredTable]]:
+    """The tables the rules discover, each with the index of its rule, less those an explicit
+    table overrides: the same name or the same location (``explicit`` maps names to URIs;
+    ``None`` for a URI only the environment of a run knows). ``ConfigError`` when two
+    discovered tables share a name or a location."""
+    pairs = [(i, t) for i, rule in enumerate(rules)
+             for t in discover_tables(rule.root, rule.storage_options, include=rule.include, exclude=rule.exclude)]
+    _refuse_duplicates(t for _, t in pairs)
+    places = {location_identity(uri) for uri in explicit.values() if uri is not None}
+    return [(i, t) for i, t in pairs if t.name not in explicit and location_identity(t.uri) not in places]

@@ -1,0 +1,106 @@
+"""Discovery of the Delta tables under a root (``delta_core.log.discovery``), on local disk and
+on the moto S3 server: tables written by our writer and by delta-rs, non-tables skipped."""
+
+from __future__ import annotations
+
+import pathlib
+import uuid
+
+import pyarrow as pa
+import pytest
+
+from delta_core.errors import ConfigError
+from delta_core.log.discovery import DiscoverRule, discover_all, discover_tables
+from delta_core.write.table_writes import append, create_table
+
+SCHEMA = pa.schema([("id", pa.int64())])
+
+
+def make_table(uri: str, storage_options: dict | None = None) -> None:
+    table = create_table(uri, SCHEMA, storage_options=storage_options)
+    append(table, pa.table({"id": [1, 2, 3]}))
+
+
+@pytest.fixture()
+def lake(tmp_path: pathlib.Path) -> pathlib.Path:
+    """area0/orders, area0/sub/deep (two levels), area1/users, top; plus non-tables."""
+    root = tmp_path / "lake"
+    for rel in ("area0/orders", "area0/sub/deep", "area1/users", "top"):
+        make_table(str(root / rel))
+    from deltalake import write_deltalake
+
+    write_deltalake(str(root / "area1" / "rs_table"), pa.table({"id": [1]}))
+    (root / "area1" / "not_a_table" / "part").mkdir(parents=True)  # no _delta_log anywhere
+    (root / "area1" / "not_a_table" / "part" / "x.parquet").write_bytes(b"PAR1")
+    (root / "README.md").write_text("a file, not a table\n")
+    (root / "empty").mkdir()
+    return root
+
+
+def test_nested_tables_found_and_non_tables_skipped(lake: pathlib.Path) -> None:
+    found = discover_tables(str(lake))
+    assert [(t.name, t.path) for t in found] == [
+        ("area0__orders", "area0/orders"), ("area0__sub__deep", "area0/sub/deep"),
+        ("area1__rs_table", "area1/rs_table"), ("area1__users", "area1/users"), ("top", "top")]
+    assert found[0].uri == str(lake / "area0" / "orders")
+    assert not any("_delta_log" in t.path for t in found)  # a log is never walked into nor named
+    # a table's own directories (its _delta_log, partitions) are not walked into: no names below a table
+    make_table(str(lake / "top" / "nested_inside_table"))
+    assert [t.name for t in discover_tables(str(lake))] == [t.name for t in found]
+
+
+def test_include_exclude_are_globs_over_the_relative_path(lake: pathlib.Path) -> None:
+    assert [t.path for t in discover_tables(str(lake), include=["area0/*"])] == ["area0/orders", "area0/sub/deep"]
+    assert [t.path for t in discover_tables(str(lake), exclude=["area0/sub", "*users"])] == [
+        "area0/orders", "area1/rs_table", "top"]
+    # an excluded directory is not walked: nothing below it comes back even if included
+    assert discover_tables(str(lake), include=["area0/sub/*"], exclude=["area0/sub"]) == []
+
+
+def test_duplicate_names_after_mapping_are_refused(lake: pathlib.Path) -> None:
+    make_table(str(lake / "area0__orders"))  # a__b and a/b both become a__b
+    with pytest.raises(ConfigError, match=r"both get the name 'area0__orders'.*exclude one of them"):
+        discover_tables(str(lake))
+
+
+def test_bad_roots_say_what_to_do(lake: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    with pytest.raises(ConfigError, match="does not exist.*fix the root"):
+        discover_tables(str(tmp_path / "nowhere"))
+    with pytest.raises(ConfigError, match="is itself a Delta table; list it under tables:"):
+        discover_tables(str(lake / "top"))
+
+
+def test_names_that_cannot_be_group_names_are_skipped(lake: pathlib.Path) -> None:
+    make_table(str(lake / "2024-copy"))
+    assert "2024-copy" not in [t.path for t in discover_tables(str(lake))]
+
+
+def test_explicit_tables_override_by_name_and_location(lake: pathlib.Path) -> None:
+    rule = DiscoverRule(root=str(lake))
+    explicit = {"top": "/elsewhere/top", "orders": f"file://{lake}/area0/orders/", "env_uri": None}
+    names = [t.name for _, t in discover_all([rule], explicit)]
+    assert names == ["area0__sub__deep", "area1__rs_table", "area1__users"]
+
+
+def test_overlapping_roots_are_refused(lake: pathlib.Path) -> None:
+    with pytest.raises(ConfigError, match="discovered twice.*roots overlap"):
+        discover_all([DiscoverRule(root=str(lake)), DiscoverRule(root=str(lake / "area0"), include=["orders"])], {})
+
+
+def test_s3_root(s3_server: str, s3_storage_options: dict) -> None:
+    import s3fs
+
+    bucket = f"lake-{uuid.uuid4().hex[:8]}"
+    s3fs.S3FileSystem(**s3_storage_options).mkdir(bucket)
+    root = f"s3://{bucket}/warehouse"
+    for rel in ("sales/orders", "sales/eu/returns", "hr"):
+        make_table(f"{root}/{rel}", s3_storage_options)
+    fs = s3fs.S3FileSystem(**s3_storage_options)
+    fs.pipe(f"{bucket}/warehouse/raw/dump/x.csv", b"a,b\n")  # a prefix without _delta_log
+    fs.pipe(f"{bucket}/warehouse/notes.txt", b"hi")
+    found = discover_tables(root, s3_storage_options)
+    assert [(t.name, t.uri) for t in found] == [
+        ("hr", f"{root}/hr"), ("sales__eu__returns", f"{root}/sales/eu/returns"),
+        ("sales__orders", f"{root}/sales/orders")]
+    with pytest.raises(ConfigError, match="does not exist"):
+        discover_tables(f"s3://{bucket}/nothing_here", s3_storage_options)
