@@ -30,6 +30,10 @@ from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VAC
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
 TABLE_DIR = pathlib.Path("demo_data") / TABLE_NAME
+LAKE_DIR = pathlib.Path("demo_data") / "lake"  # tables.yaml discovers every table under it
+# The lake's small-file tables (path under the root, days): discovered as area0__orders, ...
+LAKE_TABLES = (("area0/orders", 2), ("area0/customers", 1), ("area1/clicks", 3))
+LAKE_ROWS, LAKE_APPENDS = 3000, 15
 DEMO_MAX_ADVISED_RUNS = 2  # advisor runs in progress at once, across tables
 DEMO_SPARK_POOL_LIMIT = 1  # Spark steps at once (local[*]): the pools' default limit
 # The demo's writer checkpoints this rarely, as writers that leave checkpoints to a maintenance
@@ -130,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                              days=args.days, delete_fraction=args.delete_fraction,
                              properties={CHECKPOINT_INTERVAL: str(WRITER_CHECKPOINT_INTERVAL)})
     before = FileStats.of(table.snapshot())
+    _build_lake(root / LAKE_DIR)
     config = load_config(config_path)
     policy = config.table(TABLE_NAME)
     checkpoint = table.last_checkpoint_version()
@@ -178,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_line("partitions", str(before.num_partitions), str(after.num_partitions)))
     print()
     print(f"Health checks of {TABLE_NAME}/delta_table, before -> after {job_name}:")
-    for line in _check_lines(_check_statuses(checked), _check_statuses(result)):
+    for line in _check_lines({c: v for (_, c), v in _check_statuses(checked).items()},
+                             {c: v for (_, c), v in _check_statuses(result).items()}):
         print(line)
     print()
     print(f"Per step of {job_name}:")
@@ -187,6 +193,9 @@ def main(argv: list[str] | None = None) -> int:
         for mat in result.asset_materializations_for_node(node):
             print(f"  {op:<11} " + _step_line(op, mat.metadata, checkpoint_interval=policy.checkpoint.interval))
     print()
+    lake = [t.name for t in config.tables if t.discovered_under is not None]
+    if lake and not _maintain_lake(defs, instance, lake):
+        return 1
     tables_env = "" if config_path == REPO_ROOT / "tables.yaml" else f" DELTA_MAINTENANCE_TABLES={config_path}"
     print(f"Dagster UI:  DAGSTER_HOME={home}{tables_env} \\")
     print("             .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
@@ -194,14 +203,62 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _run(defs, instance, job_name: str, describe, run_config: dict | None = None):
-    """Run ``job_name`` in this process, printing one line: the job, its run id (as the UI
-    shortens it), the outcome and ``describe(result, seconds)``; after a failure, the failed
-    steps' errors instead."""
+def _build_lake(lake: pathlib.Path) -> None:
+    """The discovered tables: small-file tables under ``lake`` (and a folder that is no table)."""
+    from demo.table import build_demo_table
+
+    if lake.exists():
+        shutil.rmtree(lake)
+    for path, days in LAKE_TABLES:
+        build_demo_table(lake / path, name=path.replace("/", "__"), rows=LAKE_ROWS, appends=LAKE_APPENDS,
+                         days=days, delete_fraction=0.0)
+    (lake / "area1" / "staging").mkdir(parents=True)  # no _delta_log: never a table
+    (lake / "area1" / "staging" / "notes.txt").write_text("not a Delta table\n", encoding="utf-8")
+    print(f"Created {len(LAKE_TABLES)} small-file tables under {lake} (tables.yaml discovers them)", flush=True)
+
+
+def _maintain_lake(defs, instance, lake: list[str]) -> bool:
+    """The discovered tables: their health checks (the fleet's ``all_tables_checks``), their
+    maintenance (``all_tables_maintenance`` selecting their assets), their checks again; then the
+    fleet report over every table, printed."""
+    from assets.maintenance import maintenance_asset_key
+    from fleet.report import FLEET_REPORT_JOB
+    from jobs import ALL_TABLES_CHECKS_JOB, ALL_TABLES_MAINTENANCE_JOB
+    from resources.config import load_config
+
+    config = load_config()
+    keys = [maintenance_asset_key(name, op) for name in lake for op in config.table(name).operations]
+    print(f"Discovered tables under {LAKE_DIR} ({', '.join(lake)}): checked, maintained, checked again:", flush=True)
+    checked = _run(defs, instance, ALL_TABLES_CHECKS_JOB, lambda result, _: _checks_text(result))
+    maintained = _run(defs, instance, ALL_TABLES_MAINTENANCE_JOB,
+                      lambda _, seconds: f"{len(keys)} steps in {seconds:.1f} s", assets=keys)
+    rechecked = _run(defs, instance, ALL_TABLES_CHECKS_JOB, lambda result, _: _checks_text(result))
+    if not (checked.success and maintained.success and rechecked.success):
+        return False
+    before, after = _check_statuses(checked), _check_statuses(rechecked)
+    for name in lake:
+        print(f"  {name}:")
+        for line in _check_lines(*({check: status for (table, check), status in statuses.items() if table == name}
+                                   for statuses in (before, after))):
+            print("  " + line)
+    report = _run(defs, instance, FLEET_REPORT_JOB, lambda _, seconds: f"in {seconds:.1f} s")
+    if not report.success:
+        return False
+    (materialization,) = [e.materialization for e in report.get_asset_materialization_events()]
+    print("\nFleet report (asset fleet/report):")
+    print(materialization.metadata["report"].value)
+    print()
+    return True
+
+
+def _run(defs, instance, job_name: str, describe, run_config: dict | None = None, *, assets: list | None = None):
+    """Run ``job_name`` in this process (only ``assets`` of it when given, as a sensor's run of a
+    shared fleet job does), printing one line: the job, its run id (as the UI shortens it), the
+    outcome and ``describe(result, seconds)``; after a failure, the failed steps' errors instead."""
     print(f"  {job_name:<26} ", end="", flush=True)
     started = time.monotonic()
     result = defs.resolve_job_def(job_name).execute_in_process(
-        instance=instance, run_config=(run_config or {}) | QUIET_RUN_CONFIG, raise_on_error=False)
+        instance=instance, run_config=(run_config or {}) | QUIET_RUN_CONFIG, raise_on_error=False, asset_selection=assets)
     if result.success:
         print(f"{result.run_id[:8]}  succeeded  {describe(result, time.monotonic() - started)}", flush=True)
         return result
@@ -229,15 +286,19 @@ def _observation_text(result, *, previous=None) -> str:
     return text + f"{observation.data_version}: assets computed from it are unsynced"
 
 
-def _check_statuses(result) -> dict[str, tuple[str, str]]:
-    """Each check evaluation of a run: ``pass``/``WARN``/``ERROR`` and the recommended operation."""
-    return {e.check_name: ("pass" if e.passed else e.severity.value,
-                           str(e.metadata["recommended_operation"].value))
+def _check_statuses(result) -> dict[tuple[str, str], tuple[str, str]]:
+    """Each check evaluation of a run by (table, check): ``pass``/``WARN``/``ERROR`` and the
+    recommended operation."""
+    return {(e.asset_key.path[0], e.check_name): ("pass" if e.passed else e.severity.value,
+                                                  str(e.metadata["recommended_operation"].value))
             for e in result.get_asset_check_evaluations()}
 
 
 def _checks_text(result) -> str:
-    failing = [f"{name} {status}" for name, (status, _) in _check_statuses(result).items() if status != "pass"]
+    statuses = _check_statuses(result)
+    several = len({table for table, _ in statuses}) > 1
+    failing = [f"{f'{table}.' if several else ''}{name} {status}"
+               for (table, name), (status, _) in statuses.items() if status != "pass"]
     return f"{len(failing)} of {len(result.get_asset_check_evaluations())} checks fail: {', '.join(failing) or 'none'}"
 
 

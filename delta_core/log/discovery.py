@@ -78,14 +78,17 @@ def discover_tables(root: str, storage_options: Mapping[str, Any] | None = None,
                     include: Sequence[str] = (), exclude: Sequence[str] = ()) -> list[DiscoveredTable]:
     """Every Delta table under ``root`` that ``include``/``exclude`` keep, sorted by path.
 
-    ``ConfigError`` when ``root`` does not exist or is itself a table (say what to do); a
+    No tables, with a warning, when ``root`` does not exist (yet: its tables appear on a later
+    load); ``ConfigError`` when it is itself a table (says what to do); a
     ``StorageError`` (``AccessDeniedError``...) from the store as it comes; ``ConfigError`` when
     two tables get one name (``a__b`` and ``a/b``)."""
     started = time.perf_counter()
     storage = open_storage(root, storage_options)
     if not storage.exists(""):
-        raise ConfigError(f"discover root {root} does not exist (no such directory, bucket or prefix); "
-                          "create it, or fix the root in tables.yaml", path=root)
+        log.warning("discover root %s does not exist (no such directory, bucket or prefix): no tables from it. "
+                    "Its tables appear on the next load once it exists; fix the root in tables.yaml if it is a typo",
+                    root)
+        return []
     top = storage.list_directories("")
     if LOG_DIR in top:
         raise ConfigError(f"discover root {root} is itself a Delta table; list it under tables: instead, "

@@ -63,9 +63,10 @@ def test_duplicate_names_after_mapping_are_refused(lake: pathlib.Path) -> None:
         discover_tables(str(lake))
 
 
-def test_bad_roots_say_what_to_do(lake: pathlib.Path, tmp_path: pathlib.Path) -> None:
-    with pytest.raises(ConfigError, match="does not exist.*fix the root"):
-        discover_tables(str(tmp_path / "nowhere"))
+def test_bad_roots_say_what_to_do(lake: pathlib.Path, tmp_path: pathlib.Path, caplog) -> None:
+    # A root not created yet gives no tables (they appear on a later load) and says so.
+    assert discover_tables(str(tmp_path / "nowhere")) == []
+    assert "does not exist" in caplog.text and "fix the root" in caplog.text
     with pytest.raises(ConfigError, match="is itself a Delta table; list it under tables:"):
         discover_tables(str(lake / "top"))
 
@@ -102,5 +103,4 @@ def test_s3_root(s3_server: str, s3_storage_options: dict) -> None:
     assert [(t.name, t.uri) for t in found] == [
         ("hr", f"{root}/hr"), ("sales__eu__returns", f"{root}/sales/eu/returns"),
         ("sales__orders", f"{root}/sales/orders")]
-    with pytest.raises(ConfigError, match="does not exist"):
-        discover_tables(f"s3://{bucket}/nothing_here", s3_storage_options)
+    assert discover_tables(f"s3://{bucket}/nothing_here", s3_storage_options) == []

@@ -72,8 +72,7 @@ def test_duplicate_names_and_bad_roots_are_typed_errors(lake: pathlib.Path) -> N
     make_table(lake / "area0__orders")
     with pytest.raises(TableConfigError, match=r"field 'discover'.*both get the name 'area0__orders'"):
         load_config(write_yaml(lake.parent / "tables.yaml", DISCOVER))
-    with pytest.raises(TableConfigError, match="discover root .*missing does not exist"):
-        load_config(write_yaml(lake.parent / "tables.yaml", "discover: [{root: missing}]\n"))
+    assert load_config(write_yaml(lake.parent / "tables.yaml", "discover: [{root: missing}]\n")).tables == ()
     with pytest.raises(TableConfigError, match=r"field 'discover.0.defaults.compact': must be true, false or a mapping"):
         load_config(write_yaml(lake.parent / "tables.yaml", "discover: [{root: lake, defaults: {compact: 3}}]\n"))
 
