@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
                              days=args.days, delete_fraction=args.delete_fraction,
                              properties={CHECKPOINT_INTERVAL: str(WRITER_CHECKPOINT_INTERVAL)})
     before = FileStats.of(table.snapshot())
-    _build_lake(root / LAKE_DIR)
+    lake_created = _build_lake(root / LAKE_DIR)
     config = load_config(config_path)
     policy = config.table(TABLE_NAME)
     checkpoint = table.last_checkpoint_version()
@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'no checkpoint' if checkpoint is None else f'last checkpoint at version {checkpoint}'}: its writer "
           f"checkpoints\n  every {WRITER_CHECKPOINT_INTERVAL} commits ({CHECKPOINT_INTERVAL}), maintenance "
           f"every {policy.checkpoint.interval} (tables.yaml checkpoint.interval)", flush=True)
+    print(lake_created, flush=True)
 
     defs = build_definitions(config)
     vacuum = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, VACUUM.name))
@@ -203,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _build_lake(lake: pathlib.Path) -> None:
-    """The discovered tables: small-file tables under ``lake`` (and a folder that is no table)."""
+def _build_lake(lake: pathlib.Path) -> str:
+    """The discovered tables: small-file tables under ``lake`` (and a folder that is no table);
+    the line to print about them."""
     from demo.table import build_demo_table
 
     if lake.exists():
@@ -214,7 +216,7 @@ def _build_lake(lake: pathlib.Path) -> None:
                          days=days, delete_fraction=0.0)
     (lake / "area1" / "staging").mkdir(parents=True)  # no _delta_log: never a table
     (lake / "area1" / "staging" / "notes.txt").write_text("not a Delta table\n", encoding="utf-8")
-    print(f"Created {len(LAKE_TABLES)} small-file tables under {lake} (tables.yaml discovers them)", flush=True)
+    return f"Created {len(LAKE_TABLES)} small-file tables under {lake} (tables.yaml discovers them)"
 
 
 def _maintain_lake(defs, instance, lake: list[str]) -> bool:
@@ -237,15 +239,15 @@ def _maintain_lake(defs, instance, lake: list[str]) -> bool:
         return False
     before, after = _check_statuses(checked), _check_statuses(rechecked)
     for name in lake:
-        print(f"  {name}:")
-        for line in _check_lines(*({check: status for (table, check), status in statuses.items() if table == name}
-                                   for statuses in (before, after))):
-            print("  " + line)
+        mine = sorted(check for table, check in before if table == name)
+        changed = [f"{c} {before[name, c][0]} -> {after[name, c][0]}" for c in mine
+                   if before[name, c][0] != "pass" or after[name, c][0] != "pass"]
+        print(f"    {name:<18} {', '.join(changed) or 'all pass'}; {len(mine) - len(changed)} other checks pass")
     report = _run(defs, instance, FLEET_REPORT_JOB, lambda _, seconds: f"in {seconds:.1f} s")
     if not report.success:
         return False
     (materialization,) = [e.materialization for e in report.get_asset_materialization_events()]
-    print("\nFleet report (asset fleet/report):")
+    print("Fleet report (asset fleet/report):")
     print(materialization.metadata["report"].value)
     print()
     return True

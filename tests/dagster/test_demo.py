@@ -14,8 +14,10 @@ from tests.dagster.conftest import REPO_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
-SCREEN_LINES = 40
+SCREEN_LINES = 60
 RUNS = ("events_observe", "events_checks", "events_downstream_refresh", "events_maintenance", "events_observe")
+LAKE_RUNS = ("all_tables_checks", "all_tables_maintenance", "all_tables_checks", "fleet_report")
+LAKE = ("area0__customers", "area0__orders", "area1__clicks")
 
 
 def test_demo_command_prints_before_after_summary(tmp_path):
@@ -55,6 +57,14 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     # Z-order left one file per partition: nothing more to gain, so skipping passes too
     skipping = next(line.split() for line in text.splitlines() if line.startswith("  data_skipping "))
     assert skipping[2:] == ["->", "pass", "(zorder)"]
+    # The discovered tables fail small_files before their maintenance and pass after it, and the
+    # fleet report lists every table with no failing check left.
+    for name in LAKE:
+        line = next(line.split() for line in text.splitlines() if line.startswith(f"    {name} "))
+        assert line[1:5] == ["small_files", "ERROR", "->", "pass;"]
+    report = text[text.index("Fleet report (asset fleet/report):"):].splitlines()[3:7]
+    assert sorted(row.split(" | ")[0].lstrip("| ") for row in report) == sorted(["events", *LAKE])
+    assert all(row.split(" | ")[2] == "none" for row in report)
 
     table = DeltaTable(str(tmp_path / "demo_data" / "events"))
     snap = table.snapshot()
@@ -70,15 +80,16 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     assert "no checkpoint due" not in text
 
     # The runs it names, in order, are the runs the instance holds, all succeeded.
-    printed = [line.split()[:3] for line in text.splitlines() if line.startswith("  events_")]
-    assert [job for job, _, _ in printed] == list(RUNS)
+    printed = [line.split()[:3] for line in text.splitlines()
+               if line.startswith(("  events_", "  all_tables_", "  fleet_report"))]
+    assert [job for job, _, _ in printed] == [*RUNS, *LAKE_RUNS]
     assert all(outcome == "succeeded" for _, _, outcome in printed)
     home = tmp_path / ".dagster_home"
     assert (home / "dagster.yaml").exists()
     data_version = str(_last_data_change(table))
     with DagsterInstance.from_config(str(home)) as instance:
         runs = list(reversed(instance.get_runs()))  # newest first, as stored
-        assert [run.job_name for run in runs] == list(RUNS)
+        assert [run.job_name for run in runs] == [*RUNS, *LAKE_RUNS]
         assert [run.run_id[:8] for run in runs] == [run_id for _, run_id, _ in printed]
         assert all(run.status == DagsterRunStatus.SUCCESS for run in runs)
         # Its Spark steps ran in the pool, one slot at a time (the instance's default pool limit).

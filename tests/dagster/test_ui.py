@@ -326,3 +326,77 @@ def test_browser_plots_the_table_health(server):
         canvases = driver.find_elements("tag name", "canvas")
         assert len(canvases) >= len(plotted)
         assert all(c.size["width"] > 100 and c.size["height"] > 50 for c in canvases[:len(plotted)])
+
+
+def _run_in_server_instance(dev: DagsterDev, job_name: str) -> None:
+    """Run ``job_name`` of the code location into the server's own instance (its DAGSTER_HOME),
+    as the log sensor's or a schedule's run would."""
+    from dagster import DagsterInstance
+
+    from definitions import build_definitions
+    from resources.config import load_config
+
+    defs = build_definitions(load_config(dev.root / "tables.yaml"))
+    with DagsterInstance.from_config(str(dev.root / "dagster_home")) as instance:
+        assert defs.resolve_job_def(job_name).execute_in_process(instance=instance).success
+
+
+def _screenshot_when(driver, url: str, shot: pathlib.Path, ready, *, scroll_to: str | None = None) -> str:
+    """Open ``url``, wait until ``ready(body text)``, save ``shot``; the page's text."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    driver.get(url)
+
+    def loaded(d) -> bool:
+        _skip_welcome(d)
+        text = d.find_element("tag name", "body").text
+        return "Join the Dagster community" not in text and ready(text)
+
+    try:
+        WebDriverWait(driver, 120, poll_frequency=1).until(loaded)
+    except TimeoutException:
+        timeout = shot.with_name(shot.stem + "_timeout.png")
+        driver.save_screenshot(str(timeout))
+        timeout.with_suffix(".txt").write_text(driver.current_url + "\n" + driver.find_element("tag name", "body").text)
+        raise
+    time.sleep(2)  # let the layout settle before the picture
+    if scroll_to is not None:
+        target = driver.find_element("xpath", f"//*[normalize-space()='{scroll_to}']")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", target)
+        time.sleep(1)
+    driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+    return driver.find_element("tag name", "body").text
+
+
+@pytest.mark.browser
+def test_browser_shows_the_health_checks(server):
+    """Issue 29: the table asset's checks (run by the log sensor's checks job) with their
+    statuses, on the asset's Checks tab and in the catalog."""
+    from delta_core.health.check_names import CHECK_REMEDIES
+
+    dev, _ = server
+    _run_in_server_instance(dev, "events_checks")
+    with _chromium() as driver:
+        text = _screenshot_when(driver, f"{dev.url}/assets/events/delta_table?view=checks",
+                                ARTIFACTS / "ui_health_checks_events.png",
+                                lambda t: all(name in t for name in CHECK_REMEDIES))
+        assert "small_files" in text and ("Failed" in text or "Warning" in text or "Passed" in text)
+        catalog = _screenshot_when(driver, f"{dev.url}/assets?groups=events",
+                                   ARTIFACTS / "ui_catalog_checks.png",
+                                   lambda t: "delta_table" in t and "compact" in t)
+        assert "events" in catalog
+
+
+@pytest.mark.browser
+def test_browser_shows_the_fleet_report(server):
+    """Issue 29: the fleet report asset's Markdown table of every table's health and checks."""
+    dev, _ = server
+    _run_in_server_instance(dev, "fleet_report")
+    with _chromium() as driver:
+        text = _screenshot_when(driver, f"{dev.url}/assets/fleet/report",
+                                ARTIFACTS / "ui_fleet_report.png",
+                                lambda t: "failing checks" in t and "next maintenance" in t, scroll_to="report")
+        assert "events" in text and "estimated gain" in text
