@@ -34,7 +34,6 @@ from typing import Any
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, HealthPolicy, table_health_policy
-from delta_core.log.discovery import DiscoverRule, discover_all
 from delta_core.maintenance.operations import CHECKPOINT, COMPACT, REGISTRY, ZORDER, Operation
 from delta_core.maintenance.option_fields import parse_option, policy_fields
 from delta_core.maintenance.policy_values import resolve_env, resolve_table_uri
@@ -148,6 +147,8 @@ def _discovered_entry(rules: list[Any], tables: Mapping[str, Any], table: str,
                       p: pathlib.Path) -> tuple[Mapping[str, Any], str]:
     """The entry of discovered table ``table``: its rule's ``defaults`` with its ``uri``
     (``delta_core.log.discovery``, as the code location discovers)."""
+    from delta_core.log.discovery import DiscoverRule, discover_all  # storage (fsspec) only when discovering
+
     parsed = [DiscoverRule(root=resolve_table_uri(r["root"], p.parent), include=tuple(r.get("include") or ()),
                            exclude=tuple(r.get("exclude") or ()),
                            storage_options=resolve_env((r.get("defaults") or {}).get("storage_options") or {},

@@ -154,19 +154,21 @@ def test_a_new_table_appears_on_the_next_load(lake: pathlib.Path) -> None:
 
 def test_advisor_holds_back_per_table_on_a_shared_job(lake: pathlib.Path) -> None:
     """Discovered tables share all_tables_compact: a run in flight for one table holds back the
-    advisor of that table only (the run's table-operation tag), not of the others."""
+    fleet advisor's compaction of that table only (the run's table-operation tag), not of the others."""
     from definitions import build_definitions
-    from sensors.advisor import TABLE_OPERATION_TAG, advisor_sensor_name
+    from sensors.advisor import FLEET_ADVISOR_SENSOR, TABLE_OPERATION_TAG
 
     text = DISCOVER.replace("      checkpoint: {interval: 7}\n", "      checkpoint: {interval: 7}\n      advisor: {mode: auto}\n")
     defs = build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", text)))
     job = defs.resolve_job_def("all_tables_compact")
 
     def advised(instance, table: str) -> list:
-        sensor = defs.resolve_sensor_def(advisor_sensor_name(table))
+        """The fleet advisor's compaction requests for ``table``."""
+        sensor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
         resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
         with build_sensor_context(instance=instance, definitions=defs, resources=resources) as context:
-            return sensor.evaluate_tick(context).run_requests
+            return [r for r in sensor.evaluate_tick(context).run_requests
+                    if r.tags[TABLE_OPERATION_TAG] == f"{table}.compact"]
 
     with instance_for_test() as instance:
         instance.create_run_for_job(job, asset_selection=frozenset({AssetKey(["area0__orders", "compact"])}),
