@@ -21,7 +21,7 @@ with hash lookups against the keys the commits touched; only the commit rows are
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,6 +109,24 @@ class ReplayState:
             self._cache["stats"] = self._merged(self.checkpoint_stats.stats(), "stats")
         column: pa.ChunkedArray = self._cache["stats"]
         return column
+
+    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``stats`` of each live file in order, a piece at a time: deferred checkpoint stats
+        are read batch by batch and never held whole (``stats`` reads the whole column)."""
+        if not self.stats_deferred or "stats" in self._cache:
+            yield self.stats
+            return
+        assert self.checkpoint_stats is not None
+        kept = self._kept()
+        ordinals = self.rows[CHECKPOINT_ROW].slice(0, kept)
+        total = self.checkpoint_stats.num_rows
+        wanted = None if kept == total else pc.is_in(int_array(range(total)), value_set=_combined(ordinals))
+        start = 0
+        for batch in self.checkpoint_stats.iter_stats():
+            yield batch if wanted is None else batch.filter(wanted.slice(start, len(batch)))
+            start += len(batch)
+        self.checkpoint_stats.check_rows(start)
+        yield self.rows["stats"].slice(kept)
 
     def file_columns(self, names: Sequence[str]) -> pa.Table:
         """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read

@@ -200,6 +200,11 @@ class Snapshot:
             physical_keys=self.column_mapping_mode != "none", paths=self._state.rows["path"],
         )
 
+    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``stats`` of the live files in ``files`` order, a piece at a time: checkpoint stats
+        are read batch by batch, never held whole (``ReplayState.iter_stats``)."""
+        return self._state.iter_stats()
+
     def file_stats(self) -> pa.Table:
         """``path``, ``num_records`` and typed ``min.<col>``/``max.<col>``/``null_count.<col>``."""
         files = self._state.files
