@@ -186,6 +186,15 @@ def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Arr
     return winners.take(pc.sort_indices(winners))
 
 
+def _take_ascending(table: pa.Table, rows: pa.Array) -> pa.Table:
+    """Rows ``rows`` (ascending, distinct) of ``table``, as a filter: Arrow's ``take`` on a table
+    of many chunks (one per commit) first concatenates each column, a whole copy of the table
+    beside the result; a filter goes chunk by chunk."""
+    if table.num_rows == 0 or len(rows) == table.num_rows:
+        return table
+    return table.filter(pc.is_in(int_array(range(table.num_rows)), value_set=rows))
+
+
 def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
     if not isinstance(x, pa.ChunkedArray):
         return x
@@ -226,7 +235,7 @@ def reconcile_files(
         is_add = pc.less(winners, n_add)
         add_rows = winners.filter(is_add)
         remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
-        new_adds, new_removes = adds.take(add_rows), removes.take(remove_rows)
+        new_adds, new_removes = _take_ascending(adds, add_rows), _take_ascending(removes, remove_rows)
         touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
         new_add_paths = add_paths.take(add_rows)
     dvs = new_adds["deletion_vector"]
@@ -235,7 +244,7 @@ def reconcile_files(
         # way the add set is unique by path and the newest pair wins.
         newest = _newest_per_key(new_add_paths, add_order)
         if newest is not None:
-            new_adds, new_add_paths = new_adds.take(newest), new_add_paths.take(newest)
+            new_adds, new_add_paths = _take_ascending(new_adds, newest), new_add_paths.take(newest)
 
     if base_files.num_rows or base_tombstones.num_rows:
         touched = _combined(touched)
