@@ -99,7 +99,10 @@ def inventory_listing(inventory: pa.Table, table_root: str) -> pa.Table:
     certainly inside ``table_root``: nothing may be planned from another table's inventory."""
     files = inventory.filter(pc.invert(pc.fill_null(inventory.column("isDir"), False)))
     root = TableRoot.of(table_root)
-    keys = _keys(files.column("path"), root, table_root)
+    paths = files.column("path")
+    # Slice by slice: the splitting and joining temporaries of one slice, not of millions of rows.
+    keys = pa.chunked_array([_keys(paths.slice(i, _SLICE_ROWS), root, table_root)
+                             for i in range(0, len(paths), _SLICE_ROWS)], pa.string())
     if keys.null_count:
         outside = files.column("path").filter(pc.is_null(keys)).to_pylist()
         raise PathEscapesTableError(
@@ -108,6 +111,9 @@ def inventory_listing(inventory: pa.Table, table_root: str) -> pa.Table:
             "paths under the root)", path=table_root)
     return pa.Table.from_arrays([keys, files.column("length"), files.column("modificationTime")],
                                 schema=LISTING_SCHEMA)
+
+
+_SLICE_ROWS = 256 * 1024
 
 
 def _keys(paths: pa.ChunkedArray, root: TableRoot, table_root: str) -> pa.Array:
