@@ -10,7 +10,9 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
 
 - ``snapshot from JSON``: replay the JSON commits (no checkpoint yet);
 - ``checkpoint``: ``delta-core checkpoint`` on the JSON commits (replay, then write);
-- then, from that checkpoint: the snapshot; ``delta-core describe`` and ``describe --json``
+- ``checkpoint every 250 commits``: the checkpoints a table written that way would have had,
+  each from the previous one plus 250 commits (one process; its peak is the largest);
+- then, from the latest checkpoint (written by either): the snapshot; ``delta-core describe`` and ``describe --json``
   (every path printed, to /dev/null); ``delta-core health``; the compaction, Z-order and purge
   plans (``plan_*``, what the driver computes before any Spark work); and ``delta-core vacuum
   --dry-run --inventory``, over a generated Parquet inventory listing every file the log ever
@@ -40,6 +42,7 @@ from benchmarks.bench_checkpoint import _file, _peak_rss_mb, generate_log
 
 TARGET = 128 * 1024 * 1024
 INVENTORY = "inventory.parquet"
+CHECKPOINT_EVERY = 250
 
 
 def _rss_now_mb(pid: int | str = "self") -> float:
@@ -86,6 +89,18 @@ def _purge_plan(path: str) -> None:
     plan_purge(_snapshot(path))
 
 
+def _checkpoint_every(path: str, every: int = CHECKPOINT_EVERY) -> None:
+    """Checkpoints at versions ``every``, ``2 * every``, ... and the latest, each from the one
+    before plus ``every`` commits (what a table checkpointed as it grows replays), one process."""
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.checkpoint_write import write_checkpoint
+
+    table = DeltaTable(path)
+    last = max(int(n[:20]) for n in os.listdir(os.path.join(path, "_delta_log")) if n.endswith(".json"))
+    for version in [*range(every, last, every), last]:
+        write_checkpoint(table, version=version)
+
+
 def _vacuum_dry_run(path: str) -> None:
     _cli("vacuum", path, "--dry-run", "--json", "--inventory", os.path.join(os.path.dirname(path), INVENTORY))
 
@@ -93,6 +108,7 @@ def _vacuum_dry_run(path: str) -> None:
 STEPS: dict[str, Callable[[str], Any]] = {
     "snapshot from JSON": _snapshot,
     "checkpoint": lambda path: _cli("checkpoint", path, "--json"),
+    f"checkpoint every {CHECKPOINT_EVERY} commits": _checkpoint_every,
     "snapshot from checkpoint": _snapshot,
     "describe": lambda path: _cli("describe", path),
     "describe --json": lambda path: _cli("describe", path, "--json"),
@@ -104,7 +120,7 @@ STEPS: dict[str, Callable[[str], Any]] = {
 }
 
 
-JSON_STEPS = ("snapshot from JSON", "checkpoint")  # the others read the checkpoint "checkpoint" writes
+JSON_STEPS = ("snapshot from JSON", "checkpoint", f"checkpoint every {CHECKPOINT_EVERY} commits")  # the others read the checkpoint "checkpoint" writes
 
 
 def _child(name: str, path: str, out: Any) -> None:
