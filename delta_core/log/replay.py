@@ -195,6 +195,22 @@ def _take_ascending(table: pa.Table, rows: pa.Array) -> pa.Table:
     return table.filter(pc.is_in(int_array(range(table.num_rows)), value_set=rows))
 
 
+def _take_ascending_freeing(chunks: list[pa.RecordBatch], rows: pa.Array, schema: pa.Schema) -> pa.Table:
+    """``_take_ascending`` over the rows of ``chunks``, emptying the list as it goes: each chunk
+    is dropped (freed, when the caller holds no other reference) once its rows are copied."""
+    total = sum(c.num_rows for c in chunks)
+    wanted = pc.is_in(int_array(range(total)), value_set=rows)
+    out: list[pa.RecordBatch] = []
+    start = 0
+    chunks.reverse()  # pop() from the end is O(1)
+    while chunks:
+        chunk = chunks.pop()
+        out.append(chunk.filter(wanted.slice(start, chunk.num_rows)))
+        start += chunk.num_rows
+        del chunk
+    return pa.Table.from_batches(out, schema=schema)
+
+
 def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
     if not isinstance(x, pa.ChunkedArray):
         return x
@@ -208,10 +224,13 @@ def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.
 
 def reconcile_files(
     base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None = None,
+    consume: bool = False,
 ) -> tuple[pa.Table, pa.Table]:
     """Apply the commits' file actions to the base live files and tombstones. New rows follow
     the base rows, in the log order of their winning actions. With ``table_root``, paths are
-    matched in their canonical form (without it, as written)."""
+    matched in their canonical form (without it, as written). ``consume``: the batch's adds
+    are taken from it (``CommitBatch.hand_over_adds``) and each chunk is freed once its winning
+    rows are copied, so the commits' rows and the result do not both exist whole."""
     if not batch.has_file_actions:
         return base_files, base_tombstones
 
@@ -235,7 +254,14 @@ def reconcile_files(
         is_add = pc.less(winners, n_add)
         add_rows = winners.filter(is_add)
         remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
-        new_adds, new_removes = _take_ascending(adds, add_rows), _take_ascending(removes, remove_rows)
+        if consume:
+            chunks, schema = adds.to_batches(), adds.schema
+            del adds
+            batch.hand_over_adds()
+            new_adds = _take_ascending_freeing(chunks, add_rows, schema)
+        else:
+            new_adds = _take_ascending(adds, add_rows)
+        new_removes = _take_ascending(removes, remove_rows)
         touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
         new_add_paths = add_paths.take(add_rows)
     dvs = new_adds["deletion_vector"]
@@ -290,9 +316,11 @@ def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:
     return None
 
 
-def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None) -> ReplayState:
+def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None,
+              consume: bool = False) -> ReplayState:
     """The state after applying ``batch`` (commits in ascending order) on top of ``base``; file
-    paths are matched in their canonical form under ``table_root`` when given."""
+    paths are matched in their canonical form under ``table_root`` when given. ``consume``:
+    see ``reconcile_files``."""
     protocol, metadata = base.protocol, base.metadata
     txns = dict(base.txns)
     domains = dict(base.domain_metadata)
@@ -306,7 +334,7 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         for d in c.domain_metadata:
             domains[d.domain] = d
     root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
-    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root)
+    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume)
     return ReplayState(
         protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},

@@ -292,7 +292,10 @@ def _apply(storage: Storage, segment: LogSegment, base: ReplayState, parsed: lis
         protocol = c.protocol or protocol
         metadata = c.metadata or metadata
     _gate(storage, segment, protocol, metadata)
-    return reconcile(base, build_batch(parsed, source=storage.root), table_root=storage.root)
+    batch = build_batch(parsed, source=storage.root)
+    for c in parsed:  # the batch holds their file actions now: let replay free them as it goes
+        c.release_file_actions()
+    return reconcile(base, batch, table_root=storage.root, consume=True)
 
 
 def load_snapshot(
