@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order
 from delta_core.maintenance.compaction_plan import (
     check_deleted_rows_ratio,
+    kept_rows,
     over_deleted_rows_ratio,
     selection_mask,
 )
@@ -87,7 +88,7 @@ def select_files(snapshot: Snapshot, where: str | None,
         if where is not None else None
     files = snapshot.files if columns is None else snapshot.file_columns(*columns)
     typed = snapshot.partition_values_typed() if predicate is not None else None
-    return files.filter(selection_mask(files, typed, predicate)), (predicate.sql() if predicate else None)
+    return kept_rows(files, selection_mask(files, typed, predicate)), (predicate.sql() if predicate else None)
 
 
 def plan_purge(
