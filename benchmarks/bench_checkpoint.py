@@ -36,35 +36,67 @@ from typing import Any
 
 SIZES = {"1M": 1_000_000, "3M": 3_000_000}
 
+def _field(name: str, kind: str) -> dict[str, Any]:
+    return {"name": name, "type": kind, "nullable": True, "metadata": {}}
+
+
 SCHEMA = {"type": "struct", "fields": [
-    {"name": "id", "type": "long", "nullable": True, "metadata": {}},
-    {"name": "name", "type": "string", "nullable": True, "metadata": {}},
-    {"name": "value", "type": "double", "nullable": True, "metadata": {}},
-    {"name": "day", "type": "string", "nullable": True, "metadata": {}},
+    _field("id", "long"), _field("name", "string"), _field("value", "double"), _field("day", "string"),
+]}
+# ``wide``: four more data columns, so each add's stats name seven columns (as real tables do)
+# instead of three.
+WIDE_SCHEMA = {"type": "struct", "fields": [
+    *SCHEMA["fields"], _field("ts", "timestamp"), _field("city", "string"), _field("amount", "double"),
+    _field("flag", "boolean"),
 ]}
 
 
-def _add_line(i: int, now: int) -> str:
+def _stats(i: int, wide: bool) -> str:
+    lo: dict[str, Any] = {"id": i * 100, "name": f"a{i}", "value": i * 0.5}
+    hi: dict[str, Any] = {"id": i * 100 + 99, "name": f"z{i}", "value": i * 0.5 + 10}
+    nulls: dict[str, Any] = {"id": 0, "name": i % 3, "value": 0}
+    if wide:
+        lo |= {"ts": f"2024-01-01T00:{i % 60:02d}:00.000Z", "city": f"city{i % 1000:04d}", "amount": -(i % 9973) / 7}
+        hi |= {"ts": f"2024-01-01T01:{i % 60:02d}:00.000Z", "city": f"town{i % 1000:04d}", "amount": (i % 9973) / 3}
+        nulls |= {"ts": 0, "city": i % 5, "amount": i % 2, "flag": 0}
+    return json.dumps({"numRecords": 100 + i % 50, "minValues": lo, "maxValues": hi, "nullCount": nulls},
+                      separators=(",", ":"))
+
+
+def _file(i: int) -> tuple[str, str, int]:
+    """The path, partition value and size of generated file ``i``."""
     day = f"2024-01-{i % 28 + 1:02d}"
-    stats = (f'{{"numRecords":{100 + i % 50},"minValues":{{"id":{i * 100},"name":"a{i}",'
-             f'"value":{i * 0.5}}},"maxValues":{{"id":{i * 100 + 99},"name":"z{i}",'
-             f'"value":{i * 0.5 + 10}}},"nullCount":{{"id":0,"name":{i % 3},"value":0}}}}')
-    return (f'{{"add":{{"path":"day={day}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet",'
-            f'"partitionValues":{{"day":"{day}"}},"size":{10000 + i % 997},'
-            f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(stats)}}}}}')
+    return f"day={day}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet", day, 10000 + i % 997
 
 
-def write_commit(root: str, version: int, first: int, n: int) -> None:
-    """Commit ``version`` adding files ``first .. first+n-1``."""
+def _add_line(i: int, now: int, wide: bool = False) -> str:
+    path, day, size = _file(i)
+    return (f'{{"add":{{"path":"{path}","partitionValues":{{"day":"{day}"}},"size":{size},'
+            f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(_stats(i, wide))}}}}}')
+
+
+def _remove_line(i: int, now: int) -> str:
+    path, day, size = _file(i)
+    return (f'{{"remove":{{"path":"{path}","deletionTimestamp":{now},"dataChange":true,'
+            f'"extendedFileMetadata":true,"partitionValues":{{"day":"{day}"}},"size":{size}}}}}')
+
+
+def write_commit(root: str, version: int, first: int, n: int, *, wide: bool = False,
+                 removed: Sequence[int] = ()) -> None:
+    """Commit ``version`` adding files ``first .. first+n-1`` and removing files ``removed``."""
     now = int(time.time() * 1000)
     lines = [json.dumps({"commitInfo": {"timestamp": now + version, "operation": "WRITE"}})]
-    lines += [_add_line(i, now) for i in range(first, first + n)]
+    lines += [_remove_line(i, now) for i in removed]
+    lines += [_add_line(i, now, wide) for i in range(first, first + n)]
     with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
-def generate_log(root: str, files: int, commits: int) -> None:
-    """Write ``_delta_log`` with ``files`` adds spread over ``commits`` commits (no data files)."""
+def generate_log(root: str, files: int, commits: int, *, removes: int = 0, wide: bool = False) -> int:
+    """Write ``_delta_log`` with ``files`` adds spread over ``commits`` commits (no data files);
+    with ``removes``, every ``files // removes``-th file is removed by the commit after the one
+    that added it (the last commit's files stay). ``wide``: seven stats columns (``WIDE_SCHEMA``)
+    instead of three. Returns the number of removes written."""
     log_dir = os.path.join(root, "_delta_log")
     os.makedirs(log_dir)
     now = int(time.time() * 1000)
@@ -72,17 +104,23 @@ def generate_log(root: str, files: int, commits: int) -> None:
         {"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
         {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
         {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                      "schemaString": json.dumps(SCHEMA), "partitionColumns": ["day"],
+                      "schemaString": json.dumps(WIDE_SCHEMA if wide else SCHEMA), "partitionColumns": ["day"],
                       "configuration": {}, "createdTime": now}},
     ]
     with open(os.path.join(log_dir, f"{0:020d}.json"), "w") as fh:
         fh.write("\n".join(json.dumps(a) for a in header) + "\n")
     per_commit = -(-files // commits)
-    made = 0
+    step = files // removes if removes else 0
+    made = removed = 0
+    previous = range(0)
     for v in range(1, commits + 1):
         n = min(per_commit, files - made)
-        write_commit(root, v, made, n)
+        gone = [i for i in previous if i % step == 0] if step else []
+        write_commit(root, v, made, n, wide=wide, removed=gone)
+        removed += len(gone)
+        previous = range(made, made + n)
         made += n
+    return removed
 
 
 def link_copy(src: str, dst: str) -> None:

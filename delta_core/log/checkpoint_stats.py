@@ -16,6 +16,7 @@ raises ``CorruptLogError`` saying to reload the table.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -44,12 +45,15 @@ class CheckpointStats:
 
     def stats(self) -> pa.ChunkedArray:
         """JSON ``stats`` of every checkpoint ``add`` row, by ordinal."""
-        chunks: list[pa.Array] = []
-        for key in self.keys:
-            chunks.extend(self._stats_of(key).chunks)
-        stats = pa.chunked_array(chunks, type=pa.string())
-        self._check(len(stats))
+        stats = pa.chunked_array(list(self.iter_stats()), type=pa.string())
+        self.check_rows(len(stats))
         return stats
+
+    def iter_stats(self) -> Iterator[pa.Array]:
+        """``stats`` in ordinal order, one Parquet batch at a time (a caller that streams holds
+        one batch of strings, not the column); the caller checks the total with ``check_rows``."""
+        for key in self.keys:
+            yield from self._stats_of(key)
 
     def num_records(self) -> pa.ChunkedArray:
         """``numRecords`` of every checkpoint ``add`` row, by ordinal, from
@@ -64,10 +68,11 @@ class CheckpointStats:
                 return num_records_from_stats(self.stats())
             chunks.extend(found.chunks)
         out = pa.chunked_array(chunks, type=pa.int64())
-        self._check(len(out))
+        self.check_rows(len(out))
         return out
 
-    def _check(self, rows: int) -> None:
+    def check_rows(self, rows: int) -> None:
+        """``CorruptLogError`` unless the checkpoint still holds the ``num_rows`` rows read at load time."""
         if rows != self.num_rows:
             raise CorruptLogError(
                 f"checkpoint {self.version} of {self.storage.root} now holds {rows} file rows, "
@@ -75,27 +80,24 @@ class CheckpointStats:
                 "cleaned up meanwhile); reload the table", path=self.storage.root, version=self.version,
             )
 
-    def _stats_of(self, key: str) -> pa.ChunkedArray:
+    def _stats_of(self, key: str) -> Iterator[pa.Array]:
+        """The ``stats`` of checkpoint part ``key``, batch by batch; JSON is synthesised from
+        ``add.stats_parsed`` for rows that lack it."""
         source = self.storage.uri(key)
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
             add_type = _add_type(pf)
             if add_type is None:
-                return pa.chunked_array([], type=pa.string())
+                return
             has_json = add_type.get_field_index("stats") >= 0
             has_parsed = add_type.get_field_index("stats_parsed") >= 0
-            columns = ["add.path"] + (["add.stats"] if has_json else [])
-            stats_chunks: list[pa.Array] = []
+            columns = ["add.path"] + (["add.stats"] if has_json else []) + (["add.stats_parsed"] if has_parsed else [])
             for batch in iter_batches(pf, columns, source, self.version):
                 rows, _ = rows_holding(batch.column("add"), "path")
-                if has_json:
-                    stats_chunks.extend(pc.struct_field(rows, "stats").chunks)
-                else:
-                    stats_chunks.append(pa.nulls(len(rows), pa.string()))
-            stats = pa.chunked_array(stats_chunks, type=pa.string())
-            if has_parsed and stats.null_count:
-                stats = _fill_from_parsed(pf, stats, source, self.version)
-            return stats
+                stats = pc.struct_field(rows, "stats").combine_chunks() if has_json else pa.nulls(len(rows), pa.string())
+                if has_parsed and stats.null_count:
+                    stats = _fill_from_parsed(stats, pc.struct_field(rows, "stats_parsed").combine_chunks())
+                yield stats
         finally:
             fh.close()
 
@@ -151,19 +153,11 @@ def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:
     return typ if pa.types.is_struct(typ) and typ.get_field_index("path") >= 0 else None
 
 
-def _fill_from_parsed(pf: pq.ParquetFile, stats: pa.ChunkedArray, source: str, version: int) -> pa.ChunkedArray:
-    """``stats`` with JSON synthesised from ``add.stats_parsed`` where it is missing."""
-    chunks: list[pa.Array] = []
-    for batch in iter_batches(pf, ["add.path", "add.stats_parsed"], source, version):
-        rows, _ = rows_holding(batch.column("add"), "path")
-        chunks.extend(pc.struct_field(rows, "stats_parsed").chunks)
-    parsed = pa.chunked_array(chunks).combine_chunks() if chunks else None
-    if parsed is None or len(parsed) != len(stats):
-        return stats
-    combined = stats.combine_chunks()
+def _fill_from_parsed(stats: pa.Array, parsed: pa.Array) -> pa.Array:
+    """``stats`` with JSON synthesised from ``parsed`` (``add.stats_parsed``) where it is missing."""
     # Synthesise only where JSON is missing and the struct is there: it is the slow part.
-    need = pc.and_(pc.is_null(combined), pc.is_valid(parsed))
+    need = pc.and_(pc.is_null(stats), pc.is_valid(parsed))
     if not pc.any(need).as_py():
         return stats
     synthesised = stats_json_from_parsed(parsed.filter(need))
-    return pa.chunked_array([pc.replace_with_mask(combined, need, synthesised.cast(pa.string()))])
+    return pc.replace_with_mask(stats, need, synthesised.cast(pa.string()))

@@ -115,6 +115,13 @@ class ParsedCommit:
         """Whether the columnar decoder read this commit."""
         return self.columns is not None
 
+    def release_file_actions(self) -> None:
+        """Forget the file actions (columns, bodies, raw bytes) once a ``CommitBatch`` holds
+        them: replay can then free each commit's rows as it selects from them, and a snapshot
+        keeping its last commit (for its ``commitInfo``) keeps none of its files."""
+        self.columns, self.raw = None, None
+        self.adds, self.removes, self.add_lines, self.remove_lines, self.deferred = [], [], [], [], []
+
 
 def parse_commit(
     data: bytes, *, version: int, source: str, modification_time: int = 0, columnar: bool | None = None,
@@ -239,12 +246,13 @@ def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines
         return list(pool.map(lambda f: _read_commit(storage, f, defer_file_lines), files))
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CommitBatch:
     """A contiguous run of parsed commits in columnar form, ready for reconciliation.
 
     ``add_order``/``remove_order`` give each file action's position in the log (higher is
-    newer); the other actions are kept in log order.
+    newer); the other actions are kept in log order. ``hand_over_adds`` gives the adds away
+    (the one mutation: see there).
     """
 
     commits: tuple[ParsedCommit, ...]
@@ -256,6 +264,13 @@ class CommitBatch:
     @property
     def versions(self) -> list[int]:
         return [c.version for c in self.commits]
+
+    def hand_over_adds(self) -> pa.Table:
+        """The adds, which the batch then no longer holds (``adds`` becomes empty): replay of a
+        whole log selects the winning rows commit chunk by commit chunk and frees each chunk as
+        it goes, which it can only do when nothing else holds them."""
+        adds, self.adds = self.adds, empty_table(FILES_SCHEMA)
+        return adds
 
     @property
     def has_file_actions(self) -> bool:

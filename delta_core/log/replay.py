@@ -21,7 +21,7 @@ with hash lookups against the keys the commits touched; only the commit rows are
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -110,6 +110,24 @@ class ReplayState:
         column: pa.ChunkedArray = self._cache["stats"]
         return column
 
+    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``stats`` of each live file in order, a piece at a time: deferred checkpoint stats
+        are read batch by batch and never held whole (``stats`` reads the whole column)."""
+        if not self.stats_deferred or "stats" in self._cache:
+            yield self.stats
+            return
+        assert self.checkpoint_stats is not None
+        kept = self._kept()
+        ordinals = self.rows[CHECKPOINT_ROW].slice(0, kept)
+        total = self.checkpoint_stats.num_rows
+        wanted = None if kept == total else pc.is_in(int_array(range(total)), value_set=_combined(ordinals))
+        start = 0
+        for batch in self.checkpoint_stats.iter_stats():
+            yield batch if wanted is None else batch.filter(wanted.slice(start, len(batch)))
+            start += len(batch)
+        self.checkpoint_stats.check_rows(start)
+        yield self.rows["stats"].slice(kept)
+
     def file_columns(self, names: Sequence[str]) -> pa.Table:
         """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read
         only if asked for, ``num_records`` without them where the checkpoint allows."""
@@ -168,6 +186,31 @@ def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Arr
     return winners.take(pc.sort_indices(winners))
 
 
+def _take_ascending(table: pa.Table, rows: pa.Array) -> pa.Table:
+    """Rows ``rows`` (ascending, distinct) of ``table``, as a filter: Arrow's ``take`` on a table
+    of many chunks (one per commit) first concatenates each column, a whole copy of the table
+    beside the result; a filter goes chunk by chunk."""
+    if table.num_rows == 0 or len(rows) == table.num_rows:
+        return table
+    return table.filter(pc.is_in(int_array(range(table.num_rows)), value_set=rows))
+
+
+def _take_ascending_freeing(chunks: list[pa.RecordBatch], rows: pa.Array, schema: pa.Schema) -> pa.Table:
+    """``_take_ascending`` over the rows of ``chunks``, emptying the list as it goes: each chunk
+    is dropped (freed, when the caller holds no other reference) once its rows are copied."""
+    total = sum(c.num_rows for c in chunks)
+    wanted = pc.is_in(int_array(range(total)), value_set=rows)
+    out: list[pa.RecordBatch] = []
+    start = 0
+    chunks.reverse()  # pop() from the end is O(1)
+    while chunks:
+        chunk = chunks.pop()
+        out.append(chunk.filter(wanted.slice(start, chunk.num_rows)))
+        start += chunk.num_rows
+        del chunk
+    return pa.Table.from_batches(out, schema=schema)
+
+
 def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
     if not isinstance(x, pa.ChunkedArray):
         return x
@@ -181,10 +224,13 @@ def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.
 
 def reconcile_files(
     base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None = None,
+    consume: bool = False,
 ) -> tuple[pa.Table, pa.Table]:
     """Apply the commits' file actions to the base live files and tombstones. New rows follow
     the base rows, in the log order of their winning actions. With ``table_root``, paths are
-    matched in their canonical form (without it, as written)."""
+    matched in their canonical form (without it, as written). ``consume``: the batch's adds
+    are taken from it (``CommitBatch.hand_over_adds``) and each chunk is freed once its winning
+    rows are copied, so the commits' rows and the result do not both exist whole."""
     if not batch.has_file_actions:
         return base_files, base_tombstones
 
@@ -208,7 +254,14 @@ def reconcile_files(
         is_add = pc.less(winners, n_add)
         add_rows = winners.filter(is_add)
         remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
-        new_adds, new_removes = adds.take(add_rows), removes.take(remove_rows)
+        if consume:
+            chunks, schema = adds.to_batches(), adds.schema
+            del adds
+            batch.hand_over_adds()
+            new_adds = _take_ascending_freeing(chunks, add_rows, schema)
+        else:
+            new_adds = _take_ascending(adds, add_rows)
+        new_removes = _take_ascending(removes, remove_rows)
         touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
         new_add_paths = add_paths.take(add_rows)
     dvs = new_adds["deletion_vector"]
@@ -217,7 +270,7 @@ def reconcile_files(
         # way the add set is unique by path and the newest pair wins.
         newest = _newest_per_key(new_add_paths, add_order)
         if newest is not None:
-            new_adds, new_add_paths = new_adds.take(newest), new_add_paths.take(newest)
+            new_adds, new_add_paths = _take_ascending(new_adds, newest), new_add_paths.take(newest)
 
     if base_files.num_rows or base_tombstones.num_rows:
         touched = _combined(touched)
@@ -263,9 +316,11 @@ def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:
     return None
 
 
-def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None) -> ReplayState:
+def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None = None,
+              consume: bool = False) -> ReplayState:
     """The state after applying ``batch`` (commits in ascending order) on top of ``base``; file
-    paths are matched in their canonical form under ``table_root`` when given."""
+    paths are matched in their canonical form under ``table_root`` when given. ``consume``:
+    see ``reconcile_files``."""
     protocol, metadata = base.protocol, base.metadata
     txns = dict(base.txns)
     domains = dict(base.domain_metadata)
@@ -279,7 +334,7 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         for d in c.domain_metadata:
             domains[d.domain] = d
     root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
-    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root)
+    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume)
     return ReplayState(
         protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},

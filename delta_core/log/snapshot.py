@@ -200,6 +200,11 @@ class Snapshot:
             physical_keys=self.column_mapping_mode != "none", paths=self._state.rows["path"],
         )
 
+    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``stats`` of the live files in ``files`` order, a piece at a time: checkpoint stats
+        are read batch by batch, never held whole (``ReplayState.iter_stats``)."""
+        return self._state.iter_stats()
+
     def file_stats(self) -> pa.Table:
         """``path``, ``num_records`` and typed ``min.<col>``/``max.<col>``/``null_count.<col>``."""
         files = self._state.files
@@ -287,7 +292,10 @@ def _apply(storage: Storage, segment: LogSegment, base: ReplayState, parsed: lis
         protocol = c.protocol or protocol
         metadata = c.metadata or metadata
     _gate(storage, segment, protocol, metadata)
-    return reconcile(base, build_batch(parsed, source=storage.root), table_root=storage.root)
+    batch = build_batch(parsed, source=storage.root)
+    for c in parsed:  # the batch holds their file actions now: let replay free them as it goes
+        c.release_file_actions()
+    return reconcile(base, batch, table_root=storage.root, consume=True)
 
 
 def load_snapshot(

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -187,13 +187,22 @@ def pack_candidates(
     are sorted only when that can change the counts (a due file among the candidates)."""
     due = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
     chosen = pc.or_(pc.less(files.column("size"), int_scalar(min_file_size)), due)
-    candidates = group_file_list(files.filter(chosen))
-    chosen_keys = [k.filter(chosen) for k in keys]
-    due = due.filter(chosen)
+    candidates = group_file_list(kept_rows(files, chosen))
+    chosen_keys = [kept_rows(k, chosen) for k in keys]
+    due = kept_rows(due, chosen)
     by_path = exact or bool(pc.any(due).as_py())
     packing = pack(chosen_keys, candidates.column("size"), due, target_size=target_size,
                    paths=candidates.column("path") if by_path else None)
     return Candidates(candidates, chosen_keys, packing)
+
+
+T = TypeVar("T", pa.Table, pa.ChunkedArray, pa.Array)
+
+
+def kept_rows(rows: T, mask: pa.Array | pa.ChunkedArray) -> T:
+    """``rows`` filtered by ``mask``, or ``rows`` themselves when it keeps every row (a filter
+    copies every column: at 10M files, gigabytes of paths for nothing)."""
+    return rows if mask.null_count == 0 and pc.all(mask).as_py() else rows.filter(mask)
 
 
 def pack_files(
@@ -209,7 +218,7 @@ def pack_files(
     (``selected``: the rows of ``files`` to consider; ``partition_columns``: the keys of their
     ``partition_values``, physical names under column mapping)."""
     if selected is not None:
-        files = files.filter(selected)
+        files = kept_rows(files, selected)
     keys = partition_key_columns(files, partition_columns)
     found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
                             max_deleted_rows_ratio=max_deleted_rows_ratio)

@@ -115,9 +115,36 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     return StatsCoverage(columns, pc.fill_null(covered, false))
 
 
+# Rows of stats parsed at once by ``snapshot_coverage``: big enough that the per-parse setup is
+# paid rarely, small enough that one slice's strings and parsed columns stay under ~100 MB.
+COVERAGE_ROWS = 96 * 1024
+
+
 def snapshot_coverage(snapshot: Snapshot) -> StatsCoverage:
-    """Coverage of every live file of ``snapshot``."""
-    return stats_coverage(snapshot.file_columns("stats", "deletion_vector"), snapshot.metadata)
+    """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time."""
+    dvs = snapshot.file_columns("deletion_vector").column(0)
+    covered: list[pa.Array] = []
+    start = 0
+    pending: list[pa.Array] = []
+
+    def flush() -> None:
+        nonlocal start
+        stats = pa.chunked_array([c for p in pending for c in _chunks(p)], pa.string())
+        part = pa.table({"stats": stats, "deletion_vector": dvs.slice(start, len(stats))})
+        covered.extend(stats_coverage(part, snapshot.metadata).covered.chunks)
+        start += len(stats)
+        pending.clear()
+
+    for piece in snapshot.iter_stats():
+        pending.append(piece)
+        if sum(len(p) for p in pending) >= COVERAGE_ROWS:
+            flush()
+    flush()
+    return StatsCoverage(required_stats_columns(snapshot.metadata), pa.chunked_array(covered, pa.bool_()))
+
+
+def _chunks(x: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(x.chunks) if isinstance(x, pa.ChunkedArray) else [x]
 
 
 def _pruned(schema: StructType, keep: Collection[tuple[str, ...]]) -> StructType:

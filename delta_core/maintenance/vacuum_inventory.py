@@ -33,6 +33,7 @@ from delta_core.log.log_path import LOG_DIR
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file
 from delta_core.maintenance.vacuum_lite import LISTING_SCHEMA
+from delta_core.model.arrow_values import int_scalar, string_array, string_scalar
 from delta_core.model.path_identity import TableRoot, Where
 from delta_core.storage import open_storage
 from delta_core.storage.base import Storage, normalize_key
@@ -98,21 +99,51 @@ def inventory_listing(inventory: pa.Table, table_root: str) -> pa.Table:
     certainly inside ``table_root``: nothing may be planned from another table's inventory."""
     files = inventory.filter(pc.invert(pc.fill_null(inventory.column("isDir"), False)))
     root = TableRoot.of(table_root)
-    keys: list[str] = []
-    outside: list[str] = []
-    for path in files.column("path").to_pylist():
-        key = _key(path or "", root)
-        if key is None:
-            outside.append(path)
-        else:
-            keys.append(normalize_key(key, root=table_root))
-    if outside:
+    paths = files.column("path")
+    # Slice by slice: the splitting and joining temporaries of one slice, not of millions of rows.
+    keys = pa.chunked_array([_keys(paths.slice(i, _SLICE_ROWS), root, table_root)
+                             for i in range(0, len(paths), _SLICE_ROWS)], pa.string())
+    if keys.null_count:
+        outside = files.column("path").filter(pc.is_null(keys)).to_pylist()
         raise PathEscapesTableError(
             f"the inventory lists {len(outside)} path(s) outside the table root {root.location.uri}, e.g. "
             f"{outside[0]!r}; nothing was deleted. Give the inventory of this table only (its rows filtered to "
             "paths under the root)", path=table_root)
-    return pa.Table.from_arrays([pa.array(keys, pa.string()), files.column("length"),
-                                 files.column("modificationTime")], schema=LISTING_SCHEMA)
+    return pa.Table.from_arrays([keys, files.column("length"), files.column("modificationTime")],
+                                schema=LISTING_SCHEMA)
+
+
+_SLICE_ROWS = 256 * 1024
+
+
+def _keys(paths: pa.ChunkedArray, root: TableRoot, table_root: str) -> pa.Array:
+    """The key of each path (null when it is not certainly inside ``root``). The files of one
+    directory share its placement, so each distinct directory is placed once (``dir/x``) and
+    its files' keys are its key plus their names: no Python string per file. Paths without a
+    directory (or whose directory is only a scheme) and names that are not plain (empty, ``.``,
+    ``..``, a backslash) are placed one by one."""
+    flat = pc.fill_null(paths.combine_chunks() if paths.num_chunks else string_array([]), string_scalar(""))
+    lists = pc.split_pattern(flat, "/", max_splits=1, reverse=True)
+    offsets, parts = lists.offsets, lists.values
+    names = parts.take(pc.subtract(offsets[1:], int_scalar(1, pa.int32())))
+    dirs = parts.take(offsets[:-1])
+    shared = pc.and_(pc.equal(pc.list_value_length(lists), int_scalar(2, pa.int32())),
+                     pc.invert(pc.or_(pc.match_substring_regex(names, r"^\.{0,2}$|\\"),
+                                      pc.match_substring_regex(dirs, r"^[^/]*:/*$|^$"))))
+    distinct = pc.unique(dirs.filter(shared))
+    prefixes = []
+    for directory in distinct.to_pylist():
+        key = _key(f"{directory}/x", root)
+        prefixes.append(None if key is None else normalize_key(key, root=table_root)[:-1])
+    # Rows not ``shared`` get a wrong or null key here: they are all replaced below.
+    prefix = string_array(prefixes).take(pc.index_in(dirs, value_set=distinct))
+    keys = pc.binary_join_element_wise(prefix, names, string_scalar(""))
+    alone = pc.invert(shared)
+    if not pc.any(alone).as_py():
+        return keys
+    one_by_one = [_key(p, root) for p in flat.filter(alone).to_pylist()]
+    placed = string_array([None if k is None else normalize_key(k, root=table_root) for k in one_by_one])
+    return pc.replace_with_mask(keys, alone, placed)
 
 
 def _key(path: str, root: TableRoot) -> str | None:

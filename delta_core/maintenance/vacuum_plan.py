@@ -124,14 +124,14 @@ def log_paths_to_keys(paths: pa.Array | pa.ChunkedArray, table_root: TableRoot) 
 def plan_vacuum(
     listed: pa.Table,
     *,
-    referenced: pa.Array,
+    referenced: pa.Array | pa.ChunkedArray,
     partition_columns: Sequence[str],
     now_ms: int,
     retention: dt.timedelta,
     named_by_log: Iterable[str] = (),
 ) -> VacuumPlan:
     """Plan a vacuum over ``listed`` (``key``, ``size``, ``modification_time`` in ms: every file
-    under the root outside ``_delta_log``) given the ``referenced`` keys (an Arrow string column:
+    under the root outside ``_delta_log``) given the ``referenced`` keys (an Arrow string column, repeats allowed:
     live files, their DV files, and files of tombstones still inside the retention window). ``named_by_log`` are keys
     exempt from the hidden-path rule because the log names them as files of the table (vacuum
     lite's cdc files under ``_change_data``)."""

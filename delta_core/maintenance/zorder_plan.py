@@ -29,7 +29,7 @@ from delta_core.maintenance.bin_packing import (
     row_numbers,
     sort_order,
 )
-from delta_core.maintenance.compaction_plan import resolve_sizes, selection_mask, table_target_size
+from delta_core.maintenance.compaction_plan import kept_rows, resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
@@ -175,7 +175,7 @@ def plan_zorder(
                                 schema_columns=snapshot.schema.field_names) if where is not None else None
     files = snapshot.file_columns("path", "partition_values", "size", "num_records")
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
-    selected = files.filter(mask)
+    selected = kept_rows(files, mask)
     return ZOrderPlan(
         read_version=snapshot.version,
         columns=cols,

@@ -54,7 +54,7 @@ from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoi
 from delta_core.model import progress
 from delta_core.model.actions import Sidecar, action_to_json
 from delta_core.model.arrow_rows import array_from_pylist
-from delta_core.model.arrow_values import false_array, int_scalar
+from delta_core.model.arrow_values import false_array, int_scalar, string_array
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
@@ -285,8 +285,10 @@ class CheckpointRows:
         props = snapshot.properties
         now_ms = clock()
         self._snapshot = snapshot
-        # Everything but num_records (not a checkpoint column): counting it would parse every JSON.
-        self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names if n != "num_records"))
+        # Everything but num_records (not a checkpoint column: counting it would parse every JSON)
+        # and stats, which ``body`` reads a slice at a time (``Snapshot.iter_stats``): a checkpoint's
+        # stats are most of its bytes and need never be held whole.
+        self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names if n not in ("num_records", "stats")))
         self._stats_as_struct = props.checkpoint_write_stats_as_struct
         self._stats_as_json = props.checkpoint_write_stats_as_json
         # Decided once for the whole file: every slice must have the same add type.
@@ -303,7 +305,7 @@ class CheckpointRows:
         header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
         types: dict[str, pa.DataType] = {
             "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
-            "add": self._add_rows(files.slice(0, 0)).type, "remove": REMOVE_TYPE,
+            "add": self._add_rows(_with_stats(files.slice(0, 0), string_array([]))).type, "remove": REMOVE_TYPE,
         }
         if header["domainMetadata"].null_count < len(header["domainMetadata"]):
             types["domainMetadata"] = DOMAIN_TYPE
@@ -336,12 +338,40 @@ class CheckpointRows:
         """The add rows, then the remove rows, ``slice_rows`` at a time."""
         # Batches follow the columns' chunks (zero-copy slices): a slice across chunk
         # boundaries would copy every path and stats string of it.
+        stats = _Pieces(self._snapshot.iter_stats())
         for batch in self._files.to_batches(max_chunksize=slice_rows):
-            add = self._add_rows(pa.Table.from_batches([batch]))
+            add = self._add_rows(_with_stats(pa.Table.from_batches([batch]), stats.take(batch.num_rows)))
             yield _segment({"add": add}, len(add), self._types)
         for start in range(0, self.num_removes, slice_rows):
             remove = _remove_struct(self._tombstones.slice(start, slice_rows))
             yield _segment({"remove": remove}, len(remove), self._types)
+
+
+def _with_stats(files: pa.Table, stats: pa.Array) -> pa.Table:
+    """``files`` with their ``stats`` column back (columns are read by name)."""
+    return files.append_column("stats", stats)
+
+
+class _Pieces:
+    """Consecutive rows of a column that arrives in pieces of any length (``Snapshot.iter_stats``)."""
+
+    def __init__(self, pieces: Iterator[pa.Array | pa.ChunkedArray]) -> None:
+        self._pieces = pieces
+        self._held: list[pa.Array] = []
+        self._rows = 0
+
+    def take(self, n: int) -> pa.Array:
+        """The next ``n`` rows."""
+        while self._rows < n:
+            piece = next(self._pieces)
+            chunks = piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]
+            self._held.extend(chunks)
+            self._rows += len(piece)
+        held = pa.chunked_array(self._held, pa.string())
+        rest = held.slice(n)
+        self._held, self._rows = list(rest.chunks), len(rest)
+        out = held.slice(0, n)
+        return out.combine_chunks() if out.num_chunks else string_array([])
 
 
 def build_checkpoint_table(

@@ -6,7 +6,9 @@ import datetime as dt
 
 import pyarrow as pa
 
-from delta_core.log.replay import expire_tombstones_before, live_txns
+from delta_core.log.commit_read import CommitBatch, build_batch, read_commits
+from delta_core.log.log_segment import build_log_segment
+from delta_core.log.replay import ReplayState, expire_tombstones_before, live_txns, reconcile
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Txn
 from tests.core_read.conftest import add, commit_info, metadata, protocol, remove
@@ -129,3 +131,25 @@ def test_files_table_schema(log_writer) -> None:
         "part=x/a": "x", "part=__HIVE_DEFAULT_PARTITION__/b": None}
     stats = snap.file_stats()
     assert stats.column_names[:2] == ["path", "num_records"]
+
+
+def test_replay_that_frees_each_commit_as_it_selects_gives_the_same_state(log_writer) -> None:
+    # Snapshot loading hands the commits' adds over (consume=True) and frees them commit chunk by
+    # commit chunk; the result must be the copying replay's, and the batch keeps no adds.
+    log_writer.commit(0, commit_info(), protocol(), metadata(), add("a", records=1), add("b", records=2))
+    log_writer.commit(1, commit_info(), remove("a"), add("c", records=3), add("d", records=4))
+    log_writer.commit(2, commit_info(), add("a", records=10), remove("d"))
+    log_writer.commit(3, commit_info(), add("e", records=5))
+    storage = DeltaTable(str(log_writer.root)).storage
+    segment = build_log_segment(storage)
+
+    def replayed(consume: bool) -> tuple[ReplayState, CommitBatch]:
+        batch = build_batch(read_commits(storage, segment.commit_files), source=storage.root)
+        return reconcile(ReplayState.empty(), batch, table_root=storage.root, consume=consume), batch
+
+    (copied, _), (freed, handed) = replayed(False), replayed(True)
+    assert freed.rows.equals(copied.rows) and freed.tombstones.equals(copied.tombstones)
+    assert freed.rows["path"].to_pylist() == ["b", "c", "a", "e"]
+    assert handed.adds.num_rows == 0
+    snap = _open(log_writer)
+    assert snap.file_paths == ["b", "c", "a", "e"] and snap.commit_info is not None

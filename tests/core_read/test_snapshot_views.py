@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import pathlib
+import shutil
 
 from delta_core.log.table import DeltaTable
 
@@ -59,3 +60,22 @@ def test_v2_checkpoint_reads_sidecars(conformance_dir: pathlib.Path) -> None:
         assert snap.log_segment.checkpoint_version == 2
         assert snap.log_segment.checkpoint_files[0].kind.value == "v2_checkpoint"
         assert snap.num_files == 4 and snap.num_records == 10
+
+
+def test_stats_read_batch_by_batch_match_the_whole_column(conformance_dir: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    # A checkpoint with JSON stats missing (synthesised from stats_parsed), then a commit that
+    # removes one of its files: the streamed stats skip that row and keep the order of ``files``.
+    table = tmp_path / "t"
+    shutil.copytree(conformance_dir / "rs-delta-1.2.1-only-struct-stats", table)
+    before = DeltaTable(str(table)).snapshot()
+    gone = before.files["path"][0].as_py()
+    removal = {"remove": {"path": gone, "deletionTimestamp": 1666652400000, "dataChange": True}}
+    (table / "_delta_log" / f"{before.version + 1:020d}.json").write_text(json.dumps(removal) + "\n")
+
+    streamed = DeltaTable(str(table)).snapshot()
+    assert streamed.replay_state.stats_deferred
+    pieces = [s for piece in streamed.iter_stats() for s in piece.to_pylist()]
+    whole = DeltaTable(str(table)).snapshot().files
+    assert pieces == whole["stats"].to_pylist()
+    assert len(pieces) == before.num_files - 1 and gone not in whole["path"].to_pylist()
+    assert all(s is not None and json.loads(s)["numRecords"] >= 1 for s in pieces)

@@ -148,3 +148,25 @@ def test_checkpoint_on_s3_reads_back(s3_table_uri, s3_storage_options):
     assert res.size_in_bytes == t.storage.head(f"_delta_log/{res.version:020d}.checkpoint.parquet").size
     fresh = DeltaTable(s3_table_uri, storage_options=s3_storage_options).snapshot()
     assert sorted(fresh.file_paths) == sorted(t.snapshot().file_paths)
+
+
+def test_checkpoint_over_a_checkpoint_streams_its_stats_in_file_order(table_dir):
+    # The second checkpoint reads the first one's stats a batch at a time (they are never loaded
+    # whole) while later commits removed some of its files and added others: each written add
+    # keeps its own file's stats, the deleted files have none, and the slices do not line up
+    # with the stats batches.
+    t = _build(table_dir, 6)
+    first = write_checkpoint(t)
+    stats_of = {a["path"]: a["stats"] for a in pq.read_table(first.path.removeprefix("file://")).column("add").to_pylist()
+                if a is not None}
+    delete_files(t, t.snapshot().file_paths[1:4])
+    append(t, _data([100, 101]))
+    snap = t.snapshot()
+    assert snap.replay_state.stats_deferred
+    new = {p: st for p, st in zip(snap.files["path"].to_pylist(), snap.files["stats"].to_pylist()) if p not in stats_of}
+    assert len(new) == 2
+    stats_of.update(new)
+    rows = CheckpointRows(DeltaTable(table_dir).snapshot())
+    adds = [a for s in rows.body(slice_rows=2) for a in s.column("add").to_pylist() if a is not None]
+    assert len(adds) == snap.num_files == 6 * 2 - 3 + 2  # six appends of two files, three deleted, one append
+    assert all(a["stats"] == stats_of[a["path"]] and '"numRecords"' in a["stats"] for a in adds)

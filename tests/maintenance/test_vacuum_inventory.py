@@ -19,8 +19,11 @@ import pytest
 
 from delta_core.cli.main import main
 from delta_core.errors import ConfigError, PathEscapesTableError
+from delta_core.maintenance import vacuum_inventory
 from delta_core.maintenance.spark.vacuum import vacuum
 from delta_core.model.partition_values import url_decode_path
+from delta_core.model.path_identity import TableRoot
+from delta_core.storage.base import normalize_key
 from tests.maintenance.conftest import DAY, all_files, deltars_rows, multiset
 
 
@@ -161,3 +164,25 @@ def test_inventory_on_s3(s3_table_uri, s3_storage_options, tmp_path):
     left = {k.removeprefix(bucket_path + "/") for k in fs.find(bucket_path)}
     assert "region=eu/orphan.parquet" not in left and url_decode_path(gone) not in left
     assert {url_decode_path(p) for p in DeltaTable(s3_table_uri, s3_storage_options).snapshot().file_paths} <= left
+
+
+def test_keys_placed_per_directory_match_each_path_placed_alone(tmp_path):
+    # The listing places each directory once and appends the names; every spelling must get the
+    # key that placing the path alone gives (and a symlinked spelling of the root resolves too).
+    root = tmp_path / "t"
+    (root / "day=1").mkdir(parents=True)
+    os.symlink(root, tmp_path / "link")
+    spellings = [f"{root}/day=1/a.parquet", f"file://{root}/day=1/b c%.parquet", f"file:{root}/top.parquet",
+                 f"{root}//day=1/./d.parquet", f"{tmp_path}/link/day=1/e.parquet", f"{root}/day=1/x/../f.parquet",
+                 f"{root}/day=1/..", f"file://localhost{root}/g.parquet"]
+    inside = [p for p in spellings if vacuum_inventory._key(p, TableRoot.of(str(root))) is not None]
+    rows = pa.table({"path": inside, "length": list(range(len(inside))), "isDir": [False] * len(inside),
+                     "modificationTime": [1] * len(inside)})
+    listed = vacuum_inventory.inventory_listing(rows, str(root))
+    alone = [normalize_key(vacuum_inventory._key(p, TableRoot.of(str(root))), root=str(root)) for p in inside]
+    assert listed.column("key").to_pylist() == alone
+    assert {"day=1/a.parquet", "day=1/b c%.parquet", "top.parquet", "day=1/e.parquet", "g.parquet"} <= set(alone)
+    with pytest.raises(PathEscapesTableError, match="1 path"):
+        vacuum_inventory.inventory_listing(pa.concat_tables([rows, pa.table({
+            "path": [f"{tmp_path}/other/h.parquet"], "length": [1], "isDir": [False], "modificationTime": [1]},
+            schema=rows.schema)]), str(root))

@@ -23,7 +23,7 @@ from delta_core.maintenance.compaction_plan import check_deleted_rows_ratio
 from delta_core.maintenance.dropped_columns import files_with_dropped_columns
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import RewriteBounds
-from delta_core.maintenance.purge_plan import PurgePlan, plan_purge, select_files
+from delta_core.maintenance.purge_plan import PURGE_COLUMNS, PurgePlan, plan_purge, select_files
 from delta_core.maintenance.rewrite_metrics import PurgeMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
@@ -52,7 +52,7 @@ def purge(
     watch = Stopwatch()
     check_deleted_rows_ratio(max_deleted_rows_ratio)
     snapshot = gated_snapshot(table)
-    candidates, _ = select_files(snapshot, where)
+    candidates, _ = select_files(snapshot, where, PURGE_COLUMNS)
     dropped = files_with_dropped_columns(table.storage, snapshot.metadata, candidates.column("path").to_pylist())
     plan = plan_purge(snapshot, where=where, max_deleted_rows_ratio=max_deleted_rows_ratio,
                       dropped_column_paths=dropped)

@@ -113,43 +113,48 @@ class DeleteChunkTask:
     keys: tuple[str, ...]
 
 
-def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> pa.Array:
-    """The keys of ``paths`` as an Arrow column (null and empty paths have none)."""
-    keys, unplaced = log_paths_to_keys(paths, root)
-    for p in unplaced:
-        # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours under
-        # another spelling of the root.
-        (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
-    return keys.drop_null()
+def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[pa.Array]:
+    """The keys of ``paths`` as Arrow arrays, chunk by chunk (a chunk of plain relative paths is
+    its own keys, not copied; null and empty paths have none)."""
+    out: list[pa.Array] = []
+    for chunk in (paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]):
+        keys, unplaced = log_paths_to_keys(chunk, root)
+        for p in unplaced:
+            # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours under
+            # another spelling of the root.
+            (uncertain if root.place(p).where is Where.UNCERTAIN else ignored).append(p)
+        out.append(keys.drop_null().cast(pa.string()) if keys.null_count else keys.cast(pa.string()))
+    return out
 
 
-def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> pa.Array:
-    valid = dv.filter(pc.is_valid(dv))
+def _dv_keys(dv: pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[pa.Array]:
+    valid = dv.filter(pc.is_valid(dv)) if dv.null_count else dv
     if len(valid) == 0:
-        return string_array([])
+        return []
     kinds = pc.struct_field(valid, "storageType").to_pylist()
     refs = pc.struct_field(valid, "pathOrInlineDv").to_pylist()
     return _keys(string_array([dv_relative_path(k, r) for k, r in zip(kinds, refs)]), root, ignored, uncertain)
 
 
 def referenced_keys(snapshot: Snapshot, cutoff_ms: int, root: str, ignored: list[str], *,
-                    uncertain: list[str] | None = None) -> pa.Array:
+                    uncertain: list[str] | None = None) -> pa.ChunkedArray:
     """Keys of live files, their DV files, and files of tombstones newer than ``cutoff_ms``:
-    one Arrow string column, each key once (no Python string per file: at 10M files a set of
-    str would hold gigabytes). Paths certainly outside the root go to ``ignored``; paths that
-    cannot be placed with certainty (``path_identity.Where.UNCERTAIN``) go to ``uncertain``
-    (the caller refuses)."""
+    Arrow string chunks, the live files' path chunks themselves where they are plain relative
+    paths (no Python string per file, and no copy of the paths: at 10M files a set of str
+    would hold gigabytes). A key may occur more than once. Paths certainly outside the root go
+    to ``ignored``; paths that cannot be placed with certainty (``path_identity.Where.UNCERTAIN``)
+    go to ``uncertain`` (the caller refuses)."""
     files = snapshot.file_columns("path", "deletion_vector")
     tomb = snapshot.tombstones
     recent = tomb.filter(pc.fill_null(pc.greater(tomb.column("deletion_timestamp"), int_scalar(cutoff_ms)),
                                       false_array(1)[0]))
     table_root = TableRoot.of(root)
     unsure = uncertain if uncertain is not None else []
-    parts = [_keys(files.column("path"), table_root, ignored, unsure),
-             _dv_keys(files.column("deletion_vector"), table_root, ignored, unsure),
-             _keys(recent.column("path"), table_root, ignored, unsure),
-             _dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure)]
-    return pc.unique(pa.concat_arrays([p.cast(pa.string()) for p in parts]))
+    parts = [*_keys(files.column("path"), table_root, ignored, unsure),
+             *_dv_keys(files.column("deletion_vector"), table_root, ignored, unsure),
+             *_keys(recent.column("path"), table_root, ignored, unsure),
+             *_dv_keys(recent.column("deletion_vector"), table_root, ignored, unsure)]
+    return pa.chunked_array(parts, pa.string())
 
 
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
