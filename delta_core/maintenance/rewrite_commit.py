@@ -216,9 +216,10 @@ def run_rewrite_batches(
 ) -> RewriteTally:
     """Rewrite and commit ``batches`` of file groups, each batch on its own.
 
-    Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
-    groups whose inputs are all still live, so progress committed by earlier batches survives a
-    later failure and no batch rewrites a file someone else removed.
+    Every batch re-reads the table just before its tasks write (batch 1 too, when a commit landed
+    since ``snapshot``, the plan's) and keeps only the groups whose inputs are all still live, so
+    progress committed by earlier batches survives a later failure and no batch rewrites a file
+    someone else removed.
     ``rewrite(snapshot, groups, batch_label, outputs)`` (which applies each input's deletion
     vector in ``snapshot``, ``deletion_vectors``) appends to ``outputs`` the key of every
     file it may write before any is written, writes them and returns their ``add`` actions
@@ -252,14 +253,15 @@ def run_rewrite_batches(
             continue
         batch: Sequence[G] = planned
         for attempt in range(max_batch_retries + 1):
-            current = snapshot
-            if index > 1 or attempt:
-                current = table.snapshot()
-                batch = _live_groups(table, current, batch, batch_label)
-                if not batch:
-                    if attempt:
-                        totals.reasons.append(f"batch {index}/{len(batches)}: every input changed")
-                    break
+            # Re-read the table just before writing, the first batch too (starting Spark takes
+            # seconds after planning): a group whose input a writer removed meanwhile would only
+            # lose its commit, so it is dropped before any task writes.
+            current = table.snapshot() if table.latest_version() != snapshot.version else snapshot
+            batch = _live_groups(table, current, batch, batch_label)
+            if not batch:
+                if attempt:
+                    totals.reasons.append(f"batch {index}/{len(batches)}: every input changed")
+                break
             outcome = _rewrite_and_commit(table, current, batch, batch_label, rewrite=rewrite, scan=scan,
                                           operation_parameters=operation_parameters, operation=operation,
                                           totals=totals)

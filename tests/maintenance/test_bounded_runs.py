@@ -181,6 +181,26 @@ def test_a_replanned_batch_drops_only_the_group_whose_input_was_deleted(spark, t
 
 
 @pytest.mark.spark
+def test_a_group_whose_input_went_after_planning_is_dropped_before_any_task_writes(spark, tmp_path):
+    uri = str(tmp_path / "t")
+    table = make_table(uri, appends=3)  # eu and us: two bins in one batch
+    planned_on = table.snapshot()
+    plan = plan_compaction(planned_on)
+    eu_input = next(g for g in plan.groups if dict(g.partition_values)["region"] == "eu").paths[0]
+    delete_files(table, [eu_input])  # a writer's commit between planning and the first batch
+    executor = InterferingRewrite(lambda table, batch: None, times=0)
+    run = run_rewrite(table, spark, planned_on, Rewrite(plan, executor, "compaction"), bounds=RewriteBounds(),
+                      watch=Stopwatch())
+    metrics = run.metrics(RewriteMetrics)
+    assert executor.rewrites == 1  # one rewrite, of the us group only: nothing written to lose a conflict
+    assert (metrics.batches_committed, metrics.batches_retried, metrics.batches_aborted) == (1, 0, 0)
+    assert removed_regions(table, metrics.version) == {"us"} and metrics.num_removed_files == 3
+    ever = {url_decode_path(a.path) for v in range(table.latest_version() + 1) for a in table.commit_actions(v)
+            if isinstance(a, Add)}
+    assert {p for p, _ in listing(uri) if p.endswith(".parquet")} <= ever
+
+
+@pytest.mark.spark
 def test_a_batch_that_keeps_losing_is_abandoned_with_its_reason(spark, tmp_path):
     uri = str(tmp_path / "t")
     table = make_table(uri, appends=3, partition_columns=(), properties={"delta.enableDeletionVectors": "true"})
