@@ -119,6 +119,21 @@ def all_live(snapshot: Snapshot, paths: Sequence[str], keys: Collection[str] | N
     return keys is None or set(file_keys(live).to_pylist()) == set(keys)
 
 
+def ensure_inputs_live(table: DeltaTable, snapshot: Snapshot, paths: Sequence[str], *, label: str) -> None:
+    """Between a batch's read and its write (a curve rewrite samples its inputs first): raise
+    ``ConcurrentDeleteReadError`` when an input read in ``snapshot`` is no longer live in the
+    table's latest version, or has another deletion vector. Such a batch could only lose its
+    commit, so it writes nothing and ``run_rewrite_batches`` re-plans it."""
+    if table.latest_version() == snapshot.version:
+        return
+    keys = file_keys(live_subset(snapshot, paths)).to_pylist()
+    if not all_live(table.snapshot(), paths, keys):
+        raise ConcurrentDeleteReadError(
+            f"{label}: an input read at version {snapshot.version} was removed or changed by a concurrent commit "
+            "before the batch wrote; nothing was written and the batch is re-planned", path=table.uri,
+            version=snapshot.version)
+
+
 def commit_rewrite(
     table: DeltaTable,
     snapshot: Snapshot,
@@ -296,7 +311,11 @@ def _rewrite_and_commit(
 ) -> BatchOutcome:
     """Rewrite ``batch`` on ``current`` and commit it; a commit is added to ``totals``."""
     inputs = [path for g in batch for path in g.paths]
-    output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
+    try:
+        output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
+    except _REPLANNABLE as exc:  # ensure_inputs_live: an input changed before any task wrote
+        log.info("table=%s %s stopped before writing: %s", table.uri, batch_label, exc.kind)
+        return BatchOutcome(None, "aborted", exc.kind, replannable=True)
     adds = list(output.adds)
     in_bytes = sum(g.total_size for g in batch)
     out_bytes = sum(a.size for a in adds)
@@ -331,6 +350,8 @@ def _rewrite_batch(
         output = rewrite(snapshot, batch, label, outputs)
         written = True
         return output
+    except _REPLANNABLE:
+        raise  # inputs changed under the batch (ensure_inputs_live), none is missing from storage
     except DeltaError as exc:
         # A task's own error arrives as Spark's text: say which input is gone, if one is.
         missing = _missing_inputs(table, inputs)

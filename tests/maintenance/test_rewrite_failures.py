@@ -186,3 +186,32 @@ def test_failed_job_returns_only_once_its_other_tasks_stopped(spark, tmp_path):
     # after the failure was raised.
     assert late_file.exists()
     assert not any(t.startswith("delta-maintenance-") for t in spark.getTags())
+
+
+def test_a_zorder_batch_whose_input_goes_while_it_samples_writes_nothing(spark, table_uri):
+    table = make_table(table_uri, appends=2)
+    snap = table.snapshot()
+    plan = plan_zorder(snap, ["id"])
+    batches = plan.batches(1)  # eu, then us
+    eu_input = batches[0][0].paths[0]
+    asked: list[list[str]] = []  # each call's output keys, as the executor chose them
+
+    def rewrite(current, batch, label, outputs):
+        asked.append(outputs)
+        if len(asked) == 1:  # a writer removes an eu input while the batch reads its sample
+            delete_files(table, [eu_input])
+        return CurveRewrite(plan, sample_rows=1000).rewrite(spark, table, current, batch, label=label,
+                                                            outputs=outputs)
+
+    before = set(data_files(table_uri))
+    tally = run_rewrite_batches(table, snap, batches, rewrite=rewrite,
+                                operation_parameters=plan.operation_parameters(), scan=None, label="zorder")
+    # the eu batch stopped after its sample, before choosing or writing any file; re-planned, its
+    # group was dropped (an input is gone); the us batch committed
+    assert len(asked) == 2 and asked[0] == [] and asked[1]
+    assert (len(tally.versions), tally.batches_retried, tally.batches_aborted) == (1, 1, 1)
+    assert tally.abandoned_reasons == ("batch 1/2: every input changed",)
+    assert {dict(r.partition_values)["region"] for r in table.commit_actions(tally.versions[0])
+            if isinstance(r, Remove)} == {"us"}
+    assert set(data_files(table_uri)) - before <= {(p, s) for p, s in data_files(table_uri)
+                                                   if p in ever_added(table)}

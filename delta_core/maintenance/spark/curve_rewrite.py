@@ -10,7 +10,9 @@ a clustered table) run here, on a ``ZOrderPlan``. Per batch of partitions:
    ``2**bits`` quantiles (range ids), computes the sample's curve keys, and cuts each
    partition's keys into as many equal-count stretches as it gets output files (input bytes /
    target size): one output file per stretch. A file whose stats cannot stand in the rewrite's
-   proof is read whole here and summarised (``InputSummary``).
+   proof is read whole here and summarised (``InputSummary``). Then, before anything is
+   written, the inputs must still be live in the table's latest version
+   (``rewrite_commit.ensure_inputs_live``): a batch that a writer's commit made stale stops.
 2. *Key* — one task per file reads the whole file (pyarrow over storage), computes each row's
    curve key (of its range ids) and output file, sorts the rows by key and packs each output
    file's run as Arrow IPC bytes (``ipc_chunks``): one Spark row per run, not per data row, so
@@ -52,7 +54,7 @@ from delta_core.maintenance.file_groups import FileGroup
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.ipc_chunks import pack, unpack
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors
+from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, ensure_inputs_live
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
     add_to_json,
@@ -293,6 +295,9 @@ def _run_batch(
     files_per_partition = [plan.output_files([p]) for p in batch]
     layout = layout_from_sample(sample, columns=plan.columns, curve=plan.curve, bits=plan.bits_per_column,
                                 files_per_partition=files_per_partition)
+    # The sample read every input: if a writer removed one meanwhile, the batch would only lose
+    # its commit, so it stops here, before anything is written, and is re-planned.
+    ensure_inputs_live(table, snapshot, inputs, label=label)
     rows = payload_frame(spark, file_tasks, _keyed_reader(layout), _spark_schema(PACKED_SCHEMA))
     partition_of_file: list[dict[str, str | None]] = []
     for p, cuts in zip(batch, layout.key_cuts):
