@@ -49,7 +49,7 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.log.file_actions import file_keys, iter_adds
-from delta_core.maintenance.file_groups import FileGroup
+from delta_core.maintenance.file_groups import FileGroup, keep_files
 from delta_core.maintenance.options import DEFAULT_MAX_BATCH_RETRIES
 from delta_core.maintenance.run_bounds import Leftover
 from delta_core.maintenance.vacuum_plan import log_path_to_key
@@ -295,12 +295,22 @@ def run_rewrite_batches(
 
 
 def _live_groups(table: DeltaTable, current: Snapshot, batch: Sequence[G], batch_label: str) -> tuple[G, ...]:
-    """The groups of ``batch`` whose inputs are all still live in ``current``."""
-    live = tuple(g for g in batch if all_live(current, g.paths))
-    if len(live) < len(batch):
-        log.info("table=%s %s: %d group(s) dropped, their inputs changed", table.uri, batch_label,
-                 len(batch) - len(live))
-    return live
+    """``batch`` re-planned on ``current``: each group keeps its inputs still live there (each read
+    with the deletion vector it has in ``current``); a group that lost inputs goes on with the rest
+    while it holds two or more (``file_groups.keep_files``), else it is dropped. The files a
+    writer added meanwhile are not taken in: they are the next run's."""
+    live_paths = live_subset(current, [path for g in batch for path in g.paths]).column("path")
+    out = []
+    narrowed = 0
+    for g in batch:
+        kept = keep_files(g, g.file_list.filter(pc.is_in(g.file_list.column("path"), value_set=live_paths)))
+        if kept is not None:
+            out.append(kept)
+            narrowed += kept is not g
+    if narrowed or len(out) < len(batch):
+        log.info("table=%s %s: inputs changed: %d group(s) dropped, %d narrowed to their live files", table.uri,
+                 batch_label, len(batch) - len(out), narrowed)
+    return tuple(out)
 
 
 def _rewrite_and_commit(
