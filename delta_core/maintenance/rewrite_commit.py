@@ -54,7 +54,7 @@ from delta_core.maintenance.options import DEFAULT_MAX_BATCH_RETRIES
 from delta_core.maintenance.run_bounds import Leftover
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model import progress
-from delta_core.model.actions import Add, DeletionVectorDescriptor
+from delta_core.model.actions import Add, DeletionVectorDescriptor, Remove
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.commit_info import CommitInfoFields
@@ -65,6 +65,7 @@ from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
+    from delta_core.storage.base import Storage
 
 log = logging.getLogger(__name__)
 G = TypeVar("G", bound=FileGroup)
@@ -132,6 +133,31 @@ def ensure_inputs_live(table: DeltaTable, snapshot: Snapshot, paths: Sequence[st
             f"{label}: an input read at version {snapshot.version} was removed or changed by a concurrent commit "
             "before the batch wrote; nothing was written and the batch is re-planned", path=table.uri,
             version=snapshot.version)
+
+
+@dataclass(slots=True)
+class InputWatch:
+    """Shipped to the Spark tasks that write a batch's files (a curve rewrite's writers run after
+    its inputs were read again and shuffled): ``check()``, called before each file is written,
+    reads the commits after ``version`` it has not read yet and raises
+    ``ConcurrentDeleteReadError`` once one removed an input (a writer's DELETE, UPDATE or MERGE
+    rewrote it, or gave it a new deletion vector). The task fails before writing a file the
+    batch could only abandon; the driver tells the failure from others (``_rewrite_batch``) and
+    re-plans the batch."""
+
+    storage: Storage
+    version: int
+    paths: frozenset[str]  # the inputs, as paths in the log
+
+    def check(self) -> None:
+        from delta_core.log.table import DeltaTable
+
+        for version, actions in DeltaTable(storage=self.storage).changes_since(self.version):
+            if any(isinstance(a, Remove) and a.path in self.paths for a in actions):
+                raise ConcurrentDeleteReadError(
+                    f"commit {version} removed an input of this rewrite batch; its files are not written",
+                    path=self.storage.root, version=version)
+            self.version = version
 
 
 def commit_rewrite(
@@ -363,7 +389,10 @@ def _rewrite_batch(
     except _REPLANNABLE:
         raise  # inputs changed under the batch (ensure_inputs_live), none is missing from storage
     except DeltaError as exc:
-        # A task's own error arrives as Spark's text: say which input is gone, if one is.
+        # A task's own error arrives as Spark's text. A task that stopped because an input was
+        # removed (``InputWatch``), or could not read one a writer removed and vacuum deleted,
+        # failed on a stale batch: that is a conflict, re-planned. Else say which input is gone.
+        ensure_inputs_live(table, snapshot, inputs, label=label)
         missing = _missing_inputs(table, inputs)
         if missing:
             raise MissingDataFileError(

@@ -21,7 +21,9 @@ a clustered table) run here, on a ``ZOrderPlan``. Per batch of partitions:
    packed runs; the target file of every row is already known, so no range-partitioner
    sampling pass runs.
 4. *Write* — each Spark partition unpacks one output file's runs at a time, sorts its rows by
-   key (merging the sorted runs) and writes the file, full stats.
+   key (merging the sorted runs) and writes the file, full stats, unless a commit since the
+   batch's snapshot removed one of its inputs (``rewrite_commit.InputWatch``): then the task
+   stops, the batch writes nothing more and is re-planned.
 
 A liquid clustering executor (``CurveRewrite.liquid``) also tags every new file as PROTOCOL.md
 "Clustered Table" asks (``clusteringProvider: "liquid"``) and as Delta Spark groups its own
@@ -54,7 +56,7 @@ from delta_core.maintenance.file_groups import FileGroup
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.ipc_chunks import pack, unpack
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors, ensure_inputs_live
+from delta_core.maintenance.rewrite_commit import InputWatch, RewriteOutput, deletion_vectors, ensure_inputs_live
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
     add_to_json,
@@ -237,7 +239,7 @@ def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa
 
 def _file_writer(
     storage: Storage, metadata: Metadata, schema: StructType, partition_of_file: Sequence[dict[str, str | None]],
-    keys: Sequence[str],
+    keys: Sequence[str], watch: InputWatch,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
@@ -252,6 +254,7 @@ def _file_writer(
             rows = unpack(chunk for _, chunk in run)
             order = np.argsort(rows.column(KEY_COL).to_numpy(), kind="stable")
             rows = rows.take(pa.array(order)).drop_columns([KEY_COL])
+            watch.check()  # no file for a batch a writer made stale meanwhile
             add = write_rewritten(storage, rows, metadata=metadata, schema=schema,
                                   partition_values=partition_of_file[file_id],
                                   key=keys[file_id])
@@ -304,7 +307,8 @@ def _run_batch(
         partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
     keys = [rewrite_output_key(metadata, values, schema=schema) for values in partition_of_file]
     outputs.extend(keys)
-    writer = _file_writer(table.storage, metadata, schema, partition_of_file, keys)
+    writer = _file_writer(table.storage, metadata, schema, partition_of_file, keys,
+                          InputWatch(table.storage, snapshot.version, frozenset(inputs)))
     # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))
