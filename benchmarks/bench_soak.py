@@ -183,10 +183,16 @@ def tables_yaml(uri: str, *, vacuum_mode: str, retention_seconds: int) -> str:
 tables:
   {TABLE}:
     uri: {uri}
-    # bounded rewrites (issue 30): small batches that commit on their own, retried when a writer
-    # wins a race, and the files the writers touched in the last half minute left for later
-    compact: {{target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.5}}
-    zorder: {{columns: [k, id], target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.5}}
+    # bounded rewrites (issue 30): small batches (a Z-order batch is one partition, a compaction
+    # batch one bin of 256KB, a fifth of a partition of small files, so the deleter
+    # and updater, rewriting one file of a random partition every 1.5 s, make fewer bins stale)
+    # that commit on their own, retried when a writer wins a race, and the partitions written in
+    # the last 6 s left for later: the appender's, and those the deleter or updater just rewrote.
+    # They pick partitions at random, so a longer quiet window makes no conflict less likely, only
+    # less work done: with half a minute, every partition was busy in every run of a 10-minute
+    # soak and nothing was rewritten.
+    compact: {{target_size: 256KB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.1}}
+    zorder: {{columns: [k, id], target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.1}}
     purge: true
     checkpoint: {{interval: 20}}
     compact_log: {{min_commits: 5}}
@@ -477,12 +483,13 @@ def print_waste(waste: WasteFigures) -> None:
     for cause in CAUSES:
         print(f"  {_CAUSE_TEXT.get(cause, cause)}: {_mb(waste.cause_bytes(cause))} in {waste.cause_files(cause)} "
               f"files: {by_op(cause)}")
+    ratio = f"{waste.abandoned_ratio:.1%}" if waste.committed_bytes else "undefined: nothing rewritten was committed"
     print(f"wasted work (issue 30: rewritten bytes abandoned, per committed rewritten byte): "
-          f"{_mb(waste.cause_bytes(ABANDONED))} / {_mb(waste.committed_bytes)} = {waste.abandoned_ratio:.1%} "
-          f"(target < {WASTE_TARGET:.0%})")
-    print(f"  beside it, not in it: killed runs' orphans {_mb(waste.cause_bytes(KILLED))} = "
-          f"{waste.cause_bytes(KILLED) / max(waste.committed_bytes, 1):.1%} of committed; every uncommitted byte "
-          f"{waste.uncommitted_ratio:.1%} of committed")
+          f"{_mb(waste.cause_bytes(ABANDONED))} / {_mb(waste.committed_bytes)} = {ratio} (target < {WASTE_TARGET:.0%})")
+    if waste.committed_bytes:
+        print(f"  beside it, not in it: killed runs' orphans {_mb(waste.cause_bytes(KILLED))} = "
+              f"{waste.cause_bytes(KILLED) / waste.committed_bytes:.1%} of committed; every uncommitted byte "
+              f"{waste.uncommitted_ratio:.1%} of committed")
 
 
 _FLAGS = {  # option: help; each flag's default is SoakOptions'

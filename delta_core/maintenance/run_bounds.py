@@ -89,11 +89,11 @@ def quiet_groups(snapshot: Snapshot, groups: Sequence[G], quiet_minutes: float |
     out: list[G] = []
     files_skipped = 0
     for g in groups:
-        kept = keep_files(g, g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"),
+        quiet = keep_files(g, g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"),
                                                                      value_set=recent_paths))))
-        if kept is not None:
-            out.append(kept)
-        files_skipped += g.num_files - (kept.num_files if kept is not None else 0)
+        if quiet is not None:
+            out.append(quiet)
+        files_skipped += g.num_files - (quiet.num_files if quiet is not None else 0)
     return out, QuietSkip(0, files_skipped)
 
 
