@@ -10,6 +10,13 @@ no data is checked at SnapshotIsolation). For other conflicts the table is re-re
 commit retried on the new snapshot only while every input file (same path, same deletion
 vector) is still live, a bounded number of times.
 
+A batch also looks for such a commit before it writes, so that it writes nothing it could only
+abandon: just before its tasks start (``run_rewrite_batches`` re-reads the table and narrows
+each group to its inputs still live, ``file_groups.keep_files``), between a curve rewrite's
+sample and its write (``ensure_inputs_live``), and in a curve rewrite's writer tasks before each
+file (``InputWatch``); a task that failed on a batch whose inputs a writer removed (or vacuum
+then deleted) is taken as that conflict, not as a missing file.
+
 Before each attempt the rewrite is proven to keep the data (``delta_core.write.rewrite_proof``: rows,
 null counts and value ranges per column, from the inputs' stats or the ``InputSummary`` a task
 returned for inputs without usable stats); a failed proof deletes the outputs, commits nothing and
@@ -271,10 +278,10 @@ def run_rewrite_batches(
 
     A batch abandoned because its inputs changed under it (an input no longer live or with a new
     deletion vector, ``ConcurrentDeleteRead``/``ConcurrentDeleteDelete``) is re-planned on the
-    table's new snapshot and retried, up to ``max_batch_retries`` times. Re-planning keeps the
-    batch's groups whose inputs are all still live (a group with a removed input is dropped,
-    as between batches; a group whose input only gained a deletion vector stays and is read with
-    it); other batches are not touched. A metadata or protocol change abandons the batch for good.
+    table's new snapshot and retried, up to ``max_batch_retries`` times. Re-planning, as before
+    every batch, narrows each group to its inputs still live (a group left with fewer than two
+    is dropped; an input that only gained a deletion vector stays and is read with it); other
+    batches are not touched. A metadata or protocol change abandons the batch for good.
     ``keep_going``, asked before every batch after the first, stops the run (``max_duration``): the
     batches not started are the tally's ``left``.
     """
