@@ -7,8 +7,8 @@ per run (``soak_run``): the table's maintenance job of the Dagster code location
 (``build_definitions`` over a tables.yaml written for the table: compact, zorder, purge,
 checkpoint, compact-log, vacuum with a one-minute retention), on a Dagster instance in a
 temporary ``DAGSTER_HOME``, on local Spark (``local[1]``), with the operations its policy asks
-for. With probability ``--kill-probability`` (0.15 by default: "now and then", yet several
-kills in a 10-minute soak of some 35 runs) a run is killed (SIGKILL of its process group: its
+for. With probability ``--kill-probability`` (0.15 by default: "now and then", yet 4 to 6 kills
+in each 10-minute soak we ran, of 23 to 48 runs) a run is killed (SIGKILL of its process group: its
 Spark JVM and Python workers too) at a random moment of its work; Dagster then records it as
 failed, as its run monitoring would.
 
