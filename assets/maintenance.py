@@ -172,8 +172,6 @@ def _zorder(table: TableConfig, deps: list[AssetKey], placement: Placement) -> A
         f"{policy.options.curve} curve so min/max statistics skip files.")))
     @_logs_typed_errors
     def _asset(context: AssetExecutionContext, config: _ZOrderConfig) -> MaterializeResult:  # type: ignore[valid-type]
-        from delta_core.maintenance.spark.zorder import zorder
-
         options = options_from_config(config, policy.options)
         dt = _delta(context, table).open()
         columns = list(options.columns)
@@ -181,8 +179,8 @@ def _zorder(table: TableConfig, deps: list[AssetKey], placement: Placement) -> A
         before, health_before = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
         probes = probe_values(snapshot, columns)
         ratio_before = skipped_file_ratio(snapshot, probes)
-        metrics = zorder(dt, _spark(context), columns,
-                         curve=options.curve, where=options.where, target_size=options.target_size)
+        # through the registry entry, as the command line runs it: every option, bounds included
+        metrics = ZORDER.run(dt, options, _spark(context))
         snapshot = dt.snapshot()
         after = FileStats.of(snapshot)
         ratio_after = skipped_file_ratio(snapshot, probes)

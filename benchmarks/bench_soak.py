@@ -7,19 +7,28 @@ per run (``soak_run``): the table's maintenance job of the Dagster code location
 (``build_definitions`` over a tables.yaml written for the table: compact, zorder, purge,
 checkpoint, compact-log, vacuum with a one-minute retention), on a Dagster instance in a
 temporary ``DAGSTER_HOME``, on local Spark (``local[1]``), with the operations its policy asks
-for. With probability ``--kill-probability`` a run is killed (SIGKILL of its process group:
-its Spark JVM and Python workers too) at a random moment of its work; Dagster then records it
-as failed, as its run monitoring would.
+for. With probability ``--kill-probability`` (0.15 by default: "now and then", yet 4 to 6 kills
+in each 10-minute soak we ran, of 23 to 48 runs) a run is killed (SIGKILL of its process group: its
+Spark JVM and Python workers too) at a random moment of its work; Dagster then records it as
+failed, as its run monitoring would.
 
 At the end the table's rows, read by delta-rs and by delta-kernel-rs, are compared with the
-ledgers, and it prints: lost, duplicated, unexpected and changed rows per engine; runs
-succeeded, conflicted, retried, killed and crashed; p50/p95 run time; the bytes maintenance
-wrote that no commit took (aborted batches, killed runs: every data file is witnessed as it
-appears, before anything deletes it) against those it committed; and the worst
-commits-behind. Targets beside them: zero lost or duplicated rows, zero crashed runs, under
-10% wasted work. Exit status 1 when rows differ or a run crashed.
+ledgers, and it prints:
 
-    python -m benchmarks.bench_soak [--minutes 3] [--kill-probability 0.3] [--seed 1] [--keep DIR]
+- lost, duplicated, unexpected and changed rows per engine;
+- runs succeeded, conflicted, killed and crashed, and the rewrite batches committed, retried and
+  abandoned (with their reasons), from the runs' metrics records;
+- p50/p95 run time and the worst commits-behind;
+- wasted work (``soak_waste``): every data file maintenance wrote is witnessed as it appears,
+  before anything deletes it, and each one no commit took is put down to its operation and
+  cause. **The target figure is the issue's: rewritten bytes abandoned after a conflict per
+  committed rewritten byte.** Orphans of the runs the soak itself killed are printed on their own
+  line, beside it and not in it; failed steps' and unexplained files too.
+
+Targets beside them: zero lost or duplicated rows, zero crashed runs, under 10% wasted
+(abandoned) work. Exit status 1 when rows differ or a run crashed.
+
+    python -m benchmarks.bench_soak [--minutes 3] [--kill-probability 0.15] [--seed 1] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -44,6 +53,7 @@ from typing import Any
 
 from benchmarks.soak_check import LogFigures, RowCheck, check_rows, log_figures, read_delta_rs, read_kernel
 from benchmarks.soak_files import CommitFiles, FileWitness, log_files
+from benchmarks.soak_waste import ABANDONED, CAUSES, FAILED, KILLED, UNEXPLAINED, RunSteps, WasteFigures, attribute
 from benchmarks.soak_writers import WRITERS, WriterSettings, WriterStats, expected_rows, read_ledger, read_stats
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
@@ -58,7 +68,7 @@ LOG_TAIL_LINES = 15
 @dataclass(frozen=True, slots=True)
 class SoakOptions:
     minutes: float = 3.0
-    kill_probability: float = 0.3
+    kill_probability: float = 0.15
     seed: int = 1
     vacuum_mode: str = "full"
     rows_per_day: int = 100_000
@@ -76,6 +86,7 @@ class RunRecord:
     """One maintenance process, as the soak saw it."""
 
     run_id: str
+    started_at: float  # time.time() when its process was started
     seconds: float  # whole process
     killed: bool
     exit_code: int
@@ -93,18 +104,39 @@ class RunRecord:
             return False
         return self.exit_code != 0 or self.result is None or any(not f["clean_conflict"] for f in self.failures)
 
+    def _sum(self, name: str) -> int:
+        return sum(s["metrics"].get(name) or 0 for s in self._steps())
+
     @property
-    def aborted_batches(self) -> int:
-        return sum(s["metrics"].get("batches_aborted") or 0 for s in self._steps())
+    def batches_committed(self) -> int:
+        return self._sum("batches_committed")
+
+    @property
+    def batches_retried(self) -> int:
+        """Rewrite batches re-planned and retried after losing a conflict (each counted once)."""
+        return self._sum("batches_retried")
+
+    @property
+    def batches_abandoned(self) -> int:
+        return self._sum("batches_aborted")
+
+    @property
+    def abandoned_reasons(self) -> list[str]:
+        return [r for s in self._steps() for r in s["metrics"].get("abandoned_reasons") or ()]
+
+    def operations_with(self, *names: str) -> frozenset[str]:
+        """The operations whose metrics count any of ``names`` (e.g. batches retried or aborted)."""
+        return frozenset(op for op, s in (self.result or {}).get("steps", {}).items()
+                         if any(s["metrics"].get(n) for n in names))
+
+    @property
+    def failed_operations(self) -> frozenset[str]:
+        return frozenset(op for op, s in (self.result or {}).get("steps", {}).items() if s["status"] == "failed")
 
     @property
     def conflicted(self) -> bool:
-        """Lost something to a concurrent writer: a batch abandoned, or a step failed on a typed conflict."""
-        return self.aborted_batches > 0 or any(f["clean_conflict"] for f in self.failures)
-
-    @property
-    def retries(self) -> int:
-        return self.result["retries"] if self.result else 0
+        """Lost something to a concurrent writer: a batch retried or abandoned, or a step failed on a typed conflict."""
+        return self.batches_retried + self.batches_abandoned > 0 or any(f["clean_conflict"] for f in self.failures)
 
     @property
     def committed(self) -> bool:
@@ -124,6 +156,7 @@ class SoakResult:
     rows_expected: int = 0
     checks: list[RowCheck] = field(default_factory=list)
     log: LogFigures | None = None
+    waste: WasteFigures | None = None
     ledger_not_in_log: int = 0
     log_not_in_ledger: int = 0
     checkpoints: int = 0
@@ -150,10 +183,16 @@ def tables_yaml(uri: str, *, vacuum_mode: str, retention_seconds: int) -> str:
 tables:
   {TABLE}:
     uri: {uri}
-    # bounded rewrites (issue 30): small batches that commit on their own, retried when a writer
-    # wins a race, and the files the writers touched in the last half minute left for later
-    compact: {{target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.5}}
-    zorder: {{columns: [k, id], target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.5}}
+    # bounded rewrites (issue 30): small batches (a Z-order batch is one partition, a compaction
+    # batch one bin of 256KB, a fifth of a partition of small files, so the deleter
+    # and updater, rewriting one file of a random partition every 1.5 s, make fewer bins stale)
+    # that commit on their own, retried when a writer wins a race, and the partitions written in
+    # the last 6 s left for later: the appender's, and those the deleter or updater just rewrote.
+    # They pick partitions at random, so a longer quiet window makes no conflict less likely, only
+    # less work done: with half a minute, every partition was busy in every run of a 10-minute
+    # soak and nothing was rewritten.
+    compact: {{target_size: 256KB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.1}}
+    zorder: {{columns: [k, id], target_size: 1MB, batch_size: 256KB, max_batch_retries: 3, quiet_minutes: 0.1}}
     purge: true
     checkpoint: {{interval: 20}}
     compact_log: {{min_commits: 5}}
@@ -189,6 +228,7 @@ class MaintenanceLoop:
         seconds past ``deadline``."""
         run_id = str(uuid.uuid4())
         kill_after = self._rng.uniform(0, self._horizon()) if self._rng.random() < self._kill_probability else None
+        started_at = time.time()
         started = time.monotonic()
         with (self._runs_dir / f"{run_id}.log").open("w") as log:
             proc = subprocess.Popen(
@@ -219,9 +259,24 @@ class MaintenanceLoop:
         if result is None and not killed:
             lines = (self._runs_dir / f"{run_id}.log").read_text(errors="replace").splitlines()
             tail = "\n".join(lines[-LOG_TAIL_LINES:])
-        record = RunRecord(run_id, seconds, killed, proc.returncode, result, tail)
+        record = RunRecord(run_id, started_at, seconds, killed, proc.returncode, result, tail)
         self.records.append(record)
         return record
+
+    def run_steps(self) -> list[RunSteps]:
+        """Every run's step starts as the Dagster instance recorded them (a killed run's too),
+        with the operations that retried or abandoned a batch and those that failed."""
+        from dagster import DagsterEventType, DagsterInstance
+
+        out = []
+        with DagsterInstance.from_config(str(self._home)) as instance:
+            for r in self.records:
+                starts = tuple(sorted((e.timestamp, (e.step_key or "").rpartition("__")[2])
+                                      for e in instance.all_logs(r.run_id, of_type=DagsterEventType.STEP_START)))
+                out.append(RunSteps(r.run_id, r.started_at, r.killed, starts,
+                                    conflicted=r.operations_with("batches_retried", "batches_aborted"),
+                                    failed=r.failed_operations))
+        return out
 
     def _record_killed(self, run_id: str) -> None:
         """Mark the killed run failed in the instance (Dagster's run monitoring would), if it got that far."""
@@ -320,6 +375,7 @@ def run_soak(options: SoakOptions) -> SoakResult:
     commits = log_files(uri)
     result.table_version = commits[-1].version
     result.log = log_figures(commits, seen, engine_prefix=ENGINE_INFO.partition("/")[0] + "/")
+    result.waste = attribute(result.log.maintenance_files, loop.run_steps())
     result.ledger_not_in_log, result.log_not_in_ledger = _ledger_gaps(settings, commits)
     log_dir = pathlib.Path(uri, "_delta_log")
     result.checkpoints = len(list(log_dir.glob("*.checkpoint*.parquet")))
@@ -335,8 +391,8 @@ def _run_line(r: RunRecord) -> str:
     if r.result is None:
         return f"CRASHED (exit {r.exit_code}, no result) after {r.seconds:.1f} s"
     steps = ", ".join(f"{op} {s['status']}" for op, s in r.result["steps"].items())
-    notes = [f"{r.aborted_batches} batch(es) abandoned"] if r.aborted_batches else []
-    notes += [f"{r.retries} commit retr{'y' if r.retries == 1 else 'ies'}"] if r.retries else []
+    notes = [f"{r.batches_retried} batch(es) retried"] if r.batches_retried else []
+    notes += [f"{r.batches_abandoned} batch(es) abandoned"] if r.batches_abandoned else []
     notes += [f"{f['step']} failed: {f['classes'][-1]}" for f in r.failures]
     return f"{'CRASHED ' if r.crashed else ''}{r.seconds:.1f} s: {steps}" + (f" ({'; '.join(notes)})" if notes else "")
 
@@ -371,10 +427,15 @@ def print_report(result: SoakResult) -> None:
     print("  target: zero lost or duplicated rows, both engines equal to the ledgers")
     done = [r for r in runs if not r.killed]
     print(f"maintenance runs: {len(runs)} started; {sum(1 for r in runs if r.result and r.result['success'])} "
-          f"succeeded, {sum(1 for r in runs if r.conflicted)} conflicted (a batch abandoned or a typed "
-          f"conflict), {sum(1 for r in runs if r.retries)} retried a commit ({sum(r.retries for r in runs)} "
-          f"retries), {sum(1 for r in runs if r.killed)} killed, {len(result.crashed)} crashed (target 0); "
+          f"succeeded, {sum(1 for r in runs if r.conflicted)} conflicted (a batch retried or abandoned, or a typed "
+          f"conflict), {sum(1 for r in runs if r.batches_retried)} retried a batch, {sum(1 for r in runs if r.killed)} "
+          f"killed by the soak, {len(result.crashed)} crashed (target 0); "
           f"{sum(1 for r in runs if r.committed)} committed a version")
+    reasons = Counter(reason.partition(": ")[2] or reason for r in runs for reason in r.abandoned_reasons)
+    print(f"  rewrite batches (from the runs' metrics): {sum(r.batches_committed for r in runs)} committed, "
+          f"{sum(r.batches_retried for r in runs)} retried after losing a conflict, "
+          f"{sum(r.batches_abandoned for r in runs)} abandoned"
+          + (" (" + ", ".join(f"{n}x {why}" for why, n in reasons.most_common()) + ")" if reasons else ""))
     ops: Counter[str] = Counter(op for r in runs if r.result for op in r.result["operations"])
     print("  operations asked by the policy: " + ", ".join(f"{op} {n}" for op, n in ops.items()))
     dagster = [r.result["seconds"] for r in done if r.result]
@@ -391,14 +452,44 @@ def print_report(result: SoakResult) -> None:
     print("maintenance commits: " + (", ".join(f"{op} {n}" for op, n in sorted(log.maintenance_commits.items()))
                                      or "none") + f"; checkpoints {result.checkpoints}, log compaction files "
           f"{result.log_compactions}; writer commits {log.writer_commits}")
-    print(f"wasted work: {_mb(log.wasted_bytes)} in {log.wasted_files} files written by maintenance and never "
-          f"committed, against {_mb(log.rewritten_bytes)} committed: {log.wasted_ratio:.1%} "
-          f"(target < {WASTE_TARGET:.0%}); writers' own orphans {_mb(log.writer_orphan_bytes)}"
-          + (f", unattributed {_mb(log.unattributed_bytes)}" if log.unattributed_bytes else "")
+    if result.waste is not None:
+        print_waste(result.waste)
+    print(f"  log: {_mb(log.rewritten_bytes)} added by maintenance commits; writers' own orphans "
+          f"{_mb(log.writer_orphan_bytes)}" + (f", unattributed {_mb(log.unattributed_bytes)}" if log.unattributed_bytes
+                                               else "")
           + (f"; {result.files_missed} files not witnessed" if result.files_missed else ""))
     print(f"worst commits-behind: {log.worst_behind} commits landed between the version a maintenance commit "
           f"read and its own ({log.worst_behind_operation or '-'}); longest stretch without a maintenance rewrite "
           f"(OPTIMIZE, REORG): {log.longest_unrewritten} commits")
+
+
+_CAUSE_TEXT = {
+    ABANDONED: "abandoned after losing a conflict (batches abandoned, attempts re-planned)",
+    KILLED: "orphans of runs the soak killed (its own SIGKILL; vacuum takes them)",
+    FAILED: "failed steps (not killed)",
+    UNEXPLAINED: "unexplained (target 0)",
+}
+
+
+def print_waste(waste: WasteFigures) -> None:
+    """Bytes maintenance wrote that no commit took, by cause and operation (``soak_waste``)."""
+    def by_op(cause: str) -> str:
+        parts = [f"{op} {_mb(waste.bytes[cause, op])} ({waste.files[cause, op]} files)"
+                 for op in waste.operations() if waste.files[cause, op]]
+        return ", ".join(parts) or "none"
+
+    print(f"maintenance-written data files: {_mb(waste.committed_bytes)} committed ("
+          + ", ".join(f"{op} {_mb(n)}" for op, n in sorted(waste.committed.items())) + "); never committed:")
+    for cause in CAUSES:
+        print(f"  {_CAUSE_TEXT.get(cause, cause)}: {_mb(waste.cause_bytes(cause))} in {waste.cause_files(cause)} "
+              f"files: {by_op(cause)}")
+    ratio = f"{waste.abandoned_ratio:.1%}" if waste.committed_bytes else "undefined: nothing rewritten was committed"
+    print(f"wasted work (issue 30: rewritten bytes abandoned, per committed rewritten byte): "
+          f"{_mb(waste.cause_bytes(ABANDONED))} / {_mb(waste.committed_bytes)} = {ratio} (target < {WASTE_TARGET:.0%})")
+    if waste.committed_bytes:
+        print(f"  beside it, not in it: killed runs' orphans {_mb(waste.cause_bytes(KILLED))} = "
+              f"{waste.cause_bytes(KILLED) / waste.committed_bytes:.1%} of committed; every uncommitted byte "
+              f"{waste.uncommitted_ratio:.1%} of committed")
 
 
 _FLAGS = {  # option: help; each flag's default is SoakOptions'

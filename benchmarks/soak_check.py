@@ -1,6 +1,7 @@
 """The soak's closing figures that come from the table itself: its rows as two engines read
 them against the writers' ledgers, and, from the log as written, what maintenance committed,
-how far behind it committed, and the bytes it wrote and abandoned.
+how far behind it committed, and which of the data files it wrote a commit took (their causes
+and operations: ``soak_waste``).
 
 Rows are read by delta-rs (``QueryBuilder``: its SQL engine, deletion vectors applied) and by
 delta-kernel-rs (``polars_deltalake.read_delta``).
@@ -8,7 +9,6 @@ delta-kernel-rs (``polars_deltalake.read_delta``).
 
 from __future__ import annotations
 
-import pathlib
 from collections import Counter
 from dataclasses import dataclass
 
@@ -16,7 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from benchmarks.soak_files import CommitFiles
+from benchmarks.soak_files import CommitFiles, Seen
+from benchmarks.soak_waste import WrittenFile
 from delta_core.model.delta_operations import OPTIMIZE, REORG
 
 
@@ -73,15 +74,9 @@ class LogFigures:
     worst_behind: int  # commits between the version a maintenance commit read and its own
     worst_behind_operation: str
     longest_unrewritten: int  # most commits in a row with no maintenance rewrite (OPTIMIZE, REORG)
-    wasted_bytes: int  # files maintenance wrote that no commit references
-    wasted_files: int
-    writer_orphan_bytes: int  # the same for the writers (their refused commits)
+    maintenance_files: tuple[WrittenFile, ...]  # every data file maintenance wrote, committed or not
+    writer_orphan_bytes: int  # files the writers wrote that no commit references (their refused commits)
     unattributed_bytes: int  # unreferenced files of an unknown writer
-
-    @property
-    def wasted_ratio(self) -> float:
-        total = self.rewritten_bytes + self.wasted_bytes
-        return self.wasted_bytes / total if total else 0.0
 
 
 def _suffix(key: str) -> str:
@@ -89,10 +84,10 @@ def _suffix(key: str) -> str:
     return key.rsplit("-", 1)[-1]
 
 
-def log_figures(commits: list[CommitFiles], seen: dict[str, pathlib.Path], *, engine_prefix: str) -> LogFigures:
-    """``seen``: every data file written during the soak (key -> a hard link to it). A file no
-    commit references is the writers' if its name ends as only theirs do (the soak's writers
-    write ZSTD), unattributed if maintenance's committed files end so too, else maintenance's."""
+def log_figures(commits: list[CommitFiles], seen: dict[str, Seen], *, engine_prefix: str) -> LogFigures:
+    """``seen``: every data file written during the soak. A file is the writers' if its name
+    ends as only theirs do (the soak's writers write ZSTD), else maintenance's; a file no commit
+    references whose name ends as both's do is unattributed."""
     ours = [c for c in commits if c.engine.startswith(engine_prefix)]
     our_versions = {c.version for c in ours}
     behind = [(c.version - 1 - c.read_version, c.operation) for c in ours if c.read_version is not None]
@@ -103,20 +98,18 @@ def log_figures(commits: list[CommitFiles], seen: dict[str, pathlib.Path], *, en
     our_suffixes = {_suffix(k) for c in ours for k in c.adds}
     referenced = {k for c in commits for k in c.adds}
     orphan_bytes: Counter[str] = Counter()
-    orphan_files: Counter[str] = Counter()
-    for key, link in seen.items():
-        if key in referenced:
-            continue
+    ours_written = []
+    for key, file in seen.items():
         suffix = _suffix(key)
-        who = ("maintenance" if suffix not in writer_suffixes
-               else "unknown" if suffix in our_suffixes else "writers")
-        orphan_bytes[who] += link.stat().st_size
-        orphan_files[who] += 1
+        if suffix not in writer_suffixes:
+            ours_written.append(WrittenFile(key, file.size, file.at, committed=key in referenced))
+        elif key not in referenced:
+            orphan_bytes["unknown" if suffix in our_suffixes else "writers"] += file.size
     return LogFigures(
         maintenance_commits=Counter(c.operation for c in ours),
         writer_commits=len(commits) - len(ours),
         rewritten_bytes=sum(sum(c.adds.values()) for c in ours),
         worst_behind=worst[0], worst_behind_operation=worst[1],
         longest_unrewritten=max(b - a for a, b in zip(marks, marks[1:])),
-        wasted_bytes=orphan_bytes["maintenance"], wasted_files=orphan_files["maintenance"],
+        maintenance_files=tuple(ours_written),
         writer_orphan_bytes=orphan_bytes["writers"], unattributed_bytes=orphan_bytes["unknown"])

@@ -4,7 +4,8 @@ A rewrite batch that loses a conflict deletes its outputs within a moment, and v
 what a killed run left; to count those bytes, ``FileWitness`` watches the table's folders
 with Linux inotify and hard-links each new ``.parquet`` file into a folder of its own as it
 appears (the link keeps the inode, so its final size is read at the end, whoever deleted the
-table's name for it). ``log_files`` reads every commit of the log as written (plain JSON, not
+table's name for it), noting when it appeared (so it is told which maintenance run and step
+wrote it: ``soak_waste``). ``log_files`` reads every commit of the log as written (plain JSON, not
 through delta_core), so files are attributed to commits independently of the code measured.
 """
 
@@ -18,6 +19,7 @@ import pathlib
 import select
 import struct
 import threading
+import time
 import urllib.parse
 from dataclasses import dataclass
 
@@ -34,9 +36,21 @@ def _is_data_file(name: str) -> bool:
     return name.endswith(".parquet") and not name.startswith((".", "_"))
 
 
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A witnessed data file: its hard link, and when it appeared (``time.time()``)."""
+
+    link: pathlib.Path
+    at: float
+
+    @property
+    def size(self) -> int:
+        return self.link.stat().st_size
+
+
 class FileWitness:
     """Watches ``root`` (and every folder created under it, ``_delta_log`` aside) from a thread;
-    ``seen()`` maps each data file's key to its link in ``keep``."""
+    ``close()`` maps each data file's key to its ``Seen`` (a link in ``keep``)."""
 
     def __init__(self, root: str, keep: str) -> None:
         self._root = pathlib.Path(root)
@@ -47,7 +61,7 @@ class FileWitness:
         if self._fd < 0:
             raise OSError(ctypes.get_errno(), "inotify_init1 failed")
         self._dirs: dict[int, pathlib.Path] = {}
-        self._seen: dict[str, pathlib.Path] = {}
+        self._seen: dict[str, Seen] = {}
         self.missed = 0  # files gone before they could be linked
         self.overflows = 0  # inotify queue overflows: events (so files) may have been lost
         self._stop = threading.Event()
@@ -74,12 +88,13 @@ class FileWitness:
         if key in self._seen:
             return
         link = self._keep / f"{len(self._seen):08d}.parquet"
+        at = time.time()
         try:
             os.link(path, link)
         except FileNotFoundError:
             self.missed += 1
             return
-        self._seen[key] = link
+        self._seen[key] = Seen(link, at)
 
     def _run(self) -> None:
         while not self._stop.is_set():
@@ -100,8 +115,8 @@ class FileWitness:
                 elif wd in self._dirs and name:
                     self._saw(self._dirs[wd] / os.fsdecode(name), is_dir=bool(mask & _IN_ISDIR))
 
-    def close(self) -> dict[str, pathlib.Path]:
-        """Stop watching; the files seen (key -> link)."""
+    def close(self) -> dict[str, Seen]:
+        """Stop watching; the files seen (key -> ``Seen``)."""
         self._stop.set()
         self._thread.join()
         os.close(self._fd)

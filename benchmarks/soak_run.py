@@ -10,8 +10,9 @@ tables.yaml thresholds (as the advisor sensor decides: compact, zorder, purge, v
 checkpoint and compact-log, whose assets decide themselves (interval, ``min_commits``).
 
 Writes ``RUN_ID.started`` when the run begins (the soak times its kills from there) and
-``RUN_ID.json`` at the end: the operations run, each step's outcome and metrics, each failed
-step's error classes, and the batch commits retried after a conflict.
+``RUN_ID.json`` at the end: the operations run, each step's outcome and metrics (a rewrite's
+record: ``batches_committed``, ``batches_retried``, ``batches_aborted`` and their
+``abandoned_reasons``, what was left or skipped as busy), and each failed step's error classes.
 """
 
 from __future__ import annotations
@@ -28,22 +29,12 @@ ADVISED = ("compact", "zorder", "cluster", "purge", "vacuum")
 QUIET_RUN_CONFIG = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-class RetryCounter(logging.Handler):
-    """Counts delta_core's log records of a rewrite batch's commit retried after a conflict
-    (the metrics records do not carry retries yet)."""
-
-    def __init__(self) -> None:
-        super().__init__(level=logging.INFO)
-        self.retries = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "retrying" in record.getMessage():
-            self.retries += 1
+_LISTS = ("versions", "abandoned_reasons")  # the metrics' sequences the soak reports
 
 
 def _scalars(values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items()
-            if isinstance(v, (int, float, str, bool)) or v is None or k == "versions"}
+            if isinstance(v, (int, float, str, bool)) or v is None or k in _LISTS}
 
 
 def _step_metrics(result: Any, node: str) -> dict[str, Any]:
@@ -80,10 +71,8 @@ def _is_clean_conflict(classes: list[str]) -> bool:
 def main(argv: list[str]) -> int:
     config_path, table_name, run_id, work = argv
     out = pathlib.Path(work)
-    retries = RetryCounter()
     core_log = logging.getLogger("delta_core")
     core_log.setLevel(logging.INFO)
-    core_log.addHandler(retries)
     to_stderr = logging.StreamHandler(sys.stderr)  # the run's log file: batches, conflicts, aborts
     to_stderr.setFormatter(logging.Formatter("%(asctime)s %(name)s %(levelname)s %(message)s"))
     core_log.addHandler(to_stderr)
@@ -122,7 +111,7 @@ def main(argv: list[str]) -> int:
         failures.append({"step": event.step_key, "classes": classes, "clean_conflict": _is_clean_conflict(classes),
                          "message": chain[-1].message.strip()[:2000] if chain else ""})
     summary = {"run_id": run_id, "success": result.success, "seconds": seconds, "operations": operations,
-               "steps": steps, "failures": failures, "retries": retries.retries,
+               "steps": steps, "failures": failures,
                "health_version": report.version}
     (out / f"{run_id}.json").write_text(json.dumps(summary, default=str), encoding="utf-8")
     return 0

@@ -12,11 +12,13 @@ the driver orders, bounds by ``run_bounds`` and batches with ``batch_groups``), 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
 from delta_core.write.operation_records import OptimizeParameters, ReorgParameters
@@ -76,6 +78,17 @@ def group_file_list(files: pa.Table) -> pa.Table:
 
 G = TypeVar("G", bound=FileGroup)
 G_co = TypeVar("G_co", bound=FileGroup, covariant=True)
+
+
+def keep_files(group: G, kept: pa.Table) -> G | None:
+    """``group`` narrowed to ``kept``, rows of its own file list: the group itself when no file
+    went, a narrowed copy while it still holds two or more files (rewriting one file alone gains
+    nothing), else None."""
+    if kept.num_rows == group.num_files:
+        return group
+    if kept.num_rows < 2:
+        return None
+    return dataclasses.replace(group, file_list=kept, total_size=int(pc.sum(kept.column("size")).as_py() or 0))
 
 
 def batch_groups(groups: Sequence[G], max_bytes: int) -> list[tuple[G, ...]]:

@@ -10,6 +10,13 @@ no data is checked at SnapshotIsolation). For other conflicts the table is re-re
 commit retried on the new snapshot only while every input file (same path, same deletion
 vector) is still live, a bounded number of times.
 
+A batch also looks for such a commit before it writes, so that it writes nothing it could only
+abandon: just before its tasks start (``run_rewrite_batches`` re-reads the table and narrows
+each group to its inputs still live, ``file_groups.keep_files``), between a curve rewrite's
+sample and its write (``ensure_inputs_live``), and in a curve rewrite's writer tasks before each
+file (``InputWatch``); a task that failed on a batch whose inputs a writer removed (or vacuum
+then deleted) is taken as that conflict, not as a missing file.
+
 Before each attempt the rewrite is proven to keep the data (``delta_core.write.rewrite_proof``: rows,
 null counts and value ranges per column, from the inputs' stats or the ``InputSummary`` a task
 returned for inputs without usable stats); a failed proof deletes the outputs, commits nothing and
@@ -49,12 +56,12 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.log.file_actions import file_keys, iter_adds
-from delta_core.maintenance.file_groups import FileGroup
+from delta_core.maintenance.file_groups import FileGroup, keep_files
 from delta_core.maintenance.options import DEFAULT_MAX_BATCH_RETRIES
 from delta_core.maintenance.run_bounds import Leftover
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model import progress
-from delta_core.model.actions import Add, DeletionVectorDescriptor
+from delta_core.model.actions import Add, DeletionVectorDescriptor, Remove
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.commit_info import CommitInfoFields
@@ -65,6 +72,7 @@ from delta_core.write.table_writes import commit_rewrite as commit_rewrite_once
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
+    from delta_core.storage.base import Storage
 
 log = logging.getLogger(__name__)
 G = TypeVar("G", bound=FileGroup)
@@ -117,6 +125,46 @@ def all_live(snapshot: Snapshot, paths: Sequence[str], keys: Collection[str] | N
     if live.num_rows != len(set(paths)):
         return False
     return keys is None or set(file_keys(live).to_pylist()) == set(keys)
+
+
+def ensure_inputs_live(table: DeltaTable, snapshot: Snapshot, paths: Sequence[str], *, label: str) -> None:
+    """Between a batch's read and its write (a curve rewrite samples its inputs first): raise
+    ``ConcurrentDeleteReadError`` when an input read in ``snapshot`` is no longer live in the
+    table's latest version, or has another deletion vector. Such a batch could only lose its
+    commit, so it writes nothing and ``run_rewrite_batches`` re-plans it."""
+    if table.latest_version() == snapshot.version:
+        return
+    keys = file_keys(live_subset(snapshot, paths)).to_pylist()
+    if not all_live(table.snapshot(), paths, keys):
+        raise ConcurrentDeleteReadError(
+            f"{label}: an input read at version {snapshot.version} was removed or changed by a concurrent commit "
+            "before the batch wrote; nothing was written and the batch is re-planned", path=table.uri,
+            version=snapshot.version)
+
+
+@dataclass(slots=True)
+class InputWatch:
+    """Shipped to the Spark tasks that write a batch's files (a curve rewrite's writers run after
+    its inputs were read again and shuffled): ``check()``, called before each file is written,
+    reads the commits after ``version`` it has not read yet and raises
+    ``ConcurrentDeleteReadError`` once one removed an input (a writer's DELETE, UPDATE or MERGE
+    rewrote it, or gave it a new deletion vector). The task fails before writing a file the
+    batch could only abandon; the driver tells the failure from others (``_rewrite_batch``) and
+    re-plans the batch."""
+
+    storage: Storage
+    version: int
+    paths: frozenset[str]  # the inputs, as paths in the log
+
+    def check(self) -> None:
+        from delta_core.log.table import DeltaTable
+
+        for version, actions in DeltaTable(storage=self.storage).changes_since(self.version):
+            if any(isinstance(a, Remove) and a.path in self.paths for a in actions):
+                raise ConcurrentDeleteReadError(
+                    f"commit {version} removed an input of this rewrite batch; its files are not written",
+                    path=self.storage.root, version=version)
+            self.version = version
 
 
 def commit_rewrite(
@@ -216,9 +264,10 @@ def run_rewrite_batches(
 ) -> RewriteTally:
     """Rewrite and commit ``batches`` of file groups, each batch on its own.
 
-    Batch 1 runs on ``snapshot``; each later batch re-reads the table first and keeps only the
-    groups whose inputs are all still live, so progress committed by earlier batches survives a
-    later failure and no batch rewrites a file someone else removed.
+    Every batch re-reads the table just before its tasks write (batch 1 too, when a commit landed
+    since ``snapshot``, the plan's) and keeps only the groups whose inputs are all still live, so
+    progress committed by earlier batches survives a later failure and no batch rewrites a file
+    someone else removed.
     ``rewrite(snapshot, groups, batch_label, outputs)`` (which applies each input's deletion
     vector in ``snapshot``, ``deletion_vectors``) appends to ``outputs`` the key of every
     file it may write before any is written, writes them and returns their ``add`` actions
@@ -229,10 +278,10 @@ def run_rewrite_batches(
 
     A batch abandoned because its inputs changed under it (an input no longer live or with a new
     deletion vector, ``ConcurrentDeleteRead``/``ConcurrentDeleteDelete``) is re-planned on the
-    table's new snapshot and retried, up to ``max_batch_retries`` times. Re-planning keeps the
-    batch's groups whose inputs are all still live (a group with a removed input is dropped,
-    as between batches; a group whose input only gained a deletion vector stays and is read with
-    it); other batches are not touched. A metadata or protocol change abandons the batch for good.
+    table's new snapshot and retried, up to ``max_batch_retries`` times. Re-planning, as before
+    every batch, narrows each group to its inputs still live (a group left with fewer than two
+    is dropped; an input that only gained a deletion vector stays and is read with it); other
+    batches are not touched. A metadata or protocol change abandons the batch for good.
     ``keep_going``, asked before every batch after the first, stops the run (``max_duration``): the
     batches not started are the tally's ``left``.
     """
@@ -252,14 +301,15 @@ def run_rewrite_batches(
             continue
         batch: Sequence[G] = planned
         for attempt in range(max_batch_retries + 1):
-            current = snapshot
-            if index > 1 or attempt:
-                current = table.snapshot()
-                batch = _live_groups(table, current, batch, batch_label)
-                if not batch:
-                    if attempt:
-                        totals.reasons.append(f"batch {index}/{len(batches)}: every input changed")
-                    break
+            # Re-read the table just before writing, the first batch too (starting Spark takes
+            # seconds after planning): a group whose input a writer removed meanwhile would only
+            # lose its commit, so it is dropped before any task writes.
+            current = table.snapshot() if table.latest_version() != snapshot.version else snapshot
+            batch = _live_groups(table, current, batch, batch_label)
+            if not batch:
+                if attempt:
+                    totals.reasons.append(f"batch {index}/{len(batches)}: every input changed")
+                break
             outcome = _rewrite_and_commit(table, current, batch, batch_label, rewrite=rewrite, scan=scan,
                                           operation_parameters=operation_parameters, operation=operation,
                                           totals=totals)
@@ -278,12 +328,22 @@ def run_rewrite_batches(
 
 
 def _live_groups(table: DeltaTable, current: Snapshot, batch: Sequence[G], batch_label: str) -> tuple[G, ...]:
-    """The groups of ``batch`` whose inputs are all still live in ``current``."""
-    live = tuple(g for g in batch if all_live(current, g.paths))
-    if len(live) < len(batch):
-        log.info("table=%s %s: %d group(s) dropped, their inputs changed", table.uri, batch_label,
-                 len(batch) - len(live))
-    return live
+    """``batch`` re-planned on ``current``: each group keeps its inputs still live there (each read
+    with the deletion vector it has in ``current``); a group that lost inputs goes on with the rest
+    while it holds two or more (``file_groups.keep_files``), else it is dropped. The files a
+    writer added meanwhile are not taken in: they are the next run's."""
+    live_paths = live_subset(current, [path for g in batch for path in g.paths]).column("path")
+    out = []
+    narrowed = 0
+    for g in batch:
+        kept = keep_files(g, g.file_list.filter(pc.is_in(g.file_list.column("path"), value_set=live_paths)))
+        if kept is not None:
+            out.append(kept)
+            narrowed += kept is not g
+    if narrowed or len(out) < len(batch):
+        log.info("table=%s %s: inputs changed: %d group(s) dropped, %d narrowed to their live files", table.uri,
+                 batch_label, len(batch) - len(out), narrowed)
+    return tuple(out)
 
 
 def _rewrite_and_commit(
@@ -294,7 +354,11 @@ def _rewrite_and_commit(
 ) -> BatchOutcome:
     """Rewrite ``batch`` on ``current`` and commit it; a commit is added to ``totals``."""
     inputs = [path for g in batch for path in g.paths]
-    output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
+    try:
+        output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
+    except _REPLANNABLE as exc:  # ensure_inputs_live: an input changed before any task wrote
+        log.info("table=%s %s stopped before writing: %s", table.uri, batch_label, exc.kind)
+        return BatchOutcome(None, "aborted", exc.kind, replannable=True)
     adds = list(output.adds)
     in_bytes = sum(g.total_size for g in batch)
     out_bytes = sum(a.size for a in adds)
@@ -329,8 +393,13 @@ def _rewrite_batch(
         output = rewrite(snapshot, batch, label, outputs)
         written = True
         return output
+    except _REPLANNABLE:
+        raise  # inputs changed under the batch (ensure_inputs_live), none is missing from storage
     except DeltaError as exc:
-        # A task's own error arrives as Spark's text: say which input is gone, if one is.
+        # A task's own error arrives as Spark's text. A task that stopped because an input was
+        # removed (``InputWatch``), or could not read one a writer removed and vacuum deleted,
+        # failed on a stale batch: that is a conflict, re-planned. Else say which input is gone.
+        ensure_inputs_live(table, snapshot, inputs, label=label)
         missing = _missing_inputs(table, inputs)
         if missing:
             raise MissingDataFileError(

@@ -6,8 +6,8 @@ batches them, so every rewrite (compact, zorder, cluster, purge) is bounded the 
 1. *Quiet partitions* — ``quiet_groups``: with ``quiet_minutes``, a partition where a live file
    was added (``add.modificationTime``) within the window is skipped whole, as writers may still
    be appending there; on an unpartitioned table the recent files are taken out of their groups
-   instead, and a group that loses files keeps going only while it still holds two or more
-   (rewriting one file alone gains nothing).
+   instead (``file_groups.keep_files``: a group that loses files keeps going only while it still
+   holds two or more).
 2. *Order* — ``ordered_groups``: partitions ``smallest`` first (fewest planned input bytes), or
    most ``benefit`` first: the most input files per byte rewritten. A rewrite writes about one
    file per target size of input, so files removed per byte rewritten is ``files/bytes - 1/target``:
@@ -23,15 +23,13 @@ in the metrics and planned again by the next run.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.maintenance.file_groups import FileGroup
+from delta_core.maintenance.file_groups import FileGroup, keep_files
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -91,19 +89,12 @@ def quiet_groups(snapshot: Snapshot, groups: Sequence[G], quiet_minutes: float |
     out: list[G] = []
     files_skipped = 0
     for g in groups:
-        quiet = g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"), value_set=recent_paths)))
-        if quiet.num_rows == g.num_files:
-            out.append(g)
-        elif quiet.num_rows >= 2:
-            out.append(dataclasses.replace(g, file_list=quiet, total_size=_bytes(quiet)))
-            files_skipped += g.num_files - quiet.num_rows
-        else:
-            files_skipped += g.num_files
+        quiet = keep_files(g, g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"),
+                                                                     value_set=recent_paths))))
+        if quiet is not None:
+            out.append(quiet)
+        files_skipped += g.num_files - (quiet.num_files if quiet is not None else 0)
     return out, QuietSkip(0, files_skipped)
-
-
-def _bytes(file_list: pa.Table) -> int:
-    return int(pc.sum(file_list.column("size")).as_py() or 0)
 
 
 def ordered_groups(groups: Sequence[G], order: str) -> list[G]:

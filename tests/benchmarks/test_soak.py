@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from benchmarks.bench_soak import SoakOptions, print_report, run_soak
+from benchmarks.soak_waste import KILLED, UNEXPLAINED
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +31,15 @@ def test_a_minute_of_soak_keeps_every_row_and_maintenance_commits(tmp_path, caps
     assert not result.runs[0].killed and any(r.committed for r in result.runs)
     assert result.log is not None and sum(result.log.maintenance_commits.values()) > 0
 
+    # every data file maintenance wrote (in a minute, quiet_minutes may leave nothing to rewrite) is put
+    # down to a step; none it did not commit is unexplained
+    waste = result.waste
+    assert waste is not None and waste.cause_files(UNEXPLAINED) == 0
+    assert set(waste.committed) <= {"compact", "zorder", "purge"}
+    assert waste.cause_files(KILLED) == 0 or any(r.killed for r in result.runs)
+
     print_report(result)
     out = capsys.readouterr().out
     assert out.count("-> EQUAL") == 2 and "0 crashed (target 0)" in out
+    assert "wasted work (issue 30: rewritten bytes abandoned, per committed rewritten byte)" in out
+    assert "orphans of runs the soak killed" in out

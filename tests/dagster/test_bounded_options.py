@@ -57,3 +57,26 @@ def test_bounded_options_from_tables_yaml_and_a_dagster_launch(spark, tmp_path, 
     assert (metadata["batches_committed"], metadata["batches_retried"], metadata["abandoned_reasons"]) == (1, 0, "")
     with pytest.raises(ConfigError, match="compact.max_files': 0 is out of range"):
         tables_yaml(f"tables:\n  events:\n    uri: {uri}\n    compact: {{max_files: 0}}\n")
+
+
+def test_the_zorder_asset_runs_within_the_policys_bounds(spark, tmp_path, tables_yaml):
+    # The Z-order asset has its own factory (it measures the skipped-file ratio): it must still
+    # hand the policy's bounds to the rewrite, as the registry-driven assets do.
+    uri = str(tmp_path / "t")
+    make_table(uri, appends=3)  # eu and us: 3 files each
+    before = multiset(deltars_rows(uri))
+    config = tables_yaml(f"tables:\n  events:\n    uri: {uri}\n"
+                         "    zorder: {columns: [id, x], batch_size: 1KB, max_batch_retries: 1}\n")
+    defs = build_definitions(config)
+    key = AssetKey(["events", "zorder"])
+    # one batch per partition, as batch_size asks; the launch's max_files leaves the second partition
+    capped = materialize(defs.assets, selection=[key], resources=build_resources(config),
+                         run_config={"ops": {"events__zorder": {"config": {"max_files": 3}}}})
+    (mat,) = capped.asset_materializations_for_node("events__zorder")
+    metadata = {k: v.value for k, v in mat.metadata.items()}
+    assert (metadata["files_removed"], metadata["files_left"], metadata["stopped_by"]) == (3, 3, "max_files")
+    result = materialize(defs.assets, selection=[key], resources=build_resources(config))
+    (mat,) = result.asset_materializations_for_node("events__zorder")
+    metadata = {k: v.value for k, v in mat.metadata.items()}
+    assert (metadata["batches_committed"], metadata["files_left"]) == (2, 0)
+    assert multiset(deltars_rows(uri)) == before

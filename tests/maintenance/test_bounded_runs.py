@@ -165,9 +165,30 @@ def test_a_batch_that_loses_to_a_deletion_vector_is_replanned_and_commits(spark,
 
 
 @pytest.mark.spark
-def test_a_replanned_batch_drops_only_the_group_whose_input_was_deleted(spark, tmp_path):
+def test_a_replanned_batch_goes_on_with_the_live_inputs_of_each_group(spark, tmp_path):
     uri = str(tmp_path / "t")
-    table = make_table(uri, appends=3)  # eu and us: two bins in one batch
+    table = make_table(uri, appends=3)  # eu and us: two bins of 3 files in one batch
+    gone: list[str] = []
+
+    def delete_an_eu_input(table, batch):
+        gone.append(next(g for g in batch if dict(g.partition_values)["region"] == "eu").paths[0])
+        delete_files(table, gone)
+
+    before = multiset(deltars_rows(uri))
+    metrics = run_compaction(spark, table, InterferingRewrite(delete_an_eu_input), RewriteBounds())
+    # the retry rewrote us whole and eu's two inputs still live; the removed one stays removed
+    assert (metrics.batches_committed, metrics.batches_retried, metrics.batches_aborted) == (1, 1, 0)
+    assert removed_regions(table, metrics.version) == {"eu", "us"} and metrics.num_removed_files == 5
+    live = list(DeltaTable(uri).snapshot().add_actions())
+    assert gone[0] not in {a.path for a in live} and len(live) == 2
+    gone_rows = multiset(deltars_rows(uri, version=metrics.version - 2)) - multiset(deltars_rows(uri, version=metrics.version - 1))
+    assert multiset(deltars_rows(uri)) == before - gone_rows
+
+
+@pytest.mark.spark
+def test_a_replanned_batch_drops_a_group_left_with_one_input(spark, tmp_path):
+    uri = str(tmp_path / "t")
+    table = regions_table(uri, {"eu": (2, 20), "us": (3, 20)})
     gone: list[str] = []
 
     def delete_an_eu_input(table, batch):
@@ -175,9 +196,31 @@ def test_a_replanned_batch_drops_only_the_group_whose_input_was_deleted(spark, t
         delete_files(table, gone)
 
     metrics = run_compaction(spark, table, InterferingRewrite(delete_an_eu_input), RewriteBounds())
+    # compacting eu's one file left alone gains nothing: only us is rewritten
     assert (metrics.batches_committed, metrics.batches_retried, metrics.batches_aborted) == (1, 1, 0)
     assert removed_regions(table, metrics.version) == {"us"} and metrics.num_removed_files == 3
-    assert gone[0] not in {a.path for a in DeltaTable(uri).snapshot().add_actions()}
+
+
+@pytest.mark.spark
+def test_a_group_whose_input_went_after_planning_is_narrowed_before_any_task_writes(spark, tmp_path):
+    uri = str(tmp_path / "t")
+    table = make_table(uri, appends=3)  # eu and us: two bins in one batch
+    planned_on = table.snapshot()
+    plan = plan_compaction(planned_on)
+    eu_input = next(g for g in plan.groups if dict(g.partition_values)["region"] == "eu").paths[0]
+    delete_files(table, [eu_input])  # a writer's commit between planning and the first batch
+    executor = InterferingRewrite(lambda table, batch: None, times=0)
+    run = run_rewrite(table, spark, planned_on, Rewrite(plan, executor, "compaction"), bounds=RewriteBounds(),
+                      watch=Stopwatch())
+    metrics = run.metrics(RewriteMetrics)
+    # one rewrite, of us and of eu's two live inputs: nothing was written to lose a conflict
+    assert executor.rewrites == 1
+    assert (metrics.batches_committed, metrics.batches_retried, metrics.batches_aborted) == (1, 0, 0)
+    assert removed_regions(table, metrics.version) == {"eu", "us"} and metrics.num_removed_files == 5
+    assert eu_input not in {r.path for r in table.commit_actions(metrics.version) if isinstance(r, Remove)}
+    ever = {url_decode_path(a.path) for v in range(table.latest_version() + 1) for a in table.commit_actions(v)
+            if isinstance(a, Add)}
+    assert {p for p, _ in listing(uri) if p.endswith(".parquet")} <= ever
 
 
 @pytest.mark.spark

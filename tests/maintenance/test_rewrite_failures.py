@@ -23,13 +23,14 @@ import pyarrow.parquet as pq
 import pytest
 
 from delta_core.errors import (
+    ConcurrentDeleteReadError,
     MaintenanceError,
     MissingDataFileError,
     RewriteTaskError,
 )
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.compaction_plan import plan_compaction
-from delta_core.maintenance.rewrite_commit import run_rewrite_batches
+from delta_core.maintenance.rewrite_commit import InputWatch, run_rewrite_batches
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.curve_rewrite import CurveRewrite
@@ -42,7 +43,7 @@ from delta_core.write.table_writes import append, create_table, delete_files
 from tests.core_write.conftest import listing
 from tests.dv_files import commit_deletion_vector, inline_dv, rows_applying_dvs
 from tests.kernel_oracle import kernel_rows
-from tests.maintenance.conftest import SCHEMA, batch, make_table, multiset
+from tests.maintenance.conftest import SCHEMA, batch, deltars_rows, make_table, multiset
 
 pytestmark = pytest.mark.spark
 
@@ -186,3 +187,70 @@ def test_failed_job_returns_only_once_its_other_tasks_stopped(spark, tmp_path):
     # after the failure was raised.
     assert late_file.exists()
     assert not any(t.startswith("delta-maintenance-") for t in spark.getTags())
+
+
+def test_a_zorder_batch_whose_input_goes_while_it_samples_writes_nothing(spark, table_uri):
+    table = make_table(table_uri, appends=2)
+    snap = table.snapshot()
+    plan = plan_zorder(snap, ["id"])
+    batches = plan.batches(1)  # eu, then us
+    eu_input = batches[0][0].paths[0]
+    asked: list[list[str]] = []  # each call's output keys, as the executor chose them
+
+    def rewrite(current, batch, label, outputs):
+        asked.append(outputs)
+        if len(asked) == 1:  # a writer removes an eu input while the batch reads its sample
+            delete_files(table, [eu_input])
+        return CurveRewrite(plan, sample_rows=1000).rewrite(spark, table, current, batch, label=label,
+                                                            outputs=outputs)
+
+    before = set(data_files(table_uri))
+    tally = run_rewrite_batches(table, snap, batches, rewrite=rewrite,
+                                operation_parameters=plan.operation_parameters(), scan=None, label="zorder")
+    # the eu batch stopped after its sample, before choosing or writing any file; re-planned, its
+    # group was dropped (an input is gone); the us batch committed
+    assert len(asked) == 2 and asked[0] == [] and asked[1]
+    assert (len(tally.versions), tally.batches_retried, tally.batches_aborted) == (1, 1, 1)
+    assert tally.abandoned_reasons == ("batch 1/2: every input changed",)
+    assert {dict(r.partition_values)["region"] for r in table.commit_actions(tally.versions[0])
+            if isinstance(r, Remove)} == {"us"}
+    assert set(data_files(table_uri)) - before <= {(p, s) for p, s in data_files(table_uri)
+                                                   if p in ever_added(table)}
+
+
+def test_the_input_watch_of_a_batchs_writers_stops_at_a_removed_input(table_uri):
+    table = make_table(table_uri, appends=2)
+    snap = table.snapshot()
+    eu, us = (sorted(a.path for a in snap.add_actions() if a.partition_values["region"] == r) for r in ("eu", "us"))
+    watch = InputWatch(table.storage, snap.version, frozenset(eu))
+    append(table, batch(1000, 10))  # a blind append takes nothing a rewrite read
+    delete_files(table, [us[0]])  # nor does removing a file outside the batch
+    watch.check()
+    assert watch.version == table.latest_version()  # read once: the next check reads only newer commits
+    delete_files(table, [eu[1]])
+    with pytest.raises(ConcurrentDeleteReadError) as info:
+        watch.check()
+    assert info.value.version == table.latest_version()
+
+
+def test_a_task_that_fails_on_an_input_a_writer_removed_is_a_conflict_and_replanned(spark, table_uri):
+    table = make_table(table_uri, appends=3)  # eu and us: two bins in one batch
+    snap = table.snapshot()
+    plan = plan_compaction(snap)
+    gone = next(g for g in plan.groups if dict(g.partition_values)["region"] == "eu").paths[0]
+    calls = []
+
+    def rewrite(current, batch, label, outputs):
+        calls.append(label)
+        if len(calls) == 1:  # a writer removes an eu input mid-batch, and vacuum deletes the file
+            delete_files(table, [gone])
+            os.remove(os.path.join(table_uri, url_decode_path(gone)))
+        return BinRewrite().rewrite(spark, table, current, batch, label=label, outputs=outputs)
+
+    tally = run_rewrite_batches(table, snap, plan.batches(), rewrite=rewrite,
+                                operation_parameters=plan.operation_parameters(), scan=None, label="compaction")
+    # not a missing file to repair: the batch was re-planned on eu's two live inputs and us
+    assert len(calls) == 2 and (len(tally.versions), tally.batches_retried, tally.batches_aborted) == (1, 1, 0)
+    assert tally.num_removed_files == 5 and tally.versions == (snap.version + 2,)
+    assert multiset(deltars_rows(table_uri)) == multiset(deltars_rows(table_uri, version=snap.version + 1))
+    assert {p for p, _ in data_files(table_uri)} <= ever_added(table)

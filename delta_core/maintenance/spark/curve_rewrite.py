@@ -10,7 +10,9 @@ a clustered table) run here, on a ``ZOrderPlan``. Per batch of partitions:
    ``2**bits`` quantiles (range ids), computes the sample's curve keys, and cuts each
    partition's keys into as many equal-count stretches as it gets output files (input bytes /
    target size): one output file per stretch. A file whose stats cannot stand in the rewrite's
-   proof is read whole here and summarised (``InputSummary``).
+   proof is read whole here and summarised (``InputSummary``). Then, before anything is
+   written, the inputs must still be live in the table's latest version
+   (``rewrite_commit.ensure_inputs_live``): a batch that a writer's commit made stale stops.
 2. *Key* — one task per file reads the whole file (pyarrow over storage), computes each row's
    curve key (of its range ids) and output file, sorts the rows by key and packs each output
    file's run as Arrow IPC bytes (``ipc_chunks``): one Spark row per run, not per data row, so
@@ -19,7 +21,9 @@ a clustered table) run here, on a ``ZOrderPlan``. Per batch of partitions:
    packed runs; the target file of every row is already known, so no range-partitioner
    sampling pass runs.
 4. *Write* — each Spark partition unpacks one output file's runs at a time, sorts its rows by
-   key (merging the sorted runs) and writes the file, full stats.
+   key (merging the sorted runs) and writes the file, full stats, unless a commit since the
+   batch's snapshot removed one of its inputs (``rewrite_commit.InputWatch``): then the task
+   stops, the batch writes nothing more and is re-planned.
 
 A liquid clustering executor (``CurveRewrite.liquid``) also tags every new file as PROTOCOL.md
 "Clustered Table" asks (``clusteringProvider: "liquid"``) and as Delta Spark groups its own
@@ -52,7 +56,7 @@ from delta_core.maintenance.file_groups import FileGroup
 from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.ipc_chunks import pack, unpack
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.rewrite_commit import RewriteOutput, deletion_vectors
+from delta_core.maintenance.rewrite_commit import InputWatch, RewriteOutput, deletion_vectors, ensure_inputs_live
 from delta_core.maintenance.spark.tasks import (
     add_from_json,
     add_to_json,
@@ -235,7 +239,7 @@ def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa
 
 def _file_writer(
     storage: Storage, metadata: Metadata, schema: StructType, partition_of_file: Sequence[dict[str, str | None]],
-    keys: Sequence[str],
+    keys: Sequence[str], watch: InputWatch,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
@@ -250,6 +254,7 @@ def _file_writer(
             rows = unpack(chunk for _, chunk in run)
             order = np.argsort(rows.column(KEY_COL).to_numpy(), kind="stable")
             rows = rows.take(pa.array(order)).drop_columns([KEY_COL])
+            watch.check()  # no file for a batch a writer made stale meanwhile
             add = write_rewritten(storage, rows, metadata=metadata, schema=schema,
                                   partition_values=partition_of_file[file_id],
                                   key=keys[file_id])
@@ -293,13 +298,17 @@ def _run_batch(
     files_per_partition = [plan.output_files([p]) for p in batch]
     layout = layout_from_sample(sample, columns=plan.columns, curve=plan.curve, bits=plan.bits_per_column,
                                 files_per_partition=files_per_partition)
+    # The sample read every input: if a writer removed one meanwhile, the batch would only lose
+    # its commit, so it stops here, before anything is written, and is re-planned.
+    ensure_inputs_live(table, snapshot, inputs, label=label)
     rows = payload_frame(spark, file_tasks, _keyed_reader(layout), _spark_schema(PACKED_SCHEMA))
     partition_of_file: list[dict[str, str | None]] = []
     for p, cuts in zip(batch, layout.key_cuts):
         partition_of_file.extend([dict(p.partition_values)] * (len(cuts) + 1))
     keys = [rewrite_output_key(metadata, values, schema=schema) for values in partition_of_file]
     outputs.extend(keys)
-    writer = _file_writer(table.storage, metadata, schema, partition_of_file, keys)
+    writer = _file_writer(table.storage, metadata, schema, partition_of_file, keys,
+                          InputWatch(table.storage, snapshot.version, frozenset(inputs)))
     # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))

@@ -19,9 +19,9 @@ task executor (a ``Rewrite``) and adds its own metrics fields:
    deleted only once no task still writes.
 5. *Rewrite proof and commit* — ``rewrite_commit.run_rewrite_batches``: each batch is proven
    to keep the data and committed (``dataChange=false``, ``operation`` with Delta's OPTIMIZE
-   metrics), later batches only with inputs still live; a batch that loses a conflict is
-   re-planned on the new snapshot and retried (``max_batch_retries``), and no batch starts once
-   ``max_duration`` has passed.
+   metrics), each batch (the first too) only with the groups whose inputs are still live when
+   it starts; a batch that loses a conflict is re-planned on the new snapshot and retried
+   (``max_batch_retries``), and no batch starts once ``max_duration`` has passed.
 6. *Metrics* — a ``RewriteRun``; ``RewriteRun.metrics`` fills the shared ``RewriteMetrics``
    fields of the operation's record.
 """
