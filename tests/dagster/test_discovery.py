@@ -154,28 +154,29 @@ def test_a_new_table_appears_on_the_next_load(lake: pathlib.Path) -> None:
 
 def test_advisor_holds_back_per_table_on_a_shared_job(lake: pathlib.Path) -> None:
     """Discovered tables share all_tables_compact: a run in flight for one table holds back the
-    advisor of that table only (the run's table-operation tag), not of the others."""
+    fleet advisor's compaction of that table only (the run's table-operation tag), not of the others."""
     from definitions import build_definitions
-    from sensors.advisor import TABLE_OPERATION_TAG, advisor_sensor_name
+    from sensors.advisor import FLEET_ADVISOR_SENSOR, TABLE_OPERATION_TAG
 
     text = DISCOVER.replace("      checkpoint: {interval: 7}\n", "      checkpoint: {interval: 7}\n      advisor: {mode: auto}\n")
     defs = build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", text)))
     job = defs.resolve_job_def("all_tables_compact")
+    sensor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
+    resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
 
-    def advised(instance, table: str) -> list:
-        sensor = defs.resolve_sensor_def(advisor_sensor_name(table))
-        resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
+    def compactions(instance) -> dict:
         with build_sensor_context(instance=instance, definitions=defs, resources=resources) as context:
-            return sensor.evaluate_tick(context).run_requests
+            requests = sensor.evaluate_tick(context).run_requests or []
+        return {r.tags[TABLE_OPERATION_TAG]: r for r in requests if r.job_name == "all_tables_compact"}
 
+    with instance_for_test() as instance:
+        assert {"area0__orders.compact", "area0__sub__deep.compact"} <= set(compactions(instance))
     with instance_for_test() as instance:
         instance.create_run_for_job(job, asset_selection=frozenset({AssetKey(["area0__orders", "compact"])}),
                                     tags={TABLE_OPERATION_TAG: "area0__orders.compact"})
-        assert [r.job_name for r in advised(instance, "area0__orders")] == []  # its compaction is queued
-        (request,) = advised(instance, "area0__sub__deep")
-        assert request.job_name == "all_tables_compact"
-        assert request.asset_selection == [AssetKey(["area0__sub__deep", "compact"])]
-        assert request.tags[TABLE_OPERATION_TAG] == "area0__sub__deep.compact"
+        advised = compactions(instance)
+        assert "area0__orders.compact" not in advised  # its compaction is queued
+        assert advised["area0__sub__deep.compact"].asset_selection == [AssetKey(["area0__sub__deep", "compact"])]
 
 
 def test_a_discovered_table_that_misfits_the_defaults_is_logged_not_fatal(
