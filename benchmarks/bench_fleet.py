@@ -14,6 +14,13 @@ Python process:
 - evaluates one tick of one table's log sensor (``build_sensor_context`` with a real
   ``instance_for_test`` and the table's resource), first (no cursor) and then with a new
   commit after the cursor;
+- runs the health checks of that table (the fleet's checks job, the table's eight checks);
+- evaluates one tick of ``fleet_advisor_sensor`` over every table (the defaults say
+  ``advisor: {mode: auto}``), with the definitions' resources, and the next tick (no table
+  moved: the reports are reused);
+- evaluates the automation conditions (``dagster.evaluate_automation_conditions``) of every
+  maintenance asset at once, and of the first automation sensor's assets (what one of its
+  ticks evaluates: at most ``assets.automation.MAX_ASSETS_PER_SENSOR``);
 - reports its peak RSS.
 
 Dagster's default sensor tick timeout is 60 s (``dagster._grpc.utils.default_sensor_grpc_timeout``,
@@ -60,7 +67,8 @@ def generate(root: Path, start: int, stop: int) -> None:
 def write_config(work: Path) -> Path:
     path = work / "tables.yaml"
     path.write_text("discover:\n  - root: lake\n    defaults:\n      compact: {target_size: 64KiB}\n"
-                    "      zorder: {columns: [id]}\n      checkpoint: {interval: 10}\n", encoding="utf-8")
+                    "      zorder: {columns: [id]}\n      checkpoint: {interval: 10}\n"
+                    "      advisor: {mode: auto}\n", encoding="utf-8")
     return path
 
 
@@ -118,7 +126,57 @@ def _measure(config: str) -> dict[str, float | int]:
             second = sensor_def.evaluate_tick(ctx)
         out["tick_new_commit_s"] = time.perf_counter() - t
         assert second.cursor == str(int(first.cursor or -1) + 1), (first.cursor, second.cursor)
+        out.update(_fleet_evaluations(defs, instance, table.name))
     out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return out
+
+
+def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int]:
+    """The table's health checks run, one fleet advisor tick, the automation conditions."""
+    import datetime
+
+    from dagster import AssetKey, AssetSelection, build_sensor_context, evaluate_automation_conditions, materialize
+
+    from assets.automation import DEFAULT_SENSOR_NAME
+    from assets.health_checks import health_check_keys
+    from sensors.advisor import FLEET_ADVISOR_SENSOR
+
+    out: dict[str, float | int] = {}
+    keys = health_check_keys(table_name)
+    checks_def = defs.resolve_asset_graph().assets_def_for_key(keys[0])  # the table's multi_asset_check
+    t = time.perf_counter()
+    checks = materialize([checks_def], instance=instance,  # the definitions bound its resource
+                         selection=AssetSelection.checks(*keys))
+    out["checks_run_s"] = time.perf_counter() - t
+    assert checks.success, checks
+    evaluated = {e.asset_check_key for e in checks.get_asset_check_evaluations()}
+    assert evaluated == set(keys), (evaluated, keys)
+
+    top = defs.get_repository_def().get_top_level_resources()
+    advisor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
+    t = time.perf_counter()
+    with build_sensor_context(instance=instance, definitions=defs,
+                              resources={k: top[k] for k in advisor.required_resource_keys}) as ctx:
+        advised = advisor.evaluate_tick(ctx)
+    out["advisor_tick_s"] = time.perf_counter() - t
+    out["advisor_requests"] = len(advised.run_requests or [])
+    t = time.perf_counter()  # the next tick: no table moved, every report is reused
+    with build_sensor_context(instance=instance, definitions=defs, cursor=advised.cursor,
+                              resources={k: top[k] for k in advisor.required_resource_keys}) as ctx:
+        advisor.evaluate_tick(ctx)
+    out["advisor_tick_again_s"] = time.perf_counter() - t
+
+    at = datetime.datetime.now(datetime.UTC)
+    t = time.perf_counter()
+    every = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at)
+    out["automation_all_s"] = time.perf_counter() - t
+    out["automation_assets"] = sum(1 for r in every.results if isinstance(r.key, AssetKey))
+    out["automation_requested"] = every.total_requested
+    sensor = defs.resolve_sensor_def(DEFAULT_SENSOR_NAME)
+    t = time.perf_counter()
+    evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at,
+                                   asset_selection=sensor.asset_selection)  # type: ignore[attr-defined]
+    out["automation_one_sensor_s"] = time.perf_counter() - t
     return out
 
 
@@ -137,7 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         config = write_config(work)
         made = 0
         print(f"{'tables':>6} {'discover':>9} {'load':>7} {'resolve':>8} {'snapshot':>9} {'tick 1':>7} "
-              f"{'tick 2':>7} {'jobs':>6} {'sensors':>8} {'RSS MB':>7}", flush=True)
+              f"{'tick 2':>7} {'checks':>7} {'advisor':>8} {'again':>6} {'autom.':>7} {'autom.1':>8} {'jobs':>5} "
+              f"{'sensors':>8} {'RSS MB':>7}", flush=True)
         for n in sizes:
             t = time.perf_counter()
             generate(work / "lake", made, n)
@@ -150,10 +209,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             assert r["tables"] == n, r
             print(f"{n:>6} {r['discover_s']:>8.2f}s {r['import_definitions_s']:>6.2f}s {r['resolve_s']:>7.2f}s "
                   f"{r['snapshot_s']:>8.2f}s {r['tick_first_s']:>6.3f}s {r['tick_new_commit_s']:>6.3f}s "
-                  f"{r['jobs']:>6} {r['sensors']:>8} {r['peak_rss_mb']:>7.0f}"
+                  f"{r['checks_run_s']:>6.2f}s {r['advisor_tick_s']:>7.2f}s {r['advisor_tick_again_s']:>5.2f}s "
+                  f"{r['automation_all_s']:>6.2f}s "
+                  f"{r['automation_one_sensor_s']:>7.2f}s {r['jobs']:>5} {r['sensors']:>8} {r['peak_rss_mb']:>7.0f}"
                   f"   (generated in {generated:.0f} s; import dagster {r['import_dagster_s']:.1f} s)", flush=True)
         print("load: import definitions (discovery, check_tables, build_definitions); tick 1: a table's log "
-              "sensor with no cursor, tick 2: after one new commit. Dagster's sensor tick timeout: 60 s.")
+              "sensor with no cursor, tick 2: after one new commit; checks: one table's health checks run; advisor: "
+              "one fleet_advisor_sensor tick, again: the next one (nothing moved); autom.: the automation conditions of every maintenance asset, "
+              "autom.1: of one automation sensor's assets. Dagster's sensor tick timeout: 60 s.")
     finally:
         if args.keep:
             print(f"kept {work}")

@@ -32,8 +32,9 @@ class WithinFleetBudget(PredicateCondition):
                          label="within the fleet budget")
         self.policy = config.fleet
         self.scope = scope or fleet_scope(config.tables)
-        self._rewrites = {key: _rewrite_bytes(table, key.path[-1])
-                          for table in config.tables for key in self.scope.assets if key.path[0] == table.name}
+        tables = {table.name: table for table in config.tables}
+        self._rewrites = {key: _rewrite_bytes(tables[key.path[0]], key.path[-1])
+                          for key in self.scope.assets if key.path[0] in tables}
         self._usage: tuple[object, FleetUsage] | None = None  # (the tick's asset graph view, usage)
 
     def usage(self, context: AutomationContext) -> FleetUsage:

@@ -5,14 +5,16 @@ A run counts as maintenance when its job is one of the maintenance jobs (a table
 and full-maintenance jobs, the ``all_tables_*`` jobs) or when it selects a maintenance asset
 (runs Dagster's declarative automation launches carry an asset selection, not our job names).
 Bytes rewritten are the ``bytes_removed`` metadata (``assets.metrics_view.BYTES_REMOVED_KEY``)
-of the rewrite assets' materializations (compact, zorder, cluster, purge), one query per rewrite
-asset over the last 24 hours; a rewrite in progress counts with the estimate in its
+of the rewrite assets' materializations (compact, zorder, cluster, purge) over the last 24
+hours: one batched read of the rewrite assets' records finds those whose latest materialization
+falls in that day, and only they are queried (one query each), so a tick over thousands of
+tables that rewrote little costs one query, not one per asset; a rewrite in progress counts with the estimate in its
 ``ESTIMATED_BYTES_TAG`` (set by the fleet advisor), as its materialization has not landed yet.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
@@ -71,13 +73,23 @@ def rewritten_bytes(instance: DagsterInstance, key: AssetKey, *, since: float, u
     return out
 
 
+def _materialized_since(instance: DagsterInstance, keys: Sequence[AssetKey], *, since: float) -> list[AssetKey]:
+    """The assets of ``keys`` whose latest materialization is at or after ``since`` (one read)."""
+    out = []
+    for record in instance.get_asset_records(list(keys)) if keys else ():
+        latest = record.asset_entry.last_materialization_record
+        if latest is not None and latest.timestamp >= since:
+            out.append(record.asset_entry.asset_key)
+    return out
+
+
 def fleet_usage(instance: DagsterInstance, scope: FleetScope, *, now: float) -> FleetUsage:
     """Maintenance runs in progress and bytes rewritten in the hour and day before ``now``."""
     running = [r.dagster_run for r in instance.get_run_records(filters=RunsFilter(statuses=list(IN_PROGRESS)))
                if scope.counts(r.dagster_run.job_name, r.dagster_run.asset_selection)]
     reserved = sum(int(r.tags.get(ESTIMATED_BYTES_TAG, "0")) for r in running)
     hour = day = reserved
-    for key in scope.rewrite_assets:
+    for key in _materialized_since(instance, scope.rewrite_assets, since=now - DAY_SECONDS):
         for timestamp, rewritten in rewritten_bytes(instance, key, since=now - DAY_SECONDS, until=now):
             day += rewritten
             hour += rewritten if timestamp >= now - HOUR_SECONDS else 0

@@ -26,6 +26,12 @@ files and tombstones it counts) with the table's thresholds (``AdvisorPolicy.hea
 - it is a checkpoint and the table's log sensor is on: that sensor requests checkpoints as
   the commits land (``checkpoint.interval``, else ``delta.checkpointInterval`` here).
 
+A table's report is reused from the previous tick while its version has not moved (for at most
+``REPORT_MAX_AGE_SECONDS``; ``sensors.report_cache``), so a tick over thousands of tables replays
+only the logs that moved. A tick stops computing reports after ``TICK_BUDGET_SECONDS`` (well
+inside Dagster's 60 s sensor timeout): the tables not reached (those evaluated longest ago go
+first) wait for the next tick, which the log says.
+
 The candidates of all tables are ranked by health points restored per byte rewritten
 (``delta_core.health.priority``) and requested in that order until the fleet budget
 (``fleet.budget``: windows, concurrent runs, bytes per hour and day, from tables.yaml ``fleet``)
@@ -37,6 +43,7 @@ section of the instance's ``dagster.yaml`` (``fleet.budget`` says how the two fi
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable, Sequence
@@ -58,6 +65,7 @@ from assets.maintenance import TABLE_TAG
 from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.priority import Candidate, candidate, rank
 from delta_core.health.report import HealthReport, table_health
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.operations import CHECKPOINT, OPERATIONS
 from delta_core.model.sizes import format_size
 from fleet.budget import admit
@@ -66,6 +74,7 @@ from jobs import TableJobs
 from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
+from sensors.report_cache import ReportCache
 
 ADVISOR_TAG = "delta_maintenance/advisor"
 TABLE_OPERATION_TAG = "delta_maintenance/table_operation"  # "<table>.<operation>": one at a time
@@ -81,6 +90,8 @@ _FINISHED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatu
 _BY_COMMAND = {op.cli_command: op.name for op in OPERATIONS}
 
 FLEET_ADVISOR_SENSOR = "fleet_advisor_sensor"
+REPORT_MAX_AGE_SECONDS = 3600.0  # how stale the time-dependent figures of an unmoved table may get
+TICK_BUDGET_SECONDS = 40.0  # computing reports stops here; Dagster's sensor timeout is 60 s
 AdvisedTable = tuple[TableConfig, TableJobs, dict[str, AssetsDefinition]]  # a table, its jobs, its assets by op
 
 
@@ -184,15 +195,24 @@ def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRe
     )
 
 
+def _report(table: TableConfig, dt: DeltaTable) -> HealthReport:
+    columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
+    return table_health(dt, policy=table.advisor.health, columns=columns, manifests=table.manifest.enabled)
+
+
 def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,
-                               clock: Callable[[], float] = time.time) -> SensorDefinition | None:
+                               clock: Callable[[], float] = time.time,
+                               tick_budget_seconds: float = TICK_BUDGET_SECONDS) -> SensorDefinition | None:
     """The fleet advisor over the tables whose ``advisor.mode`` is ``auto`` (None if there are
     none); it ticks at the shortest of their ``interval_seconds``. ``scope``: what counts as a
     maintenance run or a rewrite (``fleet.usage.fleet_scope`` of every table); ``clock``: POSIX
-    seconds now (windows, cool-downs, the byte limits' hour and day)."""
+    seconds now (windows, cool-downs, the byte limits' hour and day, the reports' age);
+    ``tick_budget_seconds``: wall-clock time after which a tick computes no more reports."""
     advised = [a for a in tables if a[0].advisor.auto and a[1].operations]
     if not advised:
         return None
+    cache = ReportCache(REPORT_MAX_AGE_SECONDS)
+    names = [a[0].name for a in advised]
 
     @sensor(
         name=FLEET_ADVISOR_SENSOR,
@@ -210,13 +230,16 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
         reports: dict[str, HealthReport] = {}
         candidates: list[Candidate] = []
         held: list[str] = []
-        for entry in advised:
+        stop_at = time.monotonic() + tick_budget_seconds
+        not_reached = 0
+        for entry in cache.tables_oldest_first(names, advised):
             table = entry[0]
+            if time.monotonic() >= stop_at:
+                not_reached += 1
+                continue
             dt = table_resource(context.resources, table).open()
-            columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
             try:
-                report = table_health(dt, policy=table.advisor.health, columns=columns,
-                                      manifests=table.manifest.enabled)
+                report = cache.report(table.name, dt, functools.partial(_report, table, dt), now=now)
             except NotADeltaTableError as missing:
                 held.append(f"{table.name}: {missing}")
                 continue
@@ -231,6 +254,8 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
             report = reports[c.table]
             requests.append(_request(by_name[c.table], report, c))
             requested.setdefault(c.table, {})[_BY_COMMAND[c.operation]] = report.version
+        if not_reached:
+            held.append(f"{not_reached} table(s) not evaluated within this tick's {tick_budget_seconds:g} s: next tick")
         if admission.held:
             waiting = ", ".join(f"{c.table}.{_BY_COMMAND[c.operation]} ({format_size(c.rewrite_bytes)})"
                                 for c in admission.held)

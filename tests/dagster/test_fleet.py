@@ -268,3 +268,50 @@ def test_fleet_report_lists_every_table(fleet_tables, tables_yaml):
     assert rows["missing"][1] == "n/a" and rows["missing"][2].startswith("not readable")
     assert meta["failing_tables"] == 4  # three with small files, one unreadable
     assert "compact: " in rows["b"][5] and "vacuum: " in rows["b"][5]
+
+
+def _append_rows(uri: str) -> None:
+    """One more commit on the table (ten of its own rows again, written by delta-rs)."""
+    import deltalake
+
+    deltalake.write_deltalake(uri, deltalake.DeltaTable(uri).to_pyarrow_table().slice(0, 10), mode="append")
+
+
+def test_the_advisor_recomputes_only_a_table_that_moved(fleet_tables, tables_yaml):
+    """Ticks on one code location reuse the reports of tables whose version did not move; a new
+    commit on ``a`` makes the next tick request its compaction again, at the new version."""
+    defs = build_definitions(tables_yaml(_yaml(fleet_tables)))
+    with instance_for_test() as instance:
+        tick = _tick(defs, instance)
+        assert _tick(defs, instance, tick.cursor).run_requests == []
+        _append_rows(fleet_tables["a"].uri)
+        again = _tick(defs, instance, tick.cursor)
+        assert _runs(again) == ["a_compact"]
+        assert again.run_requests[0].run_key == "a:advisor:compact:v4"
+        assert parse_advisor_cursor(again.cursor)["a"] == {"compact": 4}
+
+
+def test_report_cache_reuses_a_report_until_the_version_moves_or_it_ages(fleet_tables):
+    from sensors.report_cache import ReportCache
+
+    dt = DeltaTable(fleet_tables["a"].uri)
+    computed: list[int] = []
+
+    def compute():
+        report = table_health(dt)
+        computed.append(report.version)
+        return report
+
+    cache = ReportCache(max_age_seconds=60.0)
+    first = cache.report("a", dt, compute, now=1000.0)
+    assert cache.report("a", dt, compute, now=1059.0) is first and computed == [3]
+    _append_rows(fleet_tables["a"].uri)
+    assert cache.report("a", dt, compute, now=1059.0).version == 4
+    assert cache.report("a", dt, compute, now=1119.0).version == 4 and computed == [3, 4, 4]  # aged: again
+    # never evaluated first, then the oldest
+    entries = ["entry b", "entry a", "entry c"]
+    cache.report("c", DeltaTable(fleet_tables["c"].uri), lambda: table_health(DeltaTable(fleet_tables["c"].uri)),
+                 now=1200.0)
+    assert cache.tables_oldest_first(["b", "a", "c"], entries) == ["entry b", "entry a", "entry c"]
+    cache.report("a", dt, compute, now=1300.0)
+    assert cache.tables_oldest_first(["b", "a", "c"], entries) == ["entry b", "entry c", "entry a"]
