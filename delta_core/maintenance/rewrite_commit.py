@@ -150,16 +150,28 @@ class InputWatch:
     ``ConcurrentDeleteReadError`` once one removed an input (a writer's DELETE, UPDATE or MERGE
     rewrote it, or gave it a new deletion vector). The task fails before writing a file the
     batch could only abandon; the driver tells the failure from others (``_rewrite_batch``) and
-    re-plans the batch."""
+    re-plans the batch. The watch only saves work: a log it cannot read (a commit that log
+    cleanup deleted between listing and reading) ends the watch for the task, and the batch's
+    commit, which checks its inputs against every winning commit, still guards the table."""
 
     storage: Storage
     version: int
     paths: frozenset[str]  # the inputs, as paths in the log
+    blind: bool = False  # the log could not be read: no more checks in this task
 
     def check(self) -> None:
         from delta_core.log.table import DeltaTable
 
-        for version, actions in DeltaTable(storage=self.storage).changes_since(self.version):
+        if self.blind:
+            return
+        try:
+            changes = list(DeltaTable(storage=self.storage).changes_since(self.version))
+        except (OSError, DeltaError) as unreadable:
+            log.info("rewrite input watch of %s stops after version %d: %s", self.storage.root, self.version,
+                     unreadable)
+            self.blind = True
+            return
+        for version, actions in changes:
             if any(isinstance(a, Remove) and a.path in self.paths for a in actions):
                 raise ConcurrentDeleteReadError(
                     f"commit {version} removed an input of this rewrite batch; its files are not written",

@@ -203,9 +203,14 @@ class FsspecStorage:
             return
         prefix = normalize_key(directory)
         for entry in sorted(entries, key=lambda e: e.name):
-            if not entry.is_file():
+            try:
+                if not entry.is_file():
+                    continue
+                st = entry.stat()
+            except FileNotFoundError:
+                # Gone since the directory was read: another writer's staging file renamed into
+                # place (delta-rs writes a commit as "<version>.json#<n>" first), or a delete.
                 continue
-            st = entry.stat()
             key = f"{prefix}/{entry.name}" if prefix else entry.name
             yield FileInfo(key, st.st_size, int(st.st_mtime * 1000))
 

@@ -169,3 +169,22 @@ def test_local_recursive_listing_keeps_os_walk_rules_for_links(tmp_path):
     assert listed == {("p=1/a.parquet", 3), ("p=1/deep/b.parquet", 1), ("p=1/linked-file.parquet", 7)}
     assert {f.key for f in store.list_recursive("")} == {k for k, _ in listed}
     assert store.list_directories("p=1") == ["deep"]  # the symlinked directory is not ours
+
+
+def test_a_file_gone_while_listing_is_left_out(tmp_path, monkeypatch):
+    """delta-rs commits through a staging file (``<version>.json#<n>``) renamed into place: an
+    entry read from the directory may be gone by the time it is stat'ed. The listing leaves it
+    out instead of failing (a soak's Z-order once failed on exactly this)."""
+    import os
+
+    from delta_core.storage import fsspec_store
+
+    log = tmp_path / "_delta_log"
+    log.mkdir()
+    (log / "00000000000000000000.json").write_text("{}\n")
+    (log / "00000000000000000001.json#1").write_text("{}\n")
+    read = list(os.scandir(log))  # the directory as a listing read it, before the rename
+    os.rename(log / "00000000000000000001.json#1", log / "00000000000000000001.json")
+    monkeypatch.setattr(fsspec_store.os, "scandir", lambda _path: iter(read))
+    names = [f.name for f in open_storage(str(tmp_path)).list_from("_delta_log")]
+    assert names == ["00000000000000000000.json"]
