@@ -14,6 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from dagster import MetadataValue, TableColumn, TableRecord, TableSchema
 
+from delta_core.maintenance.bin_packing import count_partitions
 from delta_core.model.sizes import format_size
 
 # Upper bounds of the file-size buckets (bytes); the last bucket is open-ended.
@@ -53,10 +54,8 @@ class FileStats:
                 mask = pc.and_(mask, pc.less(sizes, upper))
             counts.append(int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0) if n else 0)
             lower = upper or lower
-        partitions = 1 if n else 0
-        if snapshot.partition_columns and n:
-            typed = snapshot.partition_values_typed()
-            partitions = typed.group_by(list(snapshot.partition_columns)).aggregate([]).num_rows
+        typed = snapshot.partition_values_typed() if snapshot.partition_columns and n else None
+        partitions = count_partitions(typed.columns if typed is not None else [], n)
         return cls(version=snapshot.version, num_files=n, total_bytes=total,
                    num_partitions=partitions, median_file_bytes=median, buckets=tuple(counts))
 

@@ -105,6 +105,22 @@ def group_starts(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarr
     return starts
 
 
+def count_partitions(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> int:
+    """Distinct combinations of ``keys`` (the partition columns' values, nulls equal to nulls)
+    among ``n`` rows: 0 without rows, 1 without keys. Each column is dictionary-encoded and its
+    codes folded into one dense code per row, so no sort and no Table.group_by (which loads
+    pyarrow.dataset, and with it pandas)."""
+    if n == 0:
+        return 0
+    code = np.zeros(n, dtype=np.int64)
+    for column in keys:
+        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        encoded = pc.dictionary_encode(flat, null_encoding="encode")
+        mixed = code * len(encoded.dictionary) + numbers_of(encoded.indices).astype(np.int64)
+        code = np.unique(mixed, return_inverse=True)[1]  # dense again: no overflow however many keys
+    return int(code.max()) + 1
+
+
 def sort_order(keys: Sequence[pa.ChunkedArray], *then: pa.ChunkedArray | pa.Array) -> pa.Array:
     """Row numbers (uint64) ordering the rows by ``keys`` (partition), then by the columns
     ``then`` (all ascending, nulls last)."""

@@ -115,3 +115,18 @@ def test_planner_and_health_agree_on_many_partitions_with_deleted_rows(tmp_path)
     assert plan.partitions_compacted > 140 and len(plan.bins) > 300
     # files over the ratio are rewritten alone, a large one too
     assert any(b.num_files == 1 and b.sizes == (300 * KB,) for b in plan.bins)
+
+
+@pytest.mark.parametrize("name", ["dat-multi_partitioned", "rs-delta-0.8.0-null-partition",
+                                  "golden-data-reader-partition-values", "rs-partition-type-primitives"])
+def test_partitions_are_the_distinct_partition_values_of_the_live_files(conformance_dir, name):
+    """count_partitions (health's estimate and the assets' file statistics) against the distinct
+    rows of the typed partition values, nulls counted as one value, on real partitioned tables."""
+    from delta_core.maintenance.bin_packing import count_partitions
+
+    snapshot = DeltaTable(str(conformance_dir / name)).snapshot()
+    typed = snapshot.partition_values_typed()
+    expected = len({tuple(row.values()) for row in typed.to_pylist()})
+    assert count_partitions(typed.columns, typed.num_rows) == expected
+    assert estimate_compaction(snapshot).partitions == expected
+    assert count_partitions([], 0) == 0 and count_partitions([], 5) == 1
