@@ -20,6 +20,7 @@ from assets.health_checks import build_table_checks
 from assets.maintenance import Placement
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
+from fleet.usage import fleet_scope
 from jobs import build_cross_table_jobs, build_table_jobs
 from resources import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
@@ -57,7 +58,9 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     jobs = dict(fleet)  # by name: discovered tables share the fleet's jobs (jobs.TableJobs)
     schedules: list = []
     sensor_inputs = []
-    placement = Placement(spark_pool=config.spark.pool, budget=WithinFleetBudget(config) if config.tables else None)
+    scope = fleet_scope(config.tables)  # what counts as maintenance: the budget's and the advisor's
+    placement = Placement(spark_pool=config.spark.pool,
+                          budget=WithinFleetBudget(config, scope) if config.tables else None)
     automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
     for table in config.tables:
         maintenance = build_maintenance_assets(table, placement)
@@ -85,7 +88,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         asset_checks=checks,
         jobs=list(jobs.values()),
         schedules=schedules,
-        sensors=[*build_sensors(sensor_inputs, config.fleet, clock=clock), *build_automation_sensors(automated)],
+        sensors=[*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated)],
         resources=build_resources(config),
         executor=in_process_executor,
     )

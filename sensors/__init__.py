@@ -49,7 +49,7 @@ from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.actions import Action
 from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
-from fleet.usage import fleet_scope
+from fleet.usage import FleetScope
 from jobs import TableJobs
 from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
@@ -219,11 +219,12 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
     return _sensor
 
 
-def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy, *,
+def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,
                   clock: Callable[[], float] = time.time) -> list[SensorDefinition]:
     """Each table's log sensor and, when some table has ``advisor.mode: auto``, the fleet advisor
-    (``sensors.advisor``) over them, within the ``fleet`` budget, its now read from ``clock``."""
+    (``sensors.advisor``) over them, within the ``fleet`` budget over what ``scope`` counts as
+    maintenance (``fleet.usage.fleet_scope``), its now read from ``clock``."""
     out = [s for table, jobs, assets_by_op in tables
            if (s := build_table_sensor(table, jobs, assets_by_op)) is not None]
-    advisor = build_fleet_advisor_sensor(tables, fleet, fleet_scope(t for t, _, _ in tables), clock=clock)
+    advisor = build_fleet_advisor_sensor(tables, fleet, scope, clock=clock)
     return out + ([advisor] if advisor is not None else [])
