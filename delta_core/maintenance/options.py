@@ -58,8 +58,8 @@ class RewriteBounds:
              "rewritten, so the most files removed per byte)")
     max_batch_retries: int = option(
         DEFAULT_MAX_BATCH_RETRIES, kind=Kind.COUNT, minimum=0,
-        help="a batch that loses to a concurrent commit is re-planned on the new table version (its groups "
-             "whose inputs are all still live) and retried this many times")
+        help="a batch that loses to a concurrent commit is re-planned on the new table version (each group "
+             "narrowed to its inputs still live) and retried this many times")
     quiet_minutes: float | None = option(
         None, kind=Kind.MINUTES,
         help="skip partitions (unpartitioned tables: files) written within this many minutes, as writers may "

@@ -277,7 +277,7 @@ def run_rewrite_batches(
     """Rewrite and commit ``batches`` of file groups, each batch on its own.
 
     Every batch re-reads the table just before its tasks write (batch 1 too, when a commit landed
-    since ``snapshot``, the plan's) and keeps only the groups whose inputs are all still live, so
+    since ``snapshot``, the plan's) and narrows each group to its inputs still live (``_live_groups``), so
     progress committed by earlier batches survives a later failure and no batch rewrites a file
     someone else removed.
     ``rewrite(snapshot, groups, batch_label, outputs)`` (which applies each input's deletion
