@@ -195,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {op:<11} " + _step_line(op, mat.metadata, checkpoint_interval=policy.checkpoint.interval))
     print()
     lake = [t.name for t in config.tables if t.discovered_under is not None]
-    if lake and not _maintain_lake(defs, instance, lake):
+    if lake and not _maintain_lake(defs, instance, config, lake):
         return 1
     tables_env = "" if config_path == REPO_ROOT / "tables.yaml" else f" DELTA_MAINTENANCE_TABLES={config_path}"
     print(f"Dagster UI:  DAGSTER_HOME={home}{tables_env} \\")
@@ -219,16 +219,14 @@ def _build_lake(lake: pathlib.Path) -> str:
     return f"Created {len(LAKE_TABLES)} small-file tables under {lake} (tables.yaml discovers them)"
 
 
-def _maintain_lake(defs, instance, lake: list[str]) -> bool:
+def _maintain_lake(defs, instance, config, lake: list[str]) -> bool:
     """The discovered tables: their health checks (the fleet's ``all_tables_checks``), their
     maintenance (``all_tables_maintenance`` selecting their assets), their checks again; then the
     fleet report over every table, printed."""
     from assets.maintenance import maintenance_asset_key
     from fleet.report import FLEET_REPORT_JOB
     from jobs import ALL_TABLES_CHECKS_JOB, ALL_TABLES_MAINTENANCE_JOB
-    from resources.config import load_config
 
-    config = load_config()
     keys = [maintenance_asset_key(name, op) for name in lake for op in config.table(name).operations]
     print(f"Discovered tables under {LAKE_DIR} ({', '.join(lake)}): checked, maintained, checked again:", flush=True)
     checked = _run(defs, instance, ALL_TABLES_CHECKS_JOB, lambda result, _: _checks_text(result))
