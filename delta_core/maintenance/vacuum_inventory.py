@@ -87,8 +87,12 @@ def _conform(batches: Iterable[pa.RecordBatch], source: str, batch_rows: int) ->
             for first in range(0, typed.num_rows, batch_rows):
                 yield typed.slice(first, batch_rows)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-        raise ConfigError(f"the inventory {source} has columns of the wrong type ({exc}); expected "
-                          "path string, length long, isDir boolean, modificationTime long (ms)", path=source) from None
+        raise _wrong_type(source, exc) from None
+
+
+def _wrong_type(source: str, exc: Exception) -> ConfigError:
+    return ConfigError(f"the inventory {source} has columns of the wrong type ({exc}); expected "
+                       "path string, length long, isDir boolean, modificationTime long (ms)", path=source)
 
 
 def _file_batches(storage: Storage, key: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
@@ -99,9 +103,12 @@ def _file_batches(storage: Storage, key: str, batch_rows: int) -> Iterator[pa.Re
             _check_columns(parquet.schema_arrow.names, where)
             batches: Iterable[pa.RecordBatch] = parquet.iter_batches(batch_size=batch_rows, columns=_COLUMNS)
         else:
-            reader = pcsv.open_csv(fh, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK_BYTES),
-                                   convert_options=pcsv.ConvertOptions(column_types=dict(zip(
-                                       _COLUMNS, INVENTORY_SCHEMA.types, strict=True))))
+            try:  # the first block is read (and converted) here
+                reader = pcsv.open_csv(fh, read_options=pcsv.ReadOptions(block_size=_CSV_BLOCK_BYTES),
+                                       convert_options=pcsv.ConvertOptions(column_types=dict(zip(
+                                           _COLUMNS, INVENTORY_SCHEMA.types, strict=True))))
+            except pa.ArrowInvalid as exc:
+                raise _wrong_type(where, exc) from None
             _check_columns(reader.schema.names, where)
             batches = reader
         yield from _conform(batches, where, batch_rows)

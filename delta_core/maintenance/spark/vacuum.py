@@ -164,10 +164,11 @@ def referenced_keys(snapshot: Snapshot, cutoff_ms: int, root: str, ignored: list
 
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
                      spark: Any = None) -> Iterator[pa.RecordBatch]:
-    """Every non-hidden file under the root as ``LISTING_SCHEMA`` batches, yielded as they are
-    listed: the root's own files, then each top-level directory listed recursively in parallel
-    (threads, or Spark tasks when ``spark`` is a session or a factory); hidden top-level
-    directories are not listed at all. The batches come in no set order."""
+    """Every file under the root as ``LISTING_SCHEMA`` batches, yielded as they are listed: the
+    root's own files, then each top-level directory listed recursively in parallel (threads, or
+    Spark tasks when ``spark`` is a session or a factory). Hidden top-level directories (such as
+    ``_delta_log``) are not listed at all; hidden files below the others are (the plan skips
+    them). The batches come in no set order."""
     wanted = [d for d in storage.list_directories("")
               if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
     if spark is not None and wanted:
