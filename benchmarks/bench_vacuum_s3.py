@@ -131,10 +131,16 @@ class MotoChild:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
+        """Ask the server to quit; stop it when it does not within 30 s (after a listing of 1M
+        objects its shutdown waited on the client's idle connections)."""
         assert self.proc.stdin is not None
         self.proc.stdin.write("quit\n")
         self.proc.stdin.flush()
-        self.proc.wait(timeout=30)
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            self.proc.wait(timeout=30)
 
 
 def start_moto(*, indexed_listing: bool = False) -> tuple[MotoChild, dict[str, Any]]:
