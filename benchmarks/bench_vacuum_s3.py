@@ -131,8 +131,8 @@ class MotoChild:
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self) -> None:
-        """Ask the server to quit; stop it when it does not within 30 s (after a listing of 1M
-        objects its shutdown waited on the client's idle connections)."""
+        """Ask the server to quit; stop it when it does not within 30 s (after a run over 1M
+        objects its shutdown had not finished after 30 s; SIGTERM ended it at once)."""
         assert self.proc.stdin is not None
         self.proc.stdin.write("quit\n")
         self.proc.stdin.flush()
