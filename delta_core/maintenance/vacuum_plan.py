@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 
 from delta_core.errors import PathEscapesTableError
 from delta_core.maintenance.key_fingerprints import KeySet
-from delta_core.model.arrow_values import numbers_of, string_array
+from delta_core.model.arrow_values import int_scalar, numbers_of, string_array
 from delta_core.model.path_identity import TableRoot, Where, needs_canonicalising, plain_mask
 from delta_core.storage.base import normalize_key
 
@@ -182,14 +182,15 @@ _CANDIDATES = pa.schema([("key", pa.string()), ("size", pa.int64())])
 def _plan_batch(batch: pa.RecordBatch, known: KeySet, exempt: pa.Array, partition_columns: Sequence[str],
                 cutoff: int, counts: dict[str, int]) -> pa.RecordBatch:
     """The deletion candidates of one listing batch (``key``, ``size``); adds its files to
-    ``counts``."""
+    ``counts``. A file without a modification time (an inventory row may lack one) counts as
+    young: kept. One without a size counts as 0 bytes."""
     keys = batch.column("key").cast(pa.string())
     hidden = hidden_mask(keys, partition_columns)
     if len(exempt):
         hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=exempt)))
     visible = ~numbers_of(hidden)
     referenced = known.may_contain(keys)
-    young = numbers_of(batch.column("modification_time")) >= cutoff
+    young = numbers_of(pc.fill_null(batch.column("modification_time"), int_scalar(cutoff))) >= cutoff
     unreferenced = visible & ~referenced
     delete = unreferenced & ~young
     counts["listed"] += len(keys)
@@ -198,8 +199,8 @@ def _plan_batch(batch: pa.RecordBatch, known: KeySet, exempt: pa.Array, partitio
     counts["young"] += int(np.count_nonzero(unreferenced & young))
     rows = np.flatnonzero(delete)
     taken = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows.astype(np.int64))])
-    return pa.RecordBatch.from_arrays([keys.take(taken), batch.column("size").cast(pa.int64()).take(taken)],
-                                      schema=_CANDIDATES)
+    sizes = pc.fill_null(batch.column("size").cast(pa.int64()).take(taken), int_scalar(0))
+    return pa.RecordBatch.from_arrays([keys.take(taken), sizes], schema=_CANDIDATES)
 
 
 def empty_dir_candidates(deleted: Sequence[str]) -> list[str]:

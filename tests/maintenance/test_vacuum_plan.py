@@ -85,6 +85,14 @@ def test_a_listing_in_batches_plans_what_it_plans_whole():
     assert plan_vacuum(iter([]), **args).to_delete == ()
 
 
+def test_a_file_without_a_time_is_kept_and_one_without_a_size_weighs_nothing():
+    rows = pa.table({"key": ["no-time.parquet", "no-size.parquet"], "size": pa.array([10, None], pa.int64()),
+                     "modification_time": pa.array([None, NOW - 8 * DAY], pa.int64())})
+    plan = plan_vacuum(rows, referenced=pa.array([], pa.string()), partition_columns=[], now_ms=NOW,
+                       retention=dt.timedelta(days=7))
+    assert (plan.to_delete, plan.sizes, plan.bytes_to_delete, plan.young_kept) == (("no-size.parquet",), (0,), 0, 1)
+
+
 def test_file_exactly_at_cutoff_is_kept():
     plan = plan_vacuum(listed([("a.parquet", NOW - 7 * DAY)]), referenced=pa.array([], pa.string()), partition_columns=[],
                        now_ms=NOW, retention=dt.timedelta(days=7))
