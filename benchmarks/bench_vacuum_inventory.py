@@ -5,7 +5,11 @@ through moto's backend, as in ``bench_vacuum_s3``). The inventory is what an S3 
 would hold for the table: a Parquet file of every object with ``path``, ``length``, ``isDir`` and
 ``modificationTime``, written to the bucket beside the table. Both dry runs (retention 0) must
 find exactly the orphans; the listing's time grows with the objects the store must page
-through, the inventory's with one file read.
+through, the inventory's with one file read. The server answers listings from a sorted index
+(``bench_vacuum_s3._INDEXED_LISTING``): moto's own walks the whole bucket for every page, which
+at 1M objects takes hours and times the client out. Each dry run's peak RSS is its own (the process's
+high-water mark is reset before it, ``/proc/self/clear_refs``); the moto server's RSS, which holds
+every object, is printed after the setup.
 
     python -m benchmarks.bench_vacuum_inventory [--files 1000000] [--rounds 1]
 """
@@ -17,6 +21,21 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
+
+
+def _status_mb(field: str, pid: int | str = "self") -> float:
+    """``field`` (``VmRSS``, ``VmHWM``) of ``/proc/<pid>/status`` in MB."""
+    with open(f"/proc/{pid}/status") as fh:
+        for line in fh:
+            if line.startswith(f"{field}:"):
+                return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def _reset_peak_rss() -> None:
+    """Start this process's RSS high-water mark (``VmHWM``) again from its current RSS."""
+    with open("/proc/self/clear_refs", "w") as fh:
+        fh.write("5")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -33,7 +52,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
-    moto, opts = start_moto()
+    moto, opts = start_moto(indexed_listing=True)
     try:
         fs = s3fs.S3FileSystem(**opts)
         fs.mkdir("bench-inventory")
@@ -52,23 +71,29 @@ def main(argv: Sequence[str] | None = None) -> int:
         with fs.open("bench-inventory/inventory/report.parquet", "wb") as fh:
             pq.write_table(inventory, fh)
         print(f"{args.files:,} orphans under 200 partitions, inventory of {len(paths):,} objects "
-              f"(setup {time.perf_counter() - t0:.0f} s)", flush=True)
+              f"(setup {time.perf_counter() - t0:.0f} s; moto server RSS {_status_mb('VmRSS', moto.proc.pid):,.0f} MB)",
+              flush=True)
         times: dict[str, list[float]] = {"listing": [], "inventory": []}
+        peaks: dict[str, list[float]] = {"listing": [], "inventory": []}
         for r in range(args.rounds):
             for how, inv in (("listing", None), ("inventory", "s3://bench-inventory/inventory/report.parquet")):
+                _reset_peak_rss()
+                before = _status_mb("VmRSS")
                 c0, t0 = moto.cpu_seconds(), time.perf_counter()
                 m = vacuum(DeltaTable(uri, opts), dry_run=True, retention_hours=0, force=True, inventory=inv,
                            inventory_storage_options=opts)
                 times[how].append(time.perf_counter() - t0)
+                peaks[how].append(_status_mb("VmHWM"))
                 assert m.num_files_to_delete == args.files, (how, m.num_files_to_delete)
                 print(f"  round {r + 1} {how}: {times[how][-1]:.2f} s (moto cpu {moto.cpu_seconds() - c0:.2f} s), "
-                      f"load {os.getloadavg()[0]:.1f}", flush=True)
+                      f"peak RSS {peaks[how][-1]:,.0f} MB (from {before:,.0f} MB), load {os.getloadavg()[0]:.1f}",
+                      flush=True)
     finally:
         moto.close()
     listing, inv_s = statistics.median(times["listing"]), statistics.median(times["inventory"])
-    print(f"{'plan from':<11}{'seconds':>9}{'files/s':>12}")
+    print(f"{'plan from':<11}{'seconds':>9}{'files/s':>12}{'peak RSS MB':>13}")
     for how, s in (("listing", listing), ("inventory", inv_s)):
-        print(f"{how:<11}{s:>9.2f}{args.files / s:>12.0f}")
+        print(f"{how:<11}{s:>9.2f}{args.files / s:>12.0f}{max(peaks[how]):>13,.0f}")
     print(f"inventory / listing time: {inv_s / listing:.2f}x")
     return 0
 

@@ -49,7 +49,7 @@ from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.history import version_at_timestamp
 from delta_core.log.log_path import LOG_DIR, LogFileKind, commit_key
 from delta_core.log.log_segment import list_log
-from delta_core.maintenance.vacuum_plan import log_paths_to_keys
+from delta_core.maintenance.vacuum_plan import LISTING_SCHEMA, log_paths_to_keys
 from delta_core.model.actions import AddCDCFile, action_from_json
 from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
 from delta_core.model.path_identity import TableRoot
@@ -59,7 +59,6 @@ log = logging.getLogger(__name__)
 
 LAST_VACUUM_INFO = f"{LOG_DIR}/_last_vacuum_info"
 LAST_VACUUM_FIELD = "latestCommitVersionOutsideOfRetentionWindow"
-LISTING_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64())])
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,12 @@ storage keys (through ``delta_core.model.path_identity``, so every spelling of t
 rejects (the caller warns) anything outside the table root. The file a deletion vector
 descriptor points at comes from ``delta_core.log.deletion_vectors.dv_relative_path``. No IO
 here: the caller lists, plans, then deletes.
+
+At 10M files neither the listing nor a hash set of every referenced key's string fits beside
+the snapshot on a small driver, so ``plan_vacuum`` takes the listing as batches (a listing
+directory by directory, an inventory batch by batch), anti-joins each against the referenced
+keys held as 64-bit fingerprints (``key_fingerprints.KeySet``: a shared fingerprint can only
+keep a file) and keeps only each batch's deletion candidates.
 """
 
 from __future__ import annotations
@@ -26,15 +32,19 @@ import datetime as dt
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import PathEscapesTableError
-from delta_core.model.arrow_values import string_array
+from delta_core.maintenance.key_fingerprints import KeySet
+from delta_core.model.arrow_values import int_scalar, numbers_of, string_array
 from delta_core.model.path_identity import TableRoot, Where, needs_canonicalising, plain_mask
 from delta_core.storage.base import normalize_key
 
 _MAYBE_HIDDEN = r"(^|/)[_.]"
+# What a listing holds, and what ``plan_vacuum`` takes: one row per file, its modification time in ms.
+LISTING_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64())])
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +53,8 @@ class VacuumPlan:
 
     cutoff_ms: int
     retention_ms: int
-    to_delete: tuple[str, ...]
+    to_delete: tuple[str, ...]  # sorted
+    sizes: tuple[int, ...]  # of each file of ``to_delete``, in its order
     bytes_to_delete: int
     files_listed: int
     hidden_skipped: int
@@ -122,7 +133,7 @@ def log_paths_to_keys(paths: pa.Array | pa.ChunkedArray, table_root: TableRoot) 
 
 
 def plan_vacuum(
-    listed: pa.Table,
+    listed: pa.Table | Iterable[pa.RecordBatch | pa.Table],
     *,
     referenced: pa.Array | pa.ChunkedArray,
     partition_columns: Sequence[str],
@@ -130,40 +141,66 @@ def plan_vacuum(
     retention: dt.timedelta,
     named_by_log: Iterable[str] = (),
 ) -> VacuumPlan:
-    """Plan a vacuum over ``listed`` (``key``, ``size``, ``modification_time`` in ms: every file
-    under the root outside ``_delta_log``) given the ``referenced`` keys (an Arrow string column, repeats allowed:
-    live files, their DV files, and files of tombstones still inside the retention window). ``named_by_log`` are keys
-    exempt from the hidden-path rule because the log names them as files of the table (vacuum
-    lite's cdc files under ``_change_data``)."""
+    """Plan a vacuum over ``listed`` (``LISTING_SCHEMA``: every file under the root outside
+    ``_delta_log``, as one table or as batches in any order, e.g. a listing directory by
+    directory or an inventory read batch by batch) given the ``referenced`` keys (an Arrow string
+    column, repeats allowed: live files, their DV files, and files of tombstones still inside the
+    retention window). ``named_by_log`` are keys exempt from the hidden-path rule because the log
+    names them as files of the table (vacuum lite's cdc files under ``_change_data``).
+
+    The referenced keys become a ``KeySet`` once; each batch is anti-joined against it as it
+    comes and only its deletion candidates are kept, so a plan over millions of files holds the
+    referenced keys' fingerprints, one batch and the candidates, never the whole listing."""
     retention_ms = int(retention.total_seconds() * 1000)
     cutoff = now_ms - retention_ms
-    keys = listed.column("key")
-    hidden = hidden_mask(keys, partition_columns)
-    exempt = pa.array(sorted(set(named_by_log)), pa.string())
-    if len(exempt):
-        hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=exempt)))
-    is_ref = pc.is_in(keys, value_set=referenced.cast(keys.type))
-    young = pc.greater_equal(listed.column("modification_time"), pa.scalar(cutoff, pa.int64()))
-    visible = pc.invert(hidden)
-    keep_ref = pc.and_(visible, is_ref)
-    keep_young = pc.and_(pc.and_(visible, pc.invert(is_ref)), young)
-    delete = pc.and_(pc.and_(visible, pc.invert(is_ref)), pc.invert(young))
-    chosen = listed.filter(delete)
-    chosen_keys = chosen.column("key")
+    known = KeySet(referenced)
+    exempt = string_array(sorted(set(named_by_log)))
+    counts = dict.fromkeys(("listed", "hidden", "referenced", "young"), 0)
+    candidates: list[pa.RecordBatch] = []
+    for batch in listed.to_batches() if isinstance(listed, pa.Table) else listed:
+        for part in batch.to_batches() if isinstance(batch, pa.Table) else [batch]:
+            candidates.append(_plan_batch(part, known, exempt, partition_columns, cutoff, counts))
+    chosen = pa.Table.from_batches(candidates, schema=_CANDIDATES)
+    order = pc.sort_indices(chosen, sort_keys=[("key", "ascending")])  # sorted in Arrow
+    chosen = chosen.take(order)
     return VacuumPlan(
         cutoff_ms=cutoff,
         retention_ms=retention_ms,
-        to_delete=tuple(pc.take(chosen_keys, pc.sort_indices(chosen_keys)).to_pylist()),  # sorted in Arrow
+        to_delete=tuple(chosen.column("key").to_pylist()),
+        sizes=tuple(chosen.column("size").to_pylist()),
         bytes_to_delete=int(pc.sum(chosen.column("size")).as_py() or 0),
-        files_listed=listed.num_rows,
-        hidden_skipped=_count(hidden),
-        referenced_kept=_count(keep_ref),
-        young_kept=_count(keep_young),
+        files_listed=counts["listed"],
+        hidden_skipped=counts["hidden"],
+        referenced_kept=counts["referenced"],
+        young_kept=counts["young"],
     )
 
 
-def _count(mask: pa.Array | pa.ChunkedArray) -> int:
-    return int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0)
+_CANDIDATES = pa.schema([("key", pa.string()), ("size", pa.int64())])
+
+
+def _plan_batch(batch: pa.RecordBatch, known: KeySet, exempt: pa.Array, partition_columns: Sequence[str],
+                cutoff: int, counts: dict[str, int]) -> pa.RecordBatch:
+    """The deletion candidates of one listing batch (``key``, ``size``); adds its files to
+    ``counts``. A file without a modification time (an inventory row may lack one) counts as
+    young: kept. One without a size counts as 0 bytes."""
+    keys = batch.column("key").cast(pa.string())
+    hidden = hidden_mask(keys, partition_columns)
+    if len(exempt):
+        hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=exempt)))
+    visible = ~numbers_of(hidden)
+    referenced = known.may_contain(keys)
+    young = numbers_of(pc.fill_null(batch.column("modification_time"), int_scalar(cutoff))) >= cutoff
+    unreferenced = visible & ~referenced
+    delete = unreferenced & ~young
+    counts["listed"] += len(keys)
+    counts["hidden"] += len(keys) - int(np.count_nonzero(visible))
+    counts["referenced"] += int(np.count_nonzero(visible & referenced))
+    counts["young"] += int(np.count_nonzero(unreferenced & young))
+    rows = np.flatnonzero(delete)
+    taken = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows.astype(np.int64))])
+    sizes = pc.fill_null(batch.column("size").cast(pa.int64()).take(taken), int_scalar(0))
+    return pa.RecordBatch.from_arrays([keys.take(taken), sizes], schema=_CANDIDATES)
 
 
 def empty_dir_candidates(deleted: Sequence[str]) -> list[str]:

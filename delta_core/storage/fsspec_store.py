@@ -67,25 +67,31 @@ def _mtime_ms(info: Mapping[str, Any]) -> int:
 
 
 def _scan_local(full_dir: str, key_prefix: str) -> Iterator[FileInfo]:
-    """Every file below ``full_dir`` (keys start with ``key_prefix``), depth first.
+    """Every file below ``full_dir`` (keys start with ``key_prefix``): a directory's files as
+    they are read, then its subdirectories'. Only the subdirectories' names are held, not an
+    entry per file (a partition of a 10M-file table holds hundreds of thousands).
 
     The rules are ``os.walk``'s: an unreadable or vanished directory is skipped, a symlinked
     directory is not descended into, a symlinked file is listed with its target's size and
     time, and a dangling link is skipped."""
     try:
-        entries = list(os.scandir(full_dir))
+        scan = os.scandir(full_dir)
     except OSError:
         return  # unreadable, or removed while listing: os.walk skips it the same way
-    for entry in entries:
-        if entry.is_dir():
-            if not entry.is_symlink():
-                yield from _scan_local(entry.path, f"{key_prefix}{entry.name}/")
-            continue
-        try:
-            st = entry.stat()
-        except FileNotFoundError:
-            continue
-        yield FileInfo(f"{key_prefix}{entry.name}", st.st_size, int(st.st_mtime * 1000))
+    subdirectories: list[tuple[str, str]] = []
+    with scan:
+        for entry in scan:
+            if entry.is_dir():
+                if not entry.is_symlink():
+                    subdirectories.append((entry.path, entry.name))
+                continue
+            try:
+                st = entry.stat()
+            except FileNotFoundError:
+                continue
+            yield FileInfo(f"{key_prefix}{entry.name}", st.st_size, int(st.st_mtime * 1000))
+    for path, name in subdirectories:
+        yield from _scan_local(path, f"{key_prefix}{name}/")
 
 
 def _protocol_of(fs: fsspec.AbstractFileSystem) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
 import time
 
 import pytest
@@ -11,7 +12,7 @@ import pytest
 from delta_core.errors import RetentionTooShortError
 from delta_core.log.log_path import commit_key
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.spark.vacuum import vacuum
+from delta_core.maintenance.spark.vacuum import list_table_files, vacuum
 from delta_core.model.actions import Add, encode_actions
 from delta_core.model.partition_values import url_decode_path
 from delta_core.storage.base import Storage
@@ -80,6 +81,30 @@ def test_vacuum_uses_only_the_storage_contract(scene, table_uri):
     assert metrics.num_vacuumed_directories >= 1
     # only the non-hidden top-level directories were walked; never _delta_log or "_"/"." ones
     assert sorted(storage.recursive) == ["region=eu", "region=us", "region=zz"]
+
+
+def test_the_listing_comes_directory_by_directory_and_stops_cleanly(table_uri):
+    table = make_table(table_uri, appends=1)
+    old = time.time() - 30 * 86400
+    orphans = {touch(table_uri, f"region=p{i:03d}/orphan.parquet", mtime=old) for i in range(100)}
+    touch(table_uri, "region=p000/.x.crc", mtime=old)
+    batches = list(list_table_files(table.storage, ["region"], threads=4))
+    listed = [k for b in batches for k in b.column("key").to_pylist()]
+    assert sorted(listed) == sorted(all_files(table_uri))  # hidden files below a directory too: the plan skips them
+    assert orphans <= set(listed) and len(batches) >= 100  # a batch per directory at least
+    # A consumer that stops early: the listing threads, some waiting on the full queue (more
+    # directories than it holds), are let through and finish.
+    before = threading.active_count()
+    stream = list_table_files(table.storage, ["region"], threads=8)
+    assert next(stream).num_rows >= 1
+    closing = threading.Thread(target=stream.close)
+    closing.start()
+    closing.join(timeout=60)
+    assert not closing.is_alive()
+    deadline = time.monotonic() + 30
+    while threading.active_count() > before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert threading.active_count() <= before
 
 
 def test_tombstones_inside_retention_are_kept(scene, table_uri):

@@ -20,7 +20,8 @@ import pytest
 from delta_core.cli.main import main
 from delta_core.errors import ConfigError, PathEscapesTableError
 from delta_core.maintenance import vacuum_inventory
-from delta_core.maintenance.spark.vacuum import vacuum
+from delta_core.maintenance.spark.vacuum import list_table_files, referenced_keys, vacuum
+from delta_core.maintenance.vacuum_plan import plan_vacuum
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.path_identity import TableRoot
 from delta_core.storage.base import normalize_key
@@ -178,11 +179,119 @@ def test_keys_placed_per_directory_match_each_path_placed_alone(tmp_path):
     inside = [p for p in spellings if vacuum_inventory._key(p, TableRoot.of(str(root))) is not None]
     rows = pa.table({"path": inside, "length": list(range(len(inside))), "isDir": [False] * len(inside),
                      "modificationTime": [1] * len(inside)})
-    listed = vacuum_inventory.inventory_listing(rows, str(root))
     alone = [normalize_key(vacuum_inventory._key(p, TableRoot.of(str(root))), root=str(root)) for p in inside]
-    assert listed.column("key").to_pylist() == alone
     assert {"day=1/a.parquet", "day=1/b c%.parquet", "top.parquet", "day=1/e.parquet", "g.parquet"} <= set(alone)
+    for batch_rows in (len(inside), 3, 1):  # in one batch, and in batches that cut across spellings
+        listed = pa.Table.from_batches(list(vacuum_inventory.inventory_listing(rows.to_batches(batch_rows),
+                                                                               str(root))))
+        assert listed.column("key").to_pylist() == alone
     with pytest.raises(PathEscapesTableError, match="1 path"):
-        vacuum_inventory.inventory_listing(pa.concat_tables([rows, pa.table({
+        list(vacuum_inventory.inventory_listing(pa.concat_tables([rows, pa.table({
             "path": [f"{tmp_path}/other/h.parquet"], "length": [1], "isDir": [False], "modificationTime": [1]},
-            schema=rows.schema)]), str(root))
+            schema=rows.schema)]), str(root)))
+
+
+def _plan(table, listed, now_ms: int):
+    """The plan of ``listed`` (a listing, as one table or as batches) against ``table``'s log."""
+    snapshot = table.snapshot()
+    retention = snapshot.properties.deleted_file_retention
+    cutoff = now_ms - int(retention.total_seconds() * 1000)
+    referenced = referenced_keys(snapshot, cutoff, table.storage.root, [])
+    return plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns, now_ms=now_ms,
+                       retention=retention)
+
+
+def _shuffled(rows: pa.Table) -> pa.Table:
+    """``rows`` in an order that mixes the directories (a batch of a few rows crosses them)."""
+    return rows.take(sorted(range(rows.num_rows), key=lambda i: (i * 7919) % rows.num_rows))
+
+
+def _write_inventory(kind: str, rows: pa.Table, where) -> str:
+    """``rows`` as an inventory of ``kind``: a Parquet file of row groups of 3 rows, a directory
+    of two CSV files, or a Delta table (written by delta-rs) of three files."""
+    import deltalake
+
+    half = rows.num_rows // 2
+    if kind == "parquet":
+        pq.write_table(rows, str(where / "inv.parquet"), row_group_size=3)
+        return str(where / "inv.parquet")
+    if kind == "csv":
+        (where / "csv").mkdir()
+        pcsv.write_csv(rows.slice(0, half), str(where / "csv" / "part-0.csv"))
+        pcsv.write_csv(rows.slice(half), str(where / "csv" / "part-1.csv"))
+        return str(where / "csv")
+    for i, part in enumerate((rows.slice(0, half), rows.slice(half, 4), rows.slice(half + 4))):
+        deltalake.write_deltalake(str(where / "delta"), part, mode="append" if i else "error")
+    return str(where / "delta")
+
+
+@pytest.mark.parametrize("kind", ["parquet", "csv", "delta"])
+def test_inventory_read_in_small_batches_plans_what_one_batch_and_the_listing_plan(scene, table_uri, tmp_path, kind):
+    table, removed, extra, now = scene
+    rows = _shuffled(inventory_of(table_uri))
+    uri = _write_inventory(kind, rows, tmp_path)
+    batches = list(vacuum_inventory.read_inventory(uri, batch_rows=2))
+    assert len(batches) >= rows.num_rows // 2 and all(b.num_rows <= 2 for b in batches)
+    assert all(b.schema == vacuum_inventory.INVENTORY_SCHEMA for b in batches)
+    assert multiset(pa.Table.from_batches(batches)) == multiset(rows)
+    crossing = [b for b in batches if len({p.rsplit("/", 1)[0] for p in b.column("path").to_pylist()}) > 1]
+    assert crossing  # batches that hold files of several directories
+
+    later = _later(now)
+    small = _plan(table, vacuum_inventory.inventory_listing(vacuum_inventory.read_inventory(uri, batch_rows=2),
+                                                            table_uri), later)
+    whole = _plan(table, pa.Table.from_batches(list(vacuum_inventory.inventory_listing(rows, table_uri))), later)
+    assert small == whole
+    listed = _plan(table, list_table_files(table.storage, table.snapshot().partition_columns), later)
+    assert (small.to_delete, small.sizes, small.referenced_kept, small.young_kept) == (
+        listed.to_delete, listed.sizes, listed.referenced_kept, listed.young_kept)
+    assert small.num_files_to_delete == 5 and extra["orphan_old"] in small.to_delete
+
+
+def test_a_path_of_another_table_in_a_later_batch_is_refused(scene, table_uri, tmp_path):
+    table, removed, extra, now = scene
+    rows = inventory_of(table_uri)
+    stray = pa.table({"path": [f"{tmp_path}/other/part-0.parquet"], "length": [1], "isDir": [False],
+                      "modificationTime": [0]}, schema=rows.schema)
+    inv = str(tmp_path / "inv.parquet")
+    pq.write_table(pa.concat_tables([rows, stray]), inv, row_group_size=2)
+    with pytest.raises(PathEscapesTableError, match=f"1 path.*among its first {rows.num_rows + 1} rows"):
+        list(vacuum_inventory.inventory_listing(vacuum_inventory.read_inventory(inv, batch_rows=2), table_uri))
+    before, version = all_files(table_uri), table.latest_version()
+    with pytest.raises(PathEscapesTableError, match="nothing was deleted"):
+        vacuum(table, inventory=inv, clock=lambda: _later(now))
+    assert all_files(table_uri) == before and table.latest_version() == version
+
+
+def test_a_csv_value_of_the_wrong_type_is_a_config_error(scene, table_uri, tmp_path):
+    table, removed, extra, now = scene
+    inv = tmp_path / "inv.csv"
+    inv.write_text(f"path,length,isDir,modificationTime\n{table_uri}/stray.parquet,ten,false,0\n")
+    before = all_files(table_uri)
+    with pytest.raises(ConfigError, match="wrong type"):
+        vacuum(table, inventory=str(inv), clock=lambda: _later(now))
+    assert all_files(table_uri) == before
+
+
+def test_keys_sliced_after_the_root_prefix_match_the_keys_placed(tmp_path):
+    # Rows spelled with the root's exact prefix take their key by slicing; every row that the
+    # slice would get wrong must go through placement instead, and get the same key.
+    root = tmp_path / "t"
+    root.mkdir()
+    table_root = str(root)
+    tails = ["day=1/a.parquet", "top.parquet", "day=1/b c%20é.parquet", "day=1//c.parquet", "day=1/./d.parquet",
+             "day=1/x/../e.parquet", "day=1/.f.crc", ".hidden", "_delta_log/0.json", "day=1/g:h.parquet",
+             "day=1/", "day=1/sub/i.parquet"]
+    paths = [f"{root}/{t}" for t in tails] + [f"file://{root}/j.parquet", f"file:{root}/k.parquet"]
+    column = pa.array(paths)
+    sliced = vacuum_inventory._keys(column, TableRoot.of(table_root), table_root,
+                                    vacuum_inventory._RootSpelling(TableRoot.of(table_root)))
+    placed = vacuum_inventory._placed_keys(column, TableRoot.of(table_root), table_root)
+    assert sliced.to_pylist() == placed.to_pylist()
+    assert sliced.to_pylist()[:4] == ["day=1/a.parquet", "top.parquet", "day=1/b c%20é.parquet", "day=1/c.parquet"]
+    spelled = vacuum_inventory._RootSpelling(TableRoot.of(table_root))
+    spelled.learn(f"file://{root}/day=1/a.parquet")
+    assert spelled.prefix == f"file://{root}/"
+    other = vacuum_inventory._RootSpelling(TableRoot.of(table_root))
+    other.learn(f"{tmp_path}/t2/day=1/a.parquet")  # another table whose name starts with the root's
+    assert other.prefix is None

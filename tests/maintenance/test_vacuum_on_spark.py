@@ -7,9 +7,11 @@ from __future__ import annotations
 import os
 import time
 
+import pyarrow as pa
 import pytest
 
 from delta_core.maintenance.spark.vacuum import list_table_files, vacuum
+from delta_core.maintenance.vacuum_plan import LISTING_SCHEMA
 from tests.maintenance.conftest import make_table
 
 pytestmark = pytest.mark.spark
@@ -26,12 +28,13 @@ def test_listing_and_deletes_as_spark_tasks(spark, table_uri):
             fh.write(b"PAR1")
         os.utime(path, (old, old))
 
-    def rows(listing):
+    def rows(batches):
+        listing = pa.Table.from_batches(list(batches), schema=LISTING_SCHEMA)
         return sorted(zip(*(listing.column(c).to_pylist() for c in ("key", "size", "modification_time"))))
 
-    on_spark = list_table_files(table.storage, ["region"], spark=lambda: spark)  # a factory, as the CLI passes
-    assert rows(on_spark) == rows(list_table_files(table.storage, ["region"]))
-    assert set(orphans) <= {k for k, _, _ in rows(on_spark)}
+    on_spark = rows(list_table_files(table.storage, ["region"], spark=lambda: spark))  # a factory, as the CLI passes
+    assert on_spark == rows(list_table_files(table.storage, ["region"]))
+    assert set(orphans) <= {k for k, _, _ in on_spark}
 
     live = sorted(a.path for a in table.snapshot().add_actions())
     metrics = vacuum(table, spark=spark)

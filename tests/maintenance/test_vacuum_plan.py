@@ -64,6 +64,35 @@ def test_plan_deletes_exactly_old_unreferenced_visible_files():
     assert plan.cutoff_ms == NOW - 7 * DAY
 
 
+def test_a_listing_in_batches_plans_what_it_plans_whole():
+    # Batches of any size, in any order, crossing directories (a listing directory by directory,
+    # an inventory batch by batch): the same plan as the listing in one table.
+    old, young = NOW - 8 * DAY, NOW - 1 * DAY
+    rows = [(f"region={r}/part-{i}.parquet", old if i % 3 else young) for r in ("eu", "us", "_x") for i in range(9)]
+    rows += [("root.parquet", old), ("_delta_log/0.json", old), ("region=eu/.c.crc", old), ("_change_data/c.parquet", old)]
+    whole = listed(rows)
+    referenced = pa.chunked_array([pa.array([f"region=eu/part-{i}.parquet" for i in range(0, 9, 2)]),
+                                   pa.array(["region=us/part-1.parquet", "region=eu/part-0.parquet"])])
+    args = dict(referenced=referenced, partition_columns=["region"], now_ms=NOW, retention=dt.timedelta(days=7),
+                named_by_log=["_change_data/c.parquet"])
+    one = plan_vacuum(whole, **args)
+    assert (one.num_files_to_delete, one.young_kept, one.referenced_kept, one.hidden_skipped) == (16, 7, 6, 2)
+    assert one.sizes == (10,) * 16 and list(one.to_delete) == sorted(one.to_delete)
+    for size in (1, 2, 5):
+        shuffled = whole.take(sorted(range(whole.num_rows), key=lambda i: (i * 7) % whole.num_rows))
+        assert plan_vacuum(shuffled.to_batches(size), **args) == one
+    assert plan_vacuum([whole.slice(0, 10), *whole.slice(10).to_batches(3)], **args) == one  # tables and batches
+    assert plan_vacuum(iter([]), **args).to_delete == ()
+
+
+def test_a_file_without_a_time_is_kept_and_one_without_a_size_weighs_nothing():
+    rows = pa.table({"key": ["no-time.parquet", "no-size.parquet"], "size": pa.array([10, None], pa.int64()),
+                     "modification_time": pa.array([None, NOW - 8 * DAY], pa.int64())})
+    plan = plan_vacuum(rows, referenced=pa.array([], pa.string()), partition_columns=[], now_ms=NOW,
+                       retention=dt.timedelta(days=7))
+    assert (plan.to_delete, plan.sizes, plan.bytes_to_delete, plan.young_kept) == (("no-size.parquet",), (0,), 0, 1)
+
+
 def test_file_exactly_at_cutoff_is_kept():
     plan = plan_vacuum(listed([("a.parquet", NOW - 7 * DAY)]), referenced=pa.array([], pa.string()), partition_columns=[],
                        now_ms=NOW, retention=dt.timedelta(days=7))

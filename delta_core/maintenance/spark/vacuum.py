@@ -2,14 +2,15 @@
 
 ``vacuum`` reads the latest snapshot, lists the table root in parallel (one listing per
 top-level directory on a bounded thread pool; hidden top-level directories such as
-``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) and deletes in
-parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
+``_delta_log`` are never listed), plans with ``vacuum_plan.plan_vacuum`` (pure) batch by batch
+as the listing comes (only the deletion candidates are kept, never the whole listing) and
+deletes in parallel — on a thread pool, or as Spark tasks when a session is given. Like Delta it records a
 ``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
 ``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
 (``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
 With a Spark session the listing of the top-level directories and the deletes are Spark tasks
-(executors list and delete; the driver holds the listing and the snapshot's keys to plan).
+(executors list and delete; the driver collects the listing, then plans it like a local one).
 
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
 refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``clock``
@@ -29,10 +30,13 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import suppress
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import chain, groupby
+from queue import Empty, Queue
 from typing import TYPE_CHECKING, Any, Literal
 
 import pyarrow as pa
@@ -43,8 +47,9 @@ from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.log_path import LOG_DIR
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.vacuum_inventory import inventory_listing, read_inventory
-from delta_core.maintenance.vacuum_lite import LISTING_SCHEMA, lite_candidates, lite_range, write_last_vacuum_version
+from delta_core.maintenance.vacuum_lite import lite_candidates, lite_range, write_last_vacuum_version
 from delta_core.maintenance.vacuum_plan import (
+    LISTING_SCHEMA,
     VacuumPlan,
     empty_dir_candidates,
     is_hidden,
@@ -52,7 +57,7 @@ from delta_core.maintenance.vacuum_plan import (
     plan_vacuum,
 )
 from delta_core.model import progress
-from delta_core.model.arrow_values import false_array, int_array, int_scalar, string_array
+from delta_core.model.arrow_values import empty_table, false_array, int_array, int_scalar, string_array
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.durations import format_duration
@@ -158,10 +163,12 @@ def referenced_keys(snapshot: Snapshot, cutoff_ms: int, root: str, ignored: list
 
 
 def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
-                     spark: Any = None) -> pa.Table:
-    """Every non-hidden file under the root (``key``, ``size``, ``modification_time``), listed
-    per top-level directory in parallel (threads, or Spark tasks when ``spark`` is a session or
-    a factory); hidden top-level directories are not listed at all."""
+                     spark: Any = None) -> Iterator[pa.RecordBatch]:
+    """Every file under the root as ``LISTING_SCHEMA`` batches, yielded as they are listed: the
+    root's own files, then each top-level directory listed recursively in parallel (threads, or
+    Spark tasks when ``spark`` is a session or a factory). Hidden top-level directories (such as
+    ``_delta_log``) are not listed at all; hidden files below the others are (the plan skips
+    them). The batches come in no set order."""
     wanted = [d for d in storage.list_directories("")
               if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
     if spark is not None and wanted:
@@ -169,24 +176,67 @@ def list_table_files(storage: Storage, partition_columns: Sequence[str], *, thre
 
         frame = payload_frame(resolve_spark(spark), [ListDirectoryTask(storage, d) for d in wanted],
                               _list_directory, "key string, size long, modification_time long")
-        return pa.concat_tables([_listed_table(storage.list_from("")),
-                                 collect_arrow(frame, description=f"vacuum listing of {storage.root}")
-                                 .cast(_LISTING_SCHEMA)])
-    with progress.stage("vacuum: listing", total_items=None) as listing, \
-            ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-        # Each directory's files become Arrow batches as they are listed: no Python object per
-        # file outlives its batch.
-        tables = [_listed_table(storage.list_from(""))]
-        listing.advance(items=tables[0].num_rows, nbytes=_total_size(tables[0]))
-        for listed in pool.map(lambda d: _listed_table(storage.list_recursive(d)), wanted):
-            tables.append(listed)
-            listing.advance(items=listed.num_rows, nbytes=_total_size(listed))
-            log.debug("vacuum listing: %d files so far", sum(t.num_rows for t in tables))
-    return pa.concat_tables(tables)
+        yield from _listing_batches(storage.list_from(""))
+        yield from collect_arrow(frame, description=f"vacuum listing of {storage.root}").cast(LISTING_SCHEMA).to_batches()
+        return
+    with progress.stage("vacuum: listing", total_items=None) as listing:
+        listed = 0
+        for batch in chain(_listing_batches(storage.list_from("")), _list_in_parallel(storage, wanted, threads)):
+            listing.advance(items=batch.num_rows, nbytes=_total_size(batch))
+            listed += batch.num_rows
+            if listed // LISTING_LOG_EVERY != (listed - batch.num_rows) // LISTING_LOG_EVERY:
+                log.debug("vacuum listing: %d files so far", listed)
+            yield batch
 
 
-_LISTING_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64()), ("modification_time", pa.int64())])
 LISTING_BATCH = 10_000
+LISTING_LOG_EVERY = 1_000_000
+_QUEUED_BATCHES = 64  # listing batches waiting for the planner: the listing threads wait beyond
+
+
+@dataclass(frozen=True, slots=True)
+class _Listed:
+    """The mark a listing thread leaves when its directory is done (or failed)."""
+
+    index: int
+
+
+def _list_in_parallel(storage: Storage, directories: Sequence[str], threads: int) -> Iterator[pa.RecordBatch]:
+    """The files below each of ``directories`` (each listed recursively on a thread of its own,
+    at most ``threads`` at once) as listing batches, in the order they are listed. At most
+    ``_QUEUED_BATCHES`` batches wait to be consumed, so a listing of millions of files is never
+    held whole; a directory whose listing failed raises its error here."""
+    queue: Queue[pa.RecordBatch | _Listed] = Queue(maxsize=_QUEUED_BATCHES)
+    stopped = threading.Event()
+
+    def list_one(index: int, directory: str) -> None:
+        try:
+            for batch in _listing_batches(storage.list_recursive(directory)):
+                if stopped.is_set():
+                    return
+                queue.put(batch)
+        finally:
+            queue.put(_Listed(index))
+
+    pool = ThreadPoolExecutor(max_workers=max(1, threads))
+    futures = [pool.submit(list_one, i, d) for i, d in enumerate(directories)]
+    try:
+        left = len(futures)
+        while left:
+            item = queue.get()
+            if isinstance(item, _Listed):
+                left -= 1
+                futures[item.index].result()  # a failed listing raises here
+            else:
+                yield item
+    finally:
+        # Stopped early (an error, or the consumer gone): the threads still listing drop their
+        # next batch; take what they are putting until every one has finished.
+        stopped.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+        while not all(f.done() for f in futures):
+            with suppress(Empty):
+                queue.get(timeout=0.05)
 
 
 def _listing(infos: Sequence[FileInfo]) -> pa.Table:
@@ -195,7 +245,7 @@ def _listing(infos: Sequence[FileInfo]) -> pa.Table:
         string_array([i.key for i in infos]),
         int_array([i.size for i in infos]),
         int_array([i.modification_time for i in infos]),
-    ], schema=_LISTING_SCHEMA)
+    ], schema=LISTING_SCHEMA)
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,11 +267,7 @@ def _listing_batches(infos: Iterable[FileInfo]) -> Iterator[pa.RecordBatch]:
     yield from _listing(batch).to_batches()
 
 
-def _listed_table(infos: Iterable[FileInfo]) -> pa.Table:
-    return pa.Table.from_batches(list(_listing_batches(infos)), schema=_LISTING_SCHEMA)
-
-
-def _total_size(listed: pa.Table) -> int:
+def _total_size(listed: pa.RecordBatch) -> int:
     return int(pc.sum(listed.column("size")).as_py() or 0)
 
 
@@ -338,10 +384,10 @@ def vacuum(
         lite = None if span is None else lite_candidates(storage, *span, TableRoot.of(storage.root))
         for p in (lite.skipped_paths if lite else ())[:10]:
             log.warning("table=%s vacuum lite leaves %r alone: it is not certainly a file of the table", table.uri, p)
-        listed = lite.listed if lite else LISTING_SCHEMA.empty_table()
+        listed = lite.listed if lite else empty_table(LISTING_SCHEMA)
     elif inventory is not None:
         listed = inventory_listing(read_inventory(inventory, inventory_storage_options), storage.root)
-    else:
+    else:  # batches as the listing goes: planned as they come, never held whole
         listed = list_table_files(storage, snapshot.partition_columns, threads=threads, spark=spark)
     plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,
                        now_ms=now_ms, retention=retention, named_by_log=lite.cdc_keys if lite else ())
@@ -360,7 +406,7 @@ def vacuum(
                     VacuumStartMetrics(num_files_to_delete=plan.num_files_to_delete,
                                        size_of_data_to_delete=plan.bytes_to_delete))
     deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri,
-                           sizes=_sizes(listed, plan.to_delete) if progress.watching() else None)
+                           sizes=plan.sizes)
     dirs = remove_empty_directories(storage, plan.to_delete, threads=threads)
     end = _commit(table, snapshot, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
                   VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
@@ -371,12 +417,6 @@ def vacuum(
              table.uri, deleted, dirs, start, end)
     return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch,
                     mode, versions)
-
-
-def _sizes(listed: pa.Table, keys: Sequence[str]) -> list[int]:
-    """The listed size of each key (in ``keys``' order), for progress in bytes."""
-    by_key = dict(zip(listed.column("key").to_pylist(), listed.column("size").to_pylist()))
-    return [by_key[k] for k in keys]
 
 
 def _commit(table: DeltaTable, snapshot: Snapshot, operation: str, params: VacuumStartParameters | VacuumEndParameters,
