@@ -13,6 +13,7 @@ Other exceptions are bugs and keep their traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import re
 import sys
@@ -140,10 +141,10 @@ def _scalar(v: Any) -> str:
     return str(v)
 
 
-def json_text(obj: Any) -> str:
-    """``obj`` as compact JSON (UTF-8 kept, unknown types as ``str``), through orjson: a
-    describe of millions of files is mostly one list of paths. Values orjson refuses (integers
-    beyond 64 bits) go through ``json``."""
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as compact UTF-8 JSON (unknown types as ``str``), through orjson: a describe of
+    millions of files is mostly one list of paths. Values orjson refuses (integers beyond 64
+    bits) go through ``json``."""
     import orjson
 
     # Whatever orjson would format its own way (datetimes, dataclasses) goes through
@@ -151,20 +152,39 @@ def json_text(obj: Any) -> str:
     options = (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
                | orjson.OPT_PASSTHROUGH_SUBCLASS)
     try:
-        return orjson.dumps(obj, default=str, option=options).decode()
+        return orjson.dumps(obj, default=str, option=options)
     except orjson.JSONEncodeError:
-        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":")).encode()
+
+
+def json_text(obj: Any) -> str:
+    """``json_bytes`` as a string."""
+    return json_bytes(obj).decode()
 
 
 def emit(obj: Any, as_json: bool, *, out: TextIO | None = None) -> None:
     """Print ``obj``: as one JSON document, or readably (strings as they are)."""
     out = out or sys.stdout
     if as_json:
-        print(json_text(obj), file=out)
+        _print_utf8(json_bytes(obj), out)
     elif isinstance(obj, str):
         print(obj, file=out)
     else:
         _human(obj, out)
+
+
+def _print_utf8(data: bytes, out: TextIO) -> None:
+    """``data`` (UTF-8) and a newline on ``out``; straight to its byte buffer when it encodes
+    UTF-8 (the JSON of a describe of millions of files is hundreds of MB: no decoding and
+    re-encoding, and no copies of it beside the bytes)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or codecs.lookup(out.encoding or "ascii").name != "utf-8":
+        print(data.decode(), file=out)
+        return
+    out.flush()
+    buffer.write(data)
+    buffer.write(b"\n")
+    buffer.flush()
 
 
 def report_error(exc: DeltaError, as_json: bool, *, verbose: bool = False) -> None:

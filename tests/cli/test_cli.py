@@ -241,6 +241,29 @@ def test_emit_human_and_json(capsys):
     assert json.loads(capsys.readouterr().out) == {"when": "2024-01-01"}
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_emit_json_bytes_follow_earlier_text_in_order(encoding):
+    """JSON goes to the stream's byte buffer when it encodes UTF-8 (a describe prints hundreds
+    of MB), after what was printed before it; on another encoding it is printed as text, so
+    the stream's own rules apply as they did."""
+    import io
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace", write_through=False)
+    print("first line", file=out)
+    value = {"path": "día=1/f.parquet", "n": 2 ** 70}  # orjson refuses the int: json writes it
+    common.emit(value, True, out=out)
+    common.emit("last line", False, out=out)
+    out.flush()
+    text = raw.getvalue().decode(encoding)
+    first, record, last = text.splitlines()
+    assert (first, last) == ("first line", "last line") and text.endswith("\n")
+    if encoding == "utf-8":
+        assert json.loads(record) == value
+    else:
+        assert record == '{"path":"d\\xeda=1/f.parquet","n":1180591620717411303424}'
+
+
 @pytest.mark.s3
 def test_describe_on_s3_with_storage_options(s3_server, s3_table_uri, deltalake_s3_options):
     deltalake = pytest.importorskip("deltalake")
