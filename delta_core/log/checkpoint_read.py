@@ -90,10 +90,12 @@ def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
 
 def _actions_from_column(column: pa.Array | pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
     presence = _NON_FILE[key]
-    mask = pc.is_valid(pc.struct_field(column, presence)) if column.type.get_field_index(presence) >= 0 else None
-    if mask is None:
+    if column.type.get_field_index(presence) < 0:
         return []
-    rows = column.filter(mask).to_pylist(maps_as_pydicts="lossy")
+    marker = pc.struct_field(column, presence)
+    if marker.null_count == len(marker):  # most batches: file rows only
+        return []
+    rows = column.filter(pc.is_valid(marker)).to_pylist(maps_as_pydicts="lossy")
     out = []
     for body in rows:
         body = {k: v for k, v in body.items() if v is not None}
