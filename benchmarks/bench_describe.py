@@ -14,9 +14,14 @@ Every measurement is a fresh process run under ``/usr/bin/time -f "%e %M"``: its
 - ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
 
 Engines alternate, ``--repeat`` rounds; each figure is the median run (all runs are listed).
-Several sizes in one run: ``--files 100000 --files 1000000``.
+Several sizes in one run: ``--files 100000 --files 1000000``. ``--table PATH`` measures an
+existing table as it is (neither generated nor removed), e.g. a hard-linked copy of the 10M-file
+log of ``bench_driver_scale`` after ``delta-core checkpoint``: generating 10M files the way
+above takes delta-rs's checkpoint of the JSON commits, which this machine cannot hold. The run
+closes with a summary per size: describe's time and peak RSS as ratios of delta-rs's (issue
+31's target: at most 0.5x both), with the file list and without.
 
-    python -m benchmarks.bench_describe [--files 100000]... [--tail 100] [--repeat 3]
+    python -m benchmarks.bench_describe [--files 100000]... [--table PATH]... [--tail 100] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -105,7 +110,11 @@ def _rounds(commands: dict[str, list[str]], repeat: int) -> dict[str, list[tuple
     return runs
 
 
-def _report(title: str, runs: dict[str, list[tuple[float, float, str]]], ref: str | None) -> None:
+Medians = dict[str, tuple[float, float]]
+
+
+def _report(title: str, runs: dict[str, list[tuple[float, float, str]]], ref: str | None) -> Medians:
+    """Print each engine's median time and peak RSS (and their ratios to ``ref``'s); returns the medians."""
     print(f"\n{title}")
     med = {name: (statistics.median(r[0] for r in rs), statistics.median(r[1] for r in rs))
            for name, rs in runs.items()}
@@ -117,11 +126,42 @@ def _report(title: str, runs: dict[str, list[tuple[float, float, str]]], ref: st
         if rs[0][2] and rs[0][2].split()[0].replace(".", "", 1).isdigit():
             inner = f"   (after imports: median {statistics.median(float(r[2].split()[0]) for r in rs):.2f} s)"
         print(f"{name:<24}{s:>10.2f}{mb:>13.0f}{ratios}   {[r[0] for r in rs]}{inner}")
+    return med
+
+
+def _summary(rows: list[tuple[str, Medians]]) -> None:
+    """describe against delta-rs per table, as ratios (the issue's target: at most 0.5x)."""
+    print("\nsummary: describe --json vs delta-rs opening the table and listing its adds (medians)")
+    print(f"{'table':<28}{'engine':<22}{'s':>8}{'MB':>8}{'delta-rs s':>12}{'MB':>8}{'time ratio':>12}{'RSS ratio':>11}")
+    for label, med in rows:
+        rs_s, rs_mb = med["delta-rs"]
+        for name in ("ours --files", "ours, no file list"):
+            s, mb = med[name]
+            print(f"{label:<28}{name:<22}{s:>8.2f}{mb:>8.0f}{rs_s:>12.2f}{rs_mb:>8.0f}{s / rs_s:>11.2f}x{mb / rs_mb:>10.2f}x")
+
+
+def _measure(label: str, root: str, files: int | None, repeat: int) -> tuple[int, Medians]:
+    """Snapshot load and describe of the table at ``root`` (``files`` live files when known):
+    its number of live files and describe's medians."""
+    py = sys.executable
+    load = _rounds({"ours": [py, "-c", _OURS_LOAD, root], "delta-rs": [py, "-c", _DELTARS_LOAD, root]}, repeat)
+    counts = {name: {int(r[2].split()[1]) for r in rs} for name, rs in load.items()}
+    assert counts["ours"] == counts["delta-rs"] and len(counts["ours"]) == 1, counts
+    assert files is None or counts["ours"] == {files}, counts
+    _report(f"snapshot load, {label}", load, "delta-rs")
+    return counts["ours"].pop(), _report(f"describe --json, {label}", _rounds({
+        "ours --files": [py, "-m", "delta_core", "describe", root, "--json", "--files"],
+        "ours, no file list": [py, "-m", "delta_core", "describe", root, "--json"],
+        "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
+    }, repeat), "delta-rs")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--files", type=int, action="append", help="live files (repeatable; default 100000)")
+    parser.add_argument("--files", type=int, action="append", help="live files (repeatable; default 100000 "
+                                                                       "unless --table is given)")
+    parser.add_argument("--table", action="append", default=[], metavar="PATH",
+                        help="also measure this existing table as it is (repeatable)")
     parser.add_argument("--tail", type=int, default=100, help="commits after the checkpoint")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated tables")
@@ -130,6 +170,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     work = tempfile.mkdtemp(prefix="bench_describe_")
+    summary: list[tuple[str, Medians]] = []
     try:
         small = os.path.join(work, "small")
         generate_log(small, 10, 2)
@@ -137,24 +178,21 @@ def main(argv: Sequence[str] | None = None) -> int:
             "delta-core --help": [py, "-m", "delta_core", "--help"],
             "describe, 10 files": [py, "-m", "delta_core", "describe", small, "--json"],
         }, args.repeat), None)
-        for files in args.files or [100_000]:
+        for files in args.files or ([] if args.table else [100_000]):
             root = os.path.join(work, f"t{files}")
             t0 = time.perf_counter()
             build_table(root, files, args.tail)
             print(f"\n{files:,} files: a checkpoint plus {args.tail} commits "
                   f"(built in {time.perf_counter() - t0:.1f} s); load average "
                   f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-            load = _rounds({"ours": [py, "-c", _OURS_LOAD, root], "delta-rs": [py, "-c", _DELTARS_LOAD, root]},
-                           args.repeat)
-            counts = {name: {int(r[2].split()[1]) for r in rs} for name, rs in load.items()}
-            assert counts["ours"] == counts["delta-rs"] == {files}, counts
-            _report(f"snapshot load, {files:,} files", load, "delta-rs")
-            _report(f"describe --json, {files:,} files", _rounds({
-                "ours --files": [py, "-m", "delta_core", "describe", root, "--json", "--files"],
-                "ours, no file list": [py, "-m", "delta_core", "describe", root, "--json"],
-                "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
-            }, args.repeat), "delta-rs")
-            shutil.rmtree(root, ignore_errors=True)
+            summary.append((f"{files:,} files", _measure(f"{files:,} files", root, files, args.repeat)[1]))
+            if not args.keep:
+                shutil.rmtree(root, ignore_errors=True)
+        for root in args.table:
+            print(f"\n{root}: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+            n, med = _measure(root, root, None, args.repeat)
+            summary.append((f"{os.path.basename(os.path.normpath(root))} ({n:,})", med))
+        _summary(summary)
         print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     finally:
         if not args.keep:
