@@ -13,11 +13,12 @@ Other exceptions are bugs and keep their traceback.
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import re
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, TextIO
 
 from delta_core.cli.policy import add_policy_arguments
@@ -140,10 +141,10 @@ def _scalar(v: Any) -> str:
     return str(v)
 
 
-def json_text(obj: Any) -> str:
-    """``obj`` as compact JSON (UTF-8 kept, unknown types as ``str``), through orjson: a
-    describe of millions of files is mostly one list of paths. Values orjson refuses (integers
-    beyond 64 bits) go through ``json``."""
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as compact UTF-8 JSON (unknown types as ``str``), through orjson: a describe of
+    millions of files is mostly one list of paths. Values orjson refuses (integers beyond 64
+    bits) go through ``json``."""
     import orjson
 
     # Whatever orjson would format its own way (datetimes, dataclasses) goes through
@@ -151,20 +152,74 @@ def json_text(obj: Any) -> str:
     options = (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
                | orjson.OPT_PASSTHROUGH_SUBCLASS)
     try:
-        return orjson.dumps(obj, default=str, option=options).decode()
+        return orjson.dumps(obj, default=str, option=options)
     except orjson.JSONEncodeError:
-        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":"))
+        return json.dumps(obj, ensure_ascii=False, default=str, separators=(",", ":")).encode()
+
+
+def json_text(obj: Any) -> str:
+    """``json_bytes`` as a string."""
+    return json_bytes(obj).decode()
 
 
 def emit(obj: Any, as_json: bool, *, out: TextIO | None = None) -> None:
     """Print ``obj``: as one JSON document, or readably (strings as they are)."""
     out = out or sys.stdout
     if as_json:
-        print(json_text(obj), file=out)
+        _print_utf8([json_bytes(obj)], out)
     elif isinstance(obj, str):
         print(obj, file=out)
     else:
         _human(obj, out)
+
+
+# Items of a long listing encoded or joined at a time: a describe of millions of files is never
+# one document (hundreds of MB) in memory beside its list of paths.
+LISTING_PIECE = 65_536
+
+
+def emit_listing(head: dict[str, Any] | str, key: str, items: Sequence[str], as_json: bool, *,
+                 out: TextIO | None = None) -> None:
+    """Print ``head`` followed by a long list of strings, ``LISTING_PIECE`` items at a time.
+    As JSON, exactly what ``emit({**head, key: items}, True)`` prints (``key`` not in
+    ``head``); as text, ``head`` and then each item on a line of its own, indented by two
+    spaces."""
+    out = out or sys.stdout
+    if not as_json:
+        print(head, file=out)
+        for start in range(0, len(items), LISTING_PIECE):
+            print("  " + "\n  ".join(items[start:start + LISTING_PIECE]), file=out)
+        return
+    assert isinstance(head, dict) and key not in head
+
+    def pieces() -> Iterator[bytes]:
+        # orjson writes compact JSON, so the document is the head without its closing brace,
+        # the key, and the list's items joined by commas.
+        start = json_bytes(head)[:-1] + (b"," if head else b"") + json_bytes(key) + b":["
+        yield start
+        for i in range(0, len(items), LISTING_PIECE):
+            part = json_bytes(list(items[i:i + LISTING_PIECE]))[1:-1]
+            yield (b"," + part) if i else part
+        yield b"]}"
+
+    _print_utf8(pieces(), out)
+
+
+def _print_utf8(pieces: Iterable[bytes], out: TextIO) -> None:
+    """The UTF-8 ``pieces`` and a newline on ``out``; straight to its byte buffer when it
+    encodes UTF-8 (the JSON of a describe of millions of files is hundreds of MB: no decoding
+    and re-encoding, and no copies of it beside the bytes)."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or codecs.lookup(out.encoding or "ascii").name != "utf-8":
+        for piece in pieces:
+            out.write(piece.decode())
+        out.write("\n")
+        return
+    out.flush()
+    for piece in pieces:
+        buffer.write(piece)
+    buffer.write(b"\n")
+    buffer.flush()
 
 
 def report_error(exc: DeltaError, as_json: bool, *, verbose: bool = False) -> None:

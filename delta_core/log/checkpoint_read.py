@@ -90,10 +90,12 @@ def _read_bytes(storage: Storage, key: str, *, version: int) -> bytes:
 
 def _actions_from_column(column: pa.Array | pa.ChunkedArray, key: str, *, source: str) -> list[Any]:
     presence = _NON_FILE[key]
-    mask = pc.is_valid(pc.struct_field(column, presence)) if column.type.get_field_index(presence) >= 0 else None
-    if mask is None:
+    if column.type.get_field_index(presence) < 0:
         return []
-    rows = column.filter(mask).to_pylist(maps_as_pydicts="lossy")
+    marker = pc.struct_field(column, presence)
+    if marker.null_count == len(marker):  # most batches: file rows only
+        return []
+    rows = column.filter(pc.is_valid(marker)).to_pylist(maps_as_pydicts="lossy")
     out = []
     for body in rows:
         body = {k: v for k, v in body.items() if v is not None}
@@ -173,15 +175,60 @@ _STATE_BATCH_ROWS = 8192
 
 
 def _non_file_actions(pf: pq.ParquetFile, source: str, version: int) -> list[Any]:
-    """The non-file actions of one checkpoint file. A first pass reads only each action's
-    marker field (one narrow column each) to find the last row holding one; the whole columns
-    are then decoded up to that row only (writers put these few rows first)."""
+    """The non-file actions of one checkpoint file. The columns are decoded batch by batch
+    until every action is found: how many rows hold each action is known from the Parquet
+    statistics (the null count of its marker field) when every row group has them, as
+    delta-kernel-rs skips row groups by the same counts; without them a first pass reads only
+    each marker field (one narrow column each) to find the last row holding one. Writers put
+    these few rows first, so either way the scan stops after a batch or two."""
     schema = pf.schema_arrow
     names = [n for n in _NON_FILE if schema.get_field_index(n) >= 0
              and pa.types.is_struct(schema.field(n).type)
              and schema.field(n).type.get_field_index(_NON_FILE[n]) >= 0]
     if not names:
         return []
+    remaining = _marked_rows(pf, names)
+    last = None
+    if remaining is None:
+        last = _last_marked_row(pf, names, source, version)
+        if last < 0:
+            return []
+    elif not any(remaining.values()):
+        return []
+    actions: list[Any] = []
+    offset = 0
+    for batch in iter_batches(pf, names, source, version, batch_rows=_STATE_BATCH_ROWS):
+        for name in names:
+            found = _actions_from_column(batch.column(name), name, source=source)
+            actions.extend(found)
+            if remaining is not None:
+                remaining[name] -= len(found)
+        offset += batch.num_rows
+        if (last is not None and offset > last) or (remaining is not None and max(remaining.values()) <= 0):
+            break
+    return actions
+
+
+def _marked_rows(pf: pq.ParquetFile, names: list[str]) -> dict[str, int] | None:
+    """Rows holding each action ``names`` names, from the row groups' null counts of its marker
+    field; ``None`` when some row group has no such statistic."""
+    md = pf.metadata
+    index = {md.schema.column(j).path: j for j in range(md.num_columns)}
+    counts = dict.fromkeys(names, 0)
+    for g in range(md.num_row_groups):
+        group = md.row_group(g)
+        for name in names:
+            j = index.get(f"{name}.{_NON_FILE[name]}")
+            stats = group.column(j).statistics if j is not None else None
+            if stats is None or not stats.has_null_count:
+                return None
+            counts[name] += group.num_rows - stats.null_count
+    return counts
+
+
+def _last_marked_row(pf: pq.ParquetFile, names: list[str], source: str, version: int) -> int:
+    """The last row holding any of the actions ``names`` names (-1 if none), reading only each
+    action's marker field."""
     last = -1
     offset = 0
     for batch in iter_batches(pf, [f"{n}.{_NON_FILE[n]}" for n in names], source, version):
@@ -191,17 +238,7 @@ def _non_file_actions(pf: pq.ParquetFile, source: str, version: int) -> list[Any
             if len(found):
                 last = max(last, offset + int(found[-1].as_py()))
         offset += batch.num_rows
-    actions: list[Any] = []
-    offset = 0
-    if last < 0:
-        return actions
-    for batch in iter_batches(pf, names, source, version, batch_rows=_STATE_BATCH_ROWS):
-        for name in names:
-            actions.extend(_actions_from_column(batch.column(name), name, source=source))
-        offset += batch.num_rows
-        if offset > last:
-            break
-    return actions
+    return last
 
 
 def _present_fields(pf: pq.ParquetFile, top: str) -> list[str]:

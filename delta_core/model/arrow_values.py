@@ -24,7 +24,14 @@ _INT64 = pa.int64()  # module-level so the default below is not a call in the si
 
 
 def int_array(values: Iterable[int], typ: pa.DataType = _INT64) -> pa.Array:
-    """A non-null integer array (``typ`` one of int32, int64, uint8, uint64)."""
+    """A non-null integer array (``typ`` one of int32, int64, uint8, uint64). A ``range`` (the
+    row ordinals replay and checkpoint reads number millions of rows with) is filled by numpy,
+    without a Python int per row."""
+    if isinstance(values, range):
+        import numpy as np  # loaded with pyarrow already
+
+        ordinals = np.arange(values.start, values.stop, values.step, dtype=np.dtype(_CODES[typ]))
+        return pa.Array.from_buffers(typ, len(ordinals), [None, pa.py_buffer(ordinals)])
     buf = array(_CODES[typ], values)
     return pa.Array.from_buffers(typ, len(buf), [None, pa.py_buffer(buf)])
 

@@ -241,6 +241,43 @@ def test_emit_human_and_json(capsys):
     assert json.loads(capsys.readouterr().out) == {"when": "2024-01-01"}
 
 
+@pytest.mark.parametrize("encoding", ["utf-8", "ascii"])
+def test_emit_json_bytes_follow_earlier_text_in_order(encoding):
+    """JSON goes to the stream's byte buffer when it encodes UTF-8 (a describe prints hundreds
+    of MB), after what was printed before it; on another encoding it is printed as text, so
+    the stream's own rules apply as they did."""
+    import io
+
+    raw = io.BytesIO()
+    out = io.TextIOWrapper(raw, encoding=encoding, errors="backslashreplace", write_through=False)
+    print("first line", file=out)
+    value = {"path": "día=1/f.parquet", "n": 2 ** 70}  # orjson refuses the int: json writes it
+    common.emit(value, True, out=out)
+    common.emit("last line", False, out=out)
+    out.flush()
+    text = raw.getvalue().decode(encoding)
+    first, record, last = text.splitlines()
+    assert (first, last) == ("first line", "last line") and text.endswith("\n")
+    if encoding == "utf-8":
+        assert json.loads(record) == value
+    else:
+        assert record == '{"path":"d\\xeda=1/f.parquet","n":1180591620717411303424}'
+
+
+@pytest.mark.parametrize("items", [[], ["a"], ["a", "b"], ["a", 'q"uote', "tab\t", "día", "e", "f", "g"]])
+def test_emit_listing_prints_what_emit_prints_of_the_whole(capsys, monkeypatch, items):
+    """A long listing is encoded a piece at a time (two items here, so pieces and their
+    boundaries are exercised), yet the output is the one document ``emit`` prints."""
+    monkeypatch.setattr(common, "LISTING_PIECE", 2)
+    head = {"version": 3, "big": 2 ** 70, "configuration": {"k": "v"}}
+    common.emit_listing(head, "files", items, True)
+    listed = capsys.readouterr().out
+    common.emit({**head, "files": items}, True)
+    assert listed == capsys.readouterr().out
+    common.emit_listing("Head:\nFile paths:", "files", items, False)
+    assert capsys.readouterr().out == "\n".join(["Head:", "File paths:", *(f"  {i}" for i in items)]) + "\n"
+
+
 @pytest.mark.s3
 def test_describe_on_s3_with_storage_options(s3_server, s3_table_uri, deltalake_s3_options):
     deltalake = pytest.importorskip("deltalake")

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from delta_core.model.arrow_rows import array_from_pylist
-from delta_core.model.arrow_values import float_scalar, numbers_of
+from delta_core.model.arrow_values import float_scalar, int_array, numbers_of
 from delta_core.write.checkpoint_write import METADATA_TYPE, PROTOCOL_TYPE, SIDECAR_TYPE, TXN_TYPE
 
 CASES = [
@@ -83,6 +83,14 @@ def test_numbers_of_refuses_nulls_and_other_types(values) -> None:
 
 def test_float_scalar() -> None:
     assert float_scalar(0.25).equals(pa.scalar(0.25, pa.float64()))
+
+
+@pytest.mark.parametrize("typ", [pa.int32(), pa.int64(), pa.uint8(), pa.uint64()])
+@pytest.mark.parametrize("values", [range(0), range(5), range(3, 9, 2), range(200, 0, -7), [4, 0, 9]])
+def test_int_array_of_a_range_or_a_list(typ: pa.DataType, values: range | list[int]) -> None:
+    """Ranges (row ordinals) are filled by numpy, other iterables through ``array``: the same array."""
+    got = int_array(values, typ)
+    assert got.equals(pa.array(list(values), typ)) and got.null_count == 0
 
 
 def test_health_does_not_import_pandas(conformance_dir: pathlib.Path) -> None:
