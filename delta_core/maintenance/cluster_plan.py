@@ -141,15 +141,15 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
         if unclustered.any():
             take |= _merge_candidates(snapshot, files, columns, unclustered,
                                       kinds == FileClustering.CURRENT_COLUMNS.value)
-    selected = group_file_list(files.filter(pa.array(take)))
-    total = int(pc.sum(selected.column("size")).as_py() or 0)
+    rows = np.flatnonzero(take)
+    total = int(pc.sum(files.column("size").filter(pa.array(take))).as_py() or 0)
     clustered = ~unclustered
     return ClusterPlan(
         columns=columns,
         full=full,
         rewrite=ZOrderPlan(read_version=snapshot.version, columns=names, curve=CURVE, target_size=target,
                            predicate=None,
-                           partitions=(PartitionFiles((), selected, total),) if selected.num_rows else (),
+                           partitions=(PartitionFiles((), group_file_list(files), rows, total),) if len(rows) else (),
                            files_considered=files.num_rows, bits_per_column=bits_per_column(len(names))),
         unclustered_files=int(unclustered.sum()),
         clustered_files_rewritten=int((clustered & take).sum()),
