@@ -16,11 +16,14 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
   (every path printed, to /dev/null); ``delta-core health``; the compaction, Z-order and purge
   plans (``plan_*``, what the driver computes before any Spark work); and ``delta-core vacuum
   --dry-run --inventory``, over a generated Parquet inventory listing every file the log ever
-  named plus ``--orphans`` unreferenced old files (no data files exist to list).
+  named plus ``--orphans`` unreferenced old files (no data files exist to list);
+- on a second log, ``clustered`` beside ``t`` (the same files, unpartitioned, clustered on ``id``
+  and ``value``; the first nine tenths of the files clustered, the rest unclustered appends;
+  generated when a step below asks for it): ``clustered checkpoint`` (from its JSON commits) and
+  the ``cluster plan`` of an incremental run (``plan_clustering``) from that checkpoint.
 
 A parent thread polls each child's RSS and stops it above ``--rss-limit`` MB (the step is then
 reported as over the limit), so a step that needs more than the machine can spare fails alone.
-The clustering plan is not measured here: it needs a clustered, unpartitioned table.
 
     python -m benchmarks.bench_driver_scale [--files 1000000 ...] [--commits 1000] [--removes 100000]
                                             [--wide] [--orphans 10000] [--steps NAME ...] [--keep DIR]
@@ -38,10 +41,12 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from benchmarks.bench_checkpoint import _file, _peak_rss_mb, generate_log
+from benchmarks.bench_checkpoint import Clustering, _file, _peak_rss_mb, generate_log
 
 TARGET = 128 * 1024 * 1024
 INVENTORY = "inventory.parquet"
+CLUSTERED = "clustered"  # the clustered table's directory, beside the partitioned one
+CLUSTERING_COLUMNS = ("id", "value")
 CHECKPOINT_EVERY = 250
 
 
@@ -89,6 +94,14 @@ def _purge_plan(path: str) -> None:
     plan_purge(_snapshot(path))
 
 
+def _cluster_plan(path: str) -> None:
+    from delta_core.maintenance.cluster_plan import plan_clustering
+
+    snapshot = _snapshot(path)
+    plan = plan_clustering(snapshot, target_size=TARGET)
+    assert plan.unclustered_files and plan.num_input_files >= plan.unclustered_files, plan
+
+
 def _checkpoint_every(path: str, every: int = CHECKPOINT_EVERY) -> None:
     """Checkpoints at versions ``every``, ``2 * every``, ... and the latest, each from the one
     before plus ``every`` commits (what a table checkpointed as it grows replays), one process."""
@@ -117,16 +130,21 @@ STEPS: dict[str, Callable[[str], Any]] = {
     "Z-order plan": _zorder_plan,
     "purge plan": _purge_plan,
     "vacuum dry run (inventory)": _vacuum_dry_run,
+    "clustered checkpoint": lambda path: _cli("checkpoint", path, "--json"),
+    "cluster plan": _cluster_plan,
 }
 
 
-JSON_STEPS = ("snapshot from JSON", "checkpoint", f"checkpoint every {CHECKPOINT_EVERY} commits")  # the others read the checkpoint "checkpoint" writes
+JSON_STEPS = ("snapshot from JSON", "checkpoint", f"checkpoint every {CHECKPOINT_EVERY} commits",
+              "clustered checkpoint")  # the others read the checkpoint "checkpoint" writes
+CLUSTERED_STEPS = ("clustered checkpoint", "cluster plan")  # on the clustered table
 
 
 def _child(name: str, path: str, out: Any) -> None:
     # The step's modules, imported before the clock starts (as any process has them loaded).
     import delta_core.cli.main  # noqa: F401
     import delta_core.log.table  # noqa: F401
+    import delta_core.maintenance.cluster_plan  # noqa: F401
     import delta_core.maintenance.compaction_plan  # noqa: F401
     import delta_core.maintenance.purge_plan  # noqa: F401
     import delta_core.maintenance.zorder_plan  # noqa: F401
@@ -221,10 +239,17 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{files:,} adds and {removed:,} removes in {args.commits} commits, {size / 1e9:.2f} GB of JSON"
                       f"{', wide stats' if args.wide else ''} (generated in {time.perf_counter() - t0:.0f} s)",
                       flush=True)
+            clustered = os.path.join(work, CLUSTERED)
+            if any(s in CLUSTERED_STEPS for s in args.steps) and not os.path.isdir(clustered):
+                t0 = time.perf_counter()
+                generate_log(clustered, files, args.commits, removes=removes, wide=args.wide,
+                             clustering=Clustering(CLUSTERING_COLUMNS, clustered_below=files * 9 // 10))
+                print(f"clustered table: the same files, {files * 9 // 10:,} clustered "
+                      f"(generated in {time.perf_counter() - t0:.0f} s)", flush=True)
             print(f"  {'step':<28}{'seconds':>9}{'RSS at start':>14}{'peak RSS':>10}  (MB; load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
             for name in args.steps:
-                r = run_step(name, path, args.rss_limit)
+                r = run_step(name, clustered if name in CLUSTERED_STEPS else path, args.rss_limit)
                 if isinstance(r, str):
                     print(f"  {name:<28}{r}", flush=True)
                 else:
