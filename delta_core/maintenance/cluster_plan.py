@@ -39,11 +39,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
+from delta_core.maintenance.bin_packing import lexical_order, partition_codes, sort_keys
+from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
-from delta_core.maintenance.curves import bits_per_column, sortable
-from delta_core.maintenance.file_groups import group_file_list
+from delta_core.maintenance.curves import bits_per_column
+from delta_core.maintenance.file_groups import group_file_list, take_column
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
+from delta_core.model.arrow_values import int_scalar, numbers_of, string_scalar
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
     ZCUBE_ZORDER_BY_TAG,
@@ -131,115 +134,142 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
                              num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns,
                              operation="cluster")
     target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
-    files = snapshot.files
-    kinds = np.array([k.value for k in _file_kinds(files, columns)], dtype=object)
-    unclustered = kinds == FileClustering.UNCLUSTERED.value
+    # No statistics unless the merge rule needs bounds, and then only the clustering columns'.
+    files = snapshot.file_columns("path", "size", "clustering_provider", "tags")
+    cubes = _tag(files, ZCUBE_ID_TAG)
+    kinds = _file_kinds(files, cubes, columns)
+    unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
     if full:
         take = np.ones(files.num_rows, dtype=bool)
     else:
         take = unclustered.copy()
-        if unclustered.any():
-            take |= _merge_candidates(snapshot, files, columns, unclustered,
-                                      kinds == FileClustering.CURRENT_COLUMNS.value)
+        current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
+        if unclustered.any() and current.any():
+            take |= _merge_candidates(snapshot, files, cubes, columns, unclustered, current)
     rows = np.flatnonzero(take)
-    total = int(pc.sum(files.column("size").filter(pa.array(take))).as_py() or 0)
+    sizes = _sizes(files)
     clustered = ~unclustered
     return ClusterPlan(
         columns=columns,
         full=full,
         rewrite=ZOrderPlan(read_version=snapshot.version, columns=names, curve=CURVE, target_size=target,
                            predicate=None,
-                           partitions=(PartitionFiles((), group_file_list(files), rows, total),) if len(rows) else (),
+                           partitions=(PartitionFiles((), group_file_list(files), rows, int(sizes[rows].sum())),)
+                           if len(rows) else (),
                            files_considered=files.num_rows, bits_per_column=bits_per_column(len(names))),
         unclustered_files=int(unclustered.sum()),
         clustered_files_rewritten=int((clustered & take).sum()),
         clustered_files_kept=int((clustered & ~take).sum()),
-        other_provider_files=int((kinds == FileClustering.OTHER_PROVIDER.value).sum()),
+        other_provider_files=int((kinds == _KIND_CODES[FileClustering.OTHER_PROVIDER]).sum()),
     )
 
 
-def _file_kinds(files: pa.Table, columns: Sequence[ClusteringColumn]) -> list[FileClustering]:
-    """``file_clustering`` of every live file (in ``files`` order)."""
+# Each kind of file as a small integer, so the kinds of millions of files are one NumPy array.
+_KINDS = tuple(FileClustering)
+_KIND_CODES = {k: i for i, k in enumerate(_KINDS)}
+
+
+def _sizes(files: pa.Table) -> np.ndarray:
+    return numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
+        if files.num_rows else np.zeros(0, np.int64)
+
+
+def _tag(files: pa.Table, key: str) -> pa.ChunkedArray:
+    """Tag ``key`` of every file (null where it has none)."""
+    if "tags" not in files.column_names or files.num_rows == 0:
+        return pa.chunked_array([pa.nulls(files.num_rows, pa.string())])
+    return pc.map_lookup(files.column("tags"), string_scalar(key), "first")
+
+
+def _file_kinds(files: pa.Table, cubes: pa.ChunkedArray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
+    """``file_clustering`` of every live file (in ``files`` order; ``cubes``: their ``ZCUBE_ID``),
+    as ``_KIND_CODES``: decided once per distinct (provider, ``ZCUBE_ZORDER_BY``, has a cube), of
+    which a table has a handful, not once per file."""
     n = files.num_rows
-    provider = files.column("clustering_provider").to_pylist() if "clustering_provider" in files.column_names \
-        else [None] * n
-    if "tags" not in files.column_names:
-        return [file_clustering(p, None, columns) for p in provider]
-    tags = files.column("tags")
-    cube = pc.map_lookup(tags, ZCUBE_ID_TAG, "first").to_pylist()
-    zorder_by = pc.map_lookup(tags, ZCUBE_ZORDER_BY_TAG, "first").to_pylist()
-    # Few distinct (provider, tag) pairs: decide each once, not once per file.
-    seen: dict[tuple[str | None, str | None, bool], FileClustering] = {}
-    out = []
-    for key in zip(provider, zorder_by, (c is not None for c in cube)):
-        kind = seen.get(key)
-        if kind is None:
-            p, z, has_cube = key
-            tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: z} if has_cube and z is not None else None
-            kind = seen[key] = file_clustering(p, tag_map, columns)
-        out.append(kind)
-    return out
+    provider = files.column("clustering_provider")
+    zorder_by = _tag(files, ZCUBE_ZORDER_BY_TAG)
+    has_cube = pc.is_valid(cubes)
+    codes = partition_codes([provider, zorder_by, has_cube], n)
+    if n == 0:
+        return np.zeros(0, dtype=np.int8)
+    distinct, firsts = np.unique(codes, return_index=True)
+    kinds = np.zeros(int(distinct.max()) + 1, dtype=np.int8)
+    values = zip(*(take_column(c, firsts).to_pylist() for c in (provider, zorder_by, has_cube)))
+    for code, (p, z, cube) in zip(distinct.tolist(), values):
+        tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: z} if cube and z is not None else None
+        kinds[code] = _KIND_CODES[file_clustering(p, tag_map, columns)]
+    chosen: np.ndarray = kinds[codes]
+    return chosen
 
 
-def _merge_candidates(snapshot: Snapshot, files: pa.Table, columns: Sequence[ClusteringColumn],
-                      unclustered: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+def _merge_candidates(snapshot: Snapshot, files: pa.Table, cubes: pa.ChunkedArray,
+                      columns: Sequence[ClusteringColumn], unclustered: np.ndarray,
+                      candidates: np.ndarray) -> np.ndarray:
     """The clustered files merged with the unclustered ones (the module docstring's rule)."""
-    chosen = np.zeros(files.num_rows, dtype=bool)
-    if not candidates.any():
-        return chosen
-    stats = snapshot.file_stats()  # one row per row of ``files``, in the same order
+    bounds = column_bounds(snapshot, [c.logical for c in columns])
     score = np.ones(files.num_rows)
     for column in columns:
         lo_name, hi_name = MIN_PREFIX + column.logical[0], MAX_PREFIX + column.logical[0]
-        if lo_name not in stats.column_names or hi_name not in stats.column_names:
+        if lo_name not in bounds.column_names or hi_name not in bounds.column_names:
             continue  # no bounds anywhere: every file counts as inside
-        score *= _inside_share(stats.column(lo_name), stats.column(hi_name), unclustered)
-    sizes = np.asarray(files.column("size").to_numpy(zero_copy_only=False), dtype=np.int64)
-    cube_bytes = _cube_bytes(files, sizes)
-    paths = files.column("path").to_pylist()
-    budget = int(sizes[unclustered].sum())
-    order = sorted((i for i in np.flatnonzero(candidates & (score > 0))),
-                   key=lambda i: (-score[i], cube_bytes[i], paths[i]))
-    spent = 0
-    for i in order:
-        if spent + sizes[i] > budget:
-            continue  # a smaller file further down may still fit
-        chosen[i] = True
-        spent += int(sizes[i])
+        score *= _inside_share(bounds.column(lo_name), bounds.column(hi_name), unclustered)
+    del bounds
+    sizes = _sizes(files)
+    ranked = np.flatnonzero(candidates & (score > 0))
+    # by share inside (largest first), then ZCube bytes (smallest first), then path
+    order = lexical_order(-score[ranked], _cube_bytes(cubes, sizes)[ranked],
+                          sort_keys(take_column(files.column("path"), ranked)))
+    chosen = np.zeros(files.num_rows, dtype=bool)
+    chosen[ranked[order][greedy_fit(sizes[ranked][order], int(sizes[unclustered].sum()))]] = True
     return chosen
+
+
+def greedy_fit(sizes: np.ndarray, budget: int) -> np.ndarray:
+    """Positions of ``sizes`` taken in order while they fit ``budget`` (one that does not fit is
+    passed over: a smaller one further down may still fit), as a loop over the files would take
+    them. A file larger than what is left can never fit later (what is left only shrinks), so
+    each round drops those at once and takes the longest prefix of the rest that fits."""
+    left = budget
+    waiting = np.flatnonzero(sizes <= left)
+    taken: list[np.ndarray] = []
+    while len(waiting):
+        spent = np.cumsum(sizes[waiting])
+        fit = int(np.searchsorted(spent, left, side="right"))  # at least one: each waiting file fits alone
+        taken.append(waiting[:fit])
+        left -= int(spent[fit - 1])
+        rest = waiting[fit + 1:]  # waiting[fit] did not fit after the others: passed over
+        waiting = rest[sizes[rest] <= left]
+    return np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
 
 
 def _inside_share(lo: pa.ChunkedArray, hi: pa.ChunkedArray, unclustered: np.ndarray) -> np.ndarray:
     """Per file, the share of its ``[lo, hi]`` range inside the unclustered files' range, in rank
     space (distinct bounds numbered in order); 1 for a file without bounds, or when the
     unclustered files' range is open because one of them has none."""
-    lo_valid = pc.is_valid(lo).to_numpy(zero_copy_only=False)
-    hi_valid = pc.is_valid(hi).to_numpy(zero_copy_only=False)
-    bounded = lo_valid & hi_valid
+    bounded = numbers_of(pc.and_(pc.is_valid(lo), pc.is_valid(hi))).astype(bool) if len(lo) \
+        else np.zeros(0, dtype=bool)
     share = np.ones(len(bounded))
     if not bounded.any() or not bounded[unclustered].all():
         return share
-    values = sortable(pa.concat_arrays([lo.combine_chunks().filter(pa.array(bounded)),
-                                        hi.combine_chunks().filter(pa.array(bounded))]))
-    _, ranks = np.unique(values, return_inverse=True)
-    k = int(bounded.sum())
+    rows = np.flatnonzero(bounded)
+    k = len(rows)
+    # dense ranks of every bound at once: Arrow sorts the values, whatever their type
+    ranks = numbers_of(pc.rank(pa.concat_arrays([take_column(lo, rows), take_column(hi, rows)]),
+                               tiebreaker="dense")).astype(np.int64)
     f_lo = np.zeros(len(bounded), dtype=np.int64)
     f_hi = np.zeros(len(bounded), dtype=np.int64)
-    f_lo[bounded], f_hi[bounded] = ranks[:k], ranks[k:]
+    f_lo[rows], f_hi[rows] = ranks[:k], ranks[k:]
     new_lo, new_hi = f_lo[unclustered].min(), f_hi[unclustered].max()
     overlap = np.minimum(f_hi, new_hi) - np.maximum(f_lo, new_lo) + 1
     width = np.maximum(f_hi - f_lo + 1, 1)
-    share[bounded] = (np.clip(overlap, 0, None) / width)[bounded]
+    share[rows] = (np.clip(overlap, 0, None) / width)[rows]
     return share
 
 
-def _cube_bytes(files: pa.Table, sizes: np.ndarray) -> np.ndarray:
-    """Per file, the bytes of its ZCube (its own size when it has no ``ZCUBE_ID``)."""
-    if "tags" not in files.column_names:
+def _cube_bytes(cube: pa.ChunkedArray, sizes: np.ndarray) -> np.ndarray:
+    """Per file, the bytes of its ZCube (``cube``: its ``ZCUBE_ID``; its own size without one)."""
+    if cube.null_count == len(cube):
         return sizes
-    cubes = pc.map_lookup(files.column("tags"), ZCUBE_ID_TAG, "first").to_pylist()
-    totals: dict[str, int] = {}
-    for cube, size in zip(cubes, sizes.tolist()):
-        if cube is not None:
-            totals[cube] = totals.get(cube, 0) + size
-    return np.array([totals[c] if c is not None else s for c, s in zip(cubes, sizes.tolist())], dtype=np.int64)
+    codes = partition_codes([cube], len(cube))
+    totals = np.bincount(codes, weights=sizes).astype(np.int64)
+    return np.where(numbers_of(pc.is_valid(cube)).astype(bool), totals[codes], sizes)
