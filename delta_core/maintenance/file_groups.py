@@ -4,8 +4,8 @@ A plan (compaction's bins, Z-order's and clustering's partitions, purge's single
 sequence of ``FileGroup``: the files one rewrite task set reads together, all in one partition.
 A group holds only its row numbers in the plan's file list (``source``: the ``path`` and
 ``size`` columns of the snapshot's files, shared by every group of the plan and not copied), so
-planning a table of millions of files builds one Python object and one integer per file per
-group, never a copy of the paths; ``file_list`` takes the group's rows when a consumer (the
+planning a table of millions of files builds one Python object per group and one integer per
+file, never a copy of the paths; ``file_list`` takes the group's rows when a consumer (the
 driver's batches, a task executor) asks, and ``files`` gives ``FileRef`` records only to the
 executor that ships them.
 
