@@ -137,15 +137,20 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
     # No statistics unless the merge rule needs bounds, and then only the clustering columns'.
     files = snapshot.file_columns("path", "size", "clustering_provider", "tags")
     cubes = _tag(files, ZCUBE_ID_TAG)
-    kinds = _file_kinds(files, cubes, columns)
+    has_cube = pc.is_valid(cubes)
+    kinds = _file_kinds(files, has_cube, columns)
     unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
+    current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
+    merge = not full and unclustered.any() and current.any()
+    # the cubes' ids as integers: their strings (36 bytes a file) go before the bounds are read
+    cube_bytes = _cube_bytes(partition_codes([cubes], files.num_rows), has_cube, _sizes(files)) if merge else None
+    del cubes
     if full:
         take = np.ones(files.num_rows, dtype=bool)
     else:
         take = unclustered.copy()
-        current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
-        if unclustered.any() and current.any():
-            take |= _merge_candidates(snapshot, files, cubes, columns, unclustered, current)
+        if cube_bytes is not None:
+            take |= _merge_candidates(snapshot, files, cube_bytes, columns, unclustered, current)
     rows = np.flatnonzero(take)
     sizes = _sizes(files)
     clustered = ~unclustered
@@ -181,14 +186,13 @@ def _tag(files: pa.Table, key: str) -> pa.ChunkedArray:
     return pc.map_lookup(files.column("tags"), string_scalar(key), "first")
 
 
-def _file_kinds(files: pa.Table, cubes: pa.ChunkedArray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
-    """``file_clustering`` of every live file (in ``files`` order; ``cubes``: their ``ZCUBE_ID``),
-    as ``_KIND_CODES``: decided once per distinct (provider, ``ZCUBE_ZORDER_BY``, has a cube), of
-    which a table has a handful, not once per file."""
+def _file_kinds(files: pa.Table, has_cube: pa.ChunkedArray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
+    """``file_clustering`` of every live file (in ``files`` order; ``has_cube``: whether it has a
+    ``ZCUBE_ID``), as ``_KIND_CODES``: decided once per distinct (provider, ``ZCUBE_ZORDER_BY``,
+    has a cube), of which a table has a handful, not once per file."""
     n = files.num_rows
     provider = files.column("clustering_provider")
     zorder_by = _tag(files, ZCUBE_ZORDER_BY_TAG)
-    has_cube = pc.is_valid(cubes)
     codes = partition_codes([provider, zorder_by, has_cube], n)
     if n == 0:
         return np.zeros(0, dtype=np.int8)
@@ -202,10 +206,11 @@ def _file_kinds(files: pa.Table, cubes: pa.ChunkedArray, columns: Sequence[Clust
     return chosen
 
 
-def _merge_candidates(snapshot: Snapshot, files: pa.Table, cubes: pa.ChunkedArray,
+def _merge_candidates(snapshot: Snapshot, files: pa.Table, cube_bytes: np.ndarray,
                       columns: Sequence[ClusteringColumn], unclustered: np.ndarray,
                       candidates: np.ndarray) -> np.ndarray:
-    """The clustered files merged with the unclustered ones (the module docstring's rule)."""
+    """The clustered files merged with the unclustered ones (the module docstring's rule;
+    ``cube_bytes``: per file, the bytes of its ZCube)."""
     bounds = column_bounds(snapshot, [c.logical for c in columns])
     score = np.ones(files.num_rows)
     for column in columns:
@@ -217,7 +222,7 @@ def _merge_candidates(snapshot: Snapshot, files: pa.Table, cubes: pa.ChunkedArra
     sizes = _sizes(files)
     ranked = np.flatnonzero(candidates & (score > 0))
     # by share inside (largest first), then ZCube bytes (smallest first), then path
-    order = lexical_order(-score[ranked], _cube_bytes(cubes, sizes)[ranked],
+    order = lexical_order(-score[ranked], cube_bytes[ranked],
                           sort_keys(take_column(files.column("path"), ranked)))
     chosen = np.zeros(files.num_rows, dtype=bool)
     chosen[ranked[order][greedy_fit(sizes[ranked][order], int(sizes[unclustered].sum()))]] = True
@@ -266,10 +271,10 @@ def _inside_share(lo: pa.ChunkedArray, hi: pa.ChunkedArray, unclustered: np.ndar
     return share
 
 
-def _cube_bytes(cube: pa.ChunkedArray, sizes: np.ndarray) -> np.ndarray:
-    """Per file, the bytes of its ZCube (``cube``: its ``ZCUBE_ID``; its own size without one)."""
-    if cube.null_count == len(cube):
+def _cube_bytes(cubes: np.ndarray, has_cube: pa.ChunkedArray, sizes: np.ndarray) -> np.ndarray:
+    """Per file, the bytes of its ZCube (``cubes``: ``partition_codes`` of its ``ZCUBE_ID``; its
+    own size without one)."""
+    if not len(sizes) or not pc.any(has_cube).as_py():
         return sizes
-    codes = partition_codes([cube], len(cube))
-    totals = np.bincount(codes, weights=sizes).astype(np.int64)
-    return np.where(numbers_of(pc.is_valid(cube)).astype(bool), totals[codes], sizes)
+    totals = np.bincount(cubes, weights=sizes).astype(np.int64)
+    return np.where(numbers_of(has_cube).astype(bool), totals[cubes], sizes)
