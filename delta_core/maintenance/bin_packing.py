@@ -100,15 +100,22 @@ def partition_codes(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.nd
     dictionary ranked, so strings are compared once per distinct value, not once per row."""
     code: np.ndarray | None = None
     for column in keys:
-        ranks = _value_ranks(column)  # dense already: ranks of the distinct values
+        ranks = value_ranks(column)  # dense already: ranks of the distinct values
         if code is not None and len(ranks):
-            mixed = code.astype(np.int64) * (int(ranks.max()) + 1) + ranks  # at most n * n: no overflow
-            ranks = np.unique(mixed, return_inverse=True)[1].reshape(-1).astype(np.int64, copy=False)  # dense again
+            span = (int(code.max()) + 1) * (int(ranks.max()) + 1)  # at most n * n: no overflow
+            mixed = code.astype(np.int64) * (int(ranks.max()) + 1) + ranks
+            if span <= max(n, 1 << 20):  # few combinations: dense again by a lookup, no sort
+                seen = np.zeros(span, dtype=bool)
+                seen[mixed] = True
+                ranks = (np.cumsum(seen) - 1)[mixed]
+            else:
+                ranks = np.unique(mixed, return_inverse=True)[1].reshape(-1)
+            ranks = ranks.astype(np.int64, copy=False)
         code = ranks
     return np.zeros(n, dtype=np.int32) if code is None else code
 
 
-def _value_ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+def value_ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Per row, the rank (int32) of its value among the column's distinct values (nulls last)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
     chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]

@@ -39,14 +39,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
-from delta_core.maintenance.bin_packing import lexical_order, partition_codes, sort_keys
+from delta_core.maintenance.bin_packing import lexical_order, sort_keys, value_ranks
 from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
 from delta_core.maintenance.curves import bits_per_column
 from delta_core.maintenance.file_groups import group_file_list, take_column
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
-from delta_core.model.arrow_values import int_scalar, numbers_of, string_scalar
+from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
     ZCUBE_ZORDER_BY_TAG,
@@ -136,20 +136,17 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
     target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
     # No statistics unless the merge rule needs bounds, and then only the clustering columns'.
     files = snapshot.file_columns("path", "size", "clustering_provider", "tags")
-    cubes = _tag(files, ZCUBE_ID_TAG)
-    has_cube = pc.is_valid(cubes)
-    kinds = _file_kinds(files, has_cube, columns)
+    cubes, _ = tag_codes(files, ZCUBE_ID_TAG)
+    kinds = _file_kinds(files, cubes >= 0, columns)
     unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
     current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
-    merge = not full and unclustered.any() and current.any()
-    # the cubes' ids as integers: their strings (36 bytes a file) go before the bounds are read
-    cube_bytes = _cube_bytes(partition_codes([cubes], files.num_rows), has_cube, _sizes(files)) if merge else None
-    del cubes
     if full:
         take = np.ones(files.num_rows, dtype=bool)
     else:
         take = unclustered.copy()
-        if cube_bytes is not None:
+        if unclustered.any() and current.any():
+            cube_bytes = _cube_bytes(cubes, _sizes(files))
+            del cubes
             take |= _merge_candidates(snapshot, files, cube_bytes, columns, unclustered, current)
     rows = np.flatnonzero(take)
     sizes = _sizes(files)
@@ -179,30 +176,49 @@ def _sizes(files: pa.Table) -> np.ndarray:
         if files.num_rows else np.zeros(0, np.int64)
 
 
-def _tag(files: pa.Table, key: str) -> pa.ChunkedArray:
-    """Tag ``key`` of every file (null where it has none)."""
-    if "tags" not in files.column_names or files.num_rows == 0:
-        return pa.chunked_array([pa.nulls(files.num_rows, pa.string())])
-    return pc.map_lookup(files.column("tags"), string_scalar(key), "first")
+def tag_codes(files: pa.Table, key: str) -> tuple[np.ndarray, pa.Array]:
+    """Per file, the code (int32) of its tag ``key``'s value in the returned dictionary of values
+    (-1: no such tag, or a null value), read from the tag maps' keys and items: no value string
+    is copied (a ZCube id is 36 bytes, at 10M files 360 MB)."""
+    n = files.num_rows
+    out = np.full(n, -1, dtype=np.int32)
+    tags = files.column("tags").chunks if "tags" in files.column_names and n else []
+    pieces = [(m, m.offsets[0].as_py(), m.offsets[-1].as_py()) for m in tags]
+    items = pc.dictionary_encode(pa.chunked_array([m.items.slice(lo, hi - lo) for m, lo, hi in pieces],
+                                                  pa.string()))
+    start = 0
+    for (maps, lo, hi), encoded in zip(pieces, items.chunks):
+        hits = np.flatnonzero(numbers_of(pc.fill_null(pc.equal(maps.keys.slice(lo, hi - lo), string_scalar(key)),
+                                                      false_array(1)[0])))
+        rows = np.searchsorted(numbers_of(maps.offsets) - lo, hits, side="right") - 1  # the map of each hit
+        first = np.concatenate([[True], rows[1:] != rows[:-1]])  # a key twice in one map: the first
+        if maps.null_count:  # a null map holds no tags, whatever its offsets span
+            first &= numbers_of(maps.is_valid()).astype(bool)[rows]
+        codes = numbers_of(pc.fill_null(encoded.indices, int_scalar(-1, pa.int32())))
+        out[start + rows[first]] = codes[hits[first]]
+        start += len(maps)
+    dictionary = items.chunks[-1].dictionary if items.num_chunks else pa.nulls(0, pa.string())
+    return out, dictionary
 
 
-def _file_kinds(files: pa.Table, has_cube: pa.ChunkedArray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
+def _file_kinds(files: pa.Table, has_cube: np.ndarray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
     """``file_clustering`` of every live file (in ``files`` order; ``has_cube``: whether it has a
     ``ZCUBE_ID``), as ``_KIND_CODES``: decided once per distinct (provider, ``ZCUBE_ZORDER_BY``,
     has a cube), of which a table has a handful, not once per file."""
     n = files.num_rows
-    provider = files.column("clustering_provider")
-    zorder_by = _tag(files, ZCUBE_ZORDER_BY_TAG)
-    codes = partition_codes([provider, zorder_by, has_cube], n)
     if n == 0:
         return np.zeros(0, dtype=np.int8)
-    distinct, firsts = np.unique(codes, return_index=True)
-    kinds = np.zeros(int(distinct.max()) + 1, dtype=np.int8)
-    values = zip(*(take_column(c, firsts).to_pylist() for c in (provider, zorder_by, has_cube)))
-    for code, (p, z, cube) in zip(distinct.tolist(), values):
-        tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: z} if cube and z is not None else None
-        kinds[code] = _KIND_CODES[file_clustering(p, tag_map, columns)]
-    chosen: np.ndarray = kinds[codes]
+    provider = files.column("clustering_provider")
+    zorder_by, tags = tag_codes(files, ZCUBE_ZORDER_BY_TAG)
+    combined = value_ranks(provider).astype(np.int64) * (len(tags) + 1) + zorder_by + 1
+    distinct, firsts, codes = np.unique(combined * 2 + has_cube, return_index=True, return_inverse=True)
+    del combined
+    kinds = np.zeros(len(distinct), dtype=np.int8)
+    providers = take_column(provider, firsts).to_pylist()
+    for i, (p, z, cube) in enumerate(zip(providers, zorder_by[firsts].tolist(), has_cube[firsts].tolist())):
+        tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: tags[z].as_py()} if cube and z >= 0 else None
+        kinds[i] = _KIND_CODES[file_clustering(p, tag_map, columns)]
+    chosen: np.ndarray = kinds[codes.reshape(-1)]
     return chosen
 
 
@@ -217,7 +233,10 @@ def _merge_candidates(snapshot: Snapshot, files: pa.Table, cube_bytes: np.ndarra
         lo_name, hi_name = MIN_PREFIX + column.logical[0], MAX_PREFIX + column.logical[0]
         if lo_name not in bounds.column_names or hi_name not in bounds.column_names:
             continue  # no bounds anywhere: every file counts as inside
-        score *= _inside_share(bounds.column(lo_name), bounds.column(hi_name), unclustered)
+        lo, hi = bounds.column(lo_name), bounds.column(hi_name)
+        bounds = bounds.drop_columns([lo_name, hi_name])  # each column's bounds freed once used
+        score *= _inside_share(lo, hi, unclustered)
+        del lo, hi
     del bounds
     sizes = _sizes(files)
     ranked = np.flatnonzero(candidates & (score > 0))
@@ -257,24 +276,30 @@ def _inside_share(lo: pa.ChunkedArray, hi: pa.ChunkedArray, unclustered: np.ndar
     if not bounded.any() or not bounded[unclustered].all():
         return share
     rows = np.flatnonzero(bounded)
+    every = len(rows) == len(bounded)  # the usual case: no copy of the bounds
     k = len(rows)
     # dense ranks of every bound at once: Arrow sorts the values, whatever their type
-    ranks = numbers_of(pc.rank(pa.concat_arrays([take_column(lo, rows), take_column(hi, rows)]),
-                               tiebreaker="dense")).astype(np.int64)
-    f_lo = np.zeros(len(bounded), dtype=np.int64)
-    f_hi = np.zeros(len(bounded), dtype=np.int64)
-    f_lo[rows], f_hi[rows] = ranks[:k], ranks[k:]
-    new_lo, new_hi = f_lo[unclustered].min(), f_hi[unclustered].max()
-    overlap = np.minimum(f_hi, new_hi) - np.maximum(f_lo, new_lo) + 1
-    width = np.maximum(f_hi - f_lo + 1, 1)
-    share[rows] = (np.clip(overlap, 0, None) / width)[rows]
+    both = pa.chunked_array([*lo.chunks, *hi.chunks]) if every \
+        else pa.chunked_array([take_column(lo, rows), take_column(hi, rows)])
+    # uint64 from Arrow, all below 2 * k: held as int32 (half the bytes) for the arithmetic below
+    ranks = numbers_of(pc.rank(both, tiebreaker="dense")).astype(np.int32 if 2 * k < 2**31 else np.int64)
+    del both
+    f_lo, f_hi = ranks[:k], ranks[k:]
+    new_lo, new_hi = f_lo[unclustered[rows]].min(), f_hi[unclustered[rows]].max()
+    overlap = np.minimum(f_hi, new_hi)
+    overlap -= np.maximum(f_lo, new_lo)
+    overlap += 1
+    np.clip(overlap, 0, None, out=overlap)
+    width = np.subtract(f_hi, f_lo)
+    np.add(width, 1, out=width)
+    share[rows] = overlap / np.maximum(width, 1)
     return share
 
 
-def _cube_bytes(cubes: np.ndarray, has_cube: pa.ChunkedArray, sizes: np.ndarray) -> np.ndarray:
-    """Per file, the bytes of its ZCube (``cubes``: ``partition_codes`` of its ``ZCUBE_ID``; its
-    own size without one)."""
-    if not len(sizes) or not pc.any(has_cube).as_py():
+def _cube_bytes(cubes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """Per file, the bytes of its ZCube (``cubes``: ``tag_codes`` of its ``ZCUBE_ID``; its own
+    size without one)."""
+    if not len(sizes) or not (cubes >= 0).any():
         return sizes
-    totals = np.bincount(cubes, weights=sizes).astype(np.int64)
-    return np.where(numbers_of(has_cube).astype(bool), totals[cubes], sizes)
+    totals = np.bincount(cubes + 1, weights=sizes).astype(np.int64)  # bucket 0: no cube
+    return np.where(cubes >= 0, totals[cubes + 1], sizes)

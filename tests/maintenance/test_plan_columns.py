@@ -14,7 +14,7 @@ import pytest
 from benchmarks.bench_checkpoint import Clustering, generate_log
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.bin_packing import partition_codes, sort_keys
-from delta_core.maintenance.cluster_plan import greedy_fit, plan_clustering
+from delta_core.maintenance.cluster_plan import greedy_fit, plan_clustering, tag_codes
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.file_groups import take_column
 from delta_core.maintenance.zorder_plan import plan_zorder
@@ -109,3 +109,17 @@ def test_cluster_plan_of_the_generated_clustered_log(tmp_path):
     # the appended files' id ranges lie above every clustered file's: none is merged with them
     assert plan.clustered_files_rewritten == 0 and plan.num_input_files == appended
     assert plan_clustering(checkpointed.snapshot(), full=True).num_input_files == checkpointed.snapshot().num_files
+
+
+@pytest.mark.parametrize("maps", [
+    [[("ZCUBE_ID", "c1"), ("ZCUBE_ZORDER_BY", "z")], [("ZCUBE_ID", "c2")], [("x", "c1")]],
+    [[("ZCUBE_ID", "c1"), ("ZCUBE_ID", "c9")], [], [("ZCUBE_ID", None)]],  # a key twice, a null value
+    [[("ZCUBE_ID", "c1")], None, [("ZCUBE_ID", "c3")]],  # a null map
+])
+def test_tag_codes_equal_map_lookup(maps):
+    column = pa.array(maps, pa.map_(pa.string(), pa.string()))
+    for part in (column, column.slice(1), column.slice(1, 1)):
+        files = pa.table({"tags": pa.chunked_array([part, part])})
+        codes, values = tag_codes(files, "ZCUBE_ID")
+        got = [values[c].as_py() if c >= 0 else None for c in codes.tolist()]
+        assert got == pc.map_lookup(files.column("tags"), pa.scalar("ZCUBE_ID"), "first").to_pylist()
