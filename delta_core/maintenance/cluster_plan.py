@@ -26,6 +26,11 @@ large the table or its ZCubes (no minimum cube size, unlike Delta Spark's 100 GB
 makes it recluster every smaller cube: delta-io/delta issue 4304). When new data lands in a
 narrow range (time-ordered appends), the few clustered files covering that range are merged with
 it and ranges stay disjoint; when it spreads over the whole space it becomes a ZCube of its own.
+
+At scale (10M files) the plan makes no Python object per file: a file's kind is decided once per
+distinct (provider, ZCube tags) with the tags read as integer codes, the bounds are those of the
+clustering columns only (``column_bounds``: typed, parsed a slice at a time) and only when the
+merge rule runs, and the ranking and the fitting are NumPy's.
 """
 
 from __future__ import annotations
