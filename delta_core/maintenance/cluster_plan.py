@@ -145,16 +145,14 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
     kinds = _file_kinds(files, cubes >= 0, columns)
     unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
     current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
+    sizes = _sizes(files)
     if full:
         take = np.ones(files.num_rows, dtype=bool)
     else:
         take = unclustered.copy()
         if unclustered.any() and current.any():
-            cube_bytes = _cube_bytes(cubes, _sizes(files))
-            del cubes
-            take |= _merge_candidates(snapshot, files, cube_bytes, columns, unclustered, current)
+            take |= _merge_candidates(snapshot, files, sizes, cubes, columns, unclustered, current)
     rows = np.flatnonzero(take)
-    sizes = _sizes(files)
     clustered = ~unclustered
     return ClusterPlan(
         columns=columns,
@@ -227,11 +225,11 @@ def _file_kinds(files: pa.Table, has_cube: np.ndarray, columns: Sequence[Cluster
     return chosen
 
 
-def _merge_candidates(snapshot: Snapshot, files: pa.Table, cube_bytes: np.ndarray,
+def _merge_candidates(snapshot: Snapshot, files: pa.Table, sizes: np.ndarray, cubes: np.ndarray,
                       columns: Sequence[ClusteringColumn], unclustered: np.ndarray,
                       candidates: np.ndarray) -> np.ndarray:
     """The clustered files merged with the unclustered ones (the module docstring's rule;
-    ``cube_bytes``: per file, the bytes of its ZCube)."""
+    ``sizes`` of the files, ``cubes``: their ZCubes as ``tag_codes``)."""
     bounds = column_bounds(snapshot, [c.logical for c in columns])
     score = np.ones(files.num_rows)
     for column in columns:
@@ -243,10 +241,9 @@ def _merge_candidates(snapshot: Snapshot, files: pa.Table, cube_bytes: np.ndarra
         score *= _inside_share(lo, hi, unclustered)
         del lo, hi
     del bounds
-    sizes = _sizes(files)
     ranked = np.flatnonzero(candidates & (score > 0))
     # by share inside (largest first), then ZCube bytes (smallest first), then path
-    order = lexical_order(-score[ranked], cube_bytes[ranked],
+    order = lexical_order(-score[ranked], _cube_bytes(cubes, sizes, ranked),
                           sort_keys(take_column(files.column("path"), ranked)))
     chosen = np.zeros(files.num_rows, dtype=bool)
     chosen[ranked[order][greedy_fit(sizes[ranked][order], int(sizes[unclustered].sum()))]] = True
@@ -301,10 +298,10 @@ def _inside_share(lo: pa.ChunkedArray, hi: pa.ChunkedArray, unclustered: np.ndar
     return share
 
 
-def _cube_bytes(cubes: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Per file, the bytes of its ZCube (``cubes``: ``tag_codes`` of its ``ZCUBE_ID``; its own
-    size without one)."""
-    if not len(sizes) or not (cubes >= 0).any():
-        return sizes
+def _cube_bytes(cubes: np.ndarray, sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For the files ``rows``, the bytes of their ZCube (``cubes``: ``tag_codes`` of every file's
+    ``ZCUBE_ID``, ``sizes`` of every file; a file without a cube: its own size)."""
     totals = np.bincount(cubes + 1, weights=sizes).astype(np.int64)  # bucket 0: no cube
-    return np.where(cubes >= 0, totals[cubes + 1], sizes)
+    chosen = cubes[rows]
+    cube_bytes: np.ndarray = np.where(chosen >= 0, totals[chosen + 1], sizes[rows])
+    return cube_bytes
