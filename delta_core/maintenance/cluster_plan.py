@@ -44,11 +44,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
-from delta_core.maintenance.bin_packing import lexical_order, sort_keys, value_ranks
+from delta_core.maintenance.bin_packing import lexical_order, sort_keys_of, take_column, value_ranks
 from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
 from delta_core.maintenance.curves import bits_per_column
-from delta_core.maintenance.file_groups import group_file_list, take_column
+from delta_core.maintenance.file_groups import group_file_list
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
 from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar
@@ -244,7 +244,7 @@ def _merge_candidates(snapshot: Snapshot, files: pa.Table, sizes: np.ndarray, cu
     ranked = np.flatnonzero(candidates & (score > 0))
     # by share inside (largest first), then ZCube bytes (smallest first), then path
     order = lexical_order(-score[ranked], _cube_bytes(cubes, sizes, ranked),
-                          sort_keys(take_column(files.column("path"), ranked)))
+                          sort_keys_of(files.column("path"), ranked))
     chosen = np.zeros(files.num_rows, dtype=bool)
     chosen[ranked[order][greedy_fit(sizes[ranked][order], int(sizes[unclustered].sum()))]] = True
     return chosen

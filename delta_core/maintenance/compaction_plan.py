@@ -45,8 +45,10 @@ from delta_core.maintenance.bin_packing import (
     partition_key_columns,
     partition_key_names,
     sort_keys,
+    sort_keys_of,
+    take_column,
 )
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of, take_column
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, true_array
@@ -213,7 +215,7 @@ def pack_candidates(
     ties = None
     if exact or due[chosen].any():
         paths = files.column("path")
-        ties = sort_keys(paths if every else take_column(paths, chosen))
+        ties = sort_keys(paths) if every else sort_keys_of(paths, chosen)
     codes = partition_codes(keys, n)
     packing = pack(codes if every else codes[chosen], sizes if every else sizes[chosen],
                    due if every else due[chosen], target_size=target_size, ties=ties)

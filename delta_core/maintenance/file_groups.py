@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.bin_packing import row_numbers
+from delta_core.maintenance.bin_packing import take_column
 from delta_core.model.arrow_values import int_scalar, numbers_of
 from delta_core.write.operation_records import OptimizeParameters, ReorgParameters
 
@@ -107,25 +107,6 @@ def groups_of(
 def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     """Rows ``rows`` (int64) of ``table``, in that order."""
     return pa.Table.from_arrays([take_column(c, rows) for c in table.columns], schema=table.schema)
-
-
-def take_column(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
-    """Rows ``rows`` of ``column``, taken chunk by chunk: Arrow's ``take`` of a chunked column
-    joins its chunks first, which for a group of a plan over millions of files would copy every
-    path of the table to read a few thousand."""
-    if column.num_chunks == 1 or not len(rows):
-        flat = column.chunk(0) if column.num_chunks else pa.nulls(0, column.type)
-        return flat.take(row_numbers(rows)) if len(rows) else flat.slice(0, 0)
-    starts = np.cumsum([0, *(len(c) for c in column.chunks)])
-    chunk_of = np.searchsorted(starts, rows, side="right") - 1
-    by_chunk = np.argsort(chunk_of, kind="stable")
-    grouped = chunk_of[by_chunk]
-    edges = [0, *(np.flatnonzero(grouped[1:] != grouped[:-1]) + 1).tolist(), len(rows)]
-    pieces = [column.chunk(int(grouped[lo])).take(row_numbers(rows[by_chunk[lo:hi]] - starts[grouped[lo]]))
-              for lo, hi in zip(edges, edges[1:])]
-    back = np.empty(len(rows), dtype=np.int64)
-    back[by_chunk] = np.arange(len(rows))
-    return pa.concat_arrays(pieces).take(row_numbers(back))
 
 
 G = TypeVar("G", bound=FileGroup)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order
+from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order, take_column
 from delta_core.maintenance.compaction_plan import (
     check_deleted_rows_ratio,
     kept_rows,
@@ -37,7 +37,7 @@ from delta_core.maintenance.compaction_plan import (
     ratio_columns,
     selection_mask,
 )
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of, take_column
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.predicate import parse_predicate
 from delta_core.write.operation_records import ReorgParameters

@@ -26,10 +26,11 @@ from delta_core.maintenance.bin_packing import (
     partition_codes,
     partition_key_columns,
     partition_key_names,
+    take_column,
 )
 from delta_core.maintenance.compaction_plan import kept_rows, resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of, take_column
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate

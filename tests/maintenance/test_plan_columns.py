@@ -13,10 +13,9 @@ import pytest
 
 from benchmarks.bench_checkpoint import Clustering, generate_log
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.bin_packing import partition_codes, sort_keys
+from delta_core.maintenance.bin_packing import partition_codes, sort_keys, sort_keys_of, take_column
 from delta_core.maintenance.cluster_plan import greedy_fit, plan_clustering, tag_codes
 from delta_core.maintenance.compaction_plan import plan_compaction
-from delta_core.maintenance.file_groups import take_column
 from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.write.checkpoint_write import write_checkpoint
 
@@ -123,3 +122,12 @@ def test_tag_codes_equal_map_lookup(maps):
         codes, values = tag_codes(files, "ZCUBE_ID")
         got = [values[c].as_py() if c >= 0 else None for c in codes.tolist()]
         assert got == pc.map_lookup(files.column("tags"), pa.scalar("ZCUBE_ID"), "first").to_pylist()
+
+
+@pytest.mark.parametrize("rows", [[3], [7, 0, 5], list(range(9, -1, -1))])
+def test_sort_keys_of_some_rows_order_them_as_their_own_sort(rows):
+    """Few rows are taken and sorted, many are ranked within the whole column: the same order."""
+    column = pa.chunked_array([pa.array(["d", "a", "c"]), pa.array(["b", "e", "a2", "z", "y", "x", "w"])])
+    keys = sort_keys_of(column, np.array(rows, dtype=np.int64))
+    assert [column[rows[i]].as_py() for i in np.argsort(keys, kind="stable")] == \
+        sorted(column[r].as_py() for r in rows)
