@@ -32,6 +32,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 SIZES = {"1M": 1_000_000, "3M": 3_000_000}
@@ -63,49 +64,83 @@ def _stats(i: int, wide: bool) -> str:
                       separators=(",", ":"))
 
 
-def _file(i: int) -> tuple[str, str, int]:
-    """The path, partition value and size of generated file ``i``."""
+def _file(i: int, *, partitioned: bool = True) -> tuple[str, str, int]:
+    """The path, partition value and size of generated file ``i`` (no ``day=`` directory in an
+    unpartitioned table)."""
     day = f"2024-01-{i % 28 + 1:02d}"
-    return f"day={day}/part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet", day, 10000 + i % 997
+    name = f"part-{i:08d}-{uuid.UUID(int=i)}.c000.snappy.parquet"
+    return (f"day={day}/{name}" if partitioned else name), day, 10000 + i % 997
 
 
-def _add_line(i: int, now: int, wide: bool = False) -> str:
-    path, day, size = _file(i)
-    return (f'{{"add":{{"path":"{path}","partitionValues":{{"day":"{day}"}},"size":{size},'
-            f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(_stats(i, wide))}}}}}')
+@dataclass(frozen=True, slots=True)
+class Clustering:
+    """A clustered, unpartitioned log (PROTOCOL.md "Clustered Table") on ``columns``: the files
+    added before file ``clustered_below`` carry ``clusteringProvider: liquid`` and ZCube tags
+    (one cube per commit, as our cluster run and Delta Spark's write them), the rest are
+    unclustered appends, what an incremental clustering run rewrites."""
+
+    columns: tuple[str, ...]
+    clustered_below: int
+
+    def file_fields(self, i: int, version: int) -> str:
+        if i >= self.clustered_below:
+            return ""
+        tags = {"ZCUBE_ID": str(uuid.UUID(int=version)), "ZCUBE_ZORDER_BY": json.dumps(list(self.columns),
+                                                                                       separators=(",", ":"))}
+        return f',"clusteringProvider":"liquid","tags":{json.dumps(tags, separators=(",", ":"))}'
 
 
-def _remove_line(i: int, now: int) -> str:
-    path, day, size = _file(i)
+def _add_line(i: int, now: int, wide: bool = False, clustering: Clustering | None = None, version: int = 0) -> str:
+    path, day, size = _file(i, partitioned=clustering is None)
+    values = f'{{"day":"{day}"}}' if clustering is None else "{}"
+    extra = clustering.file_fields(i, version) if clustering is not None else ""
+    return (f'{{"add":{{"path":"{path}","partitionValues":{values},"size":{size},'
+            f'"modificationTime":{now},"dataChange":true,"stats":{json.dumps(_stats(i, wide))}{extra}}}}}')
+
+
+def _remove_line(i: int, now: int, partitioned: bool = True) -> str:
+    path, day, size = _file(i, partitioned=partitioned)
+    values = f'{{"day":"{day}"}}' if partitioned else "{}"
     return (f'{{"remove":{{"path":"{path}","deletionTimestamp":{now},"dataChange":true,'
-            f'"extendedFileMetadata":true,"partitionValues":{{"day":"{day}"}},"size":{size}}}}}')
+            f'"extendedFileMetadata":true,"partitionValues":{values},"size":{size}}}}}')
 
 
 def write_commit(root: str, version: int, first: int, n: int, *, wide: bool = False,
-                 removed: Sequence[int] = ()) -> None:
+                 removed: Sequence[int] = (), clustering: Clustering | None = None) -> None:
     """Commit ``version`` adding files ``first .. first+n-1`` and removing files ``removed``."""
     now = int(time.time() * 1000)
     lines = [json.dumps({"commitInfo": {"timestamp": now + version, "operation": "WRITE"}})]
-    lines += [_remove_line(i, now) for i in removed]
-    lines += [_add_line(i, now, wide) for i in range(first, first + n)]
+    lines += [_remove_line(i, now, clustering is None) for i in removed]
+    lines += [_add_line(i, now, wide, clustering, version) for i in range(first, first + n)]
     with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "w") as fh:
         fh.write("\n".join(lines) + "\n")
 
 
-def generate_log(root: str, files: int, commits: int, *, removes: int = 0, wide: bool = False) -> int:
+def generate_log(root: str, files: int, commits: int, *, removes: int = 0, wide: bool = False,
+                 clustering: Clustering | None = None) -> int:
     """Write ``_delta_log`` with ``files`` adds spread over ``commits`` commits (no data files);
     with ``removes``, every ``files // removes``-th file is removed by the commit after the one
     that added it (the last commit's files stay). ``wide``: seven stats columns (``WIDE_SCHEMA``)
-    instead of three. Returns the number of removes written."""
+    instead of three. ``clustering``: a clustered table instead of one partitioned by ``day``.
+    Returns the number of removes written."""
     log_dir = os.path.join(root, "_delta_log")
     os.makedirs(log_dir)
     now = int(time.time() * 1000)
+    protocol: dict[str, Any] = {"minReaderVersion": 1, "minWriterVersion": 2}
+    domains: list[dict[str, Any]] = []
+    if clustering is not None:
+        protocol = {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["clustering", "domainMetadata"]}
+        config = {"clusteringColumns": [[c] for c in clustering.columns]}
+        domains = [{"domainMetadata": {"domain": "delta.clustering", "configuration": json.dumps(config),
+                                       "removed": False}}]
     header = [
         {"commitInfo": {"timestamp": now, "operation": "CREATE TABLE"}},
-        {"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+        {"protocol": protocol},
         {"metaData": {"id": str(uuid.uuid4()), "format": {"provider": "parquet", "options": {}},
-                      "schemaString": json.dumps(WIDE_SCHEMA if wide else SCHEMA), "partitionColumns": ["day"],
+                      "schemaString": json.dumps(WIDE_SCHEMA if wide else SCHEMA),
+                      "partitionColumns": ["day"] if clustering is None else [],
                       "configuration": {}, "createdTime": now}},
+        *domains,
     ]
     with open(os.path.join(log_dir, f"{0:020d}.json"), "w") as fh:
         fh.write("\n".join(json.dumps(a) for a in header) + "\n")
@@ -116,7 +151,7 @@ def generate_log(root: str, files: int, commits: int, *, removes: int = 0, wide:
     for v in range(1, commits + 1):
         n = min(per_commit, files - made)
         gone = [i for i in previous if i % step == 0] if step else []
-        write_commit(root, v, made, n, wide=wide, removed=gone)
+        write_commit(root, v, made, n, wide=wide, removed=gone, clustering=clustering)
         removed += len(gone)
         previous = range(made, made + n)
         made += n

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow.compute as pc
 
-from delta_core.maintenance.bin_packing import count_partitions, partition_key_columns, partition_key_names
+from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
 from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.model.arrow_values import int_scalar, numbers_of
@@ -50,5 +50,4 @@ def estimate_compaction(
     packing = found.packing
     sizes = numbers_of(pc.fill_null(found.files.column("size"), int_scalar(0))) if found.files.num_rows else None
     input_bytes = int(sizes[packing.rows].sum()) if sizes is not None and packing.num_files else 0
-    partitions = count_partitions(keys, files.num_rows)
-    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes, partitions)
+    return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes, found.partitions)

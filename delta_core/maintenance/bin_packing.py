@@ -13,8 +13,11 @@ where the running total of sizes first exceeds ``cumsum[i - 1] + target_size``, 
 times as the largest partition has bins, not once per file or per bin.
 
 Partitions are told apart by their partition-value columns (``partition_key_columns``: one
-string column per partition column, read from the ``partition_values`` map); a null value is a
-partition of its own, equal to itself.
+string column per partition column, read from the ``partition_values`` map), turned into one
+integer code per row (``partition_codes``); a null value is a partition of its own, equal to
+itself. Sorting is NumPy's over integer keys: strings (partition values, and paths when they
+break ties) are ranked by one Arrow sort each, never compared row against row in a multi-column
+sort, and never copied.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar
+from delta_core.model.arrow_values import false_array, numbers_of, string_scalar
 from delta_core.write.data_writer import table_schema
 
 if TYPE_CHECKING:
@@ -90,42 +93,81 @@ def _value_of(maps: pa.MapArray, key: str) -> pa.Array:
     return pc.map_lookup(maps, string_scalar(key), "first")
 
 
-def group_starts(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarray:
-    """For ``n`` rows sorted by ``keys``, whether each row starts a new partition (the first
-    row does; a null equals a null)."""
-    starts = np.zeros(n, dtype=bool)
-    if n:
-        starts[0] = True
+def partition_codes(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.ndarray:
+    """Per row of ``n``, a dense integer code of its partition (the combination of its ``keys``
+    values), numbered in the order the partitions sort (each column ascending, nulls last, a
+    null equal to a null): all zeros without keys. Each column is dictionary-encoded and its
+    dictionary ranked, so strings are compared once per distinct value, not once per row."""
+    code: np.ndarray | None = None
     for column in keys:
-        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        after, before = flat.slice(1), flat.slice(0, max(0, n - 1))
-        differs = pc.or_(pc.fill_null(pc.not_equal(after, before), false_array(1)[0]),
-                         pc.xor(pc.is_null(after), pc.is_null(before)))
-        starts[1:] |= numbers_of(differs)
-    return starts
+        ranks = value_ranks(column)  # dense already: ranks of the distinct values
+        if code is not None and len(ranks):
+            span = (int(code.max()) + 1) * (int(ranks.max()) + 1)  # at most n * n: no overflow
+            mixed = code.astype(np.int64) * (int(ranks.max()) + 1) + ranks
+            if span <= max(n, 1 << 20):  # few combinations: dense again by a lookup, no sort
+                seen = np.zeros(span, dtype=bool)
+                seen[mixed] = True
+                ranks = (np.cumsum(seen) - 1)[mixed]
+            else:
+                ranks = np.unique(mixed, return_inverse=True)[1].reshape(-1)
+            ranks = ranks.astype(np.int64, copy=False)
+        code = ranks
+    return np.zeros(n, dtype=np.int32) if code is None else code
+
+
+def value_ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Per row, the rank (int32) of its value among the column's distinct values (nulls last)."""
+    encoded = pc.dictionary_encode(column, null_encoding="encode")
+    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    if not chunks:
+        return np.zeros(0, dtype=np.int32)
+    dictionary = chunks[-1].dictionary  # one dictionary across the chunks, complete in the last
+    ranks = np.empty(len(dictionary), dtype=np.int32)
+    ranks[numbers_of(pc.sort_indices(dictionary)).astype(np.int64)] = np.arange(len(dictionary), dtype=np.int32)
+    return np.concatenate([ranks[numbers_of(c.indices)] for c in chunks])
 
 
 def count_partitions(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> int:
     """Distinct combinations of ``keys`` (the partition columns' values, nulls equal to nulls)
-    among ``n`` rows: 0 without rows, 1 without keys. Each column is dictionary-encoded and its
-    codes folded into one dense code per row, so no sort and no Table.group_by (which loads
+    among ``n`` rows: 0 without rows, 1 without keys (no sort and no Table.group_by, which loads
     pyarrow.dataset, and with it pandas)."""
-    if n == 0:
-        return 0
-    code = np.zeros(n, dtype=np.int64)
-    for column in keys:
-        flat = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        encoded = pc.dictionary_encode(flat, null_encoding="encode")
-        mixed = code * len(encoded.dictionary) + numbers_of(encoded.indices).astype(np.int64)
-        code = np.unique(mixed, return_inverse=True)[1]  # dense again: no overflow however many keys
-    return int(code.max()) + 1
+    return int(partition_codes(keys, n).max()) + 1 if n else 0
 
 
-def sort_order(keys: Sequence[pa.ChunkedArray], *then: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """Row numbers (uint64) ordering the rows by ``keys`` (partition), then by the columns
-    ``then`` (all ascending, nulls last)."""
-    columns = {f"k{i}": k for i, k in enumerate([*keys, *then])}
-    return pc.sort_indices(pa.table(columns), sort_keys=[(name, "ascending") for name in columns])
+def sort_order(keys: Sequence[pa.ChunkedArray], *then: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Row numbers (int64) ordering the rows by partition (``keys``), then by the columns
+    ``then`` (all ascending, nulls last), over integer keys only (``sort_keys``)."""
+    n = len(then[0]) if then else (len(keys[0]) if keys else 0)
+    return lexical_order(partition_codes(keys, n), *(sort_keys(c) for c in then))
+
+
+def lexical_order(*columns: np.ndarray) -> np.ndarray:
+    """Row numbers (int64) ordering the rows by ``columns``, the first the most significant."""
+    order: np.ndarray = np.lexsort(columns[::-1]).astype(np.int64, copy=False)
+    return order
+
+
+def sort_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Integer keys ordering ``column`` as Arrow sorts it (ascending, nulls last): the values
+    themselves for numbers, else each row's position in ``pc.sort_indices``, which sorts a
+    string column chunk by chunk without copying its strings."""
+    if (pa.types.is_integer(column.type) or pa.types.is_floating(column.type)) and not column.null_count:
+        return numbers_of(column)
+    positions = numbers_of(pc.sort_indices(column)).view(np.int64)  # uint64 row numbers, all below 2**63
+    kind = np.int32 if len(positions) < 2**31 else np.int64
+    ranks = np.empty(len(positions), dtype=kind)
+    ranks[positions] = np.arange(len(positions), dtype=kind)
+    return ranks
+
+
+def sort_keys_of(column: pa.ChunkedArray, rows: np.ndarray) -> np.ndarray:
+    """``sort_keys`` of the rows ``rows`` of ``column``: those rows taken and sorted when they are
+    few, else the whole column ranked and the rows' ranks kept, so a string column is never copied
+    in large part (at 10M files, most of the paths would be gigabytes)."""
+    if 4 * len(rows) < len(column):
+        return sort_keys(take_column(column, rows))
+    ranks: np.ndarray = sort_keys(column)[rows]
+    return ranks
 
 
 def row_numbers(rows: np.ndarray) -> pa.Array:
@@ -135,29 +177,53 @@ def row_numbers(rows: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(flat), [None, pa.py_buffer(flat)])
 
 
+def take_column(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """Rows ``rows`` of ``column``, taken chunk by chunk: Arrow's ``take`` of a chunked column
+    joins its chunks first, which for a group of a plan over millions of files would copy every
+    path of the table to read a few thousand."""
+    if column.num_chunks == 1 or not len(rows):
+        flat = column.chunk(0) if column.num_chunks else pa.nulls(0, column.type)
+        return flat.take(row_numbers(rows)) if len(rows) else flat.slice(0, 0)
+    starts = np.cumsum([0, *(len(c) for c in column.chunks)])
+    chunk_of = np.searchsorted(starts, rows, side="right") - 1
+    by_chunk = np.argsort(chunk_of, kind="stable")
+    grouped = chunk_of[by_chunk]
+    edges = [0, *(np.flatnonzero(grouped[1:] != grouped[:-1]) + 1).tolist(), len(rows)]
+    pieces = [column.chunk(int(grouped[lo])).take(row_numbers(rows[by_chunk[lo:hi]] - starts[grouped[lo]]))
+              for lo, hi in zip(edges, edges[1:])]
+    back = np.empty(len(rows), dtype=np.int64)
+    back[by_chunk] = np.arange(len(rows))
+    return pa.concat_arrays(pieces).take(row_numbers(back))
+
+
 def pack(
-    keys: Sequence[pa.ChunkedArray],
-    sizes: pa.ChunkedArray | pa.Array,
-    due: pa.ChunkedArray | pa.Array,
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    due: np.ndarray,
     *,
     target_size: int,
-    paths: pa.ChunkedArray | pa.Array | None = None,
+    ties: np.ndarray | None = None,
 ) -> Packing:
-    """Pack the candidate files (``sizes`` aligned with the partition ``keys``; ``due``: rewrite
-    even alone) into bins of at most ``target_size`` bytes under the module docstring's rule.
+    """Pack the candidate files (``sizes`` aligned with their partitions' ``codes`` from
+    ``partition_codes``; ``due``: rewrite even alone) into bins of at most ``target_size`` bytes
+    under the module docstring's rule; the packing's rows are positions in these arrays.
 
-    ``paths`` break ties of equal size; without them equal sizes keep an arbitrary order, which
-    changes which files share a bin but not how many files and bins there are unless a ``due``
-    file is among them (so a caller that only counts may leave them out when none is due)."""
+    ``ties`` (``sort_keys`` of the paths) break ties of equal size; without them equal sizes keep
+    an arbitrary order, which changes which files share a bin but not how many files and bins
+    there are unless a ``due`` file is among them (so a caller that only counts may leave them
+    out when none is due)."""
     n = len(sizes)
     if n == 0:
         return Packing(np.zeros(0, np.int64), np.zeros(1, np.int64))
-    order = sort_order(keys, sizes, *([paths] if paths is not None else []))
-    sorted_sizes = numbers_of(pc.fill_null(pc.take(sizes, order), int_scalar(0))).astype(np.int64)
-    sorted_due = numbers_of(pc.fill_null(pc.take(due, order), false_array(1)[0]))
-    starts = np.flatnonzero(group_starts([pc.take(k, order) for k in keys], n))
+    order = lexical_order(codes, sizes, *([ties] if ties is not None else []))
+    # Only what the loop below needs stays alive: at 10M files each array here is 80 MB.
+    sorted_codes = codes[order]
+    starts = np.flatnonzero(np.concatenate([[True], sorted_codes[1:] != sorted_codes[:-1]]))
+    del sorted_codes
     ends = np.append(starts[1:], n)
-    cumulative = np.cumsum(sorted_sizes)
+    cumulative = sizes[order]
+    np.cumsum(cumulative, out=cumulative)
+    due_at = np.flatnonzero(due[order])  # sorted positions of the due files (usually none)
     # Every partition's next bin is found at once; partitions with rows left go round again.
     lows, highs = [], []
     frontier, limit = starts, ends
@@ -172,11 +238,13 @@ def pack(
     lo, hi = np.concatenate(lows), np.concatenate(highs)
     in_order = np.argsort(lo, kind="stable")
     lo, hi = lo[in_order], hi[in_order]
-    due_before = np.concatenate([[0], np.cumsum(sorted_due, dtype=np.int64)])
-    keep = (hi - lo > 1) | (due_before[hi] > due_before[lo])
+    has_due = np.searchsorted(due_at, hi) > np.searchsorted(due_at, lo)
+    keep = (hi - lo > 1) | has_due
     lo, hi = lo[keep], hi[keep]
-    lengths = hi - lo
-    bounds = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    # the sorted positions of every kept file: each bin's range lo..hi, bin after bin
-    positions = np.arange(bounds[-1], dtype=np.int64) + np.repeat(lo - bounds[:-1], lengths)
-    return Packing(numbers_of(order).astype(np.int64)[positions], bounds)
+    bounds = np.concatenate([[0], np.cumsum(hi - lo)]).astype(np.int64)
+    # Bins cover the sorted positions without overlap: those inside a kept bin, bin after bin.
+    inside = np.zeros(n + 1, dtype=np.int8)
+    inside[lo] = 1
+    inside[hi] -= 1
+    np.cumsum(inside, out=inside)
+    return Packing(order[inside[:-1].view(bool)], bounds)

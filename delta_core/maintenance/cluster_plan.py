@@ -26,6 +26,11 @@ large the table or its ZCubes (no minimum cube size, unlike Delta Spark's 100 GB
 makes it recluster every smaller cube: delta-io/delta issue 4304). When new data lands in a
 narrow range (time-ordered appends), the few clustered files covering that range are merged with
 it and ranges stay disjoint; when it spreads over the whole space it becomes a ZCube of its own.
+
+At scale (10M files) the plan makes no Python object per file: a file's kind is decided once per
+distinct (provider, ZCube tags) with the tags read as integer codes, the bounds are those of the
+clustering columns only (``column_bounds``: typed, parsed a slice at a time) and only when the
+merge rule runs, and the ranking and the fitting are NumPy's.
 """
 
 from __future__ import annotations
@@ -39,11 +44,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
+from delta_core.maintenance.bin_packing import lexical_order, sort_keys_of, take_column, value_ranks
+from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
-from delta_core.maintenance.curves import bits_per_column, sortable
+from delta_core.maintenance.curves import bits_per_column
 from delta_core.maintenance.file_groups import group_file_list
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
+from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
     ZCUBE_ZORDER_BY_TAG,
@@ -131,115 +139,169 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
                              num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns,
                              operation="cluster")
     target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
-    files = snapshot.files
-    kinds = np.array([k.value for k in _file_kinds(files, columns)], dtype=object)
-    unclustered = kinds == FileClustering.UNCLUSTERED.value
+    # No statistics unless the merge rule needs bounds, and then only the clustering columns'.
+    files = snapshot.file_columns("path", "size", "clustering_provider", "tags")
+    cubes, _ = tag_codes(files, ZCUBE_ID_TAG)
+    kinds = _file_kinds(files, cubes >= 0, columns)
+    unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
+    current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
+    sizes = _sizes(files)
     if full:
         take = np.ones(files.num_rows, dtype=bool)
     else:
         take = unclustered.copy()
-        if unclustered.any():
-            take |= _merge_candidates(snapshot, files, columns, unclustered,
-                                      kinds == FileClustering.CURRENT_COLUMNS.value)
-    selected = group_file_list(files.filter(pa.array(take)))
-    total = int(pc.sum(selected.column("size")).as_py() or 0)
+        if unclustered.any() and current.any():
+            take |= _merge_candidates(snapshot, files, sizes, cubes, columns, unclustered, current)
+    rows = np.flatnonzero(take)
     clustered = ~unclustered
     return ClusterPlan(
         columns=columns,
         full=full,
         rewrite=ZOrderPlan(read_version=snapshot.version, columns=names, curve=CURVE, target_size=target,
                            predicate=None,
-                           partitions=(PartitionFiles((), selected, total),) if selected.num_rows else (),
+                           partitions=(PartitionFiles((), group_file_list(files), rows, int(sizes[rows].sum())),)
+                           if len(rows) else (),
                            files_considered=files.num_rows, bits_per_column=bits_per_column(len(names))),
         unclustered_files=int(unclustered.sum()),
         clustered_files_rewritten=int((clustered & take).sum()),
         clustered_files_kept=int((clustered & ~take).sum()),
-        other_provider_files=int((kinds == FileClustering.OTHER_PROVIDER.value).sum()),
+        other_provider_files=int((kinds == _KIND_CODES[FileClustering.OTHER_PROVIDER]).sum()),
     )
 
 
-def _file_kinds(files: pa.Table, columns: Sequence[ClusteringColumn]) -> list[FileClustering]:
-    """``file_clustering`` of every live file (in ``files`` order)."""
+# Each kind of file as a small integer, so the kinds of millions of files are one NumPy array.
+_KINDS = tuple(FileClustering)
+_KIND_CODES = {k: i for i, k in enumerate(_KINDS)}
+
+
+def _sizes(files: pa.Table) -> np.ndarray:
+    return numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
+        if files.num_rows else np.zeros(0, np.int64)
+
+
+def tag_codes(files: pa.Table, key: str) -> tuple[np.ndarray, pa.Array]:
+    """Per file, the code (int32) of its tag ``key``'s value in the returned dictionary of values
+    (-1: no such tag, or a null value), read from the tag maps' keys and items: no value string
+    is copied (a ZCube id is 36 bytes, at 10M files 360 MB)."""
     n = files.num_rows
-    provider = files.column("clustering_provider").to_pylist() if "clustering_provider" in files.column_names \
-        else [None] * n
-    if "tags" not in files.column_names:
-        return [file_clustering(p, None, columns) for p in provider]
-    tags = files.column("tags")
-    cube = pc.map_lookup(tags, ZCUBE_ID_TAG, "first").to_pylist()
-    zorder_by = pc.map_lookup(tags, ZCUBE_ZORDER_BY_TAG, "first").to_pylist()
-    # Few distinct (provider, tag) pairs: decide each once, not once per file.
-    seen: dict[tuple[str | None, str | None, bool], FileClustering] = {}
-    out = []
-    for key in zip(provider, zorder_by, (c is not None for c in cube)):
-        kind = seen.get(key)
-        if kind is None:
-            p, z, has_cube = key
-            tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: z} if has_cube and z is not None else None
-            kind = seen[key] = file_clustering(p, tag_map, columns)
-        out.append(kind)
-    return out
+    out = np.full(n, -1, dtype=np.int32)
+    tags = files.column("tags").chunks if "tags" in files.column_names and n else []
+    pieces = [(m, m.offsets[0].as_py(), m.offsets[-1].as_py()) for m in tags]
+    items = pc.dictionary_encode(pa.chunked_array([m.items.slice(lo, hi - lo) for m, lo, hi in pieces],
+                                                  pa.string()))
+    start = 0
+    for (maps, lo, hi), encoded in zip(pieces, items.chunks):
+        hits = np.flatnonzero(numbers_of(pc.fill_null(pc.equal(maps.keys.slice(lo, hi - lo), string_scalar(key)),
+                                                      false_array(1)[0])))
+        rows = np.searchsorted(numbers_of(maps.offsets) - lo, hits, side="right") - 1  # the map of each hit
+        first = np.concatenate([[True], rows[1:] != rows[:-1]])  # a key twice in one map: the first
+        if maps.null_count:  # a null map holds no tags, whatever its offsets span
+            first &= numbers_of(maps.is_valid()).astype(bool)[rows]
+        codes = numbers_of(pc.fill_null(encoded.indices, int_scalar(-1, pa.int32())))
+        out[start + rows[first]] = codes[hits[first]]
+        start += len(maps)
+    dictionary = items.chunks[-1].dictionary if items.num_chunks else pa.nulls(0, pa.string())
+    return out, dictionary
 
 
-def _merge_candidates(snapshot: Snapshot, files: pa.Table, columns: Sequence[ClusteringColumn],
-                      unclustered: np.ndarray, candidates: np.ndarray) -> np.ndarray:
-    """The clustered files merged with the unclustered ones (the module docstring's rule)."""
-    chosen = np.zeros(files.num_rows, dtype=bool)
-    if not candidates.any():
-        return chosen
-    stats = snapshot.file_stats()  # one row per row of ``files``, in the same order
+def _file_kinds(files: pa.Table, has_cube: np.ndarray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
+    """``file_clustering`` of every live file (in ``files`` order; ``has_cube``: whether it has a
+    ``ZCUBE_ID``), as ``_KIND_CODES``: decided once per distinct (provider, ``ZCUBE_ZORDER_BY``,
+    has a cube), of which a table has a handful, not once per file."""
+    n = files.num_rows
+    if n == 0:
+        return np.zeros(0, dtype=np.int8)
+    provider = files.column("clustering_provider")
+    zorder_by, tags = tag_codes(files, ZCUBE_ZORDER_BY_TAG)
+    combined = value_ranks(provider).astype(np.int64) * (len(tags) + 1) + zorder_by + 1
+    distinct, firsts, codes = np.unique(combined * 2 + has_cube, return_index=True, return_inverse=True)
+    del combined
+    kinds = np.zeros(len(distinct), dtype=np.int8)
+    providers = take_column(provider, firsts).to_pylist()
+    for i, (p, z, cube) in enumerate(zip(providers, zorder_by[firsts].tolist(), has_cube[firsts].tolist())):
+        tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: tags[z].as_py()} if cube and z >= 0 else None
+        kinds[i] = _KIND_CODES[file_clustering(p, tag_map, columns)]
+    chosen: np.ndarray = kinds[codes.reshape(-1)]
+    return chosen
+
+
+def _merge_candidates(snapshot: Snapshot, files: pa.Table, sizes: np.ndarray, cubes: np.ndarray,
+                      columns: Sequence[ClusteringColumn], unclustered: np.ndarray,
+                      candidates: np.ndarray) -> np.ndarray:
+    """The clustered files merged with the unclustered ones (the module docstring's rule;
+    ``sizes`` of the files, ``cubes``: their ZCubes as ``tag_codes``)."""
+    bounds = column_bounds(snapshot, [c.logical for c in columns])
     score = np.ones(files.num_rows)
     for column in columns:
         lo_name, hi_name = MIN_PREFIX + column.logical[0], MAX_PREFIX + column.logical[0]
-        if lo_name not in stats.column_names or hi_name not in stats.column_names:
+        if lo_name not in bounds.column_names or hi_name not in bounds.column_names:
             continue  # no bounds anywhere: every file counts as inside
-        score *= _inside_share(stats.column(lo_name), stats.column(hi_name), unclustered)
-    sizes = np.asarray(files.column("size").to_numpy(zero_copy_only=False), dtype=np.int64)
-    cube_bytes = _cube_bytes(files, sizes)
-    paths = files.column("path").to_pylist()
-    budget = int(sizes[unclustered].sum())
-    order = sorted((i for i in np.flatnonzero(candidates & (score > 0))),
-                   key=lambda i: (-score[i], cube_bytes[i], paths[i]))
-    spent = 0
-    for i in order:
-        if spent + sizes[i] > budget:
-            continue  # a smaller file further down may still fit
-        chosen[i] = True
-        spent += int(sizes[i])
+        lo, hi = bounds.column(lo_name), bounds.column(hi_name)
+        bounds = bounds.drop_columns([lo_name, hi_name])  # each column's bounds freed once used
+        score *= _inside_share(lo, hi, unclustered)
+        del lo, hi
+    del bounds
+    ranked = np.flatnonzero(candidates & (score > 0))
+    # by share inside (largest first), then ZCube bytes (smallest first), then path
+    order = lexical_order(-score[ranked], _cube_bytes(cubes, sizes, ranked),
+                          sort_keys_of(files.column("path"), ranked))
+    chosen = np.zeros(files.num_rows, dtype=bool)
+    chosen[ranked[order][greedy_fit(sizes[ranked][order], int(sizes[unclustered].sum()))]] = True
     return chosen
+
+
+def greedy_fit(sizes: np.ndarray, budget: int) -> np.ndarray:
+    """Positions of ``sizes`` taken in order while they fit ``budget`` (one that does not fit is
+    passed over: a smaller one further down may still fit), as a loop over the files would take
+    them. A file larger than what is left can never fit later (what is left only shrinks), so
+    each round drops those at once and takes the longest prefix of the rest that fits."""
+    left = budget
+    waiting = np.flatnonzero(sizes <= left)
+    taken: list[np.ndarray] = []
+    while len(waiting):
+        spent = np.cumsum(sizes[waiting])
+        fit = int(np.searchsorted(spent, left, side="right"))  # at least one: each waiting file fits alone
+        taken.append(waiting[:fit])
+        left -= int(spent[fit - 1])
+        rest = waiting[fit + 1:]  # waiting[fit] did not fit after the others: passed over
+        waiting = rest[sizes[rest] <= left]
+    return np.concatenate(taken) if taken else np.zeros(0, dtype=np.int64)
 
 
 def _inside_share(lo: pa.ChunkedArray, hi: pa.ChunkedArray, unclustered: np.ndarray) -> np.ndarray:
     """Per file, the share of its ``[lo, hi]`` range inside the unclustered files' range, in rank
     space (distinct bounds numbered in order); 1 for a file without bounds, or when the
     unclustered files' range is open because one of them has none."""
-    lo_valid = pc.is_valid(lo).to_numpy(zero_copy_only=False)
-    hi_valid = pc.is_valid(hi).to_numpy(zero_copy_only=False)
-    bounded = lo_valid & hi_valid
+    bounded = numbers_of(pc.and_(pc.is_valid(lo), pc.is_valid(hi))).astype(bool) if len(lo) \
+        else np.zeros(0, dtype=bool)
     share = np.ones(len(bounded))
     if not bounded.any() or not bounded[unclustered].all():
         return share
-    values = sortable(pa.concat_arrays([lo.combine_chunks().filter(pa.array(bounded)),
-                                        hi.combine_chunks().filter(pa.array(bounded))]))
-    _, ranks = np.unique(values, return_inverse=True)
-    k = int(bounded.sum())
-    f_lo = np.zeros(len(bounded), dtype=np.int64)
-    f_hi = np.zeros(len(bounded), dtype=np.int64)
-    f_lo[bounded], f_hi[bounded] = ranks[:k], ranks[k:]
-    new_lo, new_hi = f_lo[unclustered].min(), f_hi[unclustered].max()
-    overlap = np.minimum(f_hi, new_hi) - np.maximum(f_lo, new_lo) + 1
-    width = np.maximum(f_hi - f_lo + 1, 1)
-    share[bounded] = (np.clip(overlap, 0, None) / width)[bounded]
+    rows = np.flatnonzero(bounded)
+    every = len(rows) == len(bounded)  # the usual case: no copy of the bounds
+    k = len(rows)
+    # dense ranks of every bound at once: Arrow sorts the values, whatever their type
+    both = pa.chunked_array([*lo.chunks, *hi.chunks]) if every \
+        else pa.chunked_array([take_column(lo, rows), take_column(hi, rows)])
+    # uint64 from Arrow, all below 2 * k: held as int32 (half the bytes) for the arithmetic below
+    ranks = numbers_of(pc.rank(both, tiebreaker="dense")).astype(np.int32 if 2 * k < 2**31 else np.int64)
+    del both
+    f_lo, f_hi = ranks[:k], ranks[k:]
+    new_lo, new_hi = f_lo[unclustered[rows]].min(), f_hi[unclustered[rows]].max()
+    overlap = np.minimum(f_hi, new_hi)
+    overlap -= np.maximum(f_lo, new_lo)
+    overlap += 1
+    np.clip(overlap, 0, None, out=overlap)
+    width = np.subtract(f_hi, f_lo)
+    np.add(width, 1, out=width)
+    share[rows] = overlap / np.maximum(width, 1)
     return share
 
 
-def _cube_bytes(files: pa.Table, sizes: np.ndarray) -> np.ndarray:
-    """Per file, the bytes of its ZCube (its own size when it has no ``ZCUBE_ID``)."""
-    if "tags" not in files.column_names:
-        return sizes
-    cubes = pc.map_lookup(files.column("tags"), ZCUBE_ID_TAG, "first").to_pylist()
-    totals: dict[str, int] = {}
-    for cube, size in zip(cubes, sizes.tolist()):
-        if cube is not None:
-            totals[cube] = totals.get(cube, 0) + size
-    return np.array([totals[c] if c is not None else s for c, s in zip(cubes, sizes.tolist())], dtype=np.int64)
+def _cube_bytes(cubes: np.ndarray, sizes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """For the files ``rows``, the bytes of their ZCube (``cubes``: ``tag_codes`` of every file's
+    ``ZCUBE_ID``, ``sizes`` of every file; a file without a cube: its own size)."""
+    totals = np.bincount(cubes + 1, weights=sizes).astype(np.int64)  # bucket 0: no cube
+    chosen = cubes[rows]
+    cube_bytes: np.ndarray = np.where(chosen >= 0, totals[chosen + 1], sizes[rows])
+    return cube_bytes

@@ -22,7 +22,8 @@ target size is left alone, which also keeps the output of one run from being re-
 next when Parquet compresses the merged data better than the parts.
 
 The packing itself is ``bin_packing.pack`` (vectorised, shared with the health model's estimate):
-no Python object is made per file, only one ``Bin`` per bin holding its slice of the file list.
+no Python object is made per file, only one ``Bin`` per bin holding its row numbers in the
+candidates' file list (``file_groups``).
 ``batches()`` groups bins into commits so progress survives a failure.
 """
 
@@ -37,8 +38,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.bin_packing import Packing, pack, partition_key_columns, partition_key_names, row_numbers
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.bin_packing import (
+    Packing,
+    pack,
+    partition_codes,
+    partition_key_columns,
+    partition_key_names,
+    sort_keys,
+    sort_keys_of,
+    take_column,
+)
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, true_array
@@ -146,7 +156,7 @@ def check_deleted_rows_ratio(ratio: float) -> float:
 def over_deleted_rows_ratio(files: pa.Table, ratio: float) -> pa.Array | pa.ChunkedArray:
     """Rows of ``files`` (``Snapshot.files`` columns) whose deletion vector deletes more than
     ``ratio`` of their ``num_records``, or that have a vector and no ``num_records``."""
-    if "deletion_vector" not in files.column_names or files.num_rows == 0:
+    if "deletion_vector" not in files.column_names or files.column("deletion_vector").null_count == files.num_rows:
         return false_array(files.num_rows)
     dv = files.column("deletion_vector")
     has_dv = pc.is_valid(dv)
@@ -160,14 +170,23 @@ def over_deleted_rows_ratio(files: pa.Table, ratio: float) -> pa.Array | pa.Chun
     return pc.fill_null(pc.and_kleene(has_dv, pc.or_kleene(unknown, over)), false_array(1)[0])
 
 
+def ratio_columns(snapshot: Snapshot) -> tuple[str, ...]:
+    """The columns ``over_deleted_rows_ratio`` reads: ``deletion_vector``, and ``num_records``
+    only when some file has a vector (a snapshot loaded from a checkpoint reads the count from
+    the checkpoint's JSON statistics: seconds per million files, for nothing when no file has one)."""
+    vectors = snapshot.file_columns("deletion_vector").column("deletion_vector")
+    return ("deletion_vector",) if vectors.null_count == len(vectors) else ("deletion_vector", "num_records")
+
+
 @dataclass(frozen=True, slots=True)
 class Candidates:
     """The files a compaction may pack (below the minimum size, or ``due``: over the deleted-rows
-    ratio) and how ``bin_packing.pack`` packs them."""
+    ratio) and how ``bin_packing.pack`` packs them: ``packing``'s rows are rows of ``files``."""
 
-    files: pa.Table  # ``GROUP_COLUMNS`` of the candidates
+    files: pa.Table  # ``GROUP_COLUMNS`` of every file given (no copy), candidates or not
     keys: list[pa.ChunkedArray]  # their partition values, one column per partition column
     packing: Packing
+    partitions: int  # distinct partitions among ``files`` (1 unpartitioned, 0 without files)
 
 
 def pack_candidates(
@@ -181,19 +200,28 @@ def pack_candidates(
 ) -> Candidates:
     """Select and pack the candidates among ``files`` (``Snapshot.files`` columns: ``path``,
     ``size``; ``num_records`` and ``deletion_vector`` when present) whose partition values are
-    ``keys`` (``partition_key_columns``).
+    ``keys`` (``partition_key_columns``). Only integer columns are filtered: the candidates'
+    paths are not copied (their ranks are, when ties need them).
 
     ``exact`` breaks ties of equal size by path, as the plan's bins need; without it the paths
     are sorted only when that can change the counts (a due file among the candidates)."""
-    due = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
-    chosen = pc.or_(pc.less(files.column("size"), int_scalar(min_file_size)), due)
-    candidates = group_file_list(kept_rows(files, chosen))
-    chosen_keys = [kept_rows(k, chosen) for k in keys]
-    due = kept_rows(due, chosen)
-    by_path = exact or bool(pc.any(due).as_py())
-    packing = pack(chosen_keys, candidates.column("size"), due, target_size=target_size,
-                   paths=candidates.column("path") if by_path else None)
-    return Candidates(candidates, chosen_keys, packing)
+    n = files.num_rows
+    due_column = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
+    sizes = numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) if n \
+        else np.zeros(0, np.int64)
+    due = numbers_of(due_column).astype(bool, copy=False) if n else np.zeros(0, bool)
+    chosen = np.flatnonzero((sizes < min_file_size) | due)
+    every = len(chosen) == n  # the usual case at scale: then nothing is filtered, not even integers
+    ties = None
+    if exact or due[chosen].any():
+        paths = files.column("path")
+        ties = sort_keys(paths) if every else sort_keys_of(paths, chosen)
+    codes = partition_codes(keys, n)
+    packing = pack(codes if every else codes[chosen], sizes if every else sizes[chosen],
+                   due if every else due[chosen], target_size=target_size, ties=ties)
+    rows = packing.rows if every else chosen[packing.rows]
+    return Candidates(group_file_list(files), list(keys), Packing(rows, packing.bounds),
+                      int(codes.max()) + 1 if n else 0)
 
 
 T = TypeVar("T", pa.Table, pa.ChunkedArray, pa.Array)
@@ -223,18 +251,11 @@ def pack_files(
     found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
                             max_deleted_rows_ratio=max_deleted_rows_ratio)
     packing = found.packing
-    listed = found.files.take(row_numbers(packing.rows))
-    firsts = row_numbers(packing.first_rows())
-    values = list(zip(*(k.take(firsts).to_pylist() for k in found.keys))) if found.keys \
+    values = list(zip(*(take_column(k, packing.first_rows()).to_pylist() for k in found.keys))) if found.keys \
         else [()] * packing.num_bins
-    totals = np.add.reduceat(numbers_of(pc.fill_null(listed.column("size"), int_scalar(0))),
-                             packing.bounds[:-1]).tolist() if packing.num_bins else []
-    bounds = packing.bounds.tolist()
-    bins = [Bin(tuple(zip(partition_columns, values[b])), listed.slice(bounds[b], bounds[b + 1] - bounds[b]),
-                int(totals[b])) for b in range(packing.num_bins)]
-    partitions = pa.table({f"p{i}": k for i, k in enumerate(keys)}).group_by([f"p{i}" for i in range(len(keys))]) \
-        .aggregate([]).num_rows if keys and files.num_rows else min(1, files.num_rows)
-    return bins, files.num_rows, partitions
+    bins = groups_of(Bin, found.files, packing.rows, packing.bounds,
+                     [tuple(zip(partition_columns, v)) for v in values])
+    return bins, files.num_rows, found.partitions
 
 
 def plan_compaction(
@@ -253,7 +274,7 @@ def plan_compaction(
     predicate = parse_predicate(where, partition_columns,
                                 schema_columns=snapshot.schema.field_names) if where is not None else None
     # Only the columns the packing reads: no stats are read or kept for the plan.
-    files = snapshot.file_columns("path", "partition_values", "size", "num_records", "deletion_vector")
+    files = snapshot.file_columns("path", "partition_values", "size", *ratio_columns(snapshot))
     typed = snapshot.partition_values_typed() if predicate is not None else None
     mask = selection_mask(files, typed, predicate)
     bins, considered, partitions = pack_files(

@@ -2,9 +2,12 @@
 
 A plan (compaction's bins, Z-order's and clustering's partitions, purge's single files) is a
 sequence of ``FileGroup``: the files one rewrite task set reads together, all in one partition.
-A group holds its files as Arrow columns (``path``, ``size``, ``num_records``: a zero-copy slice
-of the plan's file list), so planning a table of millions of files builds one Python object per
-group, not per file; ``files`` gives ``FileRef`` records only to the executor that ships them.
+A group holds only its row numbers in the plan's file list (``source``: the ``path`` and
+``size`` columns of the snapshot's files, shared by every group of the plan and not copied), so
+planning a table of millions of files builds one Python object per group and one integer per
+file, never a copy of the paths; ``file_list`` takes the group's rows when a consumer (the
+driver's batches, a task executor) asks, and ``files`` gives ``FileRef`` records only to the
+executor that ships them.
 
 ``RewritePlan`` is what the rewrite driver (``spark.driver``) asks of any plan: its groups (which
 the driver orders, bounds by ``run_bounds`` and batches with ``batch_groups``), the ``commitInfo`` parameters, and the counts for Delta's OPTIMIZE metrics.
@@ -17,14 +20,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.bin_packing import take_column
+from delta_core.model.arrow_values import int_scalar, numbers_of
 from delta_core.write.operation_records import OptimizeParameters, ReorgParameters
 
 # The columns of a group's file list, from ``Snapshot.files``.
-GROUP_COLUMNS = ("path", "size", "num_records")
+GROUP_COLUMNS = ("path", "size")
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,35 +39,40 @@ class FileRef:
 
     path: str
     size: int
-    num_records: int | None = None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class FileGroup:
     """Files of one partition (``partition_values`` as serialised in the log) rewritten together:
-    ``file_list`` has their ``GROUP_COLUMNS``, ``total_size`` is the sum of their sizes."""
+    rows ``rows`` (int64, in the group's order) of the plan's file list ``source``
+    (``GROUP_COLUMNS``); ``total_size`` is the sum of their sizes."""
 
     partition_values: tuple[tuple[str, str | None], ...]
-    file_list: pa.Table
+    source: pa.Table
+    rows: np.ndarray
     total_size: int
 
     @property
     def num_files(self) -> int:
-        return int(self.file_list.num_rows)
+        return len(self.rows)
+
+    @property
+    def file_list(self) -> pa.Table:
+        """The group's files (``GROUP_COLUMNS``), in its order."""
+        return take_rows(self.source, self.rows)
 
     @property
     def paths(self) -> list[str]:
-        return list(self.file_list.column("path").to_pylist())
+        return list(take_column(self.source.column("path"), self.rows).to_pylist())
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(self.file_list.column("size").to_pylist())
+        return tuple(take_column(self.source.column("size"), self.rows).to_pylist())
 
     @property
     def files(self) -> tuple[FileRef, ...]:
         """One record per file (for payloads shipped per file)."""
-        columns = [self.file_list.column(c).to_pylist() for c in GROUP_COLUMNS]
-        return tuple(FileRef(p, s, n) for p, s, n in zip(*columns))
+        return tuple(FileRef(p, s) for p, s in zip(self.paths, self.sizes))
 
     @property
     def partition_dict(self) -> dict[str, str | None]:
@@ -69,11 +80,33 @@ class FileGroup:
 
 
 def group_file_list(files: pa.Table) -> pa.Table:
-    """``files`` (``Snapshot.files`` columns) reduced to ``GROUP_COLUMNS`` (``num_records`` null
-    where the list has none)."""
-    records = files.column("num_records") if "num_records" in files.column_names \
-        else pa.nulls(files.num_rows, pa.int64())
-    return pa.table({"path": files.column("path"), "size": files.column("size"), "num_records": records})
+    """``files`` (``Snapshot.files`` columns) reduced to ``GROUP_COLUMNS`` (no copy)."""
+    return files.select(list(GROUP_COLUMNS))
+
+
+def groups_of(
+    kind: type[G],
+    source: pa.Table,
+    rows: np.ndarray,
+    bounds: np.ndarray,
+    partition_values: Sequence[tuple[tuple[str, str | None], ...]],
+) -> list[G]:
+    """One group (a ``kind``) per range ``rows[bounds[g]:bounds[g + 1]]`` of the file list
+    ``source`` (``GROUP_COLUMNS``), group ``g`` in the partition ``partition_values[g]``; the
+    totals are summed over the sizes at once."""
+    if len(bounds) < 2:
+        return []
+    sizes = numbers_of(pc.fill_null(source.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
+        if source.num_rows else np.zeros(0, np.int64)
+    totals = np.add.reduceat(sizes[rows], bounds[:-1]).tolist() if len(rows) else [0] * (len(bounds) - 1)
+    edges = bounds.tolist()
+    return [kind(partition_values[g], source, rows[lo:hi], int(totals[g]))
+            for g, (lo, hi) in enumerate(zip(edges, edges[1:]))]
+
+
+def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+    """Rows ``rows`` (int64) of ``table``, in that order."""
+    return pa.Table.from_arrays([take_column(c, rows) for c in table.columns], schema=table.schema)
 
 
 G = TypeVar("G", bound=FileGroup)
@@ -88,7 +121,8 @@ def keep_files(group: G, kept: pa.Table) -> G | None:
         return group
     if kept.num_rows < 2:
         return None
-    return dataclasses.replace(group, file_list=kept, total_size=int(pc.sum(kept.column("size")).as_py() or 0))
+    return dataclasses.replace(group, source=group_file_list(kept), rows=np.arange(kept.num_rows, dtype=np.int64),
+                               total_size=int(pc.sum(kept.column("size")).as_py() or 0))
 
 
 def batch_groups(groups: Sequence[G], max_bytes: int) -> list[tuple[G, ...]]:

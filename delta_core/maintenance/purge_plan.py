@@ -25,20 +25,21 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order
+from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order, take_column
 from delta_core.maintenance.compaction_plan import (
     check_deleted_rows_ratio,
     kept_rows,
     over_deleted_rows_ratio,
+    ratio_columns,
     selection_mask,
 )
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.predicate import parse_predicate
-from delta_core.model.arrow_values import string_scalar
 from delta_core.write.operation_records import ReorgParameters
 
 if TYPE_CHECKING:
@@ -76,8 +77,9 @@ class PurgePlan:
         return ReorgParameters(predicate=self.predicate)
 
 
-# What a purge plan reads of each file: its statistics stay unread (at 10M files they are gigabytes).
-PURGE_COLUMNS = ("path", "partition_values", "size", "num_records", "deletion_vector")
+# What a purge plan reads of each file besides ``ratio_columns``: its statistics stay unread (at 10M
+# files they are gigabytes).
+PURGE_COLUMNS = ("path", "partition_values", "size")
 
 
 def select_files(snapshot: Snapshot, where: str | None,
@@ -101,7 +103,7 @@ def plan_purge(
     """Plan the purge of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``).
     ``dropped_column_paths``: log paths of files found to hold dropped columns."""
     ratio = check_deleted_rows_ratio(max_deleted_rows_ratio)
-    files, predicate = select_files(snapshot, where, PURGE_COLUMNS)
+    files, predicate = select_files(snapshot, where, (*PURGE_COLUMNS, *ratio_columns(snapshot)))
     by_dv = over_deleted_rows_ratio(files, ratio)
     by_column = pc.is_in(files.column("path"), value_set=pa.array(sorted(dropped_column_paths), pa.string()))
     chosen = files.filter(pc.or_(by_dv, by_column))
@@ -119,13 +121,12 @@ def plan_purge(
 
 
 def single_file_groups(files: pa.Table, key_names: Sequence[str]) -> tuple[FileGroup, ...]:
-    """One group per row of ``files``, ordered by partition (a null value as ``""``) then path."""
+    """One group per row of ``files``, ordered by partition (a null value last) then path."""
     keys = partition_key_columns(files, key_names)
-    order = sort_order([pc.fill_null(k, string_scalar("")) for k in keys], files.column("path"))
-    listed = group_file_list(files).take(order)
-    values = list(zip(*(k.take(order).to_pylist() for k in keys))) if keys else [()] * files.num_rows
-    sizes = listed.column("size").to_pylist()
-    return tuple(FileGroup(tuple(zip(key_names, v)), listed.slice(i, 1), sizes[i] or 0) for i, v in enumerate(values))
+    order = sort_order(keys, files.column("path"))
+    values = list(zip(*(take_column(k, order).to_pylist() for k in keys))) if keys else [()] * files.num_rows
+    return tuple(groups_of(FileGroup, group_file_list(files), order, np.arange(files.num_rows + 1),
+                           [tuple(zip(key_names, v)) for v in values]))
 
 
 def _count(mask: pa.Array | pa.ChunkedArray) -> int:

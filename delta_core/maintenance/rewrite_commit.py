@@ -112,11 +112,20 @@ def live_subset(snapshot: Snapshot, paths: Sequence[str]) -> pa.Table:
     return files.filter(mask)
 
 
-def deletion_vectors(snapshot: Snapshot, paths: Sequence[str]) -> dict[str, DeletionVectorDescriptor]:
-    """The deletion vector of each of ``paths`` that has one in ``snapshot`` (path as in the log)."""
-    live = live_subset(snapshot, paths)
-    live = live.filter(pc.is_valid(live.column("deletion_vector")))
-    return {a.path: a.deletion_vector for a in iter_adds(live) if a.deletion_vector is not None}
+def deletion_vectors(snapshot: Snapshot, paths: Sequence[str] | pa.ChunkedArray) -> dict[str, DeletionVectorDescriptor]:
+    """The deletion vector of each of ``paths`` that has one in ``snapshot`` (path as in the log),
+    read from the files' ``path`` and ``deletion_vector`` columns only: no statistics, and no
+    lookup at all when no file has a vector."""
+    files = snapshot.file_columns("path", "deletion_vector")
+    files = files.filter(pc.is_valid(files.column("deletion_vector")))
+    if files.num_rows == 0:
+        return {}
+    wanted = paths if isinstance(paths, pa.ChunkedArray) else pa.array(list(paths), pa.string())
+    files = files.filter(pc.is_in(files.column("path"), value_set=wanted))
+    return {path: DeletionVectorDescriptor(storage_type=d["storageType"], path_or_inline_dv=d["pathOrInlineDv"],
+                                           size_in_bytes=d["sizeInBytes"], cardinality=d["cardinality"],
+                                           offset=d["offset"])
+            for path, d in zip(files.column("path").to_pylist(), files.column("deletion_vector").to_pylist())}
 
 
 def all_live(snapshot: Snapshot, paths: Sequence[str], keys: Collection[str] | None = None) -> bool:

@@ -27,16 +27,16 @@ Columnar over the snapshot's files; only the required columns' stats are parsed.
 
 from __future__ import annotations
 
-from collections.abc import Collection
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.maintenance.column_bounds import pruned_schema, stats_slices
 from delta_core.model.actions import Metadata
 from delta_core.model.arrow_values import false_array, int_scalar
-from delta_core.model.schema import PrimitiveType, StructField, StructType
+from delta_core.model.schema import PrimitiveType
 from delta_core.model.stats import (
     MAX_PREFIX,
     MIN_PREFIX,
@@ -94,7 +94,7 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     if n == 0:
         return StatsCoverage(columns, pa.chunked_array([], pa.bool_()))
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
-    parsed = parse_stats(files.column("stats"), _pruned(table_schema(metadata), {c.logical for c in columns}),
+    parsed = parse_stats(files.column("stats"), pruned_schema(table_schema(metadata), {c.logical for c in columns}),
                          partition_columns=metadata.partition_columns, physical=True)
     false = false_array(1)[0]  # not pa.scalar(False): converting Python values imports pandas
     records = parsed.column(NUM_RECORDS)
@@ -115,52 +115,13 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     return StatsCoverage(columns, pc.fill_null(covered, false))
 
 
-# Rows of stats parsed at once by ``snapshot_coverage``: big enough that the per-parse setup is
-# paid rarely, small enough that one slice's strings and parsed columns stay under ~100 MB.
-COVERAGE_ROWS = 96 * 1024
-
-
 def snapshot_coverage(snapshot: Snapshot) -> StatsCoverage:
     """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time."""
     dvs = snapshot.file_columns("deletion_vector").column(0)
     covered: list[pa.Array] = []
     start = 0
-    pending: list[pa.Array] = []
-
-    def flush() -> None:
-        nonlocal start
-        stats = pa.chunked_array([c for p in pending for c in _chunks(p)], pa.string())
+    for stats in stats_slices(snapshot):
         part = pa.table({"stats": stats, "deletion_vector": dvs.slice(start, len(stats))})
         covered.extend(stats_coverage(part, snapshot.metadata).covered.chunks)
         start += len(stats)
-        pending.clear()
-
-    for piece in snapshot.iter_stats():
-        pending.append(piece)
-        if sum(len(p) for p in pending) >= COVERAGE_ROWS:
-            flush()
-    flush()
     return StatsCoverage(required_stats_columns(snapshot.metadata), pa.chunked_array(covered, pa.bool_()))
-
-
-def _chunks(x: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    return list(x.chunks) if isinstance(x, pa.ChunkedArray) else [x]
-
-
-def _pruned(schema: StructType, keep: Collection[tuple[str, ...]]) -> StructType:
-    """``schema`` with only the leaves in ``keep`` (logical paths) and the structs above them, so
-    only their stats are parsed."""
-
-    def prune(struct: StructType, path: tuple[str, ...]) -> StructType:
-        fields: list[StructField] = []
-        for f in struct.fields:
-            p = (*path, f.name)
-            if isinstance(f.type, StructType):
-                inner = prune(f.type, p)
-                if inner.fields:
-                    fields.append(replace(f, type=inner))
-            elif p in keep:
-                fields.append(f)
-        return StructType(tuple(fields))
-
-    return prune(schema, ())

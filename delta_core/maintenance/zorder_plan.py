@@ -19,23 +19,21 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.bin_packing import (
-    group_starts,
+    lexical_order,
+    partition_codes,
     partition_key_columns,
     partition_key_names,
-    row_numbers,
-    sort_order,
+    take_column,
 )
 from delta_core.maintenance.compaction_plan import kept_rows, resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
-from delta_core.model.arrow_values import int_scalar, numbers_of
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
 from delta_core.write.operation_records import OptimizeParameters
@@ -137,22 +135,19 @@ def validate_columns(
 
 
 def group_partitions(files: pa.Table, key_names: Sequence[str]) -> list[PartitionFiles]:
-    """All files grouped by partition (sorted by partition values, then path), one
-    ``PartitionFiles`` per partition over a slice of one sorted file list."""
-    keys = partition_key_columns(files, key_names)
-    if files.num_rows == 0:
+    """All files grouped by partition (in the order partition values sort; a partition's files in
+    the snapshot's order, which the rewrite does not depend on), one ``PartitionFiles`` per
+    partition over row numbers of ``files``."""
+    n = files.num_rows
+    if n == 0:
         return []
-    order = sort_order(keys, files.column("path"))
-    listed = group_file_list(files).take(order)
-    sorted_keys = [k.take(order) for k in keys]
-    starts = np.flatnonzero(group_starts(sorted_keys, files.num_rows))
-    bounds = [*starts.tolist(), files.num_rows]
-    values = list(zip(*(k.take(row_numbers(starts)).to_pylist() for k in sorted_keys))) if keys \
-        else [()]
-    sizes = numbers_of(pc.fill_null(listed.column("size"), int_scalar(0))).astype(np.int64)
-    totals = np.add.reduceat(sizes, starts).tolist()
-    return [PartitionFiles(tuple(zip(key_names, values[i])), listed.slice(lo, hi - lo), int(totals[i]))
-            for i, (lo, hi) in enumerate(zip(bounds, bounds[1:]))]
+    keys = partition_key_columns(files, key_names)
+    codes = partition_codes(keys, n)
+    order = lexical_order(codes)
+    starts = np.flatnonzero(np.concatenate([[True], np.diff(codes[order]) != 0]))
+    values = list(zip(*(take_column(k, order[starts]).to_pylist() for k in keys))) if keys else [()]
+    return groups_of(PartitionFiles, group_file_list(files), order, np.append(starts, n),
+                     [tuple(zip(key_names, v)) for v in values])
 
 
 def plan_zorder(
@@ -173,7 +168,7 @@ def plan_zorder(
     target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
     predicate = parse_predicate(where, partition_columns,
                                 schema_columns=snapshot.schema.field_names) if where is not None else None
-    files = snapshot.file_columns("path", "partition_values", "size", "num_records")
+    files = snapshot.file_columns("path", "partition_values", "size")
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
     selected = kept_rows(files, mask)
     return ZOrderPlan(

@@ -68,7 +68,8 @@ def test_ratio_and_predicate_narrow_the_selection():
     assert only.operation_parameters().to_commit_info() == {
         "predicate": json.dumps([only.predicate]), "applyPurge": True}
     # ratio: each file deletes 1 row; above its share nothing is selected, below it both are
-    shares = [1 / g.files[0].num_records for g in plan.groups]
+    records = dict(zip(*(c.to_pylist() for c in snapshot.file_columns("path", "num_records").columns)))
+    shares = [1 / records[g.paths[0]] for g in plan.groups]
     assert plan_purge(snapshot, max_deleted_rows_ratio=max(shares)).is_empty
     assert plan_purge(snapshot, max_deleted_rows_ratio=min(shares) / 2).num_input_files == 2
 

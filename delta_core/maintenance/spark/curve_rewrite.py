@@ -263,6 +263,14 @@ def _file_writer(
     return write
 
 
+def input_records(snapshot: Snapshot, paths: Sequence[str]) -> int:
+    """The rows of the input files ``paths`` by their ``numRecords`` (0 for a file without it),
+    read here rather than carried by the plan, which reads no statistics."""
+    files = snapshot.file_columns("path", "num_records")
+    wanted = pc.is_in(files.column("path"), value_set=pa.array(list(paths), pa.string()))
+    return int(pc.sum(files.column("num_records").filter(wanted)).as_py() or 0)
+
+
 def _run_batch(
     spark: SparkSession, table: DeltaTable, snapshot: Snapshot, plan: ZOrderPlan, batch: Sequence[FileGroup], *,
     sample_rows: int, label: str, outputs: list[str],
@@ -276,7 +284,7 @@ def _run_batch(
     row_ids = input_row_ids(snapshot, inputs)
     # rows carry their stable row ids through the shuffle in the hidden row tracking columns
     data_schema = logical_data_schema(metadata, row_tracking=row_ids is not None, schema=schema)
-    total_rows = sum(int(pc.sum(p.file_list.column("num_records")).as_py() or 0) for p in batch)
+    total_rows = input_records(snapshot, inputs)
     fraction = 1.0 if total_rows <= sample_rows else sample_rows / total_rows
     summarise = paths_to_summarise(snapshot, inputs)
     dvs = deletion_vectors(snapshot, inputs)

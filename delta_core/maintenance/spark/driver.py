@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias, TypeVar
 
+import pyarrow as pa
+
 from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, RewriteBounds
@@ -123,7 +125,8 @@ def run_rewrite(
     probes = probe_values(snapshot, rewrite.skipping_columns) if rewrite.skipping_columns else None
     ratio_before = skipped_file_ratio(snapshot, probes) if probes is not None else None
     if dry_run:
-        inputs = [path for g in groups for path in g.paths]
+        # counted over the groups' columns: no Python string per input file
+        inputs = pa.chunked_array([g.file_list.column("path") for g in groups], pa.string())
         planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=len(inputs), num_added_files=0,
                                removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
                                num_deletion_vectors_removed=len(deletion_vectors(snapshot, inputs)))

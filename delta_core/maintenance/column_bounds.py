@@ -1,0 +1,76 @@
+"""Statistics of a few columns for every live file, typed, read a slice at a time (PROTOCOL.md
+"Per-file Statistics").
+
+A planner that needs the bounds of some columns (clustering's merge rule) or their null counts
+(stats coverage) parses only those: the ``stats`` JSON is read a slice of ``STATS_SLICE_ROWS``
+files at a time (``Snapshot.iter_stats``: a checkpoint's statistics are never held whole) and
+parsed against the table schema pruned to the wanted leaves, so a table of 10M files costs the
+typed columns asked for, not gigabytes of JSON strings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from delta_core.model.schema import StructField, StructType
+from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, parse_stats
+from delta_core.write.data_writer import table_schema
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
+
+# Rows of stats parsed at once: big enough that the per-parse setup is paid rarely, small enough
+# that one slice's strings and parsed columns stay under ~100 MB.
+STATS_SLICE_ROWS = 96 * 1024
+
+
+def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS) -> Iterator[pa.ChunkedArray]:
+    """The ``stats`` of the live files in ``files`` order, in slices of at least ``rows`` files
+    (the last may be shorter; a table without files yields one empty slice)."""
+    pending: list[pa.Array] = []
+    held, given = 0, False
+    for piece in snapshot.iter_stats():
+        pending.extend(piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece])
+        held += len(piece)
+        if held >= rows:
+            yield pa.chunked_array(pending, pa.string())
+            pending, held, given = [], 0, True
+    if held or not given:
+        yield pa.chunked_array(pending, pa.string())
+
+
+def pruned_schema(schema: StructType, keep: Collection[tuple[str, ...]]) -> StructType:
+    """``schema`` with only the leaves in ``keep`` (logical paths) and the structs above them, so
+    only their stats are parsed."""
+
+    def prune(struct: StructType, path: tuple[str, ...]) -> StructType:
+        fields: list[StructField] = []
+        for f in struct.fields:
+            p = (*path, f.name)
+            if isinstance(f.type, StructType):
+                inner = prune(f.type, p)
+                if inner.fields:
+                    fields.append(replace(f, type=inner))
+            elif p in keep:
+                fields.append(f)
+        return StructType(tuple(fields))
+
+    return prune(schema, ())
+
+
+def column_bounds(snapshot: Snapshot, columns: Sequence[tuple[str, ...]]) -> pa.Table:
+    """``min.<col>`` and ``max.<col>`` (``<col>``: the logical path joined by dots; the column's
+    type, null where a file logs no bound) of each of ``columns`` for every live file, in
+    ``files`` order. A column that takes no bounds (binary, for one) has no column here."""
+    # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
+    schema = pruned_schema(table_schema(snapshot.metadata), set(columns))
+    names = [f"{prefix}{'.'.join(c)}" for c in columns for prefix in (MIN_PREFIX, MAX_PREFIX)]
+    parts: list[pa.Table] = []
+    for stats in stats_slices(snapshot):
+        parsed = parse_stats(stats, schema, partition_columns=snapshot.partition_columns, physical=True)
+        parts.append(parsed.select([n for n in names if n in parsed.column_names]))  # the bounds only
+    return pa.concat_tables(parts)
