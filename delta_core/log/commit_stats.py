@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from delta_core.model.arrow_values import mask_array, ordinal_mask
+from delta_core.model.arrow_values import mask_array, ordinal_mask, shared_nulls
 
 # The column that carries a commit row's ordinal (position in its ``CommitStats``) through replay.
 COMMIT_ROW = "commit_row"
@@ -55,7 +55,7 @@ def split_stats(adds: pa.Table) -> tuple[pa.Table, StatsPiece]:
     original) and those stats packed."""
     index = adds.schema.get_field_index("stats")
     piece = StatsPiece.pack(adds.column(index))
-    return adds.set_column(index, "stats", pa.nulls(adds.num_rows, pa.string())), piece
+    return adds.set_column(index, "stats", shared_nulls(pa.string(), adds.num_rows)), piece
 
 
 @dataclass(frozen=True, slots=True)

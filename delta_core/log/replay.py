@@ -21,7 +21,7 @@ with hash lookups against the keys the commits touched; only the commit rows are
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,6 +49,7 @@ from delta_core.model.arrow_values import (
     mask_array,
     numbers_of,
     ordinal_mask,
+    sharing_nulls,
 )
 from delta_core.model.path_identity import TableRoot, canonical_paths
 from delta_core.model.string_hashes import repeated_groups, take_rows
@@ -212,9 +213,10 @@ def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Arr
     newest_last = np.lexsort((numbers_of(order)[rows], group))
     grouped = group[newest_last]
     winners = rows[newest_last][np.concatenate([grouped[1:] != grouped[:-1], [True]])]
-    alone = np.ones(len(keys), dtype=bool)
-    alone[rows] = False
-    return int_array_of(np.sort(np.concatenate([np.flatnonzero(alone), winners])))
+    wins = np.ones(len(keys), dtype=bool)  # a key that occurs once wins
+    wins[rows] = False
+    wins[winners] = True
+    return int_array_of(np.flatnonzero(wins))
 
 
 def _newest_per_key_exact(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
@@ -263,7 +265,7 @@ def _take_ascending_freeing(chunks: list[pa.RecordBatch], rows: pa.Array, schema
     chunks.reverse()  # pop() from the end is O(1)
     while chunks:
         chunk = chunks.pop()
-        out.append(chunk.filter(wanted.slice(start, chunk.num_rows)))
+        out.append(sharing_nulls(chunk.filter(wanted.slice(start, chunk.num_rows))))
         start += chunk.num_rows
         del chunk
     return pa.Table.from_batches(out, schema=schema)
@@ -315,54 +317,56 @@ def reconcile_files(
         return t["path"] if table_root is None else canonical_paths(t["path"], table_root)
 
     adds, removes = batch.adds, batch.removes
-    add_paths = paths(adds)
+    add_paths: pa.ChunkedArray | pa.Array | None = paths(adds)
+    keys: pa.Array | pa.ChunkedArray | None
     if removes.num_rows:  # one column of both, chunk by chunk (no copy of the keys)
-        keys: pa.Array | pa.ChunkedArray = _chunked(file_keys(adds, paths=add_paths),
-                                                    file_keys(removes, paths=paths(removes)))
+        keys = _chunked(file_keys(adds, paths=add_paths), file_keys(removes, paths=paths(removes)))
         order = _concat(batch.add_order, batch.remove_order)
-    else:  # the common append-only batch: no copy of the keys
+    else:  # the common append-only batch
         keys, order = file_keys(adds, paths=add_paths), batch.add_order
     winners = _newest_per_key(keys, order)
+    # Every key of the batch is touched: its winner replaces the base's row of that key. Keys
+    # and paths are only kept when a base or deletion vectors need them; otherwise nothing
+    # holds the commits' path strings while their winning rows are copied (``consume``).
+    touched = keys if base_files.num_rows or base_tombstones.num_rows else None
+    dvs = adds["deletion_vector"]
+    if not base_files.num_rows and dvs.null_count == len(dvs):
+        add_paths = None
+    del keys
     if batch.add_stats is not None:  # the row's place in the packed stats goes with it
         adds = adds.append_column(COMMIT_ROW, int_range(first_ordinal, first_ordinal + adds.num_rows))
-    # Every key of the batch is touched (its winner replaces the base's row of that key).
-    touched = keys
     if winners is None:  # each key has one action: all of them win, nothing to copy
-        new_adds, new_removes, add_order = adds, removes, batch.add_order
-        new_add_paths: Callable[[], pa.Array | pa.ChunkedArray] = lambda: add_paths
+        new_adds, new_removes, add_order, new_add_paths = adds, removes, batch.add_order, add_paths
     else:
         n_add = int_scalar(adds.num_rows)
         is_add = pc.less(winners, n_add)
         add_rows = winners.filter(is_add)
         remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
+        new_add_paths = None if add_paths is None else take_rows(add_paths, numbers_of(add_rows))
+        add_order = batch.add_order.take(add_rows)
         if consume:
             chunks, schema = adds.to_batches(), adds.schema
-            del adds
+            del adds, dvs, add_paths
             batch.hand_over_adds()
             new_adds = _take_ascending_freeing(chunks, add_rows, schema)
         else:
             new_adds = _take_ascending(adds, add_rows)
         new_removes = _take_ascending(removes, remove_rows)
-        add_order = batch.add_order.take(add_rows)
-        new_add_paths = lambda: take_rows(add_paths, numbers_of(add_rows))  # noqa: E731 (only if needed)
-    dvs = new_adds["deletion_vector"]
-    if new_adds.num_rows > 1 and dvs.null_count < len(dvs):
+    new_dvs = new_adds["deletion_vector"]
+    if new_adds.num_rows > 1 and new_dvs.null_count < len(new_dvs):
         # A path may be added with two DV ids only if the older one is also removed; either
         # way the add set is unique by path and the newest pair wins.
-        winning_paths = new_add_paths()
-        newest = _newest_per_key(winning_paths, add_order)
+        assert new_add_paths is not None  # kept above for deletion vectors
+        newest = _newest_per_key(new_add_paths, add_order)
         if newest is not None:
-            new_adds = _take_ascending(new_adds, newest)
-            winning_paths = winning_paths.take(newest)
-        new_add_paths = lambda: winning_paths  # noqa: E731
+            new_adds, new_add_paths = _take_ascending(new_adds, newest), new_add_paths.take(newest)
 
-    if base_files.num_rows or base_tombstones.num_rows:
-        touched = _combined(touched)
     if base_files.num_rows:
+        assert touched is not None and new_add_paths is not None  # kept above for the base
         base_paths = paths(base_files)
         keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
         if new_adds.num_rows:
-            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=_combined(new_add_paths()))))
+            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=new_add_paths)))
         # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
         if not pc.all(keep_files).as_py():
             base_files = base_files.filter(keep_files)

@@ -144,3 +144,24 @@ def int_array_of(values: np.ndarray) -> pa.Array:
 
     ints = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(ints), [None, pa.py_buffer(ints)])
+
+
+_NULLS: dict[pa.DataType, pa.Array] = {}
+
+
+def shared_nulls(typ: pa.DataType, n: int) -> pa.Array:
+    """``n`` nulls of ``typ`` as a slice of one all-null array kept per type: every all-null
+    column of every commit shares its buffers, where each would hold its own (a null struct
+    keeps all its children: ~25 bytes a row for a deletion vector)."""
+    held = _NULLS.get(typ)
+    if held is None or len(held) < n:
+        held = _NULLS[typ] = pa.nulls(max(n, 2 * len(held) if held is not None else 1 << 16), typ)
+    return held.slice(0, n)
+
+
+def sharing_nulls(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each all-null column replaced by ``shared_nulls`` (same values)."""
+    if not any(c.null_count == len(c) and len(c) for c in batch.columns):
+        return batch
+    columns = [shared_nulls(c.type, len(c)) if c.null_count == len(c) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)

@@ -27,6 +27,8 @@ _P_INV = pow(_P, -1, 1 << 64)
 _LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
 # Rows hashed per step: bounds the temporary arrays (8 bytes per byte of the step's strings).
 _STEP_ROWS = 16 * 1024
+# Rows of repeated hashes whose strings are compared per step (a copy of that many strings).
+_COMPARE_ROWS = 64 * 1024
 
 
 @lru_cache(maxsize=4)
@@ -95,16 +97,17 @@ def take_rows(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
 
 
 def repeated_groups(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:
-    """The rows whose string occurs more than once, as ``(rows, group)``: row indices grouped
-    (ascending within a group) and each row's group number (0, 1, ...; equal strings, equal
-    group). Empty arrays when every string is distinct; ``None`` when it cannot be told from
-    the hashes (two distinct strings share a hash, or the column has nulls)."""
+    """The rows whose string occurs more than once, as ``(rows, group)``: row indices, grouped,
+    and each row's group number (0, 1, ...; equal strings, equal group). Empty arrays when
+    every string is distinct; ``None`` when it cannot be told from the hashes (two distinct
+    strings share a hash, or the column has nulls). The strings compared are copied
+    ``_COMPARE_ROWS`` at a time."""
     if len(values) < 2:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     hashes = string_hashes(values)
     if hashes is None:
         return None
-    by_hash = np.argsort(hashes, kind="stable")
+    by_hash = np.argsort(hashes)  # in place (a stable sort of 64-bit keys needs another n/2 of them)
     sorted_hashes = hashes[by_hash]
     del hashes
     same = sorted_hashes[1:] == sorted_hashes[:-1]
@@ -117,8 +120,10 @@ def repeated_groups(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.
     candidate_hashes = sorted_hashes[repeated]
     del by_hash, sorted_hashes, same, repeated
     starts = np.concatenate([[True], candidate_hashes[1:] != candidate_hashes[:-1]])
-    strings = take_rows(values, rows)
-    equal = numbers_of(pc.equal(strings.slice(1), strings.slice(0, len(strings) - 1)))
-    if np.any(~starts[1:] & ~equal):
-        return None  # a collision: two distinct strings in one hash group
+    # Each row after the first of its hash group must equal the row before it.
+    for first in range(0, len(rows) - 1, _COMPARE_ROWS):
+        strings = take_rows(values, rows[first:first + _COMPARE_ROWS + 1])
+        equal = numbers_of(pc.equal(strings.slice(1), strings.slice(0, len(strings) - 1)))
+        if np.any(~starts[first + 1:first + len(strings)] & ~equal):
+            return None  # a collision: two distinct strings in one hash group
     return rows, np.cumsum(starts) - 1
