@@ -18,9 +18,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 
-from delta_core.model.arrow_values import mask_array, ordinal_mask, shared_nulls
+from delta_core.model.arrow_values import mask_array, numbers_of, ordinal_mask, shared_nulls
 
 # The column that carries a commit row's ordinal (position in its ``CommitStats``) through replay.
 COMMIT_ROW = "commit_row"
@@ -32,10 +33,11 @@ _OPTIONS = pa.ipc.IpcWriteOptions(compression=pa.Codec("zstd", compression_level
 
 @dataclass(frozen=True, slots=True)
 class StatsPiece:
-    """The ``stats`` of consecutive commit ``add`` rows, compressed (an Arrow IPC stream)."""
+    """The ``stats`` of consecutive commit ``add`` rows, compressed (an Arrow IPC stream);
+    ``data`` is ``None`` once none of its rows is live (``CommitStats.keeping``)."""
 
     num_rows: int
-    data: pa.Buffer
+    data: pa.Buffer | None
 
     @classmethod
     def pack(cls, stats: pa.Array | pa.ChunkedArray) -> StatsPiece:
@@ -45,6 +47,8 @@ class StatsPiece:
         return cls(len(stats), sink.getvalue())
 
     def unpack(self) -> pa.Array:
+        if self.data is None:
+            raise AssertionError("replay asked for the stats of a commit none of whose files is live")
         table = pa.ipc.open_stream(self.data).read_all()
         column = table.column(0)
         return column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
@@ -71,6 +75,18 @@ class CommitStats:
 
     def then(self, other: CommitStats) -> CommitStats:
         return CommitStats(self.pieces + other.pieces)
+
+    def keeping(self, ordinals: pa.Array | pa.ChunkedArray) -> CommitStats:
+        """These stats without the bytes of pieces that hold none of ``ordinals`` (their rows
+        still count, so ordinals stay valid): a snapshot updated commit after commit does not
+        keep the stats of files removed long ago."""
+        bounds = np.cumsum([p.num_rows for p in self.pieces])
+        used = np.zeros(len(self.pieces), dtype=bool)
+        if len(ordinals):
+            used[np.searchsorted(bounds, numbers_of(ordinals), side="right")] = True
+        if all(u or p.data is None for u, p in zip(used.tolist(), self.pieces)):
+            return self
+        return CommitStats(tuple(p if u else StatsPiece(p.num_rows, None) for u, p in zip(used.tolist(), self.pieces)))
 
     def iter_stats(self, ordinals: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
         """The ``stats`` of ``ordinals`` (ascending, distinct), a piece at a time: only the

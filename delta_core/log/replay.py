@@ -430,6 +430,9 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
             commit_stats = batch.add_stats if commit_stats is None else commit_stats.then(batch.add_stats)
     rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume,
                                        first_ordinal=first_ordinal)
+    if commit_stats is not None and COMMIT_ROW in rows.column_names and batch.has_file_actions:
+        ordinals = rows[COMMIT_ROW]
+        commit_stats = commit_stats.keeping(ordinals.slice(ordinals.null_count))  # commit rows come last
     return ReplayState(
         protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},

@@ -134,6 +134,9 @@ def test_update_over_commits_keeps_each_files_stats(tmp_path) -> None:
     _write_more(w)
     updated = at_two.update()
     assert updated.version == 5 and updated.replay_state.checkpoint_stats is None
+    # Commit 2's only file (g0 with DV1) was replaced in commit 3: its packed stats are dropped.
+    pieces = updated.replay_state.commit_stats.pieces
+    assert [p.data is None for p in pieces].count(True) == 1
     expected = _expected(w.log, 5)
     result = write_checkpoint(table, snapshot=updated)
     assert _checkpoint_stats(result.path) == expected
