@@ -271,6 +271,22 @@ def _take_ascending_freeing(chunks: list[pa.RecordBatch], rows: pa.Array, schema
     return pa.Table.from_batches(out, schema=schema)
 
 
+def _filter_by_chunk(table: pa.Table, keep: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Rows of ``table`` where ``keep``. Filtering copies every column: the base holds millions
+    of rows, and the commits after it usually remove files from a few of its chunks, so a chunk
+    that keeps every row is reused as it is and only the others are copied."""
+    if pc.all(keep).as_py():
+        return table
+    keep = _combined(keep)
+    out = []
+    start = 0
+    for batch in table.to_batches():
+        kept = keep.slice(start, batch.num_rows)
+        start += batch.num_rows
+        out.append(batch if pc.all(kept).as_py() is not False else batch.filter(kept))
+    return pa.Table.from_batches(out, schema=table.schema)
+
+
 def _aligned(*tables: pa.Table) -> list[pa.Table]:
     """``tables`` with the same columns: ``FILES_SCHEMA`` and the ordinal columns any of them
     has (``CHECKPOINT_ROW``, ``COMMIT_ROW``; null in rows from elsewhere), in that order."""
@@ -367,14 +383,11 @@ def reconcile_files(
         keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
         if new_adds.num_rows:
             keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=new_add_paths)))
-        # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
-        if not pc.all(keep_files).as_py():
-            base_files = base_files.filter(keep_files)
+        base_files = _filter_by_chunk(base_files, keep_files)
     if base_tombstones.num_rows:
         keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
                                              value_set=touched))
-        if not pc.all(keep_tombstones).as_py():
-            base_tombstones = base_tombstones.filter(keep_tombstones)
+        base_tombstones = _filter_by_chunk(base_tombstones, keep_tombstones)
     files = pa.concat_tables(_aligned(base_files, new_adds))
     tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
