@@ -15,7 +15,9 @@ it, this computes the snapshot's state:
   (``expire_tombstones_before``).
 
 All file work is done on Arrow arrays: the base (possibly millions of rows) is only filtered
-with hash lookups against the keys the commits touched; only the commit rows are sorted.
+with hash lookups against the keys the commits touched, chunk by chunk; the commits' repeated
+keys are found by 64-bit hashes confirmed as strings (``model.string_hashes``), so no hash table
+copies millions of keys. Commit ``stats`` stay packed (``commit_stats``) unless a step asks.
 """
 
 from __future__ import annotations
