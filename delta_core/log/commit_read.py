@@ -238,8 +238,10 @@ def _read_commit(storage: Storage, f: LogPath, defer_file_lines: bool = False, p
     # Arrow's reader already uses every core: decoding big commits one at a time is faster
     # than side by side, and their tables then build up one by one (lower peak memory).
     with _COLUMNAR_DECODE:
-        return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time,
-                            pack_stats=pack_stats)
+        parsed = parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
+    if pack_stats and parsed.columns is not None:  # compressing runs beside the next commit's decoding
+        parsed.columns = parsed.columns.packed()
+    return parsed
 
 
 def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines: bool = False,

@@ -8,8 +8,8 @@ integers. Hashes can collide, so only rows whose hash repeats are compared as st
 (``repeated_groups``), and a collision is reported, never resolved by the hash: callers then use
 an exact method.
 
-The hash is polynomial over the bytes (``sum b_i * P^i`` modulo 2^64, from a prefix sum, so the
-whole column is a few vectorised passes), mixed with the length.
+The hash is polynomial over the bytes (``sum b_i * P^i`` modulo 2^64, summed per row by
+``np.add.reduceat``, so the whole column is a few vectorised passes), mixed with the length.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ _LENGTH_MIX = np.uint64(0x9E3779B97F4A7C15)
 # Rows hashed per step: bounds the temporary arrays (8 bytes per byte of the step's strings).
 _STEP_ROWS = 16 * 1024
 # Rows of repeated hashes whose strings are compared per step (a copy of that many strings).
-_COMPARE_ROWS = 64 * 1024
+_COMPARE_ROWS = 256 * 1024
 
 
 @lru_cache(maxsize=4)
@@ -50,16 +50,15 @@ def _hash_step(chunk: pa.Array) -> np.ndarray:
     lengths = np.diff(offsets).astype(np.uint64)
     if last == first:
         return lengths * _LENGTH_MIX
-    size = 1 << (last - first - 1).bit_length()  # cached powers for steps of similar size
+    size = 1 << (last - first).bit_length()  # > last - first; cached for steps of similar size
     data = np.frombuffer(chunk.buffers()[2], np.uint8, count=last - first, offset=first)
-    weighted = data.astype(np.uint64)
-    weighted *= _powers(_P, size)[:last - first]
-    prefix = np.empty(last - first + 1, dtype=np.uint64)
-    prefix[0] = 0
-    np.cumsum(weighted, out=prefix[1:])
-    del weighted
+    # One element past the bytes (0): an empty row at the end still has a valid start.
+    weighted = np.zeros(last - first + 1, dtype=np.uint64)
+    weighted[:-1] = data
+    weighted[:-1] *= _powers(_P, size)[:last - first]
     starts = offsets[:-1] - first
-    sums = prefix[offsets[1:] - first] - prefix[starts]
+    sums = np.add.reduceat(weighted, starts)
+    sums[lengths == 0] = 0  # reduceat gives an empty segment the element at its start
     # Each row's sum starts at P^start: scale it back to P^0 so equal strings hash equal anywhere.
     hashes: np.ndarray = sums * _powers(_P_INV, size)[starts] ^ lengths * _LENGTH_MIX
     return hashes
@@ -88,8 +87,8 @@ def take_rows(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     order = np.argsort(rows, kind="stable")
     ascending = rows[order]
     cut = np.searchsorted(ascending, bounds)
-    pieces = [c.take(int_array_of(ascending[cut[i]:cut[i + 1]] - bounds[i]))
-              for i, c in enumerate(chunks) if cut[i + 1] > cut[i]]
+    pieces = [chunks[i].take(int_array_of(ascending[cut[i]:cut[i + 1]] - bounds[i]))
+              for i in np.flatnonzero(cut[1:] > cut[:-1]).tolist()]
     taken = pa.concat_arrays(pieces) if pieces else pa.nulls(0, values.type)
     inverse = np.empty_like(order)
     inverse[order] = np.arange(len(order))

@@ -28,6 +28,8 @@ def test_equal_strings_hash_equal_across_chunks_slices_and_types() -> None:
     assert chunked is not None and large is not None
     assert plain.tolist() == chunked.tolist() == large.tolist()
     assert string_hashes(pa.array(["a", None])) is None
+    trailing = string_hashes(pa.array(["abc", "", ""]))  # empty rows after the last byte
+    assert trailing is not None and trailing.tolist() == [string_hashes(pa.array([w]))[0] for w in ["abc", "", ""]]
 
 
 def test_repeated_groups_match_an_exact_count() -> None:
