@@ -47,6 +47,8 @@ _MAX_PARALLEL_READS = 8
 _COLUMNAR_DECODE = threading.Lock()
 # Below this size the per-line decoder is faster than setting up Arrow's reader (~1 ms).
 COLUMNAR_MIN_BYTES = 64 * 1024
+# Commits this big are fetched only when the decoder is free (one in memory at a time).
+_BIG_COMMIT_BYTES = 64 << 20
 # Actions that never take part in snapshot replay (PROTOCOL.md "Action Reconciliation":
 # v2-checkpoint-only actions are not allowed in commits). cdc is for change readers only: its
 # bodies are kept as they are (``ParsedCommit.cdc``) for vacuum lite, never decoded here.
@@ -225,23 +227,38 @@ def _add_action(out: ParsedCommit, key: str, body: Any, lineno: int, *, source: 
 
 
 def _read_commit(storage: Storage, f: LogPath, defer_file_lines: bool = False, pack_stats: bool = False) -> ParsedCommit:
+    if f.size >= _BIG_COMMIT_BYTES:
+        # Fetched while the decoder is busy, a few such files would sit in memory side by side.
+        with _COLUMNAR_DECODE:
+            data = _fetch(storage, f)
+            parsed = parse_commit(data, version=f.version, source=storage.uri(f.key),
+                                  modification_time=f.modification_time)
+            del data
+    else:
+        parsed = _parse_fetched(storage, f, _fetch(storage, f), defer_file_lines)
+    if pack_stats and parsed.columns is not None:  # compressing runs beside the next commit's decoding
+        parsed.columns = parsed.columns.packed()
+    return parsed
+
+
+def _fetch(storage: Storage, f: LogPath) -> bytes:
     try:
-        data = storage.read(f.key)
+        return storage.read(f.key)
     except FileNotFoundError:
         raise LogGapError(
             f"commit {f.version} ({storage.uri(f.key)}) disappeared while reading; retry (a log "
             "cleanup may have removed it)", path=storage.uri(f.key), version=f.version,
         ) from None
+
+
+def _parse_fetched(storage: Storage, f: LogPath, data: bytes, defer_file_lines: bool) -> ParsedCommit:
     if len(data) < COLUMNAR_MIN_BYTES:
         return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time,
                             defer_file_lines=defer_file_lines)
     # Arrow's reader already uses every core: decoding big commits one at a time is faster
     # than side by side, and their tables then build up one by one (lower peak memory).
     with _COLUMNAR_DECODE:
-        parsed = parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
-    if pack_stats and parsed.columns is not None:  # compressing runs beside the next commit's decoding
-        parsed.columns = parsed.columns.packed()
-    return parsed
+        return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
 
 
 def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines: bool = False,
