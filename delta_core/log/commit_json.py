@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pa_json
 
+from delta_core.log.commit_stats import StatsPiece, split_stats
 from delta_core.log.file_actions import (
     FILES_SCHEMA,
     MAP_JSON_FIELDS,
@@ -56,12 +57,21 @@ _FILE_LINE = r'^\s*\{{\s*"{key}"\s*:'
 @dataclass(frozen=True, slots=True)
 class CommitColumns:
     """A commit's file actions: ``FILES_SCHEMA``/``TOMBSTONES_SCHEMA`` rows and the 1-based line
-    number of each (int64, ascending)."""
+    number of each (int64, ascending). With ``add_stats``, the ``stats`` of ``adds`` are packed
+    there (``packed``) and null in the table."""
 
     adds: pa.Table
     removes: pa.Table
     add_lines: pa.Array
     remove_lines: pa.Array
+    add_stats: StatsPiece | None = None
+
+    def packed(self) -> CommitColumns:
+        """These columns with the add ``stats`` packed (``commit_stats.split_stats``)."""
+        if self.add_stats is not None:
+            return self
+        adds, stats = split_stats(self.adds)
+        return CommitColumns(adds, self.removes, self.add_lines, self.remove_lines, stats)
 
     def add_lines_from(self, base: int) -> pa.Array:
         return pc.add(self.add_lines, int_scalar(base))

@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError, LogGapError
 from delta_core.log.commit_json import CommitColumns, decode_commit
+from delta_core.log.commit_stats import CommitStats, StatsPiece, split_stats
 from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, table_from_json
 from delta_core.log.log_path import LogPath
 from delta_core.model.actions import (
@@ -46,6 +47,8 @@ _MAX_PARALLEL_READS = 8
 _COLUMNAR_DECODE = threading.Lock()
 # Below this size the per-line decoder is faster than setting up Arrow's reader (~1 ms).
 COLUMNAR_MIN_BYTES = 64 * 1024
+# Commits this big are fetched only when the decoder is free (one in memory at a time).
+_BIG_COMMIT_BYTES = 64 << 20
 # Actions that never take part in snapshot replay (PROTOCOL.md "Action Reconciliation":
 # v2-checkpoint-only actions are not allowed in commits). cdc is for change readers only: its
 # bodies are kept as they are (``ParsedCommit.cdc``) for vacuum lite, never decoded here.
@@ -125,7 +128,7 @@ class ParsedCommit:
 
 def parse_commit(
     data: bytes, *, version: int, source: str, modification_time: int = 0, columnar: bool | None = None,
-    defer_file_lines: bool = False,
+    defer_file_lines: bool = False, pack_stats: bool = False,
 ) -> ParsedCommit:
     """Parse one commit file; malformed content raises ``CorruptLogError`` naming the line.
 
@@ -133,6 +136,8 @@ def parse_commit(
     runs for commits of ``COLUMNAR_MIN_BYTES`` or more. Either way the result is the same.
     ``defer_file_lines`` leaves the per-line decoder's ``add``/``remove`` lines undecoded for
     ``build_batch`` (which decodes them all at once): their errors are raised there.
+    ``pack_stats``: the columnar decoder's add ``stats`` are packed at once
+    (``CommitColumns.packed``), so the strings of all commits never exist together.
     """
     if columnar is None:
         columnar = len(data) >= COLUMNAR_MIN_BYTES
@@ -140,7 +145,8 @@ def parse_commit(
         decoded = decode_commit(data)
         if decoded is not None:
             out = ParsedCommit(version=version, modification_time=modification_time,
-                               columns=decoded.columns, num_lines=decoded.num_lines)
+                               columns=decoded.columns.packed() if pack_stats else decoded.columns,
+                               num_lines=decoded.num_lines)
             try:
                 for lineno, key, body in decoded.other_actions:
                     _add_action(out, key, body, lineno, source=source, version=version)
@@ -220,14 +226,32 @@ def _add_action(out: ParsedCommit, key: str, body: Any, lineno: int, *, source: 
         out.commit_info = action
 
 
-def _read_commit(storage: Storage, f: LogPath, defer_file_lines: bool = False) -> ParsedCommit:
+def _read_commit(storage: Storage, f: LogPath, defer_file_lines: bool = False, pack_stats: bool = False) -> ParsedCommit:
+    if f.size >= _BIG_COMMIT_BYTES:
+        # Fetched while the decoder is busy, a few such files would sit in memory side by side.
+        with _COLUMNAR_DECODE:
+            data = _fetch(storage, f)
+            parsed = parse_commit(data, version=f.version, source=storage.uri(f.key),
+                                  modification_time=f.modification_time)
+            del data
+    else:
+        parsed = _parse_fetched(storage, f, _fetch(storage, f), defer_file_lines)
+    if pack_stats and parsed.columns is not None:  # compressing runs beside the next commit's decoding
+        parsed.columns = parsed.columns.packed()
+    return parsed
+
+
+def _fetch(storage: Storage, f: LogPath) -> bytes:
     try:
-        data = storage.read(f.key)
+        return storage.read(f.key)
     except FileNotFoundError:
         raise LogGapError(
             f"commit {f.version} ({storage.uri(f.key)}) disappeared while reading; retry (a log "
             "cleanup may have removed it)", path=storage.uri(f.key), version=f.version,
         ) from None
+
+
+def _parse_fetched(storage: Storage, f: LogPath, data: bytes, defer_file_lines: bool) -> ParsedCommit:
     if len(data) < COLUMNAR_MIN_BYTES:
         return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time,
                             defer_file_lines=defer_file_lines)
@@ -237,13 +261,14 @@ def _read_commit(storage: Storage, f: LogPath, defer_file_lines: bool = False) -
         return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
 
 
-def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines: bool = False) -> list[ParsedCommit]:
-    """Parse ``files`` (ascending versions), fetching them concurrently. ``defer_file_lines``:
-    see ``parse_commit`` (for callers that pass the commits to ``build_batch``)."""
+def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines: bool = False,
+                 pack_stats: bool = False) -> list[ParsedCommit]:
+    """Parse ``files`` (ascending versions), fetching them concurrently. ``defer_file_lines``
+    and ``pack_stats``: see ``parse_commit`` (for callers that pass the commits to ``build_batch``)."""
     if len(files) <= 1:
-        return [_read_commit(storage, f, defer_file_lines) for f in files]
+        return [_read_commit(storage, f, defer_file_lines, pack_stats) for f in files]
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_READS, len(files))) as pool:
-        return list(pool.map(lambda f: _read_commit(storage, f, defer_file_lines), files))
+        return list(pool.map(lambda f: _read_commit(storage, f, defer_file_lines, pack_stats), files))
 
 
 @dataclass(slots=True)
@@ -251,8 +276,9 @@ class CommitBatch:
     """A contiguous run of parsed commits in columnar form, ready for reconciliation.
 
     ``add_order``/``remove_order`` give each file action's position in the log (higher is
-    newer); the other actions are kept in log order. ``hand_over_adds`` gives the adds away
-    (the one mutation: see there).
+    newer); the other actions are kept in log order. With ``add_stats``, the adds' ``stats``
+    are packed there (row ``i`` of ``adds`` is ordinal ``i``) and null in ``adds``.
+    ``hand_over_adds`` gives the adds away (the one mutation: see there).
     """
 
     commits: tuple[ParsedCommit, ...]
@@ -260,6 +286,7 @@ class CommitBatch:
     removes: pa.Table
     add_order: pa.Array
     remove_order: pa.Array
+    add_stats: CommitStats | None = None
 
     @property
     def versions(self) -> list[int]:
@@ -276,21 +303,40 @@ class CommitBatch:
     def has_file_actions(self) -> bool:
         return bool(self.adds.num_rows > 0 or self.removes.num_rows > 0)
 
+    def packed(self) -> CommitBatch:
+        """This batch with the add ``stats`` packed (``add_stats``), as ``build_batch`` packs them."""
+        if self.add_stats is not None:
+            return self
+        adds, stats = split_stats(self.adds)
+        return CommitBatch(self.commits, adds, self.removes, self.add_order, self.remove_order,
+                           CommitStats((stats,) if stats.num_rows else ()))
 
-def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
-    """Columnar file actions of ``commits`` with their global order."""
+
+def build_batch(commits: Sequence[ParsedCommit], *, source: str, pack_stats: bool = False) -> CommitBatch:
+    """Columnar file actions of ``commits`` with their global order; the add ``stats`` packed
+    (``CommitBatch.add_stats``) with ``pack_stats`` or when a commit came packed
+    (``parse_commit``)."""
+    pack = pack_stats or any(c.columns is not None and c.columns.add_stats is not None for c in commits)
     adds: list[pa.Table] = []
+    pieces: list[StatsPiece] = []
     removes: list[pa.Table] = []
     add_order: list[pa.Array] = []
     remove_order: list[pa.Array] = []
     pending: list[tuple[ParsedCommit, int]] = []  # per-line commits, converted together
+
+    def append_adds(table: pa.Table, stats: StatsPiece | None) -> None:
+        if pack and stats is None and table.num_rows:
+            table, stats = split_stats(table)
+        adds.append(table)
+        if stats is not None and stats.num_rows:
+            pieces.append(stats)
 
     def flush() -> None:
         if not pending:
             return
         together = _decode_together(pending)
         if together is not None:
-            adds.append(together.adds)
+            append_adds(together.adds, None)
             removes.append(together.removes)
             add_order.append(together.add_lines)
             remove_order.append(together.remove_lines)
@@ -300,11 +346,12 @@ def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
         for c in group:
             c.decode_deferred()
         try:
-            adds.append(table_from_json([b for c in group for b in c.adds], tombstones=False, source=source))
+            added = table_from_json([b for c in group for b in c.adds], tombstones=False, source=source)
             removes.append(table_from_json([b for c in group for b in c.removes], tombstones=True, source=source))
         except CorruptLogError:
             _raise_for_culprit(group, source)
             raise
+        append_adds(added, None)
         add_order.append(int_array(base + n for c, base in pending for n in c.add_lines))
         remove_order.append(int_array(base + n for c, base in pending for n in c.remove_lines))
         pending.clear()
@@ -315,7 +362,7 @@ def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
             pending.append((c, base))
         else:
             flush()
-            adds.append(c.columns.adds)
+            append_adds(c.columns.adds, c.columns.add_stats)
             removes.append(c.columns.removes)
             add_order.append(c.columns.add_lines_from(base))
             remove_order.append(c.columns.remove_lines_from(base))
@@ -327,6 +374,7 @@ def build_batch(commits: Sequence[ParsedCommit], *, source: str) -> CommitBatch:
         removes=pa.concat_tables(removes) if removes else empty_table(TOMBSTONES_SCHEMA),
         add_order=pa.concat_arrays(add_order) if add_order else int_array([]),
         remove_order=pa.concat_arrays(remove_order) if remove_order else int_array([]),
+        add_stats=CommitStats(tuple(pieces)) if pack else None,
     )
 
 

@@ -25,7 +25,14 @@ import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError
 from delta_core.model.actions import ADD_JSON_FIELDS, REMOVE_JSON_FIELDS, Add, DeletionVectorDescriptor, Remove
-from delta_core.model.arrow_values import empty_table, int_array, int_scalar, repeat_string, string_scalar
+from delta_core.model.arrow_values import (
+    empty_table,
+    int_array,
+    int_scalar,
+    repeat_string,
+    sharing_nulls,
+    string_scalar,
+)
 
 STRING_MAP = pa.map_(pa.string(), pa.string())
 DV_TYPE = pa.struct([
@@ -207,7 +214,8 @@ def table_from_json_struct(
         elif f.name == "deletion_vector":
             col = _dv_from_struct(col)
         arrays.append(col)
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    # Columns no action of the commit sets (deletion vectors, tags, row ids...) share one buffer.
+    return sharing_nulls(pa.RecordBatch.from_arrays(arrays, schema=schema))
 
 
 # --- normalising checkpoint Parquet columns ----------------------------------------------

@@ -15,7 +15,9 @@ it, this computes the snapshot's state:
   (``expire_tombstones_before``).
 
 All file work is done on Arrow arrays: the base (possibly millions of rows) is only filtered
-with hash lookups against the keys the commits touched; only the commit rows are sorted.
+with hash lookups against the keys the commits touched, chunk by chunk; the commits' repeated
+keys are found by 64-bit hashes confirmed as strings (``model.string_hashes``), so no hash table
+copies millions of keys. Commit ``stats`` stay packed (``commit_stats``) unless a step asks.
 """
 
 from __future__ import annotations
@@ -25,11 +27,13 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.commit_read import CommitBatch
+from delta_core.log.commit_stats import COMMIT_ROW, CommitStats
 from delta_core.log.file_actions import (
     FILES_SCHEMA,
     KEY_SEPARATOR,
@@ -38,18 +42,36 @@ from delta_core.log.file_actions import (
     num_records_from_stats,
 )
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
-from delta_core.model.arrow_values import bool_array, empty_table, int_array, int_scalar
+from delta_core.model.arrow_values import (
+    bool_array,
+    empty_table,
+    int_array_of,
+    int_range,
+    int_scalar,
+    mask_array,
+    numbers_of,
+    ordinal_mask,
+    sharing_nulls,
+)
 from delta_core.model.path_identity import TableRoot, canonical_paths
+from delta_core.model.string_hashes import repeated_groups, take_rows
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayState:
     """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain.
 
-    ``rows`` are the live files. Rows loaded from a Parquet checkpoint may not have their
-    ``stats`` and ``num_records`` read yet: then ``rows`` has one more column,
-    ``CHECKPOINT_ROW``, and ``checkpoint_stats`` reads those columns on first use (``files``,
-    ``num_records``, ``file_columns``); replay carries the ordinals through.
+    ``rows`` are the live files. Their ``stats`` may not be in ``rows`` (null there):
+
+    - rows loaded from a Parquet checkpoint carry their ordinal in ``CHECKPOINT_ROW``, and
+      ``checkpoint_stats`` reads their ``stats`` and ``num_records`` on first use;
+    - rows from commits read with packed stats (snapshot loading) carry their ordinal in
+      ``COMMIT_ROW``, and ``commit_stats`` unpacks their ``stats`` (``num_records`` is theirs).
+
+    Replay keeps the rows in source order: checkpoint rows first (ascending ordinals), then rows
+    whose stats are their own (a JSON checkpoint's lines, or commits read with their stats),
+    then commit rows (ascending ordinals). ``files``, ``stats``, ``num_records`` and
+    ``file_columns`` put the columns together; ``iter_stats`` streams them.
     """
 
     protocol: Protocol | None
@@ -59,6 +81,7 @@ class ReplayState:
     txns: Mapping[str, Txn] = field(default_factory=dict)
     domain_metadata: Mapping[str, DomainMetadata] = field(default_factory=dict)
     checkpoint_stats: CheckpointStats | None = None
+    commit_stats: CommitStats | None = None
     _cache: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -67,12 +90,21 @@ class ReplayState:
 
     @property
     def stats_deferred(self) -> bool:
+        """Whether some rows' ``stats`` are not in ``rows`` (checkpoint or commit ordinals)."""
+        return self._checkpoint_deferred or self._commits_deferred
+
+    @property
+    def _checkpoint_deferred(self) -> bool:
         return self.checkpoint_stats is not None and CHECKPOINT_ROW in self.rows.column_names
 
     @property
+    def _commits_deferred(self) -> bool:
+        return self.commit_stats is not None and COMMIT_ROW in self.rows.column_names
+
+    @property
     def files(self) -> pa.Table:
-        """Live files (``FILES_SCHEMA``), statistics included (read from the checkpoint now if
-        they were deferred)."""
+        """Live files (``FILES_SCHEMA``), statistics included (read or unpacked now if they were
+        deferred)."""
         if not self.stats_deferred:
             return self.rows
         if "files" not in self._cache:
@@ -84,49 +116,57 @@ class ReplayState:
     def num_records(self) -> pa.ChunkedArray:
         """``num_records`` of each live file; for checkpoint rows from the stats already read,
         else from ``stats_parsed.numRecords`` or the JSON read batch by batch."""
-        if not self.stats_deferred:
+        if not self._checkpoint_deferred:
             return self.rows["num_records"]
         if "num_records" not in self._cache:
             assert self.checkpoint_stats is not None
+            kept, _ = self._segments()
             stats = self._cache.get("stats")
             if stats is not None:  # the JSON is in memory already: count there
-                kept = self._kept()
                 counted = num_records_from_stats(stats.slice(0, kept))
-                own = self.rows["num_records"].slice(kept)
-                self._cache["num_records"] = pa.chunked_array([*counted.chunks, *own.chunks], type=pa.int64())
             else:
-                self._cache["num_records"] = self._merged(self.checkpoint_stats.num_records(), "num_records")
+                counted = self.checkpoint_stats.num_records()
+                if kept != len(counted):  # some were removed by later commits
+                    wanted = ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), len(counted))
+                    counted = counted.filter(mask_array(wanted))
+            own = self.rows["num_records"].slice(kept)
+            self._cache["num_records"] = pa.chunked_array([*counted.chunks, *own.chunks], type=pa.int64())
         column: pa.ChunkedArray = self._cache["num_records"]
         return column
 
     @property
     def stats(self) -> pa.ChunkedArray:
-        """``stats`` of each live file (the checkpoint's read now if they were deferred)."""
+        """``stats`` of each live file (the deferred ones read or unpacked now, and kept)."""
         if not self.stats_deferred:
             return self.rows["stats"]
         if "stats" not in self._cache:
-            assert self.checkpoint_stats is not None
-            self._cache["stats"] = self._merged(self.checkpoint_stats.stats(), "stats")
+            pieces = [c for piece in self.iter_stats() for c in _chunks(piece)]
+            self._cache["stats"] = pa.chunked_array(pieces, type=pa.string())
         column: pa.ChunkedArray = self._cache["stats"]
         return column
 
     def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``stats`` of each live file in order, a piece at a time: deferred checkpoint stats
-        are read batch by batch and never held whole (``stats`` reads the whole column)."""
+        are read batch by batch and commit stats unpacked commit by commit, never held whole
+        (``stats`` holds the whole column)."""
         if not self.stats_deferred or "stats" in self._cache:
             yield self.stats
             return
-        assert self.checkpoint_stats is not None
-        kept = self._kept()
-        ordinals = self.rows[CHECKPOINT_ROW].slice(0, kept)
-        total = self.checkpoint_stats.num_rows
-        wanted = None if kept == total else pc.is_in(int_array(range(total)), value_set=_combined(ordinals))
-        start = 0
-        for batch in self.checkpoint_stats.iter_stats():
-            yield batch if wanted is None else batch.filter(wanted.slice(start, len(batch)))
-            start += len(batch)
-        self.checkpoint_stats.check_rows(start)
-        yield self.rows["stats"].slice(kept)
+        kept, first_commit = self._segments()
+        if kept:
+            assert self.checkpoint_stats is not None
+            total = self.checkpoint_stats.num_rows
+            wanted = None if kept == total else ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), total)
+            start = 0
+            for batch in self.checkpoint_stats.iter_stats():
+                yield batch if wanted is None else batch.filter(mask_array(wanted[start:start + len(batch)]))
+                start += len(batch)
+            self.checkpoint_stats.check_rows(start)
+        if first_commit > kept:
+            yield self.rows["stats"].slice(kept, first_commit - kept)
+        if first_commit < self.rows.num_rows:
+            assert self.commit_stats is not None
+            yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit))
 
     def file_columns(self, names: Sequence[str]) -> pa.Table:
         """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read
@@ -137,31 +177,53 @@ class ReplayState:
         columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
         return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
 
-    def _kept(self) -> int:
-        """Number of checkpoint rows replay kept (they come first: see ``_merged``)."""
-        ordinals = self.rows[CHECKPOINT_ROW]
-        return int(len(ordinals) - ordinals.null_count)
+    def _segments(self) -> tuple[int, int]:
+        """(number of checkpoint rows with deferred stats, index of the first commit row with
+        packed stats): replay keeps the first at the start and the second at the end."""
+        n = self.rows.num_rows
+        kept, first_commit = 0, n
+        if self._checkpoint_deferred:
+            ordinals = self.rows[CHECKPOINT_ROW]
+            kept = len(ordinals) - ordinals.null_count
+            if ordinals.slice(0, kept).null_count:
+                raise AssertionError("replay moved a checkpoint row after another row")
+        if self._commits_deferred:
+            ordinals = self.rows[COMMIT_ROW]
+            first_commit = n - (len(ordinals) - ordinals.null_count)
+            if ordinals.slice(first_commit).null_count or first_commit < kept:
+                raise AssertionError("replay moved a commit row before another row")
+        return kept, first_commit
 
-    def _merged(self, from_checkpoint: pa.ChunkedArray, name: str) -> pa.ChunkedArray:
-        """Column ``name`` of ``rows`` with the checkpoint rows' values taken from
-        ``from_checkpoint`` (indexed by ordinal). Replay keeps checkpoint rows first and in
-        order (it only drops some and appends commit rows), so the values are the kept
-        ordinals' values followed by the commit rows' own."""
-        ordinals = self.rows[CHECKPOINT_ROW]
-        kept = self._kept()
-        if ordinals.slice(0, kept).null_count:
-            raise AssertionError("replay moved a checkpoint row after a commit row")
-        if kept != len(from_checkpoint):  # some were removed by later commits
-            wanted = pc.is_in(int_array(range(len(from_checkpoint))), value_set=_combined(ordinals.slice(0, kept)))
-            from_checkpoint = from_checkpoint.filter(wanted)
-        own = self.rows[name].slice(kept)
-        return pa.chunked_array([*from_checkpoint.chunks, *own.chunks], type=from_checkpoint.type)
+
+def _chunks(piece: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    return list(piece.chunks) if isinstance(piece, pa.ChunkedArray) else [piece]
 
 
 def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
     """Row indices (ascending) of the newest (highest ``order``) row for each distinct key, or
-    ``None`` when every key occurs once, so every row wins. Keys are counted with a hash table;
-    only the rows of repeated keys are sorted (most commits touch each file once)."""
+    ``None`` when every key occurs once, so every row wins. Repeated keys are found by their
+    64-bit hashes and confirmed as strings (``string_hashes.repeated_groups``: no string copy
+    beyond those rows; most commits touch each file once); if hashes cannot tell, by Arrow's
+    exact hash tables (``_newest_per_key_exact``)."""
+    groups = repeated_groups(keys)
+    if groups is None:
+        return _newest_per_key_exact(keys, order)
+    rows, group = groups
+    if not len(rows):
+        return None
+    # Within each group the newest row (highest order) wins; a group's rows sort by order last.
+    newest_last = np.lexsort((numbers_of(order)[rows], group))
+    grouped = group[newest_last]
+    winners = rows[newest_last][np.concatenate([grouped[1:] != grouped[:-1], [True]])]
+    wins = np.ones(len(keys), dtype=bool)  # a key that occurs once wins
+    wins[rows] = False
+    wins[winners] = True
+    return int_array_of(np.flatnonzero(wins))
+
+
+def _newest_per_key_exact(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
+    """``_newest_per_key`` with Arrow's hash tables (they copy every distinct key). Keys are
+    counted with a hash table; only the rows of repeated keys are sorted."""
     n = len(keys)
     if n == 0 or pc.count_distinct(keys).as_py() == n:
         return None
@@ -192,23 +254,52 @@ def _take_ascending(table: pa.Table, rows: pa.Array) -> pa.Table:
     beside the result; a filter goes chunk by chunk."""
     if table.num_rows == 0 or len(rows) == table.num_rows:
         return table
-    return table.filter(pc.is_in(int_array(range(table.num_rows)), value_set=rows))
+    return table.filter(mask_array(ordinal_mask(rows, table.num_rows)))
 
 
 def _take_ascending_freeing(chunks: list[pa.RecordBatch], rows: pa.Array, schema: pa.Schema) -> pa.Table:
     """``_take_ascending`` over the rows of ``chunks``, emptying the list as it goes: each chunk
     is dropped (freed, when the caller holds no other reference) once its rows are copied."""
     total = sum(c.num_rows for c in chunks)
-    wanted = pc.is_in(int_array(range(total)), value_set=rows)
+    wanted = mask_array(ordinal_mask(rows, total))
     out: list[pa.RecordBatch] = []
     start = 0
     chunks.reverse()  # pop() from the end is O(1)
     while chunks:
         chunk = chunks.pop()
-        out.append(chunk.filter(wanted.slice(start, chunk.num_rows)))
+        out.append(sharing_nulls(chunk.filter(wanted.slice(start, chunk.num_rows))))
         start += chunk.num_rows
         del chunk
     return pa.Table.from_batches(out, schema=schema)
+
+
+def _filter_by_chunk(table: pa.Table, keep: pa.Array | pa.ChunkedArray) -> pa.Table:
+    """Rows of ``table`` where ``keep``. Filtering copies every column: the base holds millions
+    of rows, and the commits after it usually remove files from a few of its chunks, so a chunk
+    that keeps every row is reused as it is and only the others are copied."""
+    if pc.all(keep).as_py():
+        return table
+    keep = _combined(keep)
+    out = []
+    start = 0
+    for batch in table.to_batches():
+        kept = keep.slice(start, batch.num_rows)
+        start += batch.num_rows
+        out.append(batch if pc.all(kept).as_py() is not False else batch.filter(kept))
+    return pa.Table.from_batches(out, schema=table.schema)
+
+
+def _aligned(*tables: pa.Table) -> list[pa.Table]:
+    """``tables`` with the same columns: ``FILES_SCHEMA`` and the ordinal columns any of them
+    has (``CHECKPOINT_ROW``, ``COMMIT_ROW``; null in rows from elsewhere), in that order."""
+    extra = [c for c in (CHECKPOINT_ROW, COMMIT_ROW) if any(c in t.column_names for t in tables)]
+    out = []
+    for t in tables:
+        for c in extra:
+            if c not in t.column_names:
+                t = t.append_column(c, pa.nulls(t.num_rows, pa.int64()))
+        out.append(t.select([*FILES_SCHEMA.names, *extra]))
+    return out
 
 
 def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -218,19 +309,25 @@ def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
     return x.combine_chunks() if x.num_chunks else pa.nulls(0, x.type)
 
 
+def _chunked(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
+    return pa.chunked_array([*_chunks(a), *_chunks(b)], type=a.type)
+
+
 def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
     return pa.concat_arrays([_combined(a), _combined(b)])
 
 
 def reconcile_files(
     base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None = None,
-    consume: bool = False,
+    consume: bool = False, first_ordinal: int = 0,
 ) -> tuple[pa.Table, pa.Table]:
     """Apply the commits' file actions to the base live files and tombstones. New rows follow
     the base rows, in the log order of their winning actions. With ``table_root``, paths are
     matched in their canonical form (without it, as written). ``consume``: the batch's adds
     are taken from it (``CommitBatch.hand_over_adds``) and each chunk is freed once its winning
-    rows are copied, so the commits' rows and the result do not both exist whole."""
+    rows are copied, so the commits' rows and the result do not both exist whole. When the
+    batch's stats are packed, each new row gets ``COMMIT_ROW``: ``first_ordinal`` plus its row
+    in the batch's adds."""
     if not batch.has_file_actions:
         return base_files, base_tombstones
 
@@ -238,58 +335,62 @@ def reconcile_files(
         return t["path"] if table_root is None else canonical_paths(t["path"], table_root)
 
     adds, removes = batch.adds, batch.removes
-    add_paths = paths(adds)
-    if removes.num_rows:
-        keys: pa.Array | pa.ChunkedArray = _concat(file_keys(adds, paths=add_paths),
-                                                   file_keys(removes, paths=paths(removes)))
+    add_paths: pa.ChunkedArray | pa.Array | None = paths(adds)
+    keys: pa.Array | pa.ChunkedArray | None
+    if removes.num_rows:  # one column of both, chunk by chunk (no copy of the keys)
+        keys = _chunked(file_keys(adds, paths=add_paths), file_keys(removes, paths=paths(removes)))
         order = _concat(batch.add_order, batch.remove_order)
-    else:  # the common append-only batch: no copy of the keys
+    else:  # the common append-only batch
         keys, order = file_keys(adds, paths=add_paths), batch.add_order
     winners = _newest_per_key(keys, order)
+    # Every key of the batch is touched: its winner replaces the base's row of that key. Keys
+    # and paths are only kept when a base or deletion vectors need them; otherwise nothing
+    # holds the commits' path strings while their winning rows are copied (``consume``).
+    touched = keys if base_files.num_rows or base_tombstones.num_rows else None
+    dvs = adds["deletion_vector"]
+    if not base_files.num_rows and dvs.null_count == len(dvs):
+        add_paths = None
+    del keys
+    if batch.add_stats is not None:  # the row's place in the packed stats goes with it
+        adds = adds.append_column(COMMIT_ROW, int_range(first_ordinal, first_ordinal + adds.num_rows))
     if winners is None:  # each key has one action: all of them win, nothing to copy
-        new_adds, new_removes, touched, add_order = adds, removes, keys, batch.add_order
-        new_add_paths = add_paths
+        new_adds, new_removes, add_order, new_add_paths = adds, removes, batch.add_order, add_paths
     else:
         n_add = int_scalar(adds.num_rows)
         is_add = pc.less(winners, n_add)
         add_rows = winners.filter(is_add)
         remove_rows = pc.subtract(winners.filter(pc.invert(is_add)), n_add)
+        new_add_paths = None if add_paths is None else take_rows(add_paths, numbers_of(add_rows))
+        add_order = batch.add_order.take(add_rows)
         if consume:
             chunks, schema = adds.to_batches(), adds.schema
-            del adds
+            del adds, dvs, add_paths
             batch.hand_over_adds()
             new_adds = _take_ascending_freeing(chunks, add_rows, schema)
         else:
             new_adds = _take_ascending(adds, add_rows)
         new_removes = _take_ascending(removes, remove_rows)
-        touched, add_order = keys.take(winners), batch.add_order.take(add_rows)
-        new_add_paths = add_paths.take(add_rows)
-    dvs = new_adds["deletion_vector"]
-    if new_adds.num_rows > 1 and dvs.null_count < len(dvs):
+    new_dvs = new_adds["deletion_vector"]
+    if new_adds.num_rows > 1 and new_dvs.null_count < len(new_dvs):
         # A path may be added with two DV ids only if the older one is also removed; either
         # way the add set is unique by path and the newest pair wins.
+        assert new_add_paths is not None  # kept above for deletion vectors
         newest = _newest_per_key(new_add_paths, add_order)
         if newest is not None:
             new_adds, new_add_paths = _take_ascending(new_adds, newest), new_add_paths.take(newest)
 
-    if base_files.num_rows or base_tombstones.num_rows:
-        touched = _combined(touched)
     if base_files.num_rows:
+        assert touched is not None and new_add_paths is not None  # kept above for the base
         base_paths = paths(base_files)
         keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
         if new_adds.num_rows:
-            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=_combined(new_add_paths))))
-        # Filtering copies every column of the base (millions of rows): skip it when nothing goes.
-        if not pc.all(keep_files).as_py():
-            base_files = base_files.filter(keep_files)
+            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=new_add_paths)))
+        base_files = _filter_by_chunk(base_files, keep_files)
     if base_tombstones.num_rows:
         keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
                                              value_set=touched))
-        if not pc.all(keep_tombstones).as_py():
-            base_tombstones = base_tombstones.filter(keep_tombstones)
-    if CHECKPOINT_ROW in base_files.column_names:  # commit rows have no checkpoint ordinal
-        new_adds = new_adds.append_column(CHECKPOINT_ROW, pa.nulls(new_adds.num_rows, pa.int64()))
-    files = pa.concat_tables([base_files, new_adds])
+        base_tombstones = _filter_by_chunk(base_tombstones, keep_tombstones)
+    files = pa.concat_tables(_aligned(base_files, new_adds))
     tombstones = pa.concat_tables([base_tombstones, new_removes])
     return files, tombstones
 
@@ -320,7 +421,8 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
               consume: bool = False) -> ReplayState:
     """The state after applying ``batch`` (commits in ascending order) on top of ``base``; file
     paths are matched in their canonical form under ``table_root`` when given. ``consume``:
-    see ``reconcile_files``."""
+    see ``reconcile_files``. Once the base's rows have packed commit stats, the batch's are
+    packed too (rows with their own stats stay before commit rows: see ``ReplayState``)."""
     protocol, metadata = base.protocol, base.metadata
     txns = dict(base.txns)
     domains = dict(base.domain_metadata)
@@ -334,11 +436,23 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         for d in c.domain_metadata:
             domains[d.domain] = d
     root = TableRoot.of(table_root) if table_root is not None and batch.has_file_actions else None
-    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume)
+    commit_stats, first_ordinal = base.commit_stats, 0
+    if batch.has_file_actions:
+        if commit_stats is not None and batch.add_stats is None:
+            batch = batch.packed()
+        if batch.add_stats is not None:
+            first_ordinal = 0 if commit_stats is None else commit_stats.num_rows
+            commit_stats = batch.add_stats if commit_stats is None else commit_stats.then(batch.add_stats)
+    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume,
+                                       first_ordinal=first_ordinal)
+    if commit_stats is not None and COMMIT_ROW in rows.column_names and batch.has_file_actions:
+        ordinals = rows[COMMIT_ROW]
+        commit_stats = commit_stats.keeping(ordinals.slice(ordinals.null_count))  # commit rows come last
     return ReplayState(
         protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},
         checkpoint_stats=base.checkpoint_stats if CHECKPOINT_ROW in rows.column_names else None,
+        commit_stats=commit_stats if COMMIT_ROW in rows.column_names else None,
     )
 
 

@@ -251,7 +251,7 @@ class Snapshot:
             # The log moved in a way a delta cannot follow (gap, checkpoint-only version):
             # load from scratch, which raises the precise error if the log is broken.
             return load_snapshot(self._storage, clock=self._clock)
-        parsed = read_commits(self._storage, commits, defer_file_lines=True)
+        parsed = read_commits(self._storage, commits, defer_file_lines=True, pack_stats=True)
         segment = LogSegment(
             version=commits[-1].version,
             checkpoint_version=self._segment.checkpoint_version,
@@ -292,7 +292,8 @@ def _apply(storage: Storage, segment: LogSegment, base: ReplayState, parsed: lis
         protocol = c.protocol or protocol
         metadata = c.metadata or metadata
     _gate(storage, segment, protocol, metadata)
-    batch = build_batch(parsed, source=storage.root)
+    # The stats go packed (``commit_stats``): replay and most steps never read them.
+    batch = build_batch(parsed, source=storage.root, pack_stats=True)
     for c in parsed:  # the batch holds their file actions now: let replay free them as it goes
         c.release_file_actions()
     return reconcile(base, batch, table_root=storage.root, consume=True)
@@ -337,9 +338,9 @@ def _read_replay_files(storage: Storage, segment: LogSegment) -> list[ParsedComm
     actions are not reconciled (``replay.reconciliation_defect``: replaying it would revive
     removed files), costs only the reads it would have saved, so the commits are read instead."""
     if not segment.compactions:
-        return read_commits(storage, segment.commit_files, defer_file_lines=True)
+        return read_commits(storage, segment.commit_files, defer_file_lines=True, pack_stats=True)
     try:
-        parsed = read_commits(storage, segment.replay_files)
+        parsed = read_commits(storage, segment.replay_files, pack_stats=True)
         for f, commit in zip(segment.replay_files, parsed):
             if f.kind is LogFileKind.COMPACTED_COMMITS:
                 defect = reconciliation_defect(build_batch([commit], source=storage.uri(f.key)),
@@ -351,7 +352,7 @@ def _read_replay_files(storage: Storage, segment: LogSegment) -> list[ParsedComm
     except CorruptLogError as exc:
         log.warning("%s: a log compaction file is unusable (%s); reading the commits it covers instead",
                     storage.root, exc)
-        return read_commits(storage, segment.commit_files)
+        return read_commits(storage, segment.commit_files, pack_stats=True)
 
 
 def load_protocol_metadata(

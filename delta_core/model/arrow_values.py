@@ -115,3 +115,60 @@ def numbers_of(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     out = np.zeros(0, dtype) if data is None or len(flat) == 0 else \
         np.frombuffer(data, dtype, count=len(flat), offset=flat.offset * dtype.itemsize)
     return out.astype(bool) if pa.types.is_boolean(values.type) else out
+
+
+def ordinal_mask(ordinals: pa.Array | pa.ChunkedArray, total: int) -> np.ndarray:
+    """A NumPy boolean mask of length ``total``, true at each of the (null-free) ``ordinals``:
+    which rows of a source of ``total`` rows are wanted. A bitmap by position costs ``total``
+    bytes, where ``pc.is_in`` would hash every ordinal."""
+    import numpy as np
+
+    mask = np.zeros(total, dtype=bool)
+    if len(ordinals):
+        mask[numbers_of(ordinals)] = True
+    return mask
+
+
+def mask_array(mask: np.ndarray) -> pa.Array:
+    """A non-null Arrow boolean array of a NumPy boolean mask (without ``pa.array``'s pandas probe)."""
+    import numpy as np
+
+    bits = np.packbits(mask, bitorder="little")
+    return pa.Array.from_buffers(pa.bool_(), len(mask), [None, pa.py_buffer(bits)])
+
+
+def int_range(start: int, stop: int) -> pa.Array:
+    """The int64 array ``start, start + 1, ..., stop - 1`` (built by NumPy: ``int_array`` of a
+    ``range`` iterates in Python)."""
+    import numpy as np
+
+    return int_array_of(np.arange(start, max(start, stop), dtype=np.int64))
+
+
+def int_array_of(values: np.ndarray) -> pa.Array:
+    """A non-null int64 Arrow array of a NumPy integer array (without ``pa.array``'s pandas probe)."""
+    import numpy as np
+
+    ints = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(ints), [None, pa.py_buffer(ints)])
+
+
+_NULLS: dict[pa.DataType, pa.Array] = {}
+
+
+def shared_nulls(typ: pa.DataType, n: int) -> pa.Array:
+    """``n`` nulls of ``typ`` as a slice of one all-null array kept per type: every all-null
+    column of every commit shares its buffers, where each would hold its own (a null struct
+    keeps all its children: ~25 bytes a row for a deletion vector)."""
+    held = _NULLS.get(typ)
+    if held is None or len(held) < n:
+        held = _NULLS[typ] = pa.nulls(max(n, 2 * len(held) if held is not None else 1 << 16), typ)
+    return held.slice(0, n)
+
+
+def sharing_nulls(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """``batch`` with each all-null column replaced by ``shared_nulls`` (same values)."""
+    if not any(c.null_count == len(c) and len(c) for c in batch.columns):
+        return batch
+    columns = [shared_nulls(c.type, len(c)) if c.null_count == len(c) else c for c in batch.columns]
+    return pa.RecordBatch.from_arrays(columns, schema=batch.schema)

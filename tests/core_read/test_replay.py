@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import json
 
 import pyarrow as pa
 
 from delta_core.log.commit_read import CommitBatch, build_batch, read_commits
-from delta_core.log.log_segment import build_log_segment
+from delta_core.log.log_segment import build_log_segment, list_log
 from delta_core.log.replay import ReplayState, expire_tombstones_before, live_txns, reconcile
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Txn
@@ -153,3 +154,33 @@ def test_replay_that_frees_each_commit_as_it_selects_gives_the_same_state(log_wr
     assert handed.adds.num_rows == 0
     snap = _open(log_writer)
     assert snap.file_paths == ["b", "c", "a", "e"] and snap.commit_info is not None
+
+
+def test_paths_whose_hashes_collide_are_still_told_apart(log_writer) -> None:
+    # Repeated keys are found by 64-bit hashes; two distinct paths with one hash (a Thue-Morse
+    # string and its complement collide for every odd base) make replay use exact string sets.
+    bits = [bin(i).count("1") % 2 for i in range(2048)]
+    one, other = "".join("ab"[b] for b in bits), "".join("ba"[b] for b in bits)
+    log_writer.commit(0, commit_info(), protocol(), metadata(), add(one, records=1), add(other, records=2))
+    log_writer.commit(1, commit_info(), remove(one), add("c", records=3))
+    snap = _open(log_writer)
+    assert snap.file_paths == [other, "c"] and snap.num_records == 5
+    assert [r.path for r in snap.remove_actions()] == [one]
+
+
+def test_commits_reconciled_onto_packed_stats_are_packed_too(log_writer) -> None:
+    # A transaction reconciles its commits (parsed with their stats) onto the snapshot it read,
+    # whose commit stats are packed: the new rows' stats are packed after them, in row order.
+    log_writer.commit(0, commit_info(), protocol(), metadata(), add("a", records=1), add("b", records=2),
+                      add("e", records=5))
+    log_writer.commit(1, commit_info(), remove("a"), add("c", records=3))
+    snap = _open(log_writer)
+    assert snap.replay_state.commit_stats is not None
+    storage = DeltaTable(str(log_writer.root)).storage
+    log_writer.commit(2, commit_info(), add("d", records=4), remove("b"), add("c", records=30))
+    own = build_batch(read_commits(storage, list_log(storage, start_version=2)), source=storage.root)
+    assert own.add_stats is None
+    state = reconcile(snap.replay_state, own, table_root=storage.root)
+    assert state.rows["path"].to_pylist() == ["e", "d", "c"]
+    assert [json.loads(s)["numRecords"] for p in state.iter_stats() for s in p.to_pylist()] == [5, 4, 30]
+    assert [json.loads(s)["numRecords"] for s in state.stats.to_pylist()] == [5, 4, 30]
