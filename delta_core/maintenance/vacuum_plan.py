@@ -22,8 +22,8 @@ here: the caller lists, plans, then deletes.
 At 10M files neither the listing nor a hash set of every referenced key's string fits beside
 the snapshot on a small driver, so ``plan_vacuum`` takes the listing as batches (a listing
 directory by directory, an inventory batch by batch), anti-joins each against the referenced
-keys held as 64-bit fingerprints (``key_fingerprints.KeySet``: a shared fingerprint can only
-keep a file) and keeps only each batch's deletion candidates.
+keys held as their 64-bit hashes (``key_fingerprints.KeySet``: a shared hash can only keep a
+file) and keeps only each batch's deletion candidates.
 """
 
 from __future__ import annotations
