@@ -5,7 +5,7 @@ holding ``--files`` add actions in total, each with partition values and JSON st
 hard-linked into two identical tables. Each engine runs in its own spawned process that
 opens the table and writes the checkpoint of the latest version (``write_checkpoint`` vs
 delta-rs ``DeltaTable.create_checkpoint()``), so the time includes reading the log and the
-peak RSS (``resource.getrusage``) is that engine's alone; the CPU seconds (user + system, all
+peak RSS (``VmHWM``) is that engine's alone; the CPU seconds (user + system, all
 threads) of that work are shown too. On a machine shared with other work, wall times taken
 minutes apart differ by 2x: ``--repeat N`` runs the engines alternately N times, each on a
 fresh copy, and reports each engine's median run. Our checkpoint is then read back by
@@ -168,6 +168,16 @@ def link_copy(src: str, dst: str) -> None:
 
 
 def _peak_rss_mb() -> float:
+    """This process's peak RSS in MiB: ``VmHWM``, the high-water mark of its own address space.
+    Not ``ru_maxrss``: Linux carries the parent's peak into a spawned child's (fork, then exec),
+    so a child of a parent that generated a log would report the parent's peak as its own."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except FileNotFoundError:
+        pass
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux

@@ -6,7 +6,7 @@ of them removed by later commits and, with ``--wide``, seven stats columns inste
 Each step then runs in its own fresh spawned process, so its figures are its own: the
 seconds of the step (wall, and CPU: user + system, all threads, which a busy machine inflates
 less), the RSS when it starts (the interpreter and its imports), and the
-process's peak RSS (``ru_maxrss``), which includes whatever the step needs first (a plan
+process's peak RSS (``VmHWM``: not ``ru_maxrss``, which a spawned child inherits from its parent), which includes whatever the step needs first (a plan
 needs a snapshot: its figure is what a process running that plan needs). The steps:
 
 - ``snapshot from JSON``: replay the JSON commits (no checkpoint yet);
