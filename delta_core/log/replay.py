@@ -66,12 +66,13 @@ class ReplayState:
     - rows loaded from a Parquet checkpoint carry their ordinal in ``CHECKPOINT_ROW``, and
       ``checkpoint_stats`` reads their ``stats`` and ``num_records`` on first use;
     - rows from commits read with packed stats (snapshot loading) carry their ordinal in
-      ``COMMIT_ROW``, and ``commit_stats`` unpacks their ``stats`` (``num_records`` is theirs).
+      ``COMMIT_ROW``, and ``commit_stats`` unpacks their ``stats`` (``num_records`` is theirs)
+      and their ``tags``, packed beside the stats and null in ``rows`` too.
 
     Replay keeps the rows in source order: checkpoint rows first (ascending ordinals), then rows
     whose stats are their own (a JSON checkpoint's lines, or commits read with their stats),
     then commit rows (ascending ordinals). ``files``, ``stats``, ``num_records`` and
-    ``file_columns`` put the columns together; ``iter_stats`` streams them.
+    ``file_columns`` put the columns together; ``iter_stats`` and ``iter_tags`` stream them.
     """
 
     protocol: Protocol | None
@@ -168,12 +169,28 @@ class ReplayState:
             assert self.commit_stats is not None
             yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit))
 
+    def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``tags`` of each live file in order, a piece at a time: commit rows' tags are packed
+        with their stats (``commit_stats``) and unpacked commit by commit."""
+        if not self._commits_deferred:
+            yield self.rows["tags"]
+            return
+        _, first_commit = self._segments()
+        if first_commit:
+            yield self.rows["tags"].slice(0, first_commit)
+        if first_commit < self.rows.num_rows:
+            assert self.commit_stats is not None
+            yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit), "tags")
+
     def file_columns(self, names: Sequence[str]) -> pa.Table:
         """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read
-        only if asked for, ``num_records`` without them where the checkpoint allows."""
+        only if asked for, ``num_records`` without them where the checkpoint allows, ``tags``
+        unpacked only if asked for."""
         if not self.stats_deferred:
             return self.rows.select(list(names))
-        lazy = {"stats": lambda: self.stats, "num_records": lambda: self.num_records}
+        lazy = {"stats": lambda: self.stats, "num_records": lambda: self.num_records,
+                "tags": lambda: pa.chunked_array([c for p in self.iter_tags() for c in _chunks(p)],
+                                                 type=FILES_SCHEMA.field("tags").type)}
         columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
         return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
 

@@ -205,6 +205,11 @@ class Snapshot:
         are read batch by batch, never held whole (``ReplayState.iter_stats``)."""
         return self._state.iter_stats()
 
+    def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``tags`` of the live files in ``files`` order, a piece at a time (commit rows' tags
+        are unpacked commit by commit, ``ReplayState.iter_tags``)."""
+        return self._state.iter_tags()
+
     def file_stats(self) -> pa.Table:
         """``path``, ``num_records`` and typed ``min.<col>``/``max.<col>``/``null_count.<col>``."""
         files = self._state.files

@@ -286,9 +286,11 @@ class CheckpointRows:
         now_ms = clock()
         self._snapshot = snapshot
         # Everything but num_records (not a checkpoint column: counting it would parse every JSON)
-        # and stats, which ``body`` reads a slice at a time (``Snapshot.iter_stats``): a checkpoint's
-        # stats are most of its bytes and need never be held whole.
-        self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names if n not in ("num_records", "stats")))
+        # and stats and tags, which ``body`` reads a slice at a time (``Snapshot.iter_stats``,
+        # ``iter_tags``): a checkpoint's stats are most of its bytes, and a clustered table's
+        # tags much of the rest, and neither need be held whole.
+        self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names
+                                                      if n not in ("num_records", "stats", "tags")))
         self._stats_as_struct = props.checkpoint_write_stats_as_struct
         self._stats_as_json = props.checkpoint_write_stats_as_json
         # Decided once for the whole file: every slice must have the same add type.
@@ -305,7 +307,8 @@ class CheckpointRows:
         header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
         types: dict[str, pa.DataType] = {
             "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
-            "add": self._add_rows(_with_stats(files.slice(0, 0), string_array([]))).type, "remove": REMOVE_TYPE,
+            "add": self._add_rows(_with_streamed(files.slice(0, 0), string_array([]), pa.nulls(0, STRING_MAP))).type,
+            "remove": REMOVE_TYPE,
         }
         if header["domainMetadata"].null_count < len(header["domainMetadata"]):
             types["domainMetadata"] = DOMAIN_TYPE
@@ -338,25 +341,29 @@ class CheckpointRows:
         """The add rows, then the remove rows, ``slice_rows`` at a time."""
         # Batches follow the columns' chunks (zero-copy slices): a slice across chunk
         # boundaries would copy every path and stats string of it.
-        stats = _Pieces(self._snapshot.iter_stats())
+        stats = _Pieces(self._snapshot.iter_stats(), pa.string())
+        tags = _Pieces(self._snapshot.iter_tags(), STRING_MAP)
         for batch in self._files.to_batches(max_chunksize=slice_rows):
-            add = self._add_rows(_with_stats(pa.Table.from_batches([batch]), stats.take(batch.num_rows)))
+            add = self._add_rows(_with_streamed(pa.Table.from_batches([batch]), stats.take(batch.num_rows),
+                                                tags.take(batch.num_rows)))
             yield _segment({"add": add}, len(add), self._types)
         for start in range(0, self.num_removes, slice_rows):
             remove = _remove_struct(self._tombstones.slice(start, slice_rows))
             yield _segment({"remove": remove}, len(remove), self._types)
 
 
-def _with_stats(files: pa.Table, stats: pa.Array) -> pa.Table:
-    """``files`` with their ``stats`` column back (columns are read by name)."""
-    return files.append_column("stats", stats)
+def _with_streamed(files: pa.Table, stats: pa.Array, tags: pa.Array) -> pa.Table:
+    """``files`` with their ``stats`` and ``tags`` columns back (columns are read by name)."""
+    return files.append_column("stats", stats).append_column("tags", tags)
 
 
 class _Pieces:
-    """Consecutive rows of a column that arrives in pieces of any length (``Snapshot.iter_stats``)."""
+    """Consecutive rows of a column of type ``typ`` that arrives in pieces of any length
+    (``Snapshot.iter_stats``, ``iter_tags``)."""
 
-    def __init__(self, pieces: Iterator[pa.Array | pa.ChunkedArray]) -> None:
+    def __init__(self, pieces: Iterator[pa.Array | pa.ChunkedArray], typ: pa.DataType) -> None:
         self._pieces = pieces
+        self._type = typ
         self._held: list[pa.Array] = []
         self._rows = 0
 
@@ -367,11 +374,11 @@ class _Pieces:
             chunks = piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]
             self._held.extend(chunks)
             self._rows += len(piece)
-        held = pa.chunked_array(self._held, pa.string())
+        held = pa.chunked_array(self._held, self._type)
         rest = held.slice(n)
         self._held, self._rows = list(rest.chunks), len(rest)
         out = held.slice(0, n)
-        return out.combine_chunks() if out.num_chunks else string_array([])
+        return out.combine_chunks() if out.num_chunks else pa.nulls(0, self._type)
 
 
 def build_checkpoint_table(

@@ -1,6 +1,7 @@
-"""A checkpoint written from JSON commits holds each live file's ``stats`` exactly as its newest
-``add`` wrote them (PROTOCOL.md "Per-file Statistics", "Action Reconciliation"): replay keeps the
-commits' stats packed (``commit_stats``) and the checkpoint writer streams them back, for
+"""A checkpoint written from JSON commits holds each live file's ``stats`` and ``tags`` exactly as
+its newest ``add`` wrote them (PROTOCOL.md "Per-file Statistics", "Action Reconciliation"): replay
+keeps the commits' stats and tags packed (``commit_stats``) and the checkpoint writer streams them
+back, for
 commits read by either decoder, files re-added with a new deletion vector, paths removed and
 added again, and snapshots brought forward by ``Snapshot.update()`` over a checkpoint and over
 commits."""
@@ -10,6 +11,7 @@ from __future__ import annotations
 import json
 import pathlib
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from delta_core.log.commit_read import COLUMNAR_MIN_BYTES, build_batch, read_commits
@@ -33,7 +35,16 @@ def _stats(i: int, tag: str) -> str:
 
 
 def _add(path: str, i: int, tag: str, dv: dict | None = None) -> dict:
-    return add(path, dv=dv, stats=_stats(i, tag))
+    # Two files in three carry ZCube-like tags, a few cubes per commit; the third has none.
+    tags = {} if i % 3 == 0 else {"tags": {"ZCUBE_ID": f"cube-{tag}-{i % 4}", "ZCUBE_ZORDER_BY": '["id"]'}}
+    return add(path, dv=dv, stats=_stats(i, tag), **tags)
+
+
+def _tags(entries: list[tuple[str, str]] | None) -> dict[str, str] | None:
+    return None if entries is None else dict(entries)
+
+
+Described = tuple[str, "dict[str, str] | None"]  # a file's stats and tags
 
 
 def _dv_id(dv: dict | None) -> str | None:
@@ -42,38 +53,42 @@ def _dv_id(dv: dict | None) -> str | None:
     return dv["storageType"] + dv["pathOrInlineDv"] + (f"@{dv['offset']}" if "offset" in dv else "")
 
 
-def _expected(log: pathlib.Path, version: int) -> dict[str, str]:
-    """Path -> stats of the live files at ``version``, replayed in plain Python from the JSON."""
-    live: dict[tuple[str, str | None], str] = {}
+def _expected(log: pathlib.Path, version: int) -> dict[str, Described]:
+    """Path -> (stats, tags) of the live files at ``version``, replayed in plain Python from the JSON."""
+    live: dict[tuple[str, str | None], Described] = {}
     for v in range(version + 1):
         for line in (log / f"{v:020d}.json").read_text(encoding="utf-8").splitlines():
             action = json.loads(line)
             if "add" in action:
                 body = action["add"]
                 live = {k: s for k, s in live.items() if k[0] != body["path"]}  # adds are unique by path
-                live[(body["path"], _dv_id(body.get("deletionVector")))] = body["stats"]
+                live[(body["path"], _dv_id(body.get("deletionVector")))] = (body["stats"], body.get("tags"))
             elif "remove" in action:
                 body = action["remove"]
                 live.pop((body["path"], _dv_id(body.get("deletionVector"))), None)
     return {path: stats for (path, _), stats in live.items()}
 
 
-def _checkpoint_stats(path: str) -> dict[str, str]:
+def _checkpoint_stats(path: str) -> dict[str, Described]:
     adds = [a for a in pq.read_table(path.removeprefix("file://")).column("add").to_pylist() if a is not None]
     assert len({a["path"] for a in adds}) == len(adds)
-    return {a["path"]: a["stats"] for a in adds}
+    return {a["path"]: (a["stats"], _tags(a["tags"])) for a in adds}
 
 
-def _unpacked_replay(root: pathlib.Path, version: int) -> dict[str, str]:
-    """Path -> stats by replay with the stats kept in the rows (how every commit was replayed
-    before they were packed)."""
+def _described(files: pa.Table) -> dict[str, Described]:
+    return dict(zip(files["path"].to_pylist(), zip(files["stats"].to_pylist(), map(_tags, files["tags"].to_pylist()))))
+
+
+def _unpacked_replay(root: pathlib.Path, version: int) -> dict[str, Described]:
+    """Path -> (stats, tags) by replay with the stats and tags kept in the rows (how every commit
+    was replayed before they were packed)."""
     storage = LogWriter(root).storage()
     commits = [f for f in list_log(storage) if f.kind is LogFileKind.COMMIT and f.version <= version]
     batch = build_batch(read_commits(storage, commits), source=storage.root)
     assert batch.add_stats is None
     state = reconcile(ReplayState.empty(), batch, table_root=storage.root)
     assert not state.stats_deferred
-    return dict(zip(state.rows["path"].to_pylist(), state.rows["stats"].to_pylist()))
+    return _described(state.rows)
 
 
 def _write_log(w: LogWriter) -> None:
@@ -99,12 +114,15 @@ def test_checkpoint_from_json_commits_has_the_commits_stats(tmp_path) -> None:
     _write_log(w)
     snapshot = DeltaTable(str(w.root)).snapshot()
     assert snapshot.replay_state.stats_deferred  # the commits' stats were packed, not in the rows
+    # ... and so were their tags
+    assert snapshot.replay_state.rows["tags"].null_count == snapshot.num_files
     expected = _expected(w.log, 3)
-    assert expected == _unpacked_replay(w.root, 3)
-    assert dict(zip(snapshot.files["path"].to_pylist(), snapshot.files["stats"].to_pylist())) == expected
+    assert any(tags for _, tags in expected.values()) and expected == _unpacked_replay(w.root, 3)
+    assert _described(snapshot.files) == expected
+    assert _described(snapshot.file_columns("path", "stats", "tags")) == expected
     result = write_checkpoint(DeltaTable(str(w.root)))
     assert _checkpoint_stats(result.path) == expected
-    assert snapshot.num_records == sum(json.loads(s)["numRecords"] for s in expected.values())
+    assert snapshot.num_records == sum(json.loads(s)["numRecords"] for s, _ in expected.values())
 
 
 def test_update_over_a_checkpoint_and_commits_keeps_each_files_stats(tmp_path) -> None:
@@ -119,7 +137,8 @@ def test_update_over_a_checkpoint_and_commits_keeps_each_files_stats(tmp_path) -
     expected = _expected(w.log, 5)
     assert expected == _unpacked_replay(w.root, 5)
     streamed = [s for piece in updated.iter_stats() for s in piece.to_pylist()]
-    assert dict(zip(updated.files["path"].to_pylist(), streamed)) == expected
+    tags = [_tags(t) for piece in updated.iter_tags() for t in piece.to_pylist()]
+    assert dict(zip(updated.files["path"].to_pylist(), zip(streamed, tags))) == expected
     result = write_checkpoint(table, snapshot=updated)
     assert _checkpoint_stats(result.path) == expected
 
@@ -140,4 +159,4 @@ def test_update_over_commits_keeps_each_files_stats(tmp_path) -> None:
     expected = _expected(w.log, 5)
     result = write_checkpoint(table, snapshot=updated)
     assert _checkpoint_stats(result.path) == expected
-    assert dict(zip(updated.files["path"].to_pylist(), updated.files["stats"].to_pylist())) == expected
+    assert _described(updated.files) == expected
