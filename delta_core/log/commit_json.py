@@ -49,7 +49,7 @@ _FILE_KEYS = ("add", "remove")
 # Lines decoded with json.loads up front to learn the map keys (partition columns, tags).
 _SEED_LINES = 16
 # Lines longer than a block make the reader fail (then the per-line decoder runs).
-_BLOCK_SIZE = 16 << 20
+BLOCK_SIZE = 16 << 20
 # A line whose (first) key is add or remove; other lines never reach the reader.
 _FILE_LINE = r'^\s*\{{\s*"{key}"\s*:'
 
@@ -183,7 +183,7 @@ def _read(data: pa.Buffer, key: str, seeds: dict[str, list[str]]) -> pa.Table:
     schema = pa.schema([(key, json_body_type(tombstones=key == "remove", map_keys=seeds))])
     return pa_json.read_json(
         pa.BufferReader(data),
-        read_options=pa_json.ReadOptions(block_size=_BLOCK_SIZE),
+        read_options=pa_json.ReadOptions(block_size=BLOCK_SIZE),
         parse_options=pa_json.ParseOptions(explicit_schema=schema, unexpected_field_behavior="infer"),
     )
 

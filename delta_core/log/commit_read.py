@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError, LogGapError
-from delta_core.log.commit_json import CommitColumns, decode_commit
+from delta_core.log.commit_json import BLOCK_SIZE, CommitColumns, decode_commit
 from delta_core.log.commit_stats import CommitStats, StatsPiece, split_stats
 from delta_core.log.file_actions import FILES_SCHEMA, TOMBSTONES_SCHEMA, table_from_json
 from delta_core.log.log_path import LogPath
@@ -255,8 +255,12 @@ def _parse_fetched(storage: Storage, f: LogPath, data: bytes, defer_file_lines: 
     if len(data) < COLUMNAR_MIN_BYTES:
         return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time,
                             defer_file_lines=defer_file_lines)
-    # Arrow's reader already uses every core: decoding big commits one at a time is faster
-    # than side by side, and their tables then build up one by one (lower peak memory).
+    if len(data) < BLOCK_SIZE:
+        # One block: Arrow's reader decodes it on one core, so such commits are decoded side
+        # by side (1M adds in 1,000 commits of 0.4 MB: 13-16 s one at a time, 8.5 s so).
+        return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
+    # Arrow's reader decodes the blocks of a bigger commit on every core: decoding those one at a
+    # time is faster than side by side, and their tables then build up one by one (lower peak memory).
     with _COLUMNAR_DECODE:
         return parse_commit(data, version=f.version, source=storage.uri(f.key), modification_time=f.modification_time)
 
