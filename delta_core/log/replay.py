@@ -45,16 +45,17 @@ from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.model.arrow_values import (
     bool_array,
     empty_table,
+    int_array,
     int_array_of,
-    int_range,
     int_scalar,
     mask_array,
     numbers_of,
     ordinal_mask,
     sharing_nulls,
+    take_rows,
 )
 from delta_core.model.path_identity import TableRoot, canonical_paths
-from delta_core.model.string_hashes import repeated_groups, take_rows
+from delta_core.model.string_hashes import repeated_groups
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,7 +370,7 @@ def reconcile_files(
         add_paths = None
     del keys
     if batch.add_stats is not None:  # the row's place in the packed stats goes with it
-        adds = adds.append_column(COMMIT_ROW, int_range(first_ordinal, first_ordinal + adds.num_rows))
+        adds = adds.append_column(COMMIT_ROW, int_array(range(first_ordinal, first_ordinal + adds.num_rows)))
     if winners is None:  # each key has one action: all of them win, nothing to copy
         new_adds, new_removes, add_order, new_add_paths = adds, removes, batch.add_order, add_paths
     else:

@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.arrow_values import false_array, numbers_of, string_scalar
+from delta_core.model.arrow_values import false_array, numbers_of, string_scalar, take_rows
 from delta_core.write.data_writer import table_schema
 
 if TYPE_CHECKING:
@@ -165,35 +165,9 @@ def sort_keys_of(column: pa.ChunkedArray, rows: np.ndarray) -> np.ndarray:
     few, else the whole column ranked and the rows' ranks kept, so a string column is never copied
     in large part (at 10M files, most of the paths would be gigabytes)."""
     if 4 * len(rows) < len(column):
-        return sort_keys(take_column(column, rows))
+        return sort_keys(take_rows(column, rows))
     ranks: np.ndarray = sort_keys(column)[rows]
     return ranks
-
-
-def row_numbers(rows: np.ndarray) -> pa.Array:
-    """``rows`` (int64) as an Arrow array for ``take``, from its buffer (``pa.array`` probes for
-    pandas, which imports it)."""
-    flat = np.ascontiguousarray(rows, dtype=np.int64)
-    return pa.Array.from_buffers(pa.int64(), len(flat), [None, pa.py_buffer(flat)])
-
-
-def take_column(column: pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
-    """Rows ``rows`` of ``column``, taken chunk by chunk: Arrow's ``take`` of a chunked column
-    joins its chunks first, which for a group of a plan over millions of files would copy every
-    path of the table to read a few thousand."""
-    if column.num_chunks == 1 or not len(rows):
-        flat = column.chunk(0) if column.num_chunks else pa.nulls(0, column.type)
-        return flat.take(row_numbers(rows)) if len(rows) else flat.slice(0, 0)
-    starts = np.cumsum([0, *(len(c) for c in column.chunks)])
-    chunk_of = np.searchsorted(starts, rows, side="right") - 1
-    by_chunk = np.argsort(chunk_of, kind="stable")
-    grouped = chunk_of[by_chunk]
-    edges = [0, *(np.flatnonzero(grouped[1:] != grouped[:-1]) + 1).tolist(), len(rows)]
-    pieces = [column.chunk(int(grouped[lo])).take(row_numbers(rows[by_chunk[lo:hi]] - starts[grouped[lo]]))
-              for lo, hi in zip(edges, edges[1:])]
-    back = np.empty(len(rows), dtype=np.int64)
-    back[by_chunk] = np.arange(len(rows))
-    return pa.concat_arrays(pieces).take(row_numbers(back))
 
 
 def pack(

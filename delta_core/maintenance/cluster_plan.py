@@ -44,14 +44,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
-from delta_core.maintenance.bin_packing import lexical_order, sort_keys_of, take_column, value_ranks
+from delta_core.maintenance.bin_packing import lexical_order, sort_keys_of, value_ranks
 from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
 from delta_core.maintenance.curves import bits_per_column
 from delta_core.maintenance.file_groups import group_file_list
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
-from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar
+from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar, take_rows
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
     ZCUBE_ZORDER_BY_TAG,
@@ -217,7 +217,7 @@ def _file_kinds(files: pa.Table, has_cube: np.ndarray, columns: Sequence[Cluster
     distinct, firsts, codes = np.unique(combined * 2 + has_cube, return_index=True, return_inverse=True)
     del combined
     kinds = np.zeros(len(distinct), dtype=np.int8)
-    providers = take_column(provider, firsts).to_pylist()
+    providers = take_rows(provider, firsts).to_pylist()
     for i, (p, z, cube) in enumerate(zip(providers, zorder_by[firsts].tolist(), has_cube[firsts].tolist())):
         tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: tags[z].as_py()} if cube and z >= 0 else None
         kinds[i] = _KIND_CODES[file_clustering(p, tag_map, columns)]
@@ -282,7 +282,7 @@ def _inside_share(lo: pa.ChunkedArray, hi: pa.ChunkedArray, unclustered: np.ndar
     k = len(rows)
     # dense ranks of every bound at once: Arrow sorts the values, whatever their type
     both = pa.chunked_array([*lo.chunks, *hi.chunks]) if every \
-        else pa.chunked_array([take_column(lo, rows), take_column(hi, rows)])
+        else pa.chunked_array([take_rows(lo, rows), take_rows(hi, rows)])
     # uint64 from Arrow, all below 2 * k: held as int32 (half the bytes) for the arithmetic below
     ranks = numbers_of(pc.rank(both, tiebreaker="dense")).astype(np.int32 if 2 * k < 2**31 else np.int64)
     del both

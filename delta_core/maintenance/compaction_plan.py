@@ -46,12 +46,11 @@ from delta_core.maintenance.bin_packing import (
     partition_key_names,
     sort_keys,
     sort_keys_of,
-    take_column,
 )
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
-from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, true_array
+from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, take_rows, true_array
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE, TARGET_FILE_SIZE
 from delta_core.write.operation_records import OptimizeParameters
 
@@ -251,7 +250,7 @@ def pack_files(
     found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
                             max_deleted_rows_ratio=max_deleted_rows_ratio)
     packing = found.packing
-    values = list(zip(*(take_column(k, packing.first_rows()).to_pylist() for k in found.keys))) if found.keys \
+    values = list(zip(*(take_rows(k, packing.first_rows()).to_pylist() for k in found.keys))) if found.keys \
         else [()] * packing.num_bins
     bins = groups_of(Bin, found.files, packing.rows, packing.bounds,
                      [tuple(zip(partition_columns, v)) for v in values])

@@ -25,8 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.bin_packing import take_column
-from delta_core.model.arrow_values import int_scalar, numbers_of
+from delta_core.model.arrow_values import int_scalar, numbers_of, take_rows
 from delta_core.write.operation_records import OptimizeParameters, ReorgParameters
 
 # The columns of a group's file list, from ``Snapshot.files``.
@@ -59,15 +58,15 @@ class FileGroup:
     @property
     def file_list(self) -> pa.Table:
         """The group's files (``GROUP_COLUMNS``), in its order."""
-        return take_rows(self.source, self.rows)
+        return _table_rows(self.source, self.rows)
 
     @property
     def paths(self) -> list[str]:
-        return list(take_column(self.source.column("path"), self.rows).to_pylist())
+        return list(take_rows(self.source.column("path"), self.rows).to_pylist())
 
     @property
     def sizes(self) -> tuple[int, ...]:
-        return tuple(take_column(self.source.column("size"), self.rows).to_pylist())
+        return tuple(take_rows(self.source.column("size"), self.rows).to_pylist())
 
     @property
     def files(self) -> tuple[FileRef, ...]:
@@ -104,9 +103,9 @@ def groups_of(
             for g, (lo, hi) in enumerate(zip(edges, edges[1:]))]
 
 
-def take_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
+def _table_rows(table: pa.Table, rows: np.ndarray) -> pa.Table:
     """Rows ``rows`` (int64) of ``table``, in that order."""
-    return pa.Table.from_arrays([take_column(c, rows) for c in table.columns], schema=table.schema)
+    return pa.Table.from_arrays([take_rows(c, rows) for c in table.columns], schema=table.schema)
 
 
 G = TypeVar("G", bound=FileGroup)

@@ -29,7 +29,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order, take_column
+from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names, sort_order
 from delta_core.maintenance.compaction_plan import (
     check_deleted_rows_ratio,
     kept_rows,
@@ -40,6 +40,7 @@ from delta_core.maintenance.compaction_plan import (
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.predicate import parse_predicate
+from delta_core.model.arrow_values import take_rows
 from delta_core.write.operation_records import ReorgParameters
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ def single_file_groups(files: pa.Table, key_names: Sequence[str]) -> tuple[FileG
     """One group per row of ``files``, ordered by partition (a null value last) then path."""
     keys = partition_key_columns(files, key_names)
     order = sort_order(keys, files.column("path"))
-    values = list(zip(*(take_column(k, order).to_pylist() for k in keys))) if keys else [()] * files.num_rows
+    values = list(zip(*(take_rows(k, order).to_pylist() for k in keys))) if keys else [()] * files.num_rows
     return tuple(groups_of(FileGroup, group_file_list(files), order, np.arange(files.num_rows + 1),
                            [tuple(zip(key_names, v)) for v in values]))
 

@@ -26,7 +26,6 @@ from delta_core.maintenance.bin_packing import (
     partition_codes,
     partition_key_columns,
     partition_key_names,
-    take_column,
 )
 from delta_core.maintenance.compaction_plan import kept_rows, resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
@@ -34,6 +33,7 @@ from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_fi
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
+from delta_core.model.arrow_values import take_rows
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
 from delta_core.write.operation_records import OptimizeParameters
@@ -145,7 +145,7 @@ def group_partitions(files: pa.Table, key_names: Sequence[str]) -> list[Partitio
     codes = partition_codes(keys, n)
     order = lexical_order(codes)
     starts = np.flatnonzero(np.concatenate([[True], np.diff(codes[order]) != 0]))
-    values = list(zip(*(take_column(k, order[starts]).to_pylist() for k in keys))) if keys else [()]
+    values = list(zip(*(take_rows(k, order[starts]).to_pylist() for k in keys))) if keys else [()]
     return groups_of(PartitionFiles, group_file_list(files), order, np.append(starts, n),
                      [tuple(zip(key_names, v)) for v in values])
 

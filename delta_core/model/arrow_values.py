@@ -137,20 +137,31 @@ def mask_array(mask: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.bool_(), len(mask), [None, pa.py_buffer(bits)])
 
 
-def int_range(start: int, stop: int) -> pa.Array:
-    """The int64 array ``start, start + 1, ..., stop - 1`` (built by NumPy: ``int_array`` of a
-    ``range`` iterates in Python)."""
-    import numpy as np
-
-    return int_array_of(np.arange(start, max(start, stop), dtype=np.int64))
-
-
 def int_array_of(values: np.ndarray) -> pa.Array:
     """A non-null int64 Arrow array of a NumPy integer array (without ``pa.array``'s pandas probe)."""
     import numpy as np
 
     ints = np.ascontiguousarray(values, dtype=np.int64)
     return pa.Array.from_buffers(pa.int64(), len(ints), [None, pa.py_buffer(ints)])
+
+
+def take_rows(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
+    """``values[rows]`` (any order), taken chunk by chunk: only the rows taken are copied
+    (``ChunkedArray.take`` joins every chunk first: for a few rows of a column of millions, a copy
+    of all of it)."""
+    import numpy as np
+
+    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    bounds = np.cumsum([0, *(len(c) for c in chunks)])
+    order = np.argsort(rows, kind="stable")
+    ascending = rows[order]
+    cut = np.searchsorted(ascending, bounds)
+    pieces = [chunks[i].take(int_array_of(ascending[cut[i]:cut[i + 1]] - bounds[i]))
+              for i in np.flatnonzero(cut[1:] > cut[:-1]).tolist()]
+    taken = pa.concat_arrays(pieces) if pieces else pa.nulls(0, values.type)
+    inverse = np.empty_like(order)
+    inverse[order] = np.arange(len(order))
+    return taken.take(int_array_of(inverse))
 
 
 _NULLS: dict[pa.DataType, pa.Array] = {}

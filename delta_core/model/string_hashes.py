@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.arrow_values import int_array_of, numbers_of
+from delta_core.model.arrow_values import numbers_of, take_rows
 
 _P = 0xC2B2AE3D27D4EB4F  # odd, so invertible modulo 2^64
 _P_INV = pow(_P, -1, 1 << 64)
@@ -77,22 +77,6 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
             out[at:at + len(step)] = _hash_step(step)
             at += len(step)
     return out
-
-
-def take_rows(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
-    """``values[rows]`` (any order), taken chunk by chunk: only the rows taken are copied
-    (``ChunkedArray.take`` may first concatenate every chunk)."""
-    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
-    bounds = np.cumsum([0, *(len(c) for c in chunks)])
-    order = np.argsort(rows, kind="stable")
-    ascending = rows[order]
-    cut = np.searchsorted(ascending, bounds)
-    pieces = [chunks[i].take(int_array_of(ascending[cut[i]:cut[i + 1]] - bounds[i]))
-              for i in np.flatnonzero(cut[1:] > cut[:-1]).tolist()]
-    taken = pa.concat_arrays(pieces) if pieces else pa.nulls(0, values.type)
-    inverse = np.empty_like(order)
-    inverse[order] = np.arange(len(order))
-    return taken.take(int_array_of(inverse))
 
 
 def repeated_groups(values: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray] | None:

@@ -9,7 +9,8 @@ import collections
 import numpy as np
 import pyarrow as pa
 
-from delta_core.model.string_hashes import repeated_groups, string_hashes, take_rows
+from delta_core.model.arrow_values import take_rows
+from delta_core.model.string_hashes import repeated_groups, string_hashes
 
 
 def _thue_morse_pair(n: int = 2048) -> tuple[str, str]:

@@ -13,20 +13,21 @@ import pytest
 
 from benchmarks.bench_checkpoint import Clustering, generate_log
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.bin_packing import partition_codes, sort_keys, sort_keys_of, take_column
+from delta_core.maintenance.bin_packing import partition_codes, sort_keys, sort_keys_of
 from delta_core.maintenance.cluster_plan import greedy_fit, plan_clustering, tag_codes
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.zorder_plan import plan_zorder
+from delta_core.model.arrow_values import take_rows
 from delta_core.write.checkpoint_write import write_checkpoint
 
 
-def test_take_column_across_chunks_equals_arrow_take():
+def test_take_rows_across_chunks_equals_arrow_take():
     rng = random.Random(3)
     chunks = [pa.array([f"c{c}-{i}" if i % 7 else None for i in range(n)], pa.string())
               for c, n in enumerate([5, 0, 17, 1, 9])]
     column = pa.chunked_array(chunks)
     for rows in ([], [0], [31, 0, 5, 22, 22, 4], rng.sample(range(len(column)), len(column))):
-        got = take_column(column, np.array(rows, dtype=np.int64))
+        got = take_rows(column, np.array(rows, dtype=np.int64))
         assert got.to_pylist() == [column[i].as_py() for i in rows]
 
 
