@@ -183,3 +183,22 @@ def test_failed_mapinarrow_task_is_typed(spark, capsys, table_uri):
     assert "failed in a Spark task, which raised pyarrow.lib.ArrowInvalid: Parquet file size is 4 bytes" \
         in error["message"]
     assert listing(os.path.join(table_uri, "_delta_log")) == log_before
+
+
+_CLOSED_BEFORE_HANDSHAKE = """
+import os, socket
+from delta_core.maintenance.spark import quiet_daemon
+os.environ["PYTHON_WORKER_FACTORY_SECRET"] = "secret"
+ours, jvm = socket.socketpair()
+jvm.close()  # the JVM gave up on the task before sending its secret
+print(quiet_daemon.serve_task(ours, False))
+"""
+
+
+def test_a_worker_whose_task_was_given_up_before_its_handshake_ends_quietly():
+    # The CI flake behind this: a worker forked for a task Spark cancelled read the end of its
+    # socket where the secret should be, and pyspark's daemon printed the EOFError.
+    env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
+    proc = subprocess.run([sys.executable, "-c", _CLOSED_BEFORE_HANDSHAKE], capture_output=True, text=True,
+                          timeout=60, env=env)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "1\n", "")

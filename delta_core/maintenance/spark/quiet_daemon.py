@@ -3,7 +3,9 @@
 When one task of a stage fails, Spark cancels the stage's other tasks and closes their sockets;
 their Python workers then fail to flush results no one reads, and ``pyspark.daemon`` prints the
 ``BrokenPipeError`` / ``ConnectionResetError`` traceback on its stderr, which Spark copies to
-the driver's stderr: beside the typed error of the task that really failed. A quiet local
+the driver's stderr: beside the typed error of the task that really failed. A worker forked for a
+task the JVM gave up on before it sent the task's secret reads the end of its socket instead
+(``EOFError``). A quiet local
 session (``session.build_spark_session(quiet=True)``) starts this module as its
 ``spark.python.daemon.module``: the daemon is pyspark's own, and only the end of a task's
 connection is taken as the end of that task. Every other exception still reaches stderr.
@@ -21,11 +23,11 @@ _serve_task = daemon.worker
 
 
 def serve_task(sock: socket.socket, authenticated: bool) -> int:
-    """``pyspark.daemon.worker``, with a connection the JVM closed taken as a cancelled task:
-    a nonzero code, so the daemon does not reuse the worker (as after any failure)."""
+    """``pyspark.daemon.worker``, with a connection the JVM closed (or never used) taken as a
+    cancelled task: a nonzero code, so the daemon does not reuse the worker (as after any failure)."""
     try:
         return _serve_task(sock, authenticated)
-    except (BrokenPipeError, ConnectionResetError):
+    except (BrokenPipeError, ConnectionResetError, EOFError):
         return 1
 
 
