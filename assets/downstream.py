@@ -29,7 +29,7 @@ def rows_per_day(snapshot, date_column: str) -> pa.Table:
 
     if date_column in snapshot.partition_columns:
         typed = snapshot.partition_values_typed().select(["path", date_column])
-        counts = snapshot.files.select(["path", "num_records"]).join(typed, "path")
+        counts = snapshot.file_columns("path", "num_records").join(typed, "path")
         grouped = counts.group_by(date_column).aggregate([("num_records", "sum")])
         grouped = pa.table({"day": grouped.column(date_column), "rows": grouped.column("num_records_sum")})
     else:

@@ -41,8 +41,7 @@ class FileStats:
 
     @classmethod
     def of(cls, snapshot: Any) -> FileStats:
-        files: pa.Table = snapshot.files
-        sizes = files.column("size")
+        sizes = snapshot.file_columns("size").column("size")
         n = len(sizes)
         total = int(pc.sum(sizes).as_py() or 0) if n else 0
         median = int(pc.approximate_median(sizes).as_py() or 0) if n else 0

@@ -15,7 +15,9 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
   each from the previous one plus 250 commits (one process; its peak is the largest);
 - then, from the latest checkpoint (written by either): the snapshot; ``delta-core describe`` and ``describe --json``
   (every path printed, to /dev/null); ``delta-core health``; the compaction, Z-order and purge
-  plans (``plan_*``, what the driver computes before any Spark work); and ``delta-core vacuum
+  plans (``plan_*``, what the driver computes before any Spark work); what a compaction run's
+  commits read of the snapshot for the plan's first bins (``commits of 20 bins``: the inputs'
+  rows, statistics included, never every file's); and ``delta-core vacuum
   --dry-run --inventory``, over a generated Parquet inventory listing every file the log ever
   named plus ``--orphans`` unreferenced old files (no data files exist to list);
 - on a second log, ``clustered`` beside ``t`` (the same files, unpartitioned, clustered on ``id``
@@ -49,6 +51,7 @@ INVENTORY = "inventory.parquet"
 CLUSTERED = "clustered"  # the clustered table's directory, beside the partitioned one
 CLUSTERING_COLUMNS = ("id", "value")
 CHECKPOINT_EVERY = 250
+COMMITTED_BINS = 20
 
 
 def _rss_now_mb(pid: int | str = "self") -> float:
@@ -81,6 +84,20 @@ def _compaction_plan(path: str) -> None:
     snapshot = _snapshot(path)
     plan = plan_compaction(snapshot, target_size=TARGET)
     assert plan.num_input_files == snapshot.num_files, (plan.num_input_files, snapshot.num_files)
+
+
+def _commit_lookups(path: str, bins: int = COMMITTED_BINS) -> None:
+    """What a compaction run's commits read of the snapshot for the first ``bins`` bins of its
+    plan, one bin a commit: the inputs' keys (are they still live, with the same deletion
+    vector?) and their whole ``add`` rows (the commit removes them)."""
+    from delta_core.log.file_actions import KEY_COLUMNS
+    from delta_core.maintenance.compaction_plan import plan_compaction
+
+    snapshot = _snapshot(path)
+    for group in plan_compaction(snapshot, target_size=TARGET).bins[:bins]:
+        paths = list(group.paths)
+        assert snapshot.files_of(paths, KEY_COLUMNS).num_rows == len(paths)
+        assert snapshot.files_of(paths).column("stats").null_count == 0
 
 
 def _zorder_plan(path: str) -> None:
@@ -128,6 +145,7 @@ STEPS: dict[str, Callable[[str], Any]] = {
     "describe --json": lambda path: _cli("describe", path, "--json"),
     "health": lambda path: _cli("health", path, "--json"),
     "compaction plan": _compaction_plan,
+    f"commits of {COMMITTED_BINS} bins": _commit_lookups,
     "Z-order plan": _zorder_plan,
     "purge plan": _purge_plan,
     "vacuum dry run (inventory)": _vacuum_dry_run,

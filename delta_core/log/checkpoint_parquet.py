@@ -52,17 +52,35 @@ def open_parquet(storage: Storage, key: str, *, version: int) -> tuple[IO[bytes]
 
 
 def iter_batches(pf: pq.ParquetFile, columns: list[str], source: str, version: int,
-                 *, batch_rows: int | None = None) -> Iterator[pa.RecordBatch]:
+                 *, batch_rows: int | None = None, row_groups: list[int] | None = None) -> Iterator[pa.RecordBatch]:
     """``columns`` (dotted sub-columns allowed) in batches of ``BATCH_ROWS`` rows, or fewer
-    (``batch_rows``)."""
+    (``batch_rows``), of every row group or of ``row_groups``."""
     size = min(batch_rows, BATCH_ROWS) if batch_rows else BATCH_ROWS
     # Decoding columns on Arrow's threads pays off on big checkpoints only; on small ones each
     # thread's allocator arena just adds to the peak memory.
     threads = pf.metadata.num_rows > _THREADED_ROWS
     try:
-        yield from pf.iter_batches(batch_size=size, columns=columns, use_threads=threads)
+        yield from pf.iter_batches(batch_size=size, columns=columns, use_threads=threads, row_groups=row_groups)
     except (pa.ArrowInvalid, OSError) as exc:
         raise CorruptLogError(f"cannot read checkpoint {source}: {exc}", path=source, version=version) from exc
+
+
+def marked_per_group(pf: pq.ParquetFile, field: str) -> list[int] | None:
+    """Rows of each row group where the dotted leaf ``field`` (an action's required field, e.g.
+    ``add.path``) is set, from the footer's null counts alone; ``None`` when the file has no such
+    column or some row group has no null count."""
+    md = pf.metadata
+    column = next((j for j in range(md.num_columns) if md.schema.column(j).path == field), None)
+    if column is None:
+        return None
+    counts = []
+    for g in range(md.num_row_groups):
+        group = md.row_group(g)
+        stats = group.column(column).statistics
+        if stats is None or not stats.has_null_count:
+            return None
+        counts.append(group.num_rows - stats.null_count)
+    return counts
 
 
 def rows_holding(column: pa.Array, child: str) -> tuple[pa.ChunkedArray, pa.Array]:

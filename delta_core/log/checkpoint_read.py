@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from delta_core.errors import CorruptLogError
-from delta_core.log.checkpoint_parquet import iter_batches, open_parquet, rows_holding
+from delta_core.log.checkpoint_parquet import iter_batches, marked_per_group, open_parquet, rows_holding
 from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
 from delta_core.log.file_actions import (
     ADD_FIELDS,
@@ -212,17 +212,12 @@ def _non_file_actions(pf: pq.ParquetFile, source: str, version: int) -> list[Any
 def _marked_rows(pf: pq.ParquetFile, names: list[str]) -> dict[str, int] | None:
     """Rows holding each action ``names`` names, from the row groups' null counts of its marker
     field; ``None`` when some row group has no such statistic."""
-    md = pf.metadata
-    index = {md.schema.column(j).path: j for j in range(md.num_columns)}
-    counts = dict.fromkeys(names, 0)
-    for g in range(md.num_row_groups):
-        group = md.row_group(g)
-        for name in names:
-            j = index.get(f"{name}.{_NON_FILE[name]}")
-            stats = group.column(j).statistics if j is not None else None
-            if stats is None or not stats.has_null_count:
-                return None
-            counts[name] += group.num_rows - stats.null_count
+    counts = {}
+    for name in names:
+        groups = marked_per_group(pf, f"{name}.{_NON_FILE[name]}")
+        if groups is None:
+            return None
+        counts[name] = sum(groups)
     return counts
 
 

@@ -19,13 +19,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from delta_core.errors import CorruptLogError
-from delta_core.log.checkpoint_parquet import iter_batches, open_parquet, rows_holding
+from delta_core.log.checkpoint_parquet import iter_batches, marked_per_group, open_parquet, row_count, rows_holding
 from delta_core.log.file_actions import num_records_from_stats
+from delta_core.model.arrow_values import int_array_of
 from delta_core.model.stats import stats_json_from_parsed
 from delta_core.storage.base import Storage
 
@@ -55,6 +57,52 @@ class CheckpointStats:
         for key in self.keys:
             yield from self._stats_of(key)
 
+    def stats_at(self, ordinals: np.ndarray, paths: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
+        """The ``stats`` of ``ordinals`` (ascending, distinct), reading only the Parquet row groups
+        that hold them: a rewrite's inputs among a checkpoint of millions of files cost the row
+        groups they are in, not the column. A part's row groups are matched to ordinals by the
+        footer's null counts of ``add.path`` (or, without them, by reading ``add.path``); the
+        rows read must have ``paths`` (the files' paths at load time), else the checkpoint was
+        replaced meanwhile."""
+        first = 0  # the ordinal of the part's first add row
+        for key in self.keys:
+            source = self.storage.uri(key)
+            fh, pf = open_parquet(self.storage, key, version=self.version)
+            try:
+                counts = self._adds_per_group(pf, source)
+                bounds = first + np.cumsum([0, *counts])
+                cut = np.searchsorted(ordinals, bounds)
+                for g in np.flatnonzero(cut[1:] > cut[:-1]).tolist():
+                    lo, hi = int(cut[g]), int(cut[g + 1])
+                    yield from self._rows_of_group(pf, source, g, counts[g], ordinals[lo:hi] - bounds[g],
+                                                   paths.slice(lo, hi - lo))
+                first = int(bounds[-1])
+            finally:
+                fh.close()
+        self.check_rows(first)
+
+    def _rows_of_group(self, pf: pq.ParquetFile, source: str, group: int, count: int, rows: np.ndarray,
+                       paths: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
+        """The ``stats`` of ``rows`` (ascending, among the ``count`` add rows of row ``group``),
+        batch by batch; the rows must have ``paths``."""
+        start = done = 0
+        for found, stats in self._stats_in(pf, source, [group]):
+            end = start + len(stats)
+            upto = int(np.searchsorted(rows, end))
+            if upto > done:
+                local = int_array_of(rows[done:upto] - start)
+                if not _joined(found.take(local)).equals(_joined(paths.slice(done, upto - done))):
+                    raise self._replaced(f"holds other files in row group {group} of {source} than when "
+                                         "the snapshot was loaded")
+                yield stats.take(local)
+                done = upto
+            start = end
+        if start != count:
+            raise CorruptLogError(
+                f"row group {group} of checkpoint {source} holds {start} file rows where its footer counts "
+                f"{count}; the checkpoint is corrupt: rewrite it from the commits (delta-core checkpoint)",
+                path=source, version=self.version)
+
     def num_records(self) -> pa.ChunkedArray:
         """``numRecords`` of every checkpoint ``add`` row, by ordinal, from
         ``stats_parsed.numRecords`` when every row has it, else from the JSON, batch by batch
@@ -74,32 +122,48 @@ class CheckpointStats:
     def check_rows(self, rows: int) -> None:
         """``CorruptLogError`` unless the checkpoint still holds the ``num_rows`` rows read at load time."""
         if rows != self.num_rows:
-            raise CorruptLogError(
-                f"checkpoint {self.version} of {self.storage.root} now holds {rows} file rows, "
-                f"not the {self.num_rows} read when the snapshot was loaded (it was rewritten or "
-                "cleaned up meanwhile); reload the table", path=self.storage.root, version=self.version,
-            )
+            raise self._replaced(f"now holds {rows} file rows, not the {self.num_rows} read when the snapshot was loaded")
+
+    def _replaced(self, what: str) -> CorruptLogError:
+        return CorruptLogError(
+            f"checkpoint {self.version} of {self.storage.root} {what} (it was rewritten or cleaned up "
+            "meanwhile); reload the table", path=self.storage.root, version=self.version)
 
     def _stats_of(self, key: str) -> Iterator[pa.Array]:
-        """The ``stats`` of checkpoint part ``key``, batch by batch; JSON is synthesised from
-        ``add.stats_parsed`` for rows that lack it."""
-        source = self.storage.uri(key)
+        """The ``stats`` of checkpoint part ``key``, batch by batch."""
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
-            add_type = _add_type(pf)
-            if add_type is None:
-                return
-            has_json = add_type.get_field_index("stats") >= 0
-            has_parsed = add_type.get_field_index("stats_parsed") >= 0
-            columns = ["add.path"] + (["add.stats"] if has_json else []) + (["add.stats_parsed"] if has_parsed else [])
-            for batch in iter_batches(pf, columns, source, self.version):
-                rows, _ = rows_holding(batch.column("add"), "path")
-                stats = pc.struct_field(rows, "stats").combine_chunks() if has_json else pa.nulls(len(rows), pa.string())
-                if has_parsed and stats.null_count:
-                    stats = _fill_from_parsed(stats, pc.struct_field(rows, "stats_parsed").combine_chunks())
-                yield stats
+            yield from (stats for _, stats in self._stats_in(pf, self.storage.uri(key)))
         finally:
             fh.close()
+
+    def _stats_in(self, pf: pq.ParquetFile, source: str,
+                  row_groups: list[int] | None = None) -> Iterator[tuple[pa.ChunkedArray, pa.Array]]:
+        """The ``path`` and ``stats`` of the add rows of ``pf`` (of its ``row_groups`` only, when
+        given), batch by batch; JSON is synthesised from ``add.stats_parsed`` for rows that lack it."""
+        add_type = _add_type(pf)
+        if add_type is None:
+            return
+        has_json = add_type.get_field_index("stats") >= 0
+        has_parsed = add_type.get_field_index("stats_parsed") >= 0
+        columns = ["add.path"] + (["add.stats"] if has_json else []) + (["add.stats_parsed"] if has_parsed else [])
+        for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
+            rows, _ = rows_holding(batch.column("add"), "path")
+            stats = pc.struct_field(rows, "stats").combine_chunks() if has_json else pa.nulls(len(rows), pa.string())
+            if has_parsed and stats.null_count:
+                stats = _fill_from_parsed(stats, pc.struct_field(rows, "stats_parsed").combine_chunks())
+            yield pc.struct_field(rows, "path"), stats
+
+    def _adds_per_group(self, pf: pq.ParquetFile, source: str) -> list[int]:
+        """The add rows of each row group of ``pf``: from the footer, else by reading ``add.path``."""
+        if _add_type(pf) is None:
+            return [0] * pf.metadata.num_row_groups
+        counts = marked_per_group(pf, "add.path")
+        if counts is not None:
+            return counts
+        return [sum(row_count(pc.is_valid(pc.struct_field(batch.column("add"), "path")))
+                    for batch in iter_batches(pf, ["add.path"], source, self.version, row_groups=[g]))
+                for g in range(pf.metadata.num_row_groups)]
 
     def _json_num_records(self, key: str) -> pa.ChunkedArray | None:
         """``numRecords`` from the JSON of each batch, or ``None`` when some row has no JSON
@@ -143,6 +207,13 @@ class CheckpointStats:
             return pa.chunked_array(out, type=pa.int64())
         finally:
             fh.close()
+
+
+def _joined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``values`` as one array (of strings)."""
+    if isinstance(values, pa.Array):
+        return values
+    return pa.concat_arrays(values.chunks) if values.num_chunks else pa.nulls(0, pa.string())
 
 
 def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:

@@ -295,6 +295,10 @@ def dv_unique_ids(dv: pa.ChunkedArray) -> pa.ChunkedArray:
     return pc.if_else(pc.is_null(offset), base, with_offset)
 
 
+# The columns ``file_keys`` reads.
+KEY_COLUMNS = ("path", "deletion_vector")
+
+
 def file_keys(
     table: pa.Table, *, paths: pa.ChunkedArray | pa.Array | None = None,
 ) -> pa.ChunkedArray | pa.Array:

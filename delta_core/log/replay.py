@@ -195,6 +195,40 @@ class ReplayState:
         columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
         return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
 
+    def files_at(self, rows: np.ndarray, names: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
+        """Columns ``names`` of ``files`` at row numbers ``rows`` (ascending, distinct). Deferred
+        statistics and tags are read only if named, and only for these rows: from the checkpoint
+        row groups and the commits' packed pieces that hold them (``files`` reads every file's)."""
+        taken = int_array_of(rows)
+        if not self.stats_deferred or "files" in self._cache:
+            return self.files.take(taken).select(list(names))
+        picked = self.rows.take(taken)
+        kept, first_commit = self._segments()
+        in_checkpoint, in_commits = (int(i) for i in np.searchsorted(rows, [kept, first_commit]))
+        commit_ordinals = picked[COMMIT_ROW].slice(in_commits) if in_commits < len(rows) else None
+        from_checkpoint: list[pa.Array] = []
+        if in_checkpoint and {"stats", "num_records"} & set(names):
+            assert self.checkpoint_stats is not None
+            ordinals = numbers_of(picked[CHECKPOINT_ROW].slice(0, in_checkpoint))
+            from_checkpoint = list(self.checkpoint_stats.stats_at(ordinals, picked["path"].slice(0, in_checkpoint)))
+
+        def deferred(name: str) -> list[pa.Array]:
+            if name == "num_records":
+                counted = num_records_from_stats(pa.chunked_array(from_checkpoint, type=pa.string()))
+                return [*counted.chunks, *_chunks(picked[name].slice(in_checkpoint))]
+            mine = picked[name].slice(0, in_commits) if name == "tags" else \
+                picked[name].slice(in_checkpoint, in_commits - in_checkpoint)
+            pieces = [*(from_checkpoint if name == "stats" else []), *_chunks(mine)]
+            if commit_ordinals is not None:
+                assert self.commit_stats is not None
+                pieces.extend(self.commit_stats.iter_stats(commit_ordinals, name))
+            return pieces
+
+        fields = [FILES_SCHEMA.field(n) for n in names]
+        columns = [pa.chunked_array(deferred(f.name), type=f.type) if f.name in ("stats", "num_records", "tags")
+                   else picked[f.name] for f in fields]
+        return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
     def _segments(self) -> tuple[int, int]:
         """(number of checkpoint rows with deferred stats, index of the first commit row with
         packed stats): replay keeps the first at the start and the second at the end."""

@@ -12,7 +12,7 @@ actions read from the checkpoint and reconciled with the commits. Files are an A
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from delta_core.errors import CorruptLogError, MissingMetadataError, MissingProtocolError, VersionNotFoundError
 from delta_core.log.checkpoint_read import read_checkpoint_files, read_checkpoint_state
 from delta_core.log.commit_read import ParsedCommit, build_batch, parse_commit, read_commits
-from delta_core.log.file_actions import iter_adds, iter_removes
+from delta_core.log.file_actions import FILES_SCHEMA, iter_adds, iter_removes
 from delta_core.log.history import read_commit_info
 from delta_core.log.log_path import LogFileKind, commit_key
 from delta_core.log.log_segment import LogSegment, build_log_segment, list_log
@@ -28,6 +28,7 @@ from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile,
 from delta_core.log.version_checksum import warn_on_mismatch
 from delta_core.model import table_features
 from delta_core.model.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
+from delta_core.model.arrow_values import numbers_of, string_array
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.metadata_validation import validate_metadata
 from delta_core.model.partition_values import typed_partition_values
@@ -157,6 +158,14 @@ class Snapshot:
         """Columns ``names`` of ``files``, reading checkpoint statistics only if ``stats`` (or,
         without ``stats_parsed``, ``num_records``) is among them."""
         return self._state.file_columns(names)
+
+    def files_of(self, paths: Iterable[str], columns: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
+        """Rows of ``files`` (``columns`` of them) whose ``path`` (as in the log) is one of
+        ``paths``, in ``files`` order. Statistics and tags are read only if named, and for these
+        rows only: a rewrite's inputs among millions of files, where ``files`` reads every file's."""
+        wanted = string_array(sorted(set(paths)))
+        found = pc.indices_nonzero(pc.is_in(self._state.rows["path"], value_set=wanted))
+        return self._state.files_at(numbers_of(found), columns)
 
     @property
     def file_paths(self) -> list[str]:

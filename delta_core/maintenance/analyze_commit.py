@@ -26,9 +26,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from delta_core.errors import CommitConflictError, MetadataChangedError, ProtocolChangedError
 from delta_core.log.file_actions import iter_adds
 from delta_core.model.actions import Add
@@ -101,9 +98,7 @@ def still_live(snapshot: Snapshot, adds: Sequence[Add]) -> list[Add]:
     """The ``adds`` that are still live in ``snapshot`` as they were: same ``(path, deletion
     vector)`` and every field alike but ``stats`` and ``dataChange`` (a checkpoint may spell the
     stats differently; new stats for the same rows are still true)."""
-    files = snapshot.files
-    live = files.filter(pc.is_in(files.column("path"), value_set=pa.array([a.path for a in adds], pa.string())))
-    current = {(a.path, a.dv_unique_id): _identity(a) for a in iter_adds(live)}
+    current = {(a.path, a.dv_unique_id): _identity(a) for a in iter_adds(snapshot.files_of(a.path for a in adds))}
     return [a for a in adds if current.get((a.path, a.dv_unique_id)) == _identity(a)]
 
 

@@ -16,7 +16,6 @@ import pyarrow as pa
 
 from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
-from delta_core.maintenance.rewrite_commit import live_subset
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.schema import StructType
 from delta_core.model.stats_collect import StatsCollector
@@ -57,7 +56,7 @@ class SummarisingReader(DataFileReader):
 
 def paths_to_summarise(snapshot: Snapshot, paths: Iterable[str]) -> set[str]:
     """The inputs among ``paths`` (live in ``snapshot``) whose stats cannot stand in the proof."""
-    return inputs_needing_summary(list(iter_adds(live_subset(snapshot, list(paths)))), snapshot.metadata)
+    return inputs_needing_summary(list(iter_adds(snapshot.files_of(paths))), snapshot.metadata)
 
 
 def split_results(lines: Iterable[str]) -> tuple[list[str], list[InputSummary]]:

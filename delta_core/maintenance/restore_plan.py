@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.log.file_actions import file_keys, iter_adds
+from delta_core.log.file_actions import KEY_COLUMNS, file_keys, iter_adds
 from delta_core.log.history import ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION
 from delta_core.model.actions import Add, DomainMetadata, Metadata, Protocol, Remove
 from delta_core.model.clustering import (
@@ -128,16 +128,16 @@ def plan_restore(current: Snapshot, target: Snapshot) -> RestorePlan:
     module docstring for each rule."""
     files_after, bytes_after = target.num_files, target.size_in_bytes
     if target.version == current.version:
-        empty = current.files.slice(0, 0)
+        empty = current.files_of([])
         return RestorePlan(current.version, target.version, empty, empty, files_after, bytes_after)
     root = TableRoot.of(current.storage.root)
-    now, then = current.files, target.files
-    now_keys, then_keys = _keys(now, root), _keys(then, root)
+    now_keys = _keys(current.file_columns(*KEY_COLUMNS), root)
+    then_keys = _keys(target.file_columns(*KEY_COLUMNS), root)
     return RestorePlan(
         read_version=current.version,
         target_version=target.version,
-        restored=then.filter(pc.invert(pc.is_in(then_keys, value_set=now_keys))),
-        removed=now.filter(pc.invert(pc.is_in(now_keys, value_set=then_keys))),
+        restored=_files_without(target, then_keys, now_keys, root),
+        removed=_files_without(current, now_keys, then_keys, root),
         files_after=files_after,
         bytes_after=bytes_after,
         metadata=restored_metadata(current.metadata, target.metadata),
@@ -189,6 +189,14 @@ def _domain_columns(domain: DomainMetadata) -> object:
 
 def _ict_on(configuration: Mapping[str, str]) -> bool:
     return TableProperties(configuration).in_commit_timestamps
+
+
+def _files_without(snapshot: Snapshot, keys: pa.Array, others: pa.Array, root: TableRoot) -> pa.Table:
+    """The rows of ``snapshot.files`` (whose file keys are ``keys``) whose key is not among
+    ``others``: the statistics of those files alone are read (``files_of``, by path)."""
+    paths = snapshot.file_columns("path")["path"].filter(pc.invert(pc.is_in(keys, value_set=others)))
+    rows = snapshot.files_of(paths.to_pylist())
+    return rows.filter(pc.invert(pc.is_in(_keys(rows, root), value_set=others)))
 
 
 def _keys(files: pa.Table, root: TableRoot) -> pa.Array:

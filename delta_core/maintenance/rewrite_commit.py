@@ -55,7 +55,7 @@ from delta_core.errors import (
     ProtocolChangedError,
     StorageError,
 )
-from delta_core.log.file_actions import file_keys, iter_adds
+from delta_core.log.file_actions import KEY_COLUMNS, file_keys, iter_adds
 from delta_core.maintenance.file_groups import FileGroup, keep_files
 from delta_core.maintenance.options import DEFAULT_MAX_BATCH_RETRIES
 from delta_core.maintenance.run_bounds import Leftover
@@ -105,13 +105,6 @@ class RewriteOutput:
     tags: Mapping[str, str] = field(default_factory=dict)
 
 
-def live_subset(snapshot: Snapshot, paths: Sequence[str]) -> pa.Table:
-    """Rows of ``snapshot.files`` for ``paths`` (those still live)."""
-    files = snapshot.files
-    mask = pc.is_in(files.column("path"), value_set=pa.array(list(paths), pa.string()))
-    return files.filter(mask)
-
-
 def deletion_vectors(snapshot: Snapshot, paths: Sequence[str] | pa.ChunkedArray) -> dict[str, DeletionVectorDescriptor]:
     """The deletion vector of each of ``paths`` that has one in ``snapshot`` (path as in the log),
     read from the files' ``path`` and ``deletion_vector`` columns only: no statistics, and no
@@ -130,7 +123,7 @@ def deletion_vectors(snapshot: Snapshot, paths: Sequence[str] | pa.ChunkedArray)
 
 def all_live(snapshot: Snapshot, paths: Sequence[str], keys: Collection[str] | None = None) -> bool:
     """Every input is still live (and, given the inputs' ``file_keys``, with the same deletion vector)."""
-    live = live_subset(snapshot, paths)
+    live = snapshot.files_of(paths, KEY_COLUMNS)
     if live.num_rows != len(set(paths)):
         return False
     return keys is None or set(file_keys(live).to_pylist()) == set(keys)
@@ -143,7 +136,7 @@ def ensure_inputs_live(table: DeltaTable, snapshot: Snapshot, paths: Sequence[st
     commit, so it writes nothing and ``run_rewrite_batches`` re-plans it."""
     if table.latest_version() == snapshot.version:
         return
-    keys = file_keys(live_subset(snapshot, paths)).to_pylist()
+    keys = file_keys(snapshot.files_of(paths, KEY_COLUMNS)).to_pylist()
     if not all_live(table.snapshot(), paths, keys):
         raise ConcurrentDeleteReadError(
             f"{label}: an input read at version {snapshot.version} was removed or changed by a concurrent commit "
@@ -202,7 +195,7 @@ def commit_rewrite(
     operation: str = OPTIMIZE,
 ) -> BatchOutcome:
     """Commit one rewrite batch (``write.commit_rewrite``) under the module docstring's rules."""
-    keys = set(file_keys(live_subset(snapshot, input_paths)).to_pylist())
+    keys = set(file_keys(snapshot.files_of(input_paths, KEY_COLUMNS)).to_pylist())
     attempts = 0
     current = snapshot
     while True:
@@ -212,7 +205,7 @@ def commit_rewrite(
             return BatchOutcome(None, "aborted", "an input file is no longer live", attempts, replannable=True)
         try:
             result = commit_rewrite_once(
-                table, removed=list(iter_adds(live_subset(current, input_paths))), added=adds,
+                table, removed=list(iter_adds(current.files_of(input_paths))), added=adds,
                 operation=operation, operation_parameters=operation_parameters, read_snapshot=current,
                 metrics=operation_metrics, discard_on_failure=False, input_summaries=input_summaries,
                 tags=tags)
@@ -353,7 +346,7 @@ def _live_groups(table: DeltaTable, current: Snapshot, batch: Sequence[G], batch
     with the deletion vector it has in ``current``); a group that lost inputs goes on with the rest
     while it holds two or more (``file_groups.keep_files``), else it is dropped. The files a
     writer added meanwhile are not taken in: they are the next run's."""
-    live_paths = live_subset(current, [path for g in batch for path in g.paths]).column("path")
+    live_paths = current.files_of([path for g in batch for path in g.paths], ["path"]).column("path")
     out = []
     narrowed = 0
     for g in batch:

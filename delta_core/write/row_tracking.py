@@ -188,7 +188,7 @@ def input_row_ids(snapshot: Snapshot, paths: Iterable[str]) -> dict[str, FileRow
     rows' stable ids; None when the table has no stable ids to keep (row tracking not enabled)."""
     if not row_tracking_enabled(snapshot.protocol, snapshot.metadata.configuration):
         return None
-    files = snapshot.files
+    files = snapshot.file_columns("path", "base_row_id", "default_row_commit_version")
     files = files.filter(pc.is_in(files.column("path"), value_set=pa.array(sorted(set(paths)), pa.string())))
     return {p: FileRowIds(b, v) for p, b, v in zip(files.column("path").to_pylist(),
                                                     files.column("base_row_id").to_pylist(),

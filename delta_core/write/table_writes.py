@@ -24,6 +24,7 @@ from delta_core.errors import (
     PartitionValueError,
     SchemaMismatchError,
 )
+from delta_core.log.file_actions import iter_adds
 from delta_core.log.log_path import LOG_DIR
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Add, Metadata, Protocol
@@ -263,8 +264,7 @@ def delete_files(
                       operation_parameters=DeleteParameters())
     _check_writable(txn, removes_data=True)
     wanted = list(dict.fromkeys(paths))
-    wanted_set = set(wanted)
-    live = {a.path: a for a in txn.snapshot.add_actions() if a.path in wanted_set}
+    live = {a.path: a for a in iter_adds(txn.snapshot.files_of(wanted))}
     missing = [p for p in wanted if p not in live]
     if missing:
         raise InvalidTransactionError(
