@@ -12,7 +12,9 @@ domainMetadata, checkpointMetadata, sidecar); ``read_checkpoint_files`` returns 
 and ``remove`` rows as Arrow tables. Parquet reads project only the sub-columns needed and
 stream batches of rows (runs of ``add`` rows become file rows without a copy), so a checkpoint
 of millions of files is never held both raw and converted. The ``add.stats`` column, most of a
-checkpoint's bytes, is not read here: ``checkpoint_stats`` reads it when a caller needs it.
+checkpoint's bytes, and ``add.tags`` (a clustered table's ZCube tags) are not read here:
+``checkpoint_stats`` reads them when a caller needs them; until then they are nulls sharing one
+buffer (``shared_nulls``), as are the columns a checkpoint does not have.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import pyarrow.parquet as pq
 
 from delta_core.errors import CorruptLogError
 from delta_core.log.checkpoint_parquet import iter_batches, marked_per_group, open_parquet, rows_holding
-from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, CheckpointStats
+from delta_core.log.checkpoint_stats import CHECKPOINT_ROW, DEFERRED_COLUMNS, CheckpointStats
 from delta_core.log.file_actions import (
     ADD_FIELDS,
     FILES_SCHEMA,
@@ -48,7 +50,7 @@ from delta_core.model.actions import (
     action_from_json,
     iter_log_lines,
 )
-from delta_core.model.arrow_values import empty_table, int_array, true_array
+from delta_core.model.arrow_values import empty_table, int_array, shared_nulls, true_array
 from delta_core.storage.base import Storage
 
 # Non-file action columns, with the field whose presence marks a real action in that row
@@ -238,7 +240,7 @@ def _last_marked_row(pf: pq.ParquetFile, names: list[str], source: str, version:
 
 def _present_fields(pf: pq.ParquetFile, top: str) -> list[str]:
     """Sub-fields of ``add``/``remove`` this file has and we read now (none if the column is
-    absent); ``add.stats`` is left to ``CheckpointStats``."""
+    absent); ``add.stats`` and ``add.tags`` are left to ``CheckpointStats``."""
     idx = pf.schema_arrow.get_field_index(top)
     if idx < 0:
         return []
@@ -250,8 +252,9 @@ def _present_fields(pf: pq.ParquetFile, top: str) -> list[str]:
             if struct_type.get_field_index(js) >= 0 and not (top == "add" and name in _DEFERRED)]
 
 
-# FILES_SCHEMA columns read later, from the checkpoint, by ``CheckpointStats``.
-_DEFERRED = frozenset({"stats", "num_records"})
+# FILES_SCHEMA columns read later, from the checkpoint, by ``CheckpointStats`` (``num_records``
+# from the stats).
+_DEFERRED = frozenset({*DEFERRED_COLUMNS, "num_records"})
 
 
 def _file_rows(column: pa.Array, top: str, present: list[str]) -> pa.Table:
@@ -267,8 +270,8 @@ def _file_rows(column: pa.Array, top: str, present: list[str]) -> pa.Table:
             arrays.append(conform_array(pc.struct_field(rows, js), f.type))
         elif f.name == "data_change":
             arrays.append(pa.chunked_array([true_array(n)]))  # required; old writers omitted it
-        else:
-            arrays.append(pa.chunked_array([pa.nulls(n, f.type)]))
+        else:  # deferred, or not in this checkpoint: one buffer of nulls for every batch
+            arrays.append(pa.chunked_array([shared_nulls(f.type, n)]))
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
@@ -314,10 +317,10 @@ def _concat_parts(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
 @dataclass(frozen=True, slots=True)
 class CheckpointFiles:
     """The file actions of a checkpoint: ``adds`` (``FILES_SCHEMA`` plus ``CHECKPOINT_ROW``)
-    and ``removes`` (``TOMBSTONES_SCHEMA``). Rows from Parquet have no ``stats`` or
-    ``num_records`` yet: their ``CHECKPOINT_ROW`` is their ordinal, and ``stats`` reads those
-    columns when asked. Rows from a JSON V2 checkpoint's own lines are read whole (null
-    ordinal)."""
+    and ``removes`` (``TOMBSTONES_SCHEMA``). Rows from Parquet have no ``stats``,
+    ``num_records`` or ``tags`` yet: their ``CHECKPOINT_ROW`` is their ordinal, and ``stats``
+    reads those columns when asked. Rows from a JSON V2 checkpoint's own lines are read whole
+    (null ordinal)."""
 
     adds: pa.Table
     removes: pa.Table
@@ -349,7 +352,7 @@ def read_checkpoint_files(storage: Storage, files: Sequence[LogPath], state: Che
     n = sum(a.num_rows for a in adds)
     add_table = pa.concat_tables(adds) if adds else empty_table(FILES_SCHEMA)
     add_table = add_table.append_column(CHECKPOINT_ROW, int_array(range(n)))
-    if state._json_bodies:  # the V2 checkpoint's own lines: read whole, stats included
+    if state._json_bodies:  # the V2 checkpoint's own lines: read whole, stats and tags included
         source = storage.uri(files[0].key)
         json_adds = table_from_json(state._json_bodies.get("add", []), tombstones=False, source=source)
         add_table = pa.concat_tables([

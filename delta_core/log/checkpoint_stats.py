@@ -1,13 +1,16 @@
-"""File statistics of checkpoint rows, read when first needed (PROTOCOL.md "Per-file
-Statistics", "Checkpoint Schema").
+"""File statistics and tags of checkpoint rows, read when first needed (PROTOCOL.md "Per-file
+Statistics", "Checkpoint Schema", "Add File and Remove File").
 
 The JSON ``stats`` string is most of a checkpoint's bytes, and loading a snapshot needs none
 of it: paths, sizes and partition values describe the table; only planners and checkpoint
-writers read statistics. A snapshot therefore loads a Parquet checkpoint without
-``add.stats``, tags each checkpoint row with its ordinal (``CHECKPOINT_ROW``) through replay,
-and keeps a ``CheckpointStats`` that reads the column later, in the same order. ``numRecords``
-alone comes from ``add.stats_parsed.numRecords`` when every row has it (one integer column),
-else from the JSON.
+writers read statistics. The same holds for ``tags``: a clustered table's ZCube tags are ~85
+bytes a file (760 MB at 10M files as a map column) and only the cluster plan and checkpoint
+writers read them. A snapshot therefore loads a Parquet checkpoint without ``add.stats`` and
+``add.tags``, tags each checkpoint row with its ordinal (``CHECKPOINT_ROW``) through replay,
+and keeps a ``CheckpointStats`` that reads either column later, in the same order, batch by
+batch or for a few ordinals. ``numRecords`` alone comes from ``add.stats_parsed.numRecords``
+when every row has it (one integer column), else from the JSON. Tags come back as ``files``
+types them (``STRING_MAP``), whatever the writer named the map's parts (``conform_array``).
 
 JSON ``stats`` are synthesised from ``stats_parsed`` only for rows that lack them. A checkpoint
 that is gone or no longer holds the rows it held at load time (a log cleanup raced the reader)
@@ -26,19 +29,22 @@ import pyarrow.parquet as pq
 
 from delta_core.errors import CorruptLogError
 from delta_core.log.checkpoint_parquet import iter_batches, marked_per_group, open_parquet, row_count, rows_holding
-from delta_core.log.file_actions import num_records_from_stats
-from delta_core.model.arrow_values import int_array_of
+from delta_core.log.file_actions import FILES_SCHEMA, conform_array, num_records_from_stats
+from delta_core.model.arrow_values import int_array_of, shared_nulls
 from delta_core.model.stats import stats_json_from_parsed
 from delta_core.storage.base import Storage
 
 # The column that carries a checkpoint row's ordinal through replay while its stats are unread.
 CHECKPOINT_ROW = "checkpoint_row"
 
+# The ``FILES_SCHEMA`` columns of checkpoint ``add`` rows that are read here, not at load time.
+DEFERRED_COLUMNS = ("stats", "tags")
+
 
 @dataclass(frozen=True, slots=True)
 class CheckpointStats:
-    """Reads ``stats`` and ``numRecords`` of the ``add`` rows of checkpoint Parquet ``keys``
-    (parts, then sidecars: the order the rows were loaded in)."""
+    """Reads ``stats``, ``numRecords`` and ``tags`` of the ``add`` rows of checkpoint Parquet
+    ``keys`` (parts, then sidecars: the order the rows were loaded in)."""
 
     storage: Storage
     keys: tuple[str, ...]
@@ -51,16 +57,18 @@ class CheckpointStats:
         self.check_rows(len(stats))
         return stats
 
-    def iter_stats(self) -> Iterator[pa.Array]:
-        """``stats`` in ordinal order, one Parquet batch at a time (a caller that streams holds
-        one batch of strings, not the column); the caller checks the total with ``check_rows``."""
+    def iter_stats(self, column: str = "stats") -> Iterator[pa.Array]:
+        """``stats`` (or ``tags``: ``DEFERRED_COLUMNS``) in ordinal order, one Parquet batch at a
+        time (a caller that streams holds one batch, not the column); the caller checks the total
+        with ``check_rows``."""
         for key in self.keys:
-            yield from self._stats_of(key)
+            yield from self._column_of(key, column)
 
-    def stats_at(self, ordinals: np.ndarray, paths: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
-        """The ``stats`` of ``ordinals`` (ascending, distinct), reading only the Parquet row groups
-        that hold them: a rewrite's inputs among a checkpoint of millions of files cost the row
-        groups they are in, not the column. A part's row groups are matched to ordinals by the
+    def stats_at(self, ordinals: np.ndarray, paths: pa.Array | pa.ChunkedArray,
+                 column: str = "stats") -> Iterator[pa.Array]:
+        """The ``stats`` (or ``tags``) of ``ordinals`` (ascending, distinct), reading only the
+        Parquet row groups that hold them: a rewrite's inputs among a checkpoint of millions of
+        files cost the row groups they are in, not the column. A part's row groups are matched to ordinals by the
         footer's null counts of ``add.path`` (or, without them, by reading ``add.path``); the
         rows read must have ``paths`` (the files' paths at load time), else the checkpoint was
         replaced meanwhile."""
@@ -75,26 +83,26 @@ class CheckpointStats:
                 for g in np.flatnonzero(cut[1:] > cut[:-1]).tolist():
                     lo, hi = int(cut[g]), int(cut[g + 1])
                     yield from self._rows_of_group(pf, source, g, counts[g], ordinals[lo:hi] - bounds[g],
-                                                   paths.slice(lo, hi - lo))
+                                                   paths.slice(lo, hi - lo), column)
                 first = int(bounds[-1])
             finally:
                 fh.close()
         self.check_rows(first)
 
     def _rows_of_group(self, pf: pq.ParquetFile, source: str, group: int, count: int, rows: np.ndarray,
-                       paths: pa.Array | pa.ChunkedArray) -> Iterator[pa.Array]:
-        """The ``stats`` of ``rows`` (ascending, among the ``count`` add rows of row ``group``),
+                       paths: pa.Array | pa.ChunkedArray, column: str) -> Iterator[pa.Array]:
+        """``column`` of ``rows`` (ascending, among the ``count`` add rows of row ``group``),
         batch by batch; the rows must have ``paths``."""
         start = done = 0
-        for found, stats in self._stats_in(pf, source, [group]):
-            end = start + len(stats)
+        for found, values in self._values_in(pf, source, column, [group]):
+            end = start + len(values)
             upto = int(np.searchsorted(rows, end))
             if upto > done:
                 local = int_array_of(rows[done:upto] - start)
                 if not _joined(found.take(local)).equals(_joined(paths.slice(done, upto - done))):
                     raise self._replaced(f"holds other files in row group {group} of {source} than when "
                                          "the snapshot was loaded")
-                yield stats.take(local)
+                yield values.take(local)
                 done = upto
             start = end
         if start != count:
@@ -129,30 +137,38 @@ class CheckpointStats:
             f"checkpoint {self.version} of {self.storage.root} {what} (it was rewritten or cleaned up "
             "meanwhile); reload the table", path=self.storage.root, version=self.version)
 
-    def _stats_of(self, key: str) -> Iterator[pa.Array]:
-        """The ``stats`` of checkpoint part ``key``, batch by batch."""
+    def _column_of(self, key: str, column: str) -> Iterator[pa.Array]:
+        """``column`` of checkpoint part ``key``, batch by batch."""
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
-            yield from (stats for _, stats in self._stats_in(pf, self.storage.uri(key)))
+            yield from (values for _, values in self._values_in(pf, self.storage.uri(key), column))
         finally:
             fh.close()
 
-    def _stats_in(self, pf: pq.ParquetFile, source: str,
-                  row_groups: list[int] | None = None) -> Iterator[tuple[pa.ChunkedArray, pa.Array]]:
-        """The ``path`` and ``stats`` of the add rows of ``pf`` (of its ``row_groups`` only, when
-        given), batch by batch; JSON is synthesised from ``add.stats_parsed`` for rows that lack it."""
+    def _values_in(self, pf: pq.ParquetFile, source: str, column: str,
+                   row_groups: list[int] | None = None) -> Iterator[tuple[pa.ChunkedArray, pa.Array]]:
+        """The ``path`` and ``column`` (``stats`` or ``tags``) of the add rows of ``pf`` (of its
+        ``row_groups`` only, when given), batch by batch, typed as in ``FILES_SCHEMA``: JSON stats
+        are synthesised from ``add.stats_parsed`` for rows that lack them; an all-null batch
+        shares its nulls (``shared_nulls``)."""
+        if column not in DEFERRED_COLUMNS:
+            raise ValueError(f"{column!r} is not a deferred checkpoint column ({', '.join(DEFERRED_COLUMNS)})")
         add_type = _add_type(pf)
         if add_type is None:
             return
-        has_json = add_type.get_field_index("stats") >= 0
-        has_parsed = add_type.get_field_index("stats_parsed") >= 0
-        columns = ["add.path"] + (["add.stats"] if has_json else []) + (["add.stats_parsed"] if has_parsed else [])
+        typ = FILES_SCHEMA.field(column).type
+        has_own = add_type.get_field_index(column) >= 0
+        has_parsed = column == "stats" and add_type.get_field_index("stats_parsed") >= 0
+        columns = ["add.path"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
         for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
             rows, _ = rows_holding(batch.column("add"), "path")
-            stats = pc.struct_field(rows, "stats").combine_chunks() if has_json else pa.nulls(len(rows), pa.string())
-            if has_parsed and stats.null_count:
-                stats = _fill_from_parsed(stats, pc.struct_field(rows, "stats_parsed").combine_chunks())
-            yield pc.struct_field(rows, "path"), stats
+            values = _joined(conform_array(pc.struct_field(rows, column), typ)) if has_own \
+                else shared_nulls(typ, len(rows))
+            if has_parsed and values.null_count:
+                values = _fill_from_parsed(values, _joined(pc.struct_field(rows, "stats_parsed")))
+            if values.null_count == len(values):
+                values = shared_nulls(typ, len(values))
+            yield pc.struct_field(rows, "path"), values
 
     def _adds_per_group(self, pf: pq.ParquetFile, source: str) -> list[int]:
         """The add rows of each row group of ``pf``: from the footer, else by reading ``add.path``."""
@@ -210,10 +226,10 @@ class CheckpointStats:
 
 
 def _joined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``values`` as one array (of strings)."""
+    """``values`` as one array."""
     if isinstance(values, pa.Array):
         return values
-    return pa.concat_arrays(values.chunks) if values.num_chunks else pa.nulls(0, pa.string())
+    return pa.concat_arrays(values.chunks) if values.num_chunks else pa.nulls(0, values.type)
 
 
 def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:

@@ -62,10 +62,10 @@ from delta_core.model.string_hashes import repeated_groups
 class ReplayState:
     """A reconciled table state. ``txns`` and ``domain_metadata`` are keyed by appId/domain.
 
-    ``rows`` are the live files. Their ``stats`` may not be in ``rows`` (null there):
+    ``rows`` are the live files. Their ``stats`` and ``tags`` may not be in ``rows`` (null there):
 
     - rows loaded from a Parquet checkpoint carry their ordinal in ``CHECKPOINT_ROW``, and
-      ``checkpoint_stats`` reads their ``stats`` and ``num_records`` on first use;
+      ``checkpoint_stats`` reads their ``stats``, ``num_records`` and ``tags`` on first use;
     - rows from commits read with packed stats (snapshot loading) carry their ordinal in
       ``COMMIT_ROW``, and ``commit_stats`` unpacks their ``stats`` (``num_records`` is theirs)
       and their ``tags``, packed beside the stats and null in ``rows`` too.
@@ -92,7 +92,8 @@ class ReplayState:
 
     @property
     def stats_deferred(self) -> bool:
-        """Whether some rows' ``stats`` are not in ``rows`` (checkpoint or commit ordinals)."""
+        """Whether some rows' ``stats`` and ``tags`` are not in ``rows`` (checkpoint or commit
+        ordinals)."""
         return self._checkpoint_deferred or self._commits_deferred
 
     @property
@@ -105,8 +106,8 @@ class ReplayState:
 
     @property
     def files(self) -> pa.Table:
-        """Live files (``FILES_SCHEMA``), statistics included (read or unpacked now if they were
-        deferred)."""
+        """Live files (``FILES_SCHEMA``), statistics and tags included (read or unpacked now if
+        they were deferred)."""
         if not self.stats_deferred:
             return self.rows
         if "files" not in self._cache:
@@ -154,39 +155,41 @@ class ReplayState:
         if not self.stats_deferred or "stats" in self._cache:
             yield self.stats
             return
+        yield from self._iter_deferred("stats")
+
+    def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """``tags`` of each live file in order, a piece at a time: checkpoint rows' tags are read
+        from the checkpoint batch by batch, commit rows' (packed with their stats) unpacked
+        commit by commit; the whole column is never held."""
+        if not self.stats_deferred or "files" in self._cache:
+            yield self.files["tags"]
+            return
+        yield from self._iter_deferred("tags")
+
+    def _iter_deferred(self, name: str) -> Iterator[pa.Array | pa.ChunkedArray]:
+        """Column ``name`` (``stats`` or ``tags``) of each live file in order: the checkpoint
+        rows' read batch by batch (only the batches' rows replay kept), then the rows' own, then
+        the commit rows' unpacked piece by piece."""
         kept, first_commit = self._segments()
         if kept:
             assert self.checkpoint_stats is not None
             total = self.checkpoint_stats.num_rows
             wanted = None if kept == total else ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), total)
             start = 0
-            for batch in self.checkpoint_stats.iter_stats():
+            for batch in self.checkpoint_stats.iter_stats(name):
                 yield batch if wanted is None else batch.filter(mask_array(wanted[start:start + len(batch)]))
                 start += len(batch)
             self.checkpoint_stats.check_rows(start)
         if first_commit > kept:
-            yield self.rows["stats"].slice(kept, first_commit - kept)
+            yield self.rows[name].slice(kept, first_commit - kept)
         if first_commit < self.rows.num_rows:
             assert self.commit_stats is not None
-            yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit))
-
-    def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
-        """``tags`` of each live file in order, a piece at a time: commit rows' tags are packed
-        with their stats (``commit_stats``) and unpacked commit by commit."""
-        if not self._commits_deferred:
-            yield self.rows["tags"]
-            return
-        _, first_commit = self._segments()
-        if first_commit:
-            yield self.rows["tags"].slice(0, first_commit)
-        if first_commit < self.rows.num_rows:
-            assert self.commit_stats is not None
-            yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit), "tags")
+            yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit), name)
 
     def file_columns(self, names: Sequence[str]) -> pa.Table:
         """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read
         only if asked for, ``num_records`` without them where the checkpoint allows, ``tags``
-        unpacked only if asked for."""
+        read and unpacked only if asked for."""
         if not self.stats_deferred:
             return self.rows.select(list(names))
         lazy = {"stats": lambda: self.stats, "num_records": lambda: self.num_records,
@@ -206,19 +209,20 @@ class ReplayState:
         kept, first_commit = self._segments()
         in_checkpoint, in_commits = (int(i) for i in np.searchsorted(rows, [kept, first_commit]))
         commit_ordinals = picked[COMMIT_ROW].slice(in_commits) if in_commits < len(rows) else None
-        from_checkpoint: list[pa.Array] = []
-        if in_checkpoint and {"stats", "num_records"} & set(names):
-            assert self.checkpoint_stats is not None
-            ordinals = numbers_of(picked[CHECKPOINT_ROW].slice(0, in_checkpoint))
-            from_checkpoint = list(self.checkpoint_stats.stats_at(ordinals, picked["path"].slice(0, in_checkpoint)))
+        from_checkpoint: dict[str, list[pa.Array]] = {"stats": [], "tags": []}
+        for column, needed_by in (("stats", {"stats", "num_records"}), ("tags", {"tags"})):
+            if in_checkpoint and needed_by & set(names):
+                assert self.checkpoint_stats is not None
+                ordinals = numbers_of(picked[CHECKPOINT_ROW].slice(0, in_checkpoint))
+                from_checkpoint[column] = list(self.checkpoint_stats.stats_at(
+                    ordinals, picked["path"].slice(0, in_checkpoint), column))
 
         def deferred(name: str) -> list[pa.Array]:
             if name == "num_records":
-                counted = num_records_from_stats(pa.chunked_array(from_checkpoint, type=pa.string()))
+                counted = num_records_from_stats(pa.chunked_array(from_checkpoint["stats"], type=pa.string()))
                 return [*counted.chunks, *_chunks(picked[name].slice(in_checkpoint))]
-            mine = picked[name].slice(0, in_commits) if name == "tags" else \
-                picked[name].slice(in_checkpoint, in_commits - in_checkpoint)
-            pieces = [*(from_checkpoint if name == "stats" else []), *_chunks(mine)]
+            mine = picked[name].slice(in_checkpoint, in_commits - in_checkpoint)
+            pieces = [*from_checkpoint[name], *_chunks(mine)]
             if commit_ordinals is not None:
                 assert self.commit_stats is not None
                 pieces.extend(self.commit_stats.iter_stats(commit_ordinals, name))

@@ -4,7 +4,8 @@ keeps the commits' stats and tags packed (``commit_stats``) and the checkpoint w
 back, for
 commits read by either decoder, files re-added with a new deletion vector, paths removed and
 added again, and snapshots brought forward by ``Snapshot.update()`` over a checkpoint and over
-commits."""
+commits; and a checkpoint written from a checkpoint and commits holds the checkpoint's own rows'
+stats and tags (read from it only while writing) byte for byte."""
 
 from __future__ import annotations
 
@@ -160,3 +161,33 @@ def test_update_over_commits_keeps_each_files_stats(tmp_path) -> None:
     result = write_checkpoint(table, snapshot=updated)
     assert _checkpoint_stats(result.path) == expected
     assert _described(updated.files) == expected
+
+
+def _checkpoint_adds(path: str) -> dict[str, tuple[str, list[tuple[str, str]] | None]]:
+    """Path -> (stats, tags as their entries in order) of the checkpoint's ``add`` rows, as written."""
+    adds = [a for a in pq.read_table(path.removeprefix("file://")).column("add").to_pylist() if a is not None]
+    return {a["path"]: (a["stats"], a["tags"]) for a in adds}
+
+
+def test_checkpoint_from_a_checkpoint_and_commits_carries_the_checkpoints_tags(tmp_path) -> None:
+    # A snapshot loaded from a checkpoint reads its rows' tags (and stats) from that checkpoint
+    # only while writing the next one: each file's entries come back byte for byte, in order.
+    w = LogWriter(tmp_path / "t")
+    _write_log(w)
+    table = DeltaTable(str(w.root))
+    first = _checkpoint_adds(write_checkpoint(table).path)
+    assert sum(tags is not None for _, tags in first.values()) > 500
+    _write_more(w)
+    snapshot = DeltaTable(str(w.root)).snapshot()
+    state = snapshot.replay_state
+    assert snapshot.log_segment.checkpoint_version == 3 and state.checkpoint_stats is not None
+    assert state.rows["tags"].null_count == snapshot.num_files  # none loaded: checkpoint's nor commits'
+    expected = _expected(w.log, 5)
+    second = _checkpoint_adds(write_checkpoint(table, snapshot=snapshot).path)
+    assert {p: (s, _tags(t)) for p, (s, t) in second.items()} == expected
+    kept = [p for p in first if p in second and not p.startswith(("g", "h")) and p not in ("f2", "f10")]
+    assert len(kept) > 500 and all(second[p] == first[p] for p in kept)  # the checkpoint's own rows
+    # ... and again from that checkpoint and one more commit: the same rows, and the new one
+    w.commit(6, commit_info(), _add("k1", 1, "six"))
+    again = _checkpoint_adds(write_checkpoint(DeltaTable(str(w.root))).path)
+    assert again == {**second, "k1": again["k1"]} and _tags(again["k1"][1]) == _expected(w.log, 6)["k1"][1]
