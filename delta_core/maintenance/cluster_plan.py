@@ -30,12 +30,14 @@ it and ranges stay disjoint; when it spreads over the whole space it becomes a Z
 At scale (10M files) the plan makes no Python object per file: a file's kind is decided once per
 distinct (provider, ZCube tags) with the tags read as integer codes, the bounds are those of the
 clustering columns only (``column_bounds``: typed, parsed a slice at a time) and only when the
-merge rule runs, and the ranking and the fitting are NumPy's.
+merge rule runs, and the ranking and the fitting are NumPy's. The tags column itself is never
+held: ``tag_codes`` turns ``Snapshot.iter_tags`` into codes a piece at a time (a checkpoint
+batch, a commit), keeping an int32 per file and key and the distinct values.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -139,10 +141,11 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
                              num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns,
                              operation="cluster")
     target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
-    # No statistics unless the merge rule needs bounds, and then only the clustering columns'.
-    files = snapshot.file_columns("path", "size", "clustering_provider", "tags")
-    cubes, _ = tag_codes(files, ZCUBE_ID_TAG)
-    kinds = _file_kinds(files, cubes >= 0, columns)
+    # No statistics unless the merge rule needs bounds, and then only the clustering columns';
+    # the tags as codes, read a piece at a time.
+    files = snapshot.file_columns("path", "size", "clustering_provider")
+    (cubes, _), zorder_by = tag_codes(snapshot.iter_tags(), (ZCUBE_ID_TAG, ZCUBE_ZORDER_BY_TAG), files.num_rows)
+    kinds = _file_kinds(files.column("clustering_provider"), cubes >= 0, zorder_by, columns)
     unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
     current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
     sizes = _sizes(files)
@@ -179,47 +182,72 @@ def _sizes(files: pa.Table) -> np.ndarray:
         if files.num_rows else np.zeros(0, np.int64)
 
 
-def tag_codes(files: pa.Table, key: str) -> tuple[np.ndarray, pa.Array]:
-    """Per file, the code (int32) of its tag ``key``'s value in the returned dictionary of values
-    (-1: no such tag, or a null value), read from the tag maps' keys and items: no value string
-    is copied (a ZCube id is 36 bytes, at 10M files 360 MB)."""
-    n = files.num_rows
-    out = np.full(n, -1, dtype=np.int32)
-    tags = files.column("tags").chunks if "tags" in files.column_names and n else []
-    pieces = [(m, m.offsets[0].as_py(), m.offsets[-1].as_py()) for m in tags]
-    items = pc.dictionary_encode(pa.chunked_array([m.items.slice(lo, hi - lo) for m, lo, hi in pieces],
-                                                  pa.string()))
+TagCodes = tuple[np.ndarray, list[str]]  # per file, a code (int32; -1: none) into the values
+
+
+def tag_codes(pieces: Iterable[pa.Array | pa.ChunkedArray], keys: Sequence[str], num_files: int) -> list[TagCodes]:
+    """For each tag ``key``: per file, the code (int32) of its value among the distinct values
+    (-1: no such tag, or a null value; a key twice in one map: the first), codes numbered in
+    order of first appearance, and those values. ``pieces`` are the ``tags`` maps of the
+    ``num_files`` files in order (``Snapshot.iter_tags``), read one at a time: only a piece's
+    tags exist at once, never the column (760 MB at 10M clustered files), and no value string
+    is copied but the distinct ones."""
+    codes = [np.full(num_files, -1, dtype=np.int32) for _ in keys]
+    values: list[dict[str, int]] = [{} for _ in keys]
     start = 0
-    for (maps, lo, hi), encoded in zip(pieces, items.chunks):
-        hits = np.flatnonzero(numbers_of(pc.fill_null(pc.equal(maps.keys.slice(lo, hi - lo), string_scalar(key)),
-                                                      false_array(1)[0])))
-        rows = np.searchsorted(numbers_of(maps.offsets) - lo, hits, side="right") - 1  # the map of each hit
-        first = np.concatenate([[True], rows[1:] != rows[:-1]])  # a key twice in one map: the first
-        if maps.null_count:  # a null map holds no tags, whatever its offsets span
-            first &= numbers_of(maps.is_valid()).astype(bool)[rows]
-        codes = numbers_of(pc.fill_null(encoded.indices, int_scalar(-1, pa.int32())))
-        out[start + rows[first]] = codes[hits[first]]
-        start += len(maps)
-    dictionary = items.chunks[-1].dictionary if items.num_chunks else pa.nulls(0, pa.string())
-    return out, dictionary
+    for piece in pieces:
+        for maps in piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]:
+            if maps.null_count < len(maps):
+                _code_chunk(maps, keys, [out[start:start + len(maps)] for out in codes], values)
+            start += len(maps)
+    if start != num_files:
+        raise AssertionError(f"{start} tag maps for {num_files} files")
+    return [(out, list(seen)) for out, seen in zip(codes, values)]
 
 
-def _file_kinds(files: pa.Table, has_cube: np.ndarray, columns: Sequence[ClusteringColumn]) -> np.ndarray:
+def _code_chunk(maps: pa.MapArray, keys: Sequence[str], codes: list[np.ndarray], values: list[dict[str, int]]) -> None:
+    """``tag_codes`` of one chunk of maps into ``codes`` (one view per key, of the chunk's rows),
+    numbering values not seen before in ``values``. The chunk's items are dictionary-encoded
+    once, for every key; a map's entries are found by its offsets."""
+    offsets = numbers_of(maps.offsets)
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    offsets = offsets - lo
+    entries = maps.keys.slice(lo, hi - lo)
+    encoded = pc.dictionary_encode(maps.items.slice(lo, hi - lo))
+    items = numbers_of(pc.fill_null(encoded.indices, int_scalar(-1, pa.int32())))
+    valid = numbers_of(maps.is_valid()).astype(bool) if maps.null_count else None
+    for key, out, seen in zip(keys, codes, values):
+        hits = np.flatnonzero(numbers_of(pc.fill_null(pc.equal(entries, string_scalar(key)), false_array(1)[0])))
+        rows = np.searchsorted(offsets, hits, side="right") - 1  # the map of each hit
+        first = np.concatenate([[True], rows[1:] != rows[:-1]]) if len(rows) else np.zeros(0, dtype=bool)
+        if valid is not None:  # a null map holds no tags, whatever its offsets span
+            first &= valid[rows]
+        rows, local = rows[first], items[hits[first]]
+        rows, local = rows[local >= 0], local[local >= 0]
+        used, at = np.unique(local, return_index=True)
+        used = used[np.argsort(at)]  # the values this key uses, in order of first appearance
+        ids = np.full(len(encoded.dictionary), -1, dtype=np.int32)
+        ids[used] = [seen.setdefault(v, len(seen)) for v in take_rows(encoded.dictionary, used).to_pylist()]
+        out[rows] = ids[local]
+
+
+def _file_kinds(provider: pa.ChunkedArray, has_cube: np.ndarray, zorder_by: TagCodes,
+                columns: Sequence[ClusteringColumn]) -> np.ndarray:
     """``file_clustering`` of every live file (in ``files`` order; ``has_cube``: whether it has a
-    ``ZCUBE_ID``), as ``_KIND_CODES``: decided once per distinct (provider, ``ZCUBE_ZORDER_BY``,
-    has a cube), of which a table has a handful, not once per file."""
-    n = files.num_rows
+    ``ZCUBE_ID``; ``zorder_by``: its ``ZCUBE_ZORDER_BY`` as ``tag_codes``), as ``_KIND_CODES``:
+    decided once per distinct (provider, ``ZCUBE_ZORDER_BY``, has a cube), of which a table has a
+    handful, not once per file."""
+    n = len(provider)
     if n == 0:
         return np.zeros(0, dtype=np.int8)
-    provider = files.column("clustering_provider")
-    zorder_by, tags = tag_codes(files, ZCUBE_ZORDER_BY_TAG)
-    combined = value_ranks(provider).astype(np.int64) * (len(tags) + 1) + zorder_by + 1
+    zorder, tags = zorder_by
+    combined = value_ranks(provider).astype(np.int64) * (len(tags) + 1) + zorder + 1
     distinct, firsts, codes = np.unique(combined * 2 + has_cube, return_index=True, return_inverse=True)
     del combined
     kinds = np.zeros(len(distinct), dtype=np.int8)
     providers = take_rows(provider, firsts).to_pylist()
-    for i, (p, z, cube) in enumerate(zip(providers, zorder_by[firsts].tolist(), has_cube[firsts].tolist())):
-        tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: tags[z].as_py()} if cube and z >= 0 else None
+    for i, (p, z, cube) in enumerate(zip(providers, zorder[firsts].tolist(), has_cube[firsts].tolist())):
+        tag_map = {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: tags[z]} if cube and z >= 0 else None
         kinds[i] = _KIND_CODES[file_clustering(p, tag_map, columns)]
     chosen: np.ndarray = kinds[codes.reshape(-1)]
     return chosen

@@ -111,18 +111,63 @@ def test_cluster_plan_of_the_generated_clustered_log(tmp_path):
     assert plan_clustering(checkpointed.snapshot(), full=True).num_input_files == checkpointed.snapshot().num_files
 
 
+def _first_appearance_codes(tags: list, key: str) -> tuple[list[int], list[str]]:
+    """Per map, the code of its first ``key`` entry's value among the values in order of first
+    appearance (-1: none, or null): what ``tag_codes`` must give, in plain Python."""
+    values: dict[str, int] = {}
+    codes = []
+    for entries in tags:
+        value = next((v for k, v in entries or [] if k == key), None)
+        codes.append(-1 if value is None else values.setdefault(value, len(values)))
+    return codes, list(values)
+
+
+def _pieces(column: pa.Array, cuts: list[int]) -> list:
+    """``column`` cut at ``cuts``: arrays and chunked arrays, as ``Snapshot.iter_tags`` yields."""
+    bounds = [0, *cuts, len(column)]
+    out = [column.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
+    return [pa.chunked_array([p, p.slice(0, 0)]) if i % 2 else p for i, p in enumerate(out)]
+
+
 @pytest.mark.parametrize("maps", [
     [[("ZCUBE_ID", "c1"), ("ZCUBE_ZORDER_BY", "z")], [("ZCUBE_ID", "c2")], [("x", "c1")]],
     [[("ZCUBE_ID", "c1"), ("ZCUBE_ID", "c9")], [], [("ZCUBE_ID", None)]],  # a key twice, a null value
     [[("ZCUBE_ID", "c1")], None, [("ZCUBE_ID", "c3")]],  # a null map
+    [[("ZCUBE_ZORDER_BY", "c1"), ("ZCUBE_ID", "c2")], [("ZCUBE_ID", "c1")], [("ZCUBE_ID", "c2")]],  # shared values
 ])
 def test_tag_codes_equal_map_lookup(maps):
-    column = pa.array(maps, pa.map_(pa.string(), pa.string()))
+    column = pa.array(maps * 3, pa.map_(pa.string(), pa.string()))
+    keys = ("ZCUBE_ID", "ZCUBE_ZORDER_BY")
     for part in (column, column.slice(1), column.slice(1, 1)):
-        files = pa.table({"tags": pa.chunked_array([part, part])})
-        codes, values = tag_codes(files, "ZCUBE_ID")
-        got = [values[c].as_py() if c >= 0 else None for c in codes.tolist()]
-        assert got == pc.map_lookup(files.column("tags"), pa.scalar("ZCUBE_ID"), "first").to_pylist()
+        whole = tag_codes([part], keys, len(part))
+        for key, (codes, values) in zip(keys, whole):
+            got = [values[c] if c >= 0 else None for c in codes.tolist()]
+            assert got == pc.map_lookup(part, pa.scalar(key), "first").to_pylist()
+            assert (codes.tolist(), values) == _first_appearance_codes(part.to_pylist(), key)
+        for cuts in ([], [1], [1, 2], list(range(1, len(part)))):
+            pieces = tag_codes(_pieces(part, [c for c in cuts if c < len(part)]), keys, len(part))
+            assert [(c.tolist(), v) for c, v in pieces] == [(c.tolist(), v) for c, v in whole]
+
+
+def test_piecewise_tag_codes_of_a_snapshot_equal_the_whole_columns(tmp_path):
+    """The cluster plan's codes, read from ``iter_tags`` (checkpoint batches, then commits'
+    packed pieces), equal those of the whole ``tags`` column read at once, and the map lookup."""
+    _, checkpointed = _two_copies(tmp_path, Clustering(("id", "value"), clustered_below=2700))
+    snapshot = checkpointed.snapshot()
+    state = snapshot.replay_state
+    assert state.checkpoint_stats is not None and state.commit_stats is not None
+    assert state.rows["tags"].null_count == snapshot.num_files  # none loaded with the snapshot
+    assert len(list(snapshot.iter_tags())) == 2  # the checkpoint's batch, then the commits' piece
+    keys = ("ZCUBE_ID", "ZCUBE_ZORDER_BY")
+    piecewise = tag_codes(snapshot.iter_tags(), keys, snapshot.num_files)
+    column = snapshot.files["tags"]
+    whole = tag_codes([column], keys, snapshot.num_files)
+    assert [(c.tolist(), v) for c, v in piecewise] == [(c.tolist(), v) for c, v in whole]
+    tags = column.to_pylist()
+    for key, (codes, values) in zip(keys, piecewise):
+        assert (codes.tolist(), values) == _first_appearance_codes(tags, key)
+    cubes = piecewise[0][1]
+    assert len(cubes) > 10 and (piecewise[0][0] >= 0).sum() < snapshot.num_files  # tagged and untagged files
 
 
 @pytest.mark.parametrize("rows", [[3], [7, 0, 5], list(range(9, -1, -1))])
