@@ -68,10 +68,10 @@ class CheckpointStats:
                  column: str = "stats") -> Iterator[pa.Array]:
         """The ``stats`` (or ``tags``) of ``ordinals`` (ascending, distinct), reading only the
         Parquet row groups that hold them: a rewrite's inputs among a checkpoint of millions of
-        files cost the row groups they are in, not the column. A part's row groups are matched to ordinals by the
-        footer's null counts of ``add.path`` (or, without them, by reading ``add.path``); the
-        rows read must have ``paths`` (the files' paths at load time), else the checkpoint was
-        replaced meanwhile."""
+        files cost the row groups they are in, not the column. A part's row groups are matched
+        to ordinals by the footer's null counts of ``add.path`` (or, without them, by reading
+        ``add.path``); the rows read must have ``paths`` (the files' paths at load time), else
+        the checkpoint was replaced meanwhile."""
         first = 0  # the ordinal of the part's first add row
         for key in self.keys:
             source = self.storage.uri(key)
