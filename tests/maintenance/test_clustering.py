@@ -24,6 +24,7 @@ from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.actions import DomainMetadata
 from delta_core.model.clustering import clustering_columns
 from delta_core.model.schema import StructType
+from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.data_writer import write_data_file
 from delta_core.write.table_writes import create_table, set_properties
 from delta_core.write.transaction import Transaction
@@ -292,7 +293,6 @@ def test_hand_written_clustering_on_a_delta_rs_table_is_read_planned_and_checkpo
 
     from delta_core.log.log_path import commit_key
     from delta_core.model.table_features import writer_features
-    from delta_core.write.checkpoint_write import write_checkpoint
 
     for i in range(3):
         deltalake.write_deltalake(table_uri, batch(i * 40, 40), mode="append")
@@ -318,3 +318,31 @@ def test_hand_written_clustering_on_a_delta_rs_table_is_read_planned_and_checkpo
     for v in range(version):  # a reader starting at the checkpoint, with no commit before it
         table.storage.delete(commit_key(v))
     assert kernel_rows(table_uri) == kernel_before
+
+
+def test_zcube_tags_of_checkpoint_rows_plan_as_those_of_the_commits(table_uri, tmp_path):
+    """The plan reads the ZCube tags of a snapshot from a checkpoint a piece at a time (the
+    snapshot holds none of them): its plan equals that of the same log replayed from its commits,
+    merge rule and cube sizes included."""
+    create_table(table_uri, SCHEMA)
+    table = DeltaTable(table_uri)
+    cluster_by(table, ["x"])
+    for i, lo in enumerate(range(0, 100, 10)):  # ten files in five of Delta Spark's cubes, on our columns
+        _add_files(table, [_rows(lo, lo + 10, n=20 + 5 * i)],
+                   tags={"ZCUBE_ID": f"7c0c9f9e-0000-4000-8000-00000000000{i // 2}", "ZCUBE_ZORDER_BY": '["x"]'})
+    write_checkpoint(table)
+    _add_files(table, [_rows(0, 100, n=45)])  # spread over every cube's range
+    commits_only = tmp_path / "commits-only"
+    shutil.copytree(table_uri, commits_only)
+    for f in (commits_only / "_delta_log").iterdir():
+        if ".checkpoint." in f.name or f.name == "_last_checkpoint":
+            f.unlink()
+    snapshot = table.snapshot()
+    assert snapshot.log_segment.checkpoint_version is not None
+    assert snapshot.replay_state.rows["tags"].null_count == snapshot.num_files  # read by the plan alone
+    plans = [plan_clustering(s) for s in (snapshot, DeltaTable(str(commits_only)).snapshot())]
+    assert DeltaTable(str(commits_only)).snapshot().log_segment.checkpoint_version is None
+    counts = [(p.unclustered_files, p.clustered_files_rewritten, p.clustered_files_kept, p.other_provider_files)
+              for p in plans]
+    assert counts[0] == counts[1] and counts[0][0] == 1 and 1 <= counts[0][1] < 10
+    assert [g.paths for g in plans[0].groups] == [g.paths for g in plans[1].groups]
