@@ -23,7 +23,10 @@ At 10M files neither the listing nor a hash set of every referenced key's string
 the snapshot on a small driver, so ``plan_vacuum`` takes the listing as batches (a listing
 directory by directory, an inventory batch by batch), anti-joins each against the referenced
 keys held as their 64-bit hashes (``key_fingerprints.KeySet``: a shared hash can only keep a
-file) and keeps only each batch's deletion candidates.
+file) and keeps only each batch's deletion candidates. ``plan_batch`` is that one step, run by
+the driver and, with Spark, by the task listing each top-level directory (against that
+directory's share of the hashes, by the picklable ``VacuumRules``); ``assemble_plan`` sums the
+parts' counts and sorts their candidates into the ``VacuumPlan``.
 """
 
 from __future__ import annotations

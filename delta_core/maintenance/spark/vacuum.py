@@ -9,8 +9,14 @@ deletes in parallel — on a thread pool, or as Spark tasks when a session is gi
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
 ``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
 (``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
-With a Spark session the listing of the top-level directories and the deletes are Spark tasks
-(executors list and delete; the driver collects the listing, then plans it like a local one).
+With a Spark session the top-level directories are listed and planned by Spark tasks, and the
+deletes are Spark tasks too: the driver splits the referenced keys' fingerprints by top-level
+directory (``key_fingerprints.by_top_directory``), gives each directory's task its own share with
+the plan's other inputs (``vacuum_plan.VacuumRules``), and each task lists its directory and
+plans it batch by batch with the driver's planning step (``vacuum_plan.plan_batch``), returning
+only its deletion candidates and counts. The driver lists and plans the root's own files itself
+and holds the fingerprints, the candidates and the counts, never the listing; the plan is the
+one a local listing gives (``plan_on_spark``).
 
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
 refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``clock``
