@@ -40,7 +40,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import chain, groupby
 from queue import Empty, Queue
 from typing import TYPE_CHECKING, Any, Literal
@@ -288,7 +288,8 @@ class PlanDirectoryTask:
 # What a planning task returns: its deletion candidates (counts null), then one row of its
 # counts (key and size null).
 PLAN_RESULT_SCHEMA = "key string, size long, listed long, hidden long, referenced long, young long"
-_COUNTS = ("listed", "hidden", "referenced", "young")
+_COUNTS = tuple(f.name for f in fields(PlanCounts))
+_RESULT_NAMES = ["key", "size", *_COUNTS]
 
 
 def _plan_directory(task: PlanDirectoryTask) -> Iterator[pa.RecordBatch]:
@@ -301,9 +302,9 @@ def _plan_directory(task: PlanDirectoryTask) -> Iterator[pa.RecordBatch]:
         if part.candidates.num_rows:
             n = part.candidates.num_rows
             yield pa.record_batch([part.candidates.column("key"), part.candidates.column("size"),
-                                   *(pa.nulls(n, pa.int64()) for _ in _COUNTS)], names=["key", "size", *_COUNTS])
+                                   *(pa.nulls(n, pa.int64()) for _ in _COUNTS)], names=_RESULT_NAMES)
     yield pa.record_batch([pa.nulls(1, pa.string()), pa.nulls(1, pa.int64()),
-                           *(int_array([getattr(counts, c)]) for c in _COUNTS)], names=["key", "size", *_COUNTS])
+                           *(int_array([getattr(counts, c)]) for c in _COUNTS)], names=_RESULT_NAMES)
 
 
 def plan_on_spark(storage: Storage, spark: Any, *, referenced: pa.Array | pa.ChunkedArray,
