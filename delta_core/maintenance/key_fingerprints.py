@@ -114,17 +114,19 @@ def by_top_directory(keys: pa.Array | pa.ChunkedArray) -> KeySetsByDirectory:
             found = pc.struct_field(pc.extract_regex(step, _TOP_DIRECTORY), "directory")
             encoded = pc.dictionary_encode(found)
             numbers = np.array([names.setdefault(d, len(names)) for d in encoded.dictionary.to_pylist()] + [-1],
-                               np.int64)
+                               np.int32)
             # Root-level keys (no match) have null indices: number -1, the last entry above.
             indices = pc.fill_null(encoded.indices, -1).to_numpy(zero_copy_only=False)
             codes.append(numbers[indices])
     all_hashes = np.concatenate(hashes) if hashes else np.zeros(0, np.uint64)
-    all_codes = np.concatenate(codes) if codes else np.zeros(0, np.int64)
+    all_codes = np.concatenate(codes) if codes else np.zeros(0, np.int32)
     del hashes, codes
+    # Set i (0: the root's, then each directory's) is rows bounds[i]:bounds[i + 1] of the sorted hashes.
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(all_codes + 1, minlength=len(names) + 1))])
     order = np.lexsort((all_hashes, all_codes))
-    sorted_hashes, sorted_codes = all_hashes[order], all_codes[order]
-    del order, all_hashes, all_codes
-    bounds = np.searchsorted(sorted_codes, np.arange(-1, len(names) + 1))
+    del all_codes
+    sorted_hashes = all_hashes[order]
+    del order, all_hashes
     # The directories' sets are slices of one array (a slice pickles as its own elements); the
     # root's is a copy, as it outlives the others on the driver.
     root = KeySet.of_sorted_hashes(sorted_hashes[:bounds[1]].copy())
