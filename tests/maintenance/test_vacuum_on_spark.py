@@ -78,11 +78,13 @@ def test_the_plan_on_spark_equals_the_local_plan(spark, scene, table_uri, tmp_pa
     touch(table_uri, "region=us/deep/er/orphan.parquet", mtime=OLD)
     touch(table_uri, "stray-2.parquet", mtime=now + 9 * 86400)  # at the root, young at now + 10 days
     later, soon = now + 10 * 86400, now + 86400  # tombstones of now: past the retention, then inside it
+    plans = {}
     for now_s in (later, soon):
         on_spark, local = _plans(table, spark, now_s)
         assert on_spark == local
         assert on_spark.hidden_skipped >= 2 and on_spark.young_kept >= 2 and on_spark.referenced_kept >= 4
-    expired, inside = _plans(table, spark, later)[0], _plans(table, spark, soon)[0]
+        plans[now_s] = on_spark
+    expired, inside = plans[later], plans[soon]
     assert set(removed) <= set(expired.to_delete) and not set(removed) & set(inside.to_delete)
     assert {extra["orphan_root"], extra["gone_partition"], "region=us/deep/er/orphan.parquet"} <= set(inside.to_delete)
     assert extra["young"] not in expired.to_delete and "stray-2.parquet" not in expired.to_delete
