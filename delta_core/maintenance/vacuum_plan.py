@@ -23,7 +23,10 @@ At 10M files neither the listing nor a hash set of every referenced key's string
 the snapshot on a small driver, so ``plan_vacuum`` takes the listing as batches (a listing
 directory by directory, an inventory batch by batch), anti-joins each against the referenced
 keys held as their 64-bit hashes (``key_fingerprints.KeySet``: a shared hash can only keep a
-file) and keeps only each batch's deletion candidates.
+file) and keeps only each batch's deletion candidates. ``plan_batch`` is that one step, run by
+the driver and, with Spark, by the task listing each top-level directory (against that
+directory's share of the hashes, by the picklable ``VacuumRules``); ``assemble_plan`` sums the
+parts' counts and sorts their candidates into the ``VacuumPlan``.
 """
 
 from __future__ import annotations
@@ -132,6 +135,51 @@ def log_paths_to_keys(paths: pa.Array | pa.ChunkedArray, table_root: TableRoot) 
     return pc.replace_with_mask(flat, odd, string_array(placed)), unplaced
 
 
+@dataclass(frozen=True, slots=True)
+class PlanCounts:
+    """What planning saw: the files listed, and those kept as hidden, referenced or young."""
+
+    listed: int = 0
+    hidden: int = 0
+    referenced: int = 0
+    young: int = 0
+
+    def __add__(self, other: PlanCounts) -> PlanCounts:
+        return PlanCounts(self.listed + other.listed, self.hidden + other.hidden,
+                          self.referenced + other.referenced, self.young + other.young)
+
+
+@dataclass(frozen=True, slots=True)
+class VacuumRules:
+    """A plan's inputs besides the listing and the referenced keys: picklable, so that a Spark
+    task plans its directory by the driver's rules. ``exempt``: sorted keys exempt from the
+    hidden-path rule (see ``plan_vacuum``'s ``named_by_log``)."""
+
+    partition_columns: tuple[str, ...]
+    cutoff_ms: int
+    retention_ms: int
+    exempt: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, partition_columns: Sequence[str], *, now_ms: int, retention: dt.timedelta,
+           named_by_log: Iterable[str] = ()) -> VacuumRules:
+        retention_ms = int(retention.total_seconds() * 1000)
+        return cls(tuple(partition_columns), now_ms - retention_ms, retention_ms, tuple(sorted(set(named_by_log))))
+
+
+# The deletion candidates of a batch (or of a part of the listing).
+CANDIDATES_SCHEMA = pa.schema([("key", pa.string()), ("size", pa.int64())])
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """The deletion candidates of a part of the listing (``CANDIDATES_SCHEMA``, in no set
+    order) and what planning it saw."""
+
+    candidates: pa.RecordBatch | pa.Table
+    counts: PlanCounts
+
+
 def plan_vacuum(
     listed: pa.Table | Iterable[pa.RecordBatch | pa.Table],
     *,
@@ -149,58 +197,63 @@ def plan_vacuum(
     names them as files of the table (vacuum lite's cdc files under ``_change_data``).
 
     The referenced keys become a ``KeySet`` once; each batch is anti-joined against it as it
-    comes and only its deletion candidates are kept, so a plan over millions of files holds the
-    referenced keys' fingerprints, one batch and the candidates, never the whole listing."""
-    retention_ms = int(retention.total_seconds() * 1000)
-    cutoff = now_ms - retention_ms
+    comes (``plan_batch``) and only its deletion candidates are kept, so a plan over millions of
+    files holds the referenced keys' fingerprints, one batch and the candidates, never the whole
+    listing."""
+    rules = VacuumRules.of(partition_columns, now_ms=now_ms, retention=retention, named_by_log=named_by_log)
     known = KeySet(referenced)
-    exempt = string_array(sorted(set(named_by_log)))
-    counts = dict.fromkeys(("listed", "hidden", "referenced", "young"), 0)
+    batches = listed.to_batches() if isinstance(listed, pa.Table) else listed
+    return assemble_plan((plan_batch(part, known, rules) for batch in batches
+                          for part in (batch.to_batches() if isinstance(batch, pa.Table) else [batch])), rules)
+
+
+def assemble_plan(parts: Iterable[BatchPlan], rules: VacuumRules) -> VacuumPlan:
+    """The plan of a listing planned in ``parts`` (by the driver, or by Spark tasks a
+    directory each): their candidates sorted by key (in Arrow), their counts summed."""
+    counts = PlanCounts()
     candidates: list[pa.RecordBatch] = []
-    for batch in listed.to_batches() if isinstance(listed, pa.Table) else listed:
-        for part in batch.to_batches() if isinstance(batch, pa.Table) else [batch]:
-            candidates.append(_plan_batch(part, known, exempt, partition_columns, cutoff, counts))
-    chosen = pa.Table.from_batches(candidates, schema=_CANDIDATES)
-    order = pc.sort_indices(chosen, sort_keys=[("key", "ascending")])  # sorted in Arrow
-    chosen = chosen.take(order)
+    for part in parts:
+        counts += part.counts
+        candidates.extend(part.candidates.to_batches() if isinstance(part.candidates, pa.Table)
+                          else [part.candidates])
+    chosen = pa.Table.from_batches(candidates, schema=CANDIDATES_SCHEMA)
+    chosen = chosen.take(pc.sort_indices(chosen, sort_keys=[("key", "ascending")]))
     return VacuumPlan(
-        cutoff_ms=cutoff,
-        retention_ms=retention_ms,
+        cutoff_ms=rules.cutoff_ms,
+        retention_ms=rules.retention_ms,
         to_delete=tuple(chosen.column("key").to_pylist()),
         sizes=tuple(chosen.column("size").to_pylist()),
         bytes_to_delete=int(pc.sum(chosen.column("size")).as_py() or 0),
-        files_listed=counts["listed"],
-        hidden_skipped=counts["hidden"],
-        referenced_kept=counts["referenced"],
-        young_kept=counts["young"],
+        files_listed=counts.listed,
+        hidden_skipped=counts.hidden,
+        referenced_kept=counts.referenced,
+        young_kept=counts.young,
     )
 
 
-_CANDIDATES = pa.schema([("key", pa.string()), ("size", pa.int64())])
-
-
-def _plan_batch(batch: pa.RecordBatch, known: KeySet, exempt: pa.Array, partition_columns: Sequence[str],
-                cutoff: int, counts: dict[str, int]) -> pa.RecordBatch:
-    """The deletion candidates of one listing batch (``key``, ``size``); adds its files to
-    ``counts``. A file without a modification time (an inventory row may lack one) counts as
-    young: kept. One without a size counts as 0 bytes."""
+def plan_batch(batch: pa.RecordBatch, known: KeySet, rules: VacuumRules) -> BatchPlan:
+    """The deletion candidates of one listing batch against the ``known`` referenced keys, and
+    its counts: the one planning step, on the driver and in Spark tasks alike. A file without a
+    modification time (an inventory row may lack one) counts as young: kept. One without a size
+    counts as 0 bytes. A key whose fingerprint a referenced key shares counts as referenced:
+    kept."""
     keys = batch.column("key").cast(pa.string())
-    hidden = hidden_mask(keys, partition_columns)
-    if len(exempt):
-        hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=exempt)))
+    cutoff = rules.cutoff_ms
+    hidden = hidden_mask(keys, rules.partition_columns)
+    if rules.exempt:
+        hidden = pc.and_(hidden, pc.invert(pc.is_in(keys, value_set=string_array(rules.exempt))))
     visible = ~numbers_of(hidden)
     referenced = known.may_contain(keys)
     young = numbers_of(pc.fill_null(batch.column("modification_time"), int_scalar(cutoff))) >= cutoff
     unreferenced = visible & ~referenced
     delete = unreferenced & ~young
-    counts["listed"] += len(keys)
-    counts["hidden"] += len(keys) - int(np.count_nonzero(visible))
-    counts["referenced"] += int(np.count_nonzero(visible & referenced))
-    counts["young"] += int(np.count_nonzero(unreferenced & young))
+    counts = PlanCounts(listed=len(keys), hidden=len(keys) - int(np.count_nonzero(visible)),
+                        referenced=int(np.count_nonzero(visible & referenced)),
+                        young=int(np.count_nonzero(unreferenced & young)))
     rows = np.flatnonzero(delete)
     taken = pa.Array.from_buffers(pa.int64(), len(rows), [None, pa.py_buffer(rows.astype(np.int64))])
     sizes = pc.fill_null(batch.column("size").cast(pa.int64()).take(taken), int_scalar(0))
-    return pa.RecordBatch.from_arrays([keys.take(taken), sizes], schema=_CANDIDATES)
+    return BatchPlan(pa.RecordBatch.from_arrays([keys.take(taken), sizes], schema=CANDIDATES_SCHEMA), counts)
 
 
 def empty_dir_candidates(deleted: Sequence[str]) -> list[str]:

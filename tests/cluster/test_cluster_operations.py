@@ -1,8 +1,8 @@
 """Maintenance on a real standalone Spark cluster and over Spark Connect (issue 14).
 
 The cluster is a master and a worker started with ``spark-class``; the Connect server runs its
-jobs on that worker. Compaction, Z-order, liquid clustering and vacuum's deletes run in the
-worker's executor processes, rows and results are checked with delta-rs, and a failing task over Connect reaches
+jobs on that worker. Compaction, Z-order, liquid clustering and vacuum's planning and deletes run in
+the worker's executor processes, rows and results are checked with delta-rs, and a failing task over Connect reaches
 the user as a typed error with nothing written. Slow: every application starts a JVM.
 """
 
@@ -45,7 +45,15 @@ def run_python(*args: str) -> subprocess.CompletedProcess[str]:
                           env=server_env(), cwd=REPO_ROOT)
 
 
+ORPHAN = "sub/orphan.parquet"  # in a top-level directory: vacuum lists and plans it in a Spark task
+
+
 def run_operations(master: str, uri: str) -> dict:
+    orphan = os.path.join(uri, ORPHAN)
+    os.makedirs(os.path.dirname(orphan))
+    with open(orphan, "wb") as fh:
+        fh.write(b"PAR1")
+    os.utime(orphan, (0, 0))
     proc = run_python("-m", "tests.cluster.run_operations", master, uri)
     assert proc.returncode == 0, proc.stderr[-3000:]
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -55,9 +63,10 @@ def check_outcome(uri: str, out: dict) -> None:
     files_before = out["compact"]["num_removed_files"]
     assert files_before >= 8 and out["compact"]["num_added_files"] == 1
     assert out["zorder"]["num_removed_files"] >= 2 and out["zorder"]["num_added_files"] == 1
-    # Vacuum deleted every file the rewrites removed, as Spark tasks.
+    # Vacuum deleted every file the rewrites removed and the orphan its task planned, as Spark tasks.
     removed = out["compact"]["num_removed_files"] + out["zorder"]["num_removed_files"]
-    assert out["vacuum"]["num_deleted_files"] == removed
+    assert out["vacuum"]["num_deleted_files"] == removed + 1
+    assert not os.path.exists(os.path.join(uri, ORPHAN))
     dt = deltalake.DeltaTable(uri)
     rows = dt.to_pyarrow_table()
     assert rows.num_rows == ROWS + 60

@@ -3,10 +3,12 @@ themselves are tested in tests/core_types/test_string_hashes.py."""
 
 from __future__ import annotations
 
+import pickle
+
 import pyarrow as pa
 import pytest
 
-from delta_core.maintenance.key_fingerprints import KeySet
+from delta_core.maintenance.key_fingerprints import KeySet, by_top_directory
 
 
 def _keys(n: int, start: int = 0) -> list[str]:
@@ -38,3 +40,20 @@ def test_nulls_and_other_types_are_refused():
         KeySet(pa.array(["a", None]))
     with pytest.raises(ValueError, match="string column"):
         KeySet(pa.array([1, 2]))
+
+
+def test_split_by_top_directory_gives_each_directory_its_own_keys():
+    keys = _keys(30_000) + ["stray.parquet", "deletion_vector_1.bin", "ab/deletion_vector_2.bin", "ab/c/d.parquet"]
+    members = pa.chunked_array([pa.array(keys[:12_345]), pa.array(keys[12_345:])])
+    split = by_top_directory(members)
+    assert sorted(split.below) == ["ab"] + sorted({k.split("/")[0] for k in _keys(28)})
+    assert len(split.root) == 2 and sum(len(s) for s in split.below.values()) == len(keys) - 2
+    for directory, known in split.below.items():
+        probe = pa.array(keys)
+        assert known.may_contain(probe).tolist() == [k.startswith(f"{directory}/") for k in keys]
+    assert split.root.may_contain(pa.array(keys)).tolist() == ["/" not in k for k in keys]
+    assert len(split.of("region=nowhere")) == 0
+    copy = pickle.loads(pickle.dumps(split.of("ab")))  # a Spark task payload holds it
+    assert copy.may_contain(pa.array(["ab/c/d.parquet", "ab/e.parquet"])).tolist() == [True, False]
+    empty = by_top_directory(pa.array([], pa.string()))
+    assert len(empty.root) == 0 and empty.below == {}

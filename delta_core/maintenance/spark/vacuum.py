@@ -9,8 +9,14 @@ deletes in parallel — on a thread pool, or as Spark tasks when a session is gi
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
 ``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
 (``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
-With a Spark session the listing of the top-level directories and the deletes are Spark tasks
-(executors list and delete; the driver collects the listing, then plans it like a local one).
+With a Spark session the top-level directories are listed and planned by Spark tasks, and the
+deletes are Spark tasks too: the driver splits the referenced keys' fingerprints by top-level
+directory (``key_fingerprints.by_top_directory``), gives each directory's task its own share with
+the plan's other inputs (``vacuum_plan.VacuumRules``), and each task lists its directory and
+plans it batch by batch with the driver's planning step (``vacuum_plan.plan_batch``), returning
+only its deletion candidates and counts. The driver lists and plans the root's own files itself
+and holds the fingerprints, the candidates and the counts, never the listing; the plan is the
+one a local listing gives (``plan_on_spark``).
 
 Retention comes from ``delta.deletedFileRetentionDuration`` (default 7 days); a shorter one is
 refused with ``RetentionTooShortError`` unless ``force=True``. Time comes from ``clock``
@@ -34,7 +40,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from itertools import chain, groupby
 from queue import Empty, Queue
 from typing import TYPE_CHECKING, Any, Literal
@@ -45,15 +51,22 @@ import pyarrow.compute as pc
 from delta_core.errors import ConfigError, RetentionTooShortError, UnplaceablePathError
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.log_path import LOG_DIR
+from delta_core.maintenance.key_fingerprints import KeySet, by_top_directory
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.vacuum_inventory import inventory_listing, read_inventory
 from delta_core.maintenance.vacuum_lite import lite_candidates, lite_range, write_last_vacuum_version
 from delta_core.maintenance.vacuum_plan import (
+    CANDIDATES_SCHEMA,
     LISTING_SCHEMA,
+    BatchPlan,
+    PlanCounts,
     VacuumPlan,
+    VacuumRules,
+    assemble_plan,
     empty_dir_candidates,
     is_hidden,
     log_paths_to_keys,
+    plan_batch,
     plan_vacuum,
 )
 from delta_core.model import progress
@@ -162,23 +175,20 @@ def referenced_keys(snapshot: Snapshot, cutoff_ms: int, root: str, ignored: list
     return pa.chunked_array(parts, pa.string())
 
 
-def list_table_files(storage: Storage, partition_columns: Sequence[str], *, threads: int = DEFAULT_THREADS,
-                     spark: Any = None) -> Iterator[pa.RecordBatch]:
-    """Every file under the root as ``LISTING_SCHEMA`` batches, yielded as they are listed: the
-    root's own files, then each top-level directory listed recursively in parallel (threads, or
-    Spark tasks when ``spark`` is a session or a factory). Hidden top-level directories (such as
-    ``_delta_log``) are not listed at all; hidden files below the others are (the plan skips
-    them). The batches come in no set order."""
-    wanted = [d for d in storage.list_directories("")
-              if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
-    if spark is not None and wanted:
-        from delta_core.maintenance.spark.tasks import collect_arrow, payload_frame, resolve_spark
+def top_level_directories(storage: Storage, partition_columns: Sequence[str]) -> list[str]:
+    """The top-level directories a vacuum lists: not ``_delta_log``, nor hidden (except
+    partition directories)."""
+    return [d for d in storage.list_directories("")
+            if d != LOG_DIR and not is_hidden(f"{d}/file", partition_columns)]
 
-        frame = payload_frame(resolve_spark(spark), [ListDirectoryTask(storage, d) for d in wanted],
-                              _list_directory, "key string, size long, modification_time long")
-        yield from _listing_batches(storage.list_from(""))
-        yield from collect_arrow(frame, description=f"vacuum listing of {storage.root}").cast(LISTING_SCHEMA).to_batches()
-        return
+
+def list_table_files(storage: Storage, partition_columns: Sequence[str], *,
+                     threads: int = DEFAULT_THREADS) -> Iterator[pa.RecordBatch]:
+    """Every file under the root as ``LISTING_SCHEMA`` batches, yielded as they are listed: the
+    root's own files, then each top-level directory (``top_level_directories``) listed
+    recursively on a thread pool. Hidden files below those directories are listed too (the
+    plan skips them). The batches come in no set order."""
+    wanted = top_level_directories(storage, partition_columns)
     with progress.stage("vacuum: listing", total_items=None) as listing:
         listed = 0
         for batch in chain(_listing_batches(storage.list_from("")), _list_in_parallel(storage, wanted, threads)):
@@ -248,14 +258,6 @@ def _listing(infos: Sequence[FileInfo]) -> pa.Table:
     ], schema=LISTING_SCHEMA)
 
 
-@dataclass(frozen=True, slots=True)
-class ListDirectoryTask:
-    """One top-level ``directory`` of ``storage`` for a Spark task to list recursively."""
-
-    storage: Storage
-    directory: str
-
-
 def _listing_batches(infos: Iterable[FileInfo]) -> Iterator[pa.RecordBatch]:
     """``infos`` as record batches of the listing schema, ``LISTING_BATCH`` files at a time."""
     batch: list[FileInfo] = []
@@ -271,9 +273,67 @@ def _total_size(listed: pa.RecordBatch) -> int:
     return int(pc.sum(listed.column("size")).as_py() or 0)
 
 
-def _list_directory(task: ListDirectoryTask) -> Iterator[pa.RecordBatch]:
-    """Spark task: the files below one directory, as record batches of the listing schema."""
-    yield from _listing_batches(task.storage.list_recursive(task.directory))
+@dataclass(frozen=True, slots=True)
+class PlanDirectoryTask:
+    """One top-level ``directory`` of ``storage`` for a Spark task to list recursively and plan:
+    ``known`` holds the fingerprints of the referenced keys below it (and no others), ``rules``
+    the plan's other inputs."""
+
+    storage: Storage
+    directory: str
+    known: KeySet
+    rules: VacuumRules
+
+
+# What a planning task returns: its deletion candidates (counts null), then one row of its
+# counts (key and size null).
+PLAN_RESULT_SCHEMA = "key string, size long, listed long, hidden long, referenced long, young long"
+_COUNTS = tuple(f.name for f in fields(PlanCounts))
+_RESULT_NAMES = ["key", "size", *_COUNTS]
+
+
+def _plan_directory(task: PlanDirectoryTask) -> Iterator[pa.RecordBatch]:
+    """Spark task: list one directory and plan it batch by batch (``vacuum_plan.plan_batch``, as
+    the driver plans a local listing), yielding only the deletion candidates, then the counts."""
+    counts = PlanCounts()
+    for batch in _listing_batches(task.storage.list_recursive(task.directory)):
+        part = plan_batch(batch, task.known, task.rules)
+        counts += part.counts
+        if part.candidates.num_rows:
+            n = part.candidates.num_rows
+            yield pa.record_batch([part.candidates.column("key"), part.candidates.column("size"),
+                                   *(pa.nulls(n, pa.int64()) for _ in _COUNTS)], names=_RESULT_NAMES)
+    yield pa.record_batch([pa.nulls(1, pa.string()), pa.nulls(1, pa.int64()),
+                           *(int_array([getattr(counts, c)]) for c in _COUNTS)], names=_RESULT_NAMES)
+
+
+def plan_on_spark(storage: Storage, spark: Any, *, referenced: pa.Array | pa.ChunkedArray,
+                  rules: VacuumRules) -> VacuumPlan:
+    """The vacuum plan of the listing of ``storage``'s root, planned where it is listed: the
+    driver lists and plans the root's own files against the root-level referenced keys; each
+    top-level directory is a Spark task (``spark``: a session, or a factory called only when
+    there is a directory) given the fingerprints of the referenced keys below it
+    (``key_fingerprints.by_top_directory``), which returns only its candidates and counts. The
+    driver holds the fingerprints, the candidates and the counts, never the listing; the plan
+    equals ``plan_vacuum``'s over the same listing."""
+    keys = by_top_directory(referenced)
+    root = [plan_batch(b, keys.root, rules) for b in _listing_batches(storage.list_from(""))]
+    # The directories with the most referenced files first (the likely largest): tasks are
+    # dealt round-robin, so the long ones start early.
+    tasks = sorted((PlanDirectoryTask(storage, d, keys.of(d), rules)
+                    for d in top_level_directories(storage, rules.partition_columns)), key=lambda t: -len(t.known))
+    if not tasks:
+        return assemble_plan(root, rules)
+    from delta_core.maintenance.spark.tasks import collect_arrow, payload_frame, resolve_spark
+
+    frame = payload_frame(resolve_spark(spark), tasks, _plan_directory, PLAN_RESULT_SCHEMA)
+    del tasks, keys  # pickled into the frame
+    result = collect_arrow(frame, description=f"vacuum listing and plan of {storage.root}")
+    listed = pc.is_valid(result.column("key"))
+    totals = result.filter(pc.invert(listed))
+    counts = PlanCounts(**{c: int(pc.sum(totals.column(c)).as_py() or 0) for c in _COUNTS})
+    candidates = result.filter(listed).select(["key", "size"]).cast(CANDIDATES_SCHEMA)
+    return assemble_plan([*root, BatchPlan(candidates, counts)], rules)
 
 
 def _delete_chunk(task: DeleteChunkTask) -> list[str]:
@@ -387,10 +447,16 @@ def vacuum(
         listed = lite.listed if lite else empty_table(LISTING_SCHEMA)
     elif inventory is not None:
         listed = inventory_listing(read_inventory(inventory, inventory_storage_options), storage.root)
-    else:  # batches as the listing goes: planned as they come, never held whole
-        listed = list_table_files(storage, snapshot.partition_columns, threads=threads, spark=spark)
-    plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,
-                       now_ms=now_ms, retention=retention, named_by_log=lite.cdc_keys if lite else ())
+    elif spark is None:  # batches as the listing goes: planned as they come, never held whole
+        listed = list_table_files(storage, snapshot.partition_columns, threads=threads)
+    else:  # each directory listed and planned by a Spark task: the listing never reaches the driver
+        listed = None
+    if listed is None:
+        plan = plan_on_spark(storage, spark, referenced=referenced, rules=VacuumRules.of(
+            snapshot.partition_columns, now_ms=now_ms, retention=retention))
+    else:
+        plan = plan_vacuum(listed, referenced=referenced, partition_columns=snapshot.partition_columns,
+                           now_ms=now_ms, retention=retention, named_by_log=lite.cdc_keys if lite else ())
     log.info("table=%s version=%d vacuum: %d files listed, %d to delete (%d bytes), %d young kept",
              table.uri, snapshot.version, plan.files_listed, plan.num_files_to_delete, plan.bytes_to_delete,
              plan.young_kept)
