@@ -14,12 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import pyarrow.compute as pc
-
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
 from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
-from delta_core.model.arrow_values import int_scalar, numbers_of
+from delta_core.model.arrow_values import numbers_or_zero
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -48,6 +46,5 @@ def estimate_compaction(
     found = pack_candidates(files, keys, target_size=target, min_file_size=minimum,
                             max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False)
     packing = found.packing
-    sizes = numbers_of(pc.fill_null(found.files.column("size"), int_scalar(0))) if found.files.num_rows else None
-    input_bytes = int(sizes[packing.rows].sum()) if sizes is not None and packing.num_files else 0
+    input_bytes = int(numbers_or_zero(found.files.column("size"))[packing.rows].sum()) if packing.num_files else 0
     return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes, found.partitions)

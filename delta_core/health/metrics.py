@@ -25,7 +25,7 @@ from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.stats_coverage import snapshot_coverage
-from delta_core.model.arrow_values import int_array, int_scalar, numbers_of
+from delta_core.model.arrow_values import int_array, int_scalar, numbers_of, numbers_or_zero
 from delta_core.write.checkpoint_cadence import versions_since_checkpoint
 
 if TYPE_CHECKING:
@@ -123,8 +123,7 @@ def compute_metrics(
     """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired."""
     files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
-    sizes = numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
-        if n else np.zeros(0, np.int64)
+    sizes = numbers_or_zero(files.column("size"))
     estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size)
     target, minimum = estimate.target_size, estimate.min_file_size
     small = sizes < minimum

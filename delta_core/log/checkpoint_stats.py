@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from delta_core.errors import CorruptLogError
 from delta_core.log.checkpoint_parquet import iter_batches, marked_per_group, open_parquet, row_count, rows_holding
 from delta_core.log.file_actions import FILES_SCHEMA, conform_array, num_records_from_stats
-from delta_core.model.arrow_values import int_array_of, shared_nulls
+from delta_core.model.arrow_values import int_array_of, one_array, shared_nulls
 from delta_core.model.stats import stats_json_from_parsed
 from delta_core.storage.base import Storage
 
@@ -99,7 +99,7 @@ class CheckpointStats:
             upto = int(np.searchsorted(rows, end))
             if upto > done:
                 local = int_array_of(rows[done:upto] - start)
-                if not _joined(found.take(local)).equals(_joined(paths.slice(done, upto - done))):
+                if not one_array(found.take(local)).equals(one_array(paths.slice(done, upto - done))):
                     raise self._replaced(f"holds other files in row group {group} of {source} than when "
                                          "the snapshot was loaded")
                 yield values.take(local)
@@ -162,10 +162,10 @@ class CheckpointStats:
         columns = ["add.path"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
         for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
             rows, _ = rows_holding(batch.column("add"), "path")
-            values = _joined(conform_array(pc.struct_field(rows, column), typ)) if has_own \
+            values = one_array(conform_array(pc.struct_field(rows, column), typ)) if has_own \
                 else shared_nulls(typ, len(rows))
             if has_parsed and values.null_count:
-                values = _fill_from_parsed(values, _joined(pc.struct_field(rows, "stats_parsed")))
+                values = _fill_from_parsed(values, one_array(pc.struct_field(rows, "stats_parsed")))
             if values.null_count == len(values):
                 values = shared_nulls(typ, len(values))
             yield pc.struct_field(rows, "path"), values
@@ -223,13 +223,6 @@ class CheckpointStats:
             return pa.chunked_array(out, type=pa.int64())
         finally:
             fh.close()
-
-
-def _joined(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """``values`` as one array."""
-    if isinstance(values, pa.Array):
-        return values
-    return pa.concat_arrays(values.chunks) if values.num_chunks else pa.nulls(0, values.type)
 
 
 def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:

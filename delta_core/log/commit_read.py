@@ -128,7 +128,7 @@ class ParsedCommit:
 
 def parse_commit(
     data: bytes, *, version: int, source: str, modification_time: int = 0, columnar: bool | None = None,
-    defer_file_lines: bool = False, pack_stats: bool = False,
+    defer_file_lines: bool = False,
 ) -> ParsedCommit:
     """Parse one commit file; malformed content raises ``CorruptLogError`` naming the line.
 
@@ -136,8 +136,6 @@ def parse_commit(
     runs for commits of ``COLUMNAR_MIN_BYTES`` or more. Either way the result is the same.
     ``defer_file_lines`` leaves the per-line decoder's ``add``/``remove`` lines undecoded for
     ``build_batch`` (which decodes them all at once): their errors are raised there.
-    ``pack_stats``: the columnar decoder's add ``stats`` are packed at once
-    (``CommitColumns.packed``), so the strings of all commits never exist together.
     """
     if columnar is None:
         columnar = len(data) >= COLUMNAR_MIN_BYTES
@@ -145,7 +143,7 @@ def parse_commit(
         decoded = decode_commit(data)
         if decoded is not None:
             out = ParsedCommit(version=version, modification_time=modification_time,
-                               columns=decoded.columns.packed() if pack_stats else decoded.columns,
+                               columns=decoded.columns,
                                num_lines=decoded.num_lines)
             try:
                 for lineno, key, body in decoded.other_actions:
@@ -267,8 +265,10 @@ def _parse_fetched(storage: Storage, f: LogPath, data: bytes, defer_file_lines: 
 
 def read_commits(storage: Storage, files: Sequence[LogPath], *, defer_file_lines: bool = False,
                  pack_stats: bool = False) -> list[ParsedCommit]:
-    """Parse ``files`` (ascending versions), fetching them concurrently. ``defer_file_lines``
-    and ``pack_stats``: see ``parse_commit`` (for callers that pass the commits to ``build_batch``)."""
+    """Parse ``files`` (ascending versions), fetching them concurrently. ``defer_file_lines``: see
+    ``parse_commit`` (for callers that pass the commits to ``build_batch``). ``pack_stats``: the
+    columnar decoder's add ``stats`` are packed (``CommitColumns.packed``) as each commit is
+    parsed, so the strings of all commits never exist together."""
     if len(files) <= 1:
         return [_read_commit(storage, f, defer_file_lines, pack_stats) for f in files]
     with ThreadPoolExecutor(max_workers=min(_MAX_PARALLEL_READS, len(files))) as pool:

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from delta_core.log.file_actions import STRING_MAP
-from delta_core.model.arrow_values import mask_array, numbers_of, ordinal_mask, shared_nulls
+from delta_core.model.arrow_values import mask_array, numbers_of, one_array, ordinal_mask, shared_nulls
 
 # The column that carries a commit row's ordinal (position in its ``CommitStats``) through replay.
 COMMIT_ROW = "commit_row"
@@ -59,7 +59,7 @@ class StatsPiece:
         if column == "tags" and self.tags is None:
             return shared_nulls(STRING_MAP, self.num_rows)
         values = pa.ipc.open_stream(self.data if column == "stats" else self.tags).read_all().column(0)
-        return values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        return one_array(values)
 
 
 def _pack(name: str, values: pa.Array | pa.ChunkedArray) -> pa.Buffer:

@@ -44,12 +44,14 @@ from delta_core.log.file_actions import (
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.model.arrow_values import (
     bool_array,
+    chunks_of,
     empty_table,
     int_array,
     int_array_of,
     int_scalar,
     mask_array,
     numbers_of,
+    one_array,
     ordinal_mask,
     sharing_nulls,
     take_rows,
@@ -143,7 +145,7 @@ class ReplayState:
         if not self.stats_deferred:
             return self.rows["stats"]
         if "stats" not in self._cache:
-            pieces = [c for piece in self.iter_stats() for c in _chunks(piece)]
+            pieces = [c for piece in self.iter_stats() for c in chunks_of(piece)]
             self._cache["stats"] = pa.chunked_array(pieces, type=pa.string())
         column: pa.ChunkedArray = self._cache["stats"]
         return column
@@ -193,7 +195,7 @@ class ReplayState:
         if not self.stats_deferred:
             return self.rows.select(list(names))
         lazy = {"stats": lambda: self.stats, "num_records": lambda: self.num_records,
-                "tags": lambda: pa.chunked_array([c for p in self.iter_tags() for c in _chunks(p)],
+                "tags": lambda: pa.chunked_array([c for p in self.iter_tags() for c in chunks_of(p)],
                                                  type=FILES_SCHEMA.field("tags").type)}
         columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
         return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
@@ -220,9 +222,9 @@ class ReplayState:
         def deferred(name: str) -> list[pa.Array]:
             if name == "num_records":
                 counted = num_records_from_stats(pa.chunked_array(from_checkpoint["stats"], type=pa.string()))
-                return [*counted.chunks, *_chunks(picked[name].slice(in_checkpoint))]
+                return [*counted.chunks, *chunks_of(picked[name].slice(in_checkpoint))]
             mine = picked[name].slice(in_checkpoint, in_commits - in_checkpoint)
-            pieces = [*from_checkpoint[name], *_chunks(mine)]
+            pieces = [*from_checkpoint[name], *chunks_of(mine)]
             if commit_ordinals is not None:
                 assert self.commit_stats is not None
                 pieces.extend(self.commit_stats.iter_stats(commit_ordinals, name))
@@ -249,10 +251,6 @@ class ReplayState:
             if ordinals.slice(first_commit).null_count or first_commit < kept:
                 raise AssertionError("replay moved a commit row before another row")
         return kept, first_commit
-
-
-def _chunks(piece: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
-    return list(piece.chunks) if isinstance(piece, pa.ChunkedArray) else [piece]
 
 
 def _newest_per_key(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> pa.Array | None:
@@ -291,7 +289,7 @@ def _newest_per_key_exact(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> 
     rows = pc.cast(pc.indices_nonzero(in_repeated), pa.int64())
     t = pa.table({"k": keys.take(rows), "o": order.take(rows), "i": rows})
     t = t.sort_by([("k", "ascending"), ("o", "descending")])
-    k = _combined(t["k"])
+    k = one_array(t["k"])
     m = len(k)
     # Sorted by key then newest first: a row starts a new key group iff its key differs
     # from the previous row's, and that first row is the newest of its group.
@@ -299,7 +297,7 @@ def _newest_per_key_exact(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> 
     mask = pa.concat_arrays([bool_array([True]), first])
     winners = pa.concat_arrays([
         pc.cast(pc.indices_nonzero(pc.invert(in_repeated)), pa.int64()),
-        _combined(t["i"]).filter(mask),
+        one_array(t["i"]).filter(mask),
     ])
     return winners.take(pc.sort_indices(winners))
 
@@ -335,7 +333,7 @@ def _filter_by_chunk(table: pa.Table, keep: pa.Array | pa.ChunkedArray) -> pa.Ta
     that keeps every row is reused as it is and only the others are copied."""
     if pc.all(keep).as_py():
         return table
-    keep = _combined(keep)
+    keep = one_array(keep)
     out = []
     start = 0
     for batch in table.to_batches():
@@ -358,19 +356,12 @@ def _aligned(*tables: pa.Table) -> list[pa.Table]:
     return out
 
 
-def _combined(x: pa.ChunkedArray | pa.Array) -> pa.Array:
-    if not isinstance(x, pa.ChunkedArray):
-        return x
-    # combine_chunks() of no chunks goes through pa.array(), which imports pandas
-    return x.combine_chunks() if x.num_chunks else pa.nulls(0, x.type)
-
-
 def _chunked(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray:
-    return pa.chunked_array([*_chunks(a), *_chunks(b)], type=a.type)
+    return pa.chunked_array([*chunks_of(a), *chunks_of(b)], type=a.type)
 
 
 def _concat(a: pa.ChunkedArray | pa.Array, b: pa.ChunkedArray | pa.Array) -> pa.Array:
-    return pa.concat_arrays([_combined(a), _combined(b)])
+    return pa.concat_arrays([one_array(a), one_array(b)])
 
 
 def reconcile_files(
@@ -465,7 +456,7 @@ def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:
     add_paths = canonical_paths(batch.adds["path"], root)
     keys = _concat(file_keys(batch.adds, paths=add_paths),
                    file_keys(batch.removes, paths=canonical_paths(batch.removes["path"], root)))
-    for values, what in ((keys, "has more than one action"), (_combined(add_paths), "is added more than once")):
+    for values, what in ((keys, "has more than one action"), (one_array(add_paths), "is added more than once")):
         if pc.count_distinct(values).as_py() != len(values):
             counts = pc.value_counts(values)
             repeated = counts.field("values").filter(pc.greater(counts.field("counts"), int_scalar(1)))

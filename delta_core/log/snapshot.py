@@ -215,8 +215,8 @@ class Snapshot:
         return self._state.iter_stats()
 
     def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
-        """``tags`` of the live files in ``files`` order, a piece at a time (commit rows' tags
-        are unpacked commit by commit, ``ReplayState.iter_tags``)."""
+        """``tags`` of the live files in ``files`` order, a piece at a time (checkpoint rows' tags
+        are read batch by batch, commit rows' unpacked commit by commit: ``ReplayState.iter_tags``)."""
         return self._state.iter_tags()
 
     def file_stats(self) -> pa.Table:

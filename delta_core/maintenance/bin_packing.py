@@ -30,7 +30,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.arrow_values import false_array, numbers_of, string_scalar, take_rows
+from delta_core.model.arrow_values import chunks_of, false_array, numbers_of, string_scalar, take_rows
 from delta_core.write.data_writer import table_schema
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ def partition_codes(keys: Sequence[pa.ChunkedArray | pa.Array], n: int) -> np.nd
 def value_ranks(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
     """Per row, the rank (int32) of its value among the column's distinct values (nulls last)."""
     encoded = pc.dictionary_encode(column, null_encoding="encode")
-    chunks = encoded.chunks if isinstance(encoded, pa.ChunkedArray) else [encoded]
+    chunks = chunks_of(encoded)
     if not chunks:
         return np.zeros(0, dtype=np.int32)
     dictionary = chunks[-1].dictionary  # one dictionary across the chunks, complete in the last

@@ -53,7 +53,15 @@ from delta_core.maintenance.curves import bits_per_column
 from delta_core.maintenance.file_groups import group_file_list
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
-from delta_core.model.arrow_values import false_array, int_scalar, numbers_of, string_scalar, take_rows
+from delta_core.model.arrow_values import (
+    chunks_of,
+    false_array,
+    int_scalar,
+    numbers_of,
+    numbers_or_zero,
+    string_scalar,
+    take_rows,
+)
 from delta_core.model.clustering import (
     ZCUBE_ID_TAG,
     ZCUBE_ZORDER_BY_TAG,
@@ -148,7 +156,7 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
     kinds = _file_kinds(files.column("clustering_provider"), cubes >= 0, zorder_by, columns)
     unclustered = kinds == _KIND_CODES[FileClustering.UNCLUSTERED]
     current = kinds == _KIND_CODES[FileClustering.CURRENT_COLUMNS]
-    sizes = _sizes(files)
+    sizes = numbers_or_zero(files.column("size"))
     if full:
         take = np.ones(files.num_rows, dtype=bool)
     else:
@@ -177,11 +185,6 @@ _KINDS = tuple(FileClustering)
 _KIND_CODES = {k: i for i, k in enumerate(_KINDS)}
 
 
-def _sizes(files: pa.Table) -> np.ndarray:
-    return numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
-        if files.num_rows else np.zeros(0, np.int64)
-
-
 TagCodes = tuple[np.ndarray, list[str]]  # per file, a code (int32; -1: none) into the values
 
 
@@ -196,7 +199,7 @@ def tag_codes(pieces: Iterable[pa.Array | pa.ChunkedArray], keys: Sequence[str],
     values: list[dict[str, int]] = [{} for _ in keys]
     start = 0
     for piece in pieces:
-        for maps in piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]:
+        for maps in chunks_of(piece):
             if maps.null_count < len(maps):
                 _code_chunk(maps, keys, [out[start:start + len(maps)] for out in codes], values)
             start += len(maps)

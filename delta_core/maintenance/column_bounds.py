@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from delta_core.model.arrow_values import chunks_of
 from delta_core.model.schema import StructField, StructType
 from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, parse_stats
 from delta_core.write.data_writer import table_schema
@@ -34,7 +35,7 @@ def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS) -> Iterator[p
     pending: list[pa.Array] = []
     held, given = 0, False
     for piece in snapshot.iter_stats():
-        pending.extend(piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece])
+        pending.extend(chunks_of(piece))
         held += len(piece)
         if held >= rows:
             yield pa.chunked_array(pending, pa.string())

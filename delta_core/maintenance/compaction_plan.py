@@ -50,7 +50,14 @@ from delta_core.maintenance.bin_packing import (
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
-from delta_core.model.arrow_values import false_array, float_scalar, int_scalar, numbers_of, take_rows, true_array
+from delta_core.model.arrow_values import (
+    false_array,
+    float_scalar,
+    numbers_of,
+    numbers_or_zero,
+    take_rows,
+    true_array,
+)
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE, TARGET_FILE_SIZE
 from delta_core.write.operation_records import OptimizeParameters
 
@@ -206,8 +213,7 @@ def pack_candidates(
     are sorted only when that can change the counts (a due file among the candidates)."""
     n = files.num_rows
     due_column = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
-    sizes = numbers_of(pc.fill_null(files.column("size"), int_scalar(0))).astype(np.int64, copy=False) if n \
-        else np.zeros(0, np.int64)
+    sizes = numbers_or_zero(files.column("size"))
     due = numbers_of(due_column).astype(bool, copy=False) if n else np.zeros(0, bool)
     chosen = np.flatnonzero((sizes < min_file_size) | due)
     every = len(chosen) == n  # the usual case at scale: then nothing is filtered, not even integers

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.model.arrow_values import int_scalar, numbers_of, take_rows
+from delta_core.model.arrow_values import numbers_or_zero, take_rows
 from delta_core.write.operation_records import OptimizeParameters, ReorgParameters
 
 # The columns of a group's file list, from ``Snapshot.files``.
@@ -95,8 +95,7 @@ def groups_of(
     totals are summed over the sizes at once."""
     if len(bounds) < 2:
         return []
-    sizes = numbers_of(pc.fill_null(source.column("size"), int_scalar(0))).astype(np.int64, copy=False) \
-        if source.num_rows else np.zeros(0, np.int64)
+    sizes = numbers_or_zero(source.column("size"))
     totals = np.add.reduceat(sizes[rows], bounds[:-1]).tolist() if len(rows) else [0] * (len(bounds) - 1)
     edges = bounds.tolist()
     return [kind(partition_values[g], source, rows[lo:hi], int(totals[g]))

@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.model.arrow_values import chunks_of
 from delta_core.model.string_hashes import string_hashes
 
 
@@ -107,7 +108,7 @@ def by_top_directory(keys: pa.Array | pa.ChunkedArray) -> KeySetsByDirectory:
     names: dict[str, int] = {}
     hashes: list[np.ndarray] = []
     codes: list[np.ndarray] = []
-    for chunk in (keys.chunks if isinstance(keys, pa.ChunkedArray) else [keys]):
+    for chunk in chunks_of(keys):
         for start in range(0, len(chunk), _SPLIT_ROWS):
             step = chunk.slice(start, _SPLIT_ROWS)
             hashes.append(_hashes(step))

@@ -52,6 +52,7 @@ import pyarrow.compute as pc
 from delta_core.log.file_actions import KEY_COLUMNS, file_keys, iter_adds
 from delta_core.log.history import ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION
 from delta_core.model.actions import Add, DomainMetadata, Metadata, Protocol, Remove
+from delta_core.model.arrow_values import one_array
 from delta_core.model.clustering import (
     CLUSTERING_DOMAIN,
     ClusteringColumn,
@@ -201,10 +202,7 @@ def _files_without(snapshot: Snapshot, keys: pa.Array, others: pa.Array, root: T
 
 def _keys(files: pa.Table, root: TableRoot) -> pa.Array:
     keys = file_keys(files, paths=canonical_paths(files["path"], root))
-    if isinstance(keys, pa.ChunkedArray):
-        # combine_chunks() of no chunks goes through pa.array(), which imports pandas
-        return keys.combine_chunks() if keys.num_chunks else pa.nulls(0, keys.type)
-    return keys
+    return one_array(keys)
 
 
 def _total_size(files: pa.Table) -> int:

@@ -100,7 +100,7 @@ def numbers_of(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
     (``to_numpy`` imports pandas). Nulls, or another type, raise ``ValueError``."""
     import numpy as np
 
-    flat = values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+    flat = one_array(values)
     if flat.null_count:
         raise ValueError("numbers_of needs a column without nulls")
     typ = flat.type
@@ -145,13 +145,38 @@ def int_array_of(values: np.ndarray) -> pa.Array:
     return pa.Array.from_buffers(pa.int64(), len(ints), [None, pa.py_buffer(ints)])
 
 
+def chunks_of(values: pa.Array | pa.ChunkedArray) -> list[pa.Array]:
+    """The arrays of ``values``: its chunks, or itself."""
+    return list(values.chunks) if isinstance(values, pa.ChunkedArray) else [values]
+
+
+def one_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """``values`` as one array: a single chunk as it is, several joined, none an empty array of
+    its type (``combine_chunks()`` of no chunks goes through ``pa.array``, which imports pandas)."""
+    if isinstance(values, pa.Array):
+        return values
+    if values.num_chunks == 1:
+        return values.chunk(0)
+    return pa.concat_arrays(values.chunks) if values.num_chunks else pa.nulls(0, values.type)
+
+
+def numbers_or_zero(values: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """An int64 NumPy array of an integer column (a file ``size`` column), a null as 0."""
+    import numpy as np
+
+    if not len(values):
+        return np.zeros(0, np.int64)
+    filled: np.ndarray = numbers_of(pc.fill_null(values, int_scalar(0))).astype(np.int64, copy=False)
+    return filled
+
+
 def take_rows(values: pa.Array | pa.ChunkedArray, rows: np.ndarray) -> pa.Array:
     """``values[rows]`` (any order), taken chunk by chunk: only the rows taken are copied
     (``ChunkedArray.take`` joins every chunk first: for a few rows of a column of millions, a copy
     of all of it)."""
     import numpy as np
 
-    chunks = values.chunks if isinstance(values, pa.ChunkedArray) else [values]
+    chunks = chunks_of(values)
     bounds = np.cumsum([0, *(len(c) for c in chunks)])
     order = np.argsort(rows, kind="stable")
     ascending = rows[order]

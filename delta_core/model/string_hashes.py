@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.model.arrow_values import numbers_of, take_rows
+from delta_core.model.arrow_values import chunks_of, numbers_of, take_rows
 
 _P = 0xC2B2AE3D27D4EB4F  # odd, so invertible modulo 2^64
 _P_INV = pow(_P, -1, 1 << 64)
@@ -71,7 +71,7 @@ def string_hashes(values: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
         return None
     out = np.empty(len(values), dtype=np.uint64)
     at = 0
-    for chunk in (values.chunks if isinstance(values, pa.ChunkedArray) else [values]):
+    for chunk in chunks_of(values):
         for start in range(0, len(chunk), _STEP_ROWS):
             step = chunk.slice(start, _STEP_ROWS)
             out[at:at + len(step)] = _hash_step(step)

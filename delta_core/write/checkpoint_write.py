@@ -54,7 +54,7 @@ from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoi
 from delta_core.model import progress
 from delta_core.model.actions import Sidecar, action_to_json
 from delta_core.model.arrow_rows import array_from_pylist
-from delta_core.model.arrow_values import false_array, int_scalar, string_array
+from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, one_array, string_array
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
@@ -130,7 +130,7 @@ def _col(table: pa.Table, name: str, typ: pa.DataType) -> pa.Array:
     if name not in table.column_names:
         return pa.nulls(table.num_rows, typ)
     col = table.column(name)
-    arr = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    arr = one_array(col)
     return arr if arr.type == typ else arr.cast(typ)
 
 
@@ -371,14 +371,13 @@ class _Pieces:
         """The next ``n`` rows."""
         while self._rows < n:
             piece = next(self._pieces)
-            chunks = piece.chunks if isinstance(piece, pa.ChunkedArray) else [piece]
-            self._held.extend(chunks)
+            self._held.extend(chunks_of(piece))
             self._rows += len(piece)
         held = pa.chunked_array(self._held, self._type)
         rest = held.slice(n)
         self._held, self._rows = list(rest.chunks), len(rest)
         out = held.slice(0, n)
-        return out.combine_chunks() if out.num_chunks else pa.nulls(0, self._type)
+        return one_array(out)
 
 
 def build_checkpoint_table(

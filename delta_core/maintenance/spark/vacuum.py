@@ -70,7 +70,7 @@ from delta_core.maintenance.vacuum_plan import (
     plan_vacuum,
 )
 from delta_core.model import progress
-from delta_core.model.arrow_values import empty_table, false_array, int_array, int_scalar, string_array
+from delta_core.model.arrow_values import chunks_of, empty_table, false_array, int_array, int_scalar, string_array
 from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.durations import format_duration
@@ -135,7 +135,7 @@ def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str]
     """The keys of ``paths`` as Arrow arrays, chunk by chunk (a chunk of plain relative paths is
     its own keys, not copied; null and empty paths have none)."""
     out: list[pa.Array] = []
-    for chunk in (paths.chunks if isinstance(paths, pa.ChunkedArray) else [paths]):
+    for chunk in chunks_of(paths):
         keys, unplaced = log_paths_to_keys(chunk, root)
         for p in unplaced:
             # Certainly outside: not ours to keep. Uncertain: possibly a live file of ours under
