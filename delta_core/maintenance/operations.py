@@ -54,9 +54,7 @@ OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] |
 class Operation:
     """One maintenance operation, as every front end names and configures it."""
 
-    name: str  # the one name: asset name, job suffix, snake_case
-    cli_command: str  # the ``delta-core`` subcommand (kebab-case of ``name``)
-    policy_key: str | None  # its section in tables.yaml; None: configured inside another's
+    name: str  # the one name: tables.yaml section, asset name, job suffix; snake_case
     options_type: OptionsType  # its config type
     metrics_type_path: str  # "module:Class" of the record it returns
     delta_operations: tuple[str, ...]  # commitInfo.operation values it commits; () if none
@@ -72,6 +70,19 @@ class Operation:
     on_by_default: bool = False
     scheduled: bool = False
     default_cron: str | None = None
+    # The operation whose tables.yaml section configures this one (cleanup_log: checkpoint's
+    # ``cleanup_log``); None: its own section, named ``name``.
+    configured_in: str | None = None
+
+    @property
+    def cli_command(self) -> str:
+        """The ``delta-core`` subcommand: ``name`` with ``_`` written ``-``."""
+        return self.name.replace("_", "-")
+
+    @property
+    def policy_key(self) -> str | None:
+        """Its section in tables.yaml (``name``); None when configured inside another's."""
+        return None if self.configured_in else self.name
 
     def run(self, table: DeltaTable, options: Any, spark: SparkFactory | None) -> Report:
         """Run the operation on ``table`` with ``options`` (its ``options_type``): the
@@ -90,7 +101,7 @@ class Operation:
 
 
 COMPACT = Operation(
-    name="compact", cli_command="compact", policy_key="compact", options_type=CompactOptions,
+    name="compact", options_type=CompactOptions,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:CompactionMetrics",
     delta_operations=(OPTIMIZE,),
     summary=f"bin-pack small files ({OPTIMIZE})",
@@ -101,7 +112,7 @@ COMPACT = Operation(
     on_by_default=True, scheduled=True, default_cron="0 2 * * *",  # daily 02:00
 )
 ZORDER = Operation(
-    name="zorder", cli_command="zorder", policy_key="zorder", options_type=ZOrderOptions,
+    name="zorder", options_type=ZOrderOptions,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:ZOrderMetrics",
     delta_operations=(OPTIMIZE,),
     summary="cluster data along a Z-order or Hilbert curve",
@@ -112,7 +123,7 @@ ZORDER = Operation(
     scheduled=True,
 )
 VACUUM = Operation(
-    name="vacuum", cli_command="vacuum", policy_key="vacuum", options_type=VacuumOptions,
+    name="vacuum", options_type=VacuumOptions,
     metrics_type_path="delta_core.maintenance.spark.vacuum:VacuumMetrics",
     delta_operations=(VACUUM_START, VACUUM_END),
     summary="delete files no longer referenced",
@@ -123,8 +134,7 @@ VACUUM = Operation(
     on_by_default=True, scheduled=True, default_cron="0 3 * * 0",  # weekly, Sunday 03:00
 )
 CHECKPOINT = Operation(
-    name="checkpoint", cli_command="checkpoint", policy_key="checkpoint",
-    options_type=CheckpointOptions,
+    name="checkpoint", options_type=CheckpointOptions,
     metrics_type_path="delta_core.write.checkpoint_write:CheckpointResult",
     delta_operations=(),  # a checkpoint is not a commit
     summary="write a checkpoint and _last_checkpoint",
@@ -135,8 +145,8 @@ CHECKPOINT = Operation(
     on_by_default=True,
 )
 CLEANUP_LOG = Operation(
-    name="cleanup_log", cli_command="cleanup-log",
-    policy_key=None,  # tables.yaml: checkpoint.cleanup_log, run after each checkpoint
+    name="cleanup_log",
+    configured_in="checkpoint",  # tables.yaml: checkpoint.cleanup_log, run after each checkpoint
     options_type=CleanupLogOptions,
     metrics_type_path="delta_core.write.log_cleanup:LogCleanupResult",
     delta_operations=(),  # deletes log files; commits nothing
@@ -147,7 +157,7 @@ CLEANUP_LOG = Operation(
     title="Log cleanup",
 )
 MANIFEST = Operation(
-    name="manifest", cli_command="manifest", policy_key="manifest", options_type=ManifestOptions,
+    name="manifest", options_type=ManifestOptions,
     metrics_type_path="delta_core.maintenance.manifest:ManifestMetrics",
     delta_operations=(),  # files beside the log; commits nothing
     summary="write symlink manifests for Hive/Presto/Athena",
@@ -156,7 +166,7 @@ MANIFEST = Operation(
     title="Manifest",
 )
 CLUSTER = Operation(
-    name="cluster", cli_command="cluster", policy_key="cluster", options_type=ClusterOptions,
+    name="cluster", options_type=ClusterOptions,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:ClusterMetrics",
     delta_operations=(CLUSTER_BY, OPTIMIZE),  # CLUSTER BY only when the configured columns differ
     summary="liquid clustering on the table's clustering columns (OPTIMIZE)",
@@ -169,8 +179,7 @@ CLUSTER = Operation(
 )
 
 COMPACT_LOG = Operation(
-    name="compact_log", cli_command="compact-log", policy_key="compact_log",
-    options_type=CompactLogOptions,
+    name="compact_log", options_type=CompactLogOptions,
     metrics_type_path="delta_core.write.log_compaction:LogCompactionResult",
     delta_operations=(),  # a log compaction file is not a commit
     summary="write a log compaction file (x.y.compacted.json)",
@@ -181,7 +190,7 @@ COMPACT_LOG = Operation(
 )
 
 PURGE = Operation(
-    name="purge", cli_command="purge", policy_key="purge", options_type=PurgeOptions,
+    name="purge", options_type=PurgeOptions,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:PurgeMetrics",
     delta_operations=(REORG,),
     summary=f"rewrite files with deletion vectors or dropped columns ({REORG} ... APPLY (PURGE))",
@@ -195,7 +204,7 @@ PURGE = Operation(
 )
 
 ANALYZE = Operation(
-    name="analyze", cli_command="analyze", policy_key="analyze", options_type=AnalyzeOptions,
+    name="analyze", options_type=AnalyzeOptions,
     metrics_type_path="delta_core.maintenance.spark.analyze:AnalyzeMetrics",
     delta_operations=(COMPUTE_STATS,),
     summary="compute missing file statistics (ANALYZE TABLE ... COMPUTE DELTA STATISTICS)",
@@ -208,7 +217,7 @@ ANALYZE = Operation(
 )
 
 RESTORE = Operation(
-    name="restore", cli_command="restore", policy_key="restore", options_type=RestoreOptions,
+    name="restore", options_type=RestoreOptions,
     metrics_type_path="delta_core.maintenance.restore:RestoreMetrics",
     delta_operations=(RESTORE_OPERATION,),
     summary="restore the table to an earlier version (RESTORE TABLE ... TO VERSION/TIMESTAMP AS OF)",
