@@ -33,7 +33,7 @@ MAX_WRITER_VERSION = 7
 
 SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({
     "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
-    "typeWidening", "typeWidening-preview",
+    "typeWidening", "typeWidening-preview", "variantType", "variantType-preview",
 })
 
 class Scope(enum.Enum):
@@ -103,6 +103,11 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # data file we write has stats; clustering tags files clusteringProvider=liquid and
     # reclusters only liquid or unclustered files (all with --full, as OPTIMIZE FULL)
     WriterFeature("clustering", False, Scope.ALWAYS, "delta_core.maintenance.spark.cluster"),
+    # unshredded variants only: files are read by field name (a shredded one is refused) and
+    # rewritten as the struct of value and metadata; nullCount-only stats; never a partition,
+    # clustering or Z-order column
+    WriterFeature("variantType", True, Scope.ALWAYS, "delta_core.model.variant"),
+    WriterFeature("variantType-preview", True, Scope.ALWAYS, "delta_core.model.variant"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
@@ -131,8 +136,6 @@ _FEATURE_HINTS = {
     "catalogOwned-preview": "the table is managed by a catalog; read and write it through that "
                             "catalog's client instead of the storage path (commits must go through "
                             "the catalog)",
-    "variantType": "the table has variant columns, which this library does not read",
-    "variantType-preview": "the table has variant columns, which this library does not read",
     "variantShredding": "the table stores shredded variant data, which this library does not read",
     "variantShredding-preview": "the table stores shredded variant data, which this library does not read",
 }
