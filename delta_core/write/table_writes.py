@@ -53,8 +53,8 @@ from delta_core.write.commit_info import CommitInfoFields
 from delta_core.write.commit_outcome import CommitResult
 from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
 from delta_core.write.data_writer import conform_to_schema, write_table_data
-from delta_core.write.materialized_partitions import stores_partition_columns
 from delta_core.write.feature_enablement import protocol_for, required_features, upgrade_protocol
+from delta_core.write.materialized_partitions import stores_partition_columns
 from delta_core.write.operation_records import (
     CreateTableParameters,
     DeleteMetrics,
