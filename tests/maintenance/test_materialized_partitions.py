@@ -50,14 +50,14 @@ def copy_fixture(tmp_path) -> tuple[str, DeltaTable]:
 
 def assert_partition_columns_stored(root: str, table: DeltaTable, version: int, names: list[str]) -> int:
     """Every file ``version`` added holds ``names`` (physical, data columns first), the partition
-    columns' values equal its ``partitionValues`` and its stats leave them out; returns the count."""
+    columns among them hold its ``partitionValues`` and its stats leave them out; returns the count."""
     adds, _ = file_actions(table, version)
     snap = table.snapshot()
     parts = [snap.schema[c].physical_name for c in snap.partition_columns]
     for add in adds:
         data = pq.read_table(f"{root}/{url_decode_path(add['path'])}")
         assert data.column_names == names
-        for p in parts:
+        for p in set(parts) & set(names):
             value = add["partitionValues"][p]
             assert set(data.column(p).cast(pa.string()).to_pylist()) == {value}
         stats = json.loads(add["stats"])
@@ -100,12 +100,13 @@ def test_materialized_partition_columns_carry_physical_names_and_field_ids(spark
     assert "materializePartitionColumns" in table.snapshot().protocol.writer_features
     for i in range(3):
         append(table, batch(i * 10, 10, regions=("eu",)))
-    before = rows_of(root)
-    m = compact(table, spark)
-    assert m.num_added_files == 5  # one per (region, day)
     schema = table.snapshot().schema
     physical = [schema[c].physical_name for c in ("id", "x", "name", "ts", "region", "day")]
     assert all(p.startswith("col-") for p in physical)
+    assert assert_partition_columns_stored(root, table, 1, physical) == 5  # the appends store them too
+    before = rows_of(root)
+    m = compact(table, spark)
+    assert m.num_added_files == 5  # one per (region, day)
     assert assert_partition_columns_stored(root, table, m.version, physical) == 5
     add = file_actions(table, m.version)[0][0]
     written = pq.read_schema(f"{root}/{url_decode_path(add['path'])}")
@@ -113,3 +114,17 @@ def test_materialized_partition_columns_carry_physical_names_and_field_ids(spark
         ids = [int(f.metadata[PARQUET_FIELD_ID]) for f in written]
         assert ids == [schema[c].field_id for c in ("id", "x", "name", "ts", "region", "day")]
     assert rows_of(root) == before
+
+
+@pytest.mark.parametrize("value", ["true", "false", None])
+def test_the_table_property_alone_asks_for_partition_columns(tmp_path, value):
+    # Without the feature, delta.writePartitionColumnsToParquet=true is a "should" we follow;
+    # false or unset leaves the files as they always were.
+    root = str(tmp_path / "t")
+    props = {} if value is None else {"delta.writePartitionColumnsToParquet": value}
+    create_table(root, batch(0, 1).schema, partition_columns=("region",), properties=props)
+    table = DeltaTable(root)
+    assert "materializePartitionColumns" not in (table.snapshot().protocol.writer_features or ())
+    append(table, batch(0, 4))
+    names = ["id", "x", "name", "day", "ts"] + (["region"] if value == "true" else [])
+    assert assert_partition_columns_stored(root, table, 1, names) == 2
