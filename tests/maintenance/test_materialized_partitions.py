@@ -18,6 +18,7 @@ import pytest
 
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
+from delta_core.maintenance.spark.purge import purge
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.schema import PARQUET_FIELD_ID
@@ -113,6 +114,24 @@ def test_materialized_partition_columns_carry_physical_names_and_field_ids(spark
     if mode == "id":
         ids = [int(f.metadata[PARQUET_FIELD_ID]) for f in written]
         assert ids == [schema[c].field_id for c in ("id", "x", "name", "ts", "region", "day")]
+    assert rows_of(root) == before
+
+
+def test_purge_stores_the_partition_columns(spark, tmp_path):
+    from tests.dv_files import commit_deletion_vector
+
+    root = str(tmp_path / "t")
+    create_table(root, batch(0, 1).schema, partition_columns=("region",),
+                 properties={"delta.enableDeletionVectors": "true",
+                             "delta.enableMaterializePartitionColumnsFeature": "true"})
+    table = DeltaTable(root)
+    append(table, batch(0, 20))
+    for path in table.snapshot().file_paths:
+        commit_deletion_vector(table, path, [0, 3])
+    before = rows_of(root)
+    m = purge(table, spark)
+    assert (m.num_removed_files, m.num_added_files) == (2, 2)
+    assert assert_partition_columns_stored(root, table, m.version, ["id", "x", "name", "day", "ts", "region"]) == 2
     assert rows_of(root) == before
 
 
