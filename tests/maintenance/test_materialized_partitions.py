@@ -89,6 +89,20 @@ def test_zorder_stores_the_partition_columns_null_partition_included(spark, tmp_
     assert rows_of(root) == before
 
 
+def test_row_tracking_columns_come_before_the_partition_columns(spark, tmp_path):
+    # Delta Spark writes the materialized row tracking columns among the data columns, and the
+    # partition columns after all of them.
+    from tests.row_tracking_tables import COMMIT_VERSION_COLUMN, ROW_ID_COLUMN, turn_on_row_tracking
+
+    root, table = copy_fixture(tmp_path)
+    turn_on_row_tracking(root)
+    before = collections.Counter(repr(sorted(r.items())) for r in kernel_rows(root).to_pylist())
+    m = compact(table, spark)
+    names = ["number", "a_float", ROW_ID_COLUMN, COMMIT_VERSION_COLUMN, "letter"]
+    assert assert_partition_columns_stored(root, table, m.version, names) == 1
+    assert collections.Counter(repr(sorted(r.items())) for r in kernel_rows(root).to_pylist()) == before
+
+
 @pytest.mark.parametrize("mode", ["name", "id"])
 def test_materialized_partition_columns_carry_physical_names_and_field_ids(spark, tmp_path, mode):
     # The property turns the feature on (and lists it in the protocol), as Delta Spark's
