@@ -11,6 +11,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -55,21 +57,30 @@ def test_readme_says_how_to_reach_delta_core_and_it_runs():
     assert proc.returncode == 0 and "usage: delta-core" in proc.stdout
 
 
-def _traced_test_script(tmp_path: pathlib.Path, uid: str, *args: str) -> list[str]:
-    """Runs scripts/test.sh with a set-up .venv whose python, ruff and mypy only record their
-    arguments, and an ``id -u`` of ``uid`` and an apt-get that only record: the calls it made."""
+def _traced_test_script(tmp_path: pathlib.Path, uid: str, *args: str, browser: tuple[str, ...] = (),
+                        selenium: bool = True) -> list[str]:
+    """Runs scripts/test.sh with a set-up .venv whose python (``import selenium`` fails unless
+    ``selenium``), pip, ruff and mypy only record their arguments, an ``id -u`` of ``uid``, an
+    apt-get that only records, and of chromium and chromedriver those named in ``browser``
+    present: the calls it made."""
     work = tmp_path / "repo"
     shutil.copytree(REPO / "scripts", work / "scripts")
     shutil.copy(REPO / "pyproject.toml", work / "pyproject.toml")
     calls = tmp_path / "calls.txt"
-    for tool in ("python", "ruff", "mypy"):
+    for tool in ("python", "pip", "ruff", "mypy"):
         _fake(work / ".venv" / "bin" / tool, calls)
+    if not selenium:
+        with (work / ".venv" / "bin" / "python").open("a", encoding="utf-8") as python:
+            python.write('[ "$*" = "-c import selenium" ] && exit 1\nexit 0\n')
+    for name in browser:
+        _fake(tmp_path / "usr" / name, calls)
     stamp = hashlib.sha1((work / "pyproject.toml").read_bytes()).hexdigest()[:12]
     (work / ".venv" / f".installed-{stamp}").touch()  # set up already: no pip install
     _fake(tmp_path / "bin" / "apt-get", calls)
     (tmp_path / "bin" / "id").write_text(f"#!/bin/sh\necho {uid}\n", encoding="utf-8")
     (tmp_path / "bin" / "id").chmod(0o755)
-    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
+    env = {**os.environ, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}",
+           "CHROMIUM": str(tmp_path / "usr" / "chromium"), "CHROMEDRIVER": str(tmp_path / "usr" / "chromedriver")}
     proc = subprocess.run(["bash", str(work / "scripts" / "test.sh"), *args], env=env,
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
@@ -77,7 +88,25 @@ def _traced_test_script(tmp_path: pathlib.Path, uid: str, *args: str) -> list[st
 
 
 def test_test_script_runs_everything(tmp_path):
-    assert _traced_test_script(tmp_path, "1000", "-x") == ["ruff check .", "mypy", "python -m pytest -q -x"]
+    assert _traced_test_script(tmp_path, "1000", "-x") == [
+        "python -c import selenium", "ruff check .", "mypy", "python -m pytest -q -x"]
+
+
+@pytest.mark.parametrize("browser", [(), ("chromium",), ("chromedriver",)], ids=["none", "no_driver", "no_chromium"])
+def test_test_script_installs_the_browser_when_any_part_is_missing(tmp_path, browser):
+    # as root: Chromium without chromium-driver skipped the 4 UI tests before
+    assert _traced_test_script(tmp_path, "0", browser=browser)[:3] == [
+        "apt-get update", "apt-get install -y chromium chromium-driver", "python -c import selenium"]
+
+
+def test_test_script_installs_nothing_when_the_browser_is_there(tmp_path):
+    assert _traced_test_script(tmp_path, "0", browser=("chromium", "chromedriver"))[:2] == [
+        "python -c import selenium", "ruff check ."]
+
+
+def test_test_script_installs_selenium_when_it_is_missing(tmp_path):
+    assert _traced_test_script(tmp_path, "0", browser=("chromium", "chromedriver"), selenium=False)[:3] == [
+        "python -c import selenium", "pip install -q selenium>=4", "ruff check ."]
 
 
 def test_fast_tier_selects_the_fast_tests_and_installs_no_browser(tmp_path):
