@@ -76,7 +76,7 @@ def _ensure_instance(home: pathlib.Path) -> None:
     instance_yaml = home / "dagster.yaml"
     if not instance_yaml.exists():
         # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor), and
-        # the Spark steps to one at a time: each local[*] step takes every core (README, "Automation").
+        # the Spark steps to one at a time: each local[*] step takes every core (docs/automation.md, "The Spark pool").
         import yaml
 
         from sensors.advisor import advisor_run_limits

@@ -4,9 +4,11 @@ says it is."""
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -113,3 +115,45 @@ def test_fast_tier_selects_the_fast_tests_and_installs_no_browser(tmp_path):
     # as root, where the full command installs Chromium when it is absent
     assert _traced_test_script(tmp_path, "0", "--fast", "-x") == [
         "ruff check .", "mypy", "python -m pytest -q -m not slow and not spark -x"]
+
+
+def _readme() -> str:
+    return (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _subcommands() -> list[str]:
+    from delta_core.cli.main import build_parser
+
+    parser = build_parser()
+    (commands,) = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    return list(commands.choices)
+
+
+def test_readme_command_table_has_every_command():
+    readme = _readme()
+    table = readme[readme.index("| command | what it does |"):].split("\n\n")[0]
+    rows = [line.split("`")[1].split()[0] for line in table.splitlines()[2:]]
+    assert sorted(rows) == sorted(_subcommands())
+
+
+def test_readme_layout_names_every_top_level_folder():
+    readme = _readme()
+    layout = readme[readme.index("## Layout"):]
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    folders = {path.split("/")[0] for path in tracked.split("\0") if "/" in path}
+    named = set(re.findall(r"`\.?([\w.]+)/", layout))
+    assert folders - {".ci"} <= named, folders - named
+    assert "`.ci/run`" in layout
+
+
+def test_readme_and_docs_use_dg_and_link_pages_that_exist():
+    readme = _readme()
+    pages = sorted((REPO / "docs").glob("*.md"))
+    for text in (readme, *(p.read_text(encoding="utf-8") for p in pages)):
+        assert "dagster dev" not in text and "definitions validate" not in text  # Dagster 1.13 supersedes them
+    assert "dg dev -h 127.0.0.1 -p 3000" in readme and "dg check defs" in readme
+    linked = set(re.findall(r"\]\((docs/[\w-]+\.md)\)", readme))
+    assert linked == {f"docs/{p.name}" for p in pages}  # every page linked, every link a page
+    for page in pages:
+        for target in re.findall(r"\]\(([\w-]+\.md)\)", page.read_text(encoding="utf-8")):
+            assert (REPO / "docs" / target).is_file(), (page.name, target)
