@@ -53,6 +53,11 @@ def add_table_arguments(parser: argparse.ArgumentParser, *, policy: bool = False
                         help="on error also print the traceback; let Spark log as it normally does")
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 file``, ``6 files``; ``plural`` for nouns that do not just take an ``s``."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
+
+
 def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:
     """``["key=v", "client_kwargs.endpoint_url=http://..."]`` -> nested options dict."""
     options: dict[str, Any] = {}

@@ -16,7 +16,7 @@ import datetime as dt
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import add_table_arguments, counted, emit, open_table
 from delta_core.cli.policy import apply_table_policy
 from delta_core.model.clock import iso_time
 from delta_core.model.durations import format_duration
@@ -53,7 +53,7 @@ def render_text(report: dict[str, Any]) -> str:
     advice = ", ".join(r["operation"] for r in recs) or "none"
     took = format_duration(dt.timedelta(seconds=report["duration_seconds"]))
     lines = [f"{report['table']} at version {report['version']}: health {report['score']}/100; "
-             f"{m['num_files']} files, {format_size(m['total_bytes'])}; recommended: {advice} ({took})"]
+             f"{counted(m['num_files'], 'file')}, {format_size(m['total_bytes'])}; recommended: {advice} ({took})"]
     for part in report["score_parts"]:
         lines.append(f"  {part['name']:<13} {part['score'] * 100:5.1f}% of weight {part['weight']:g}"
                      f"  (saw {part['value']})")

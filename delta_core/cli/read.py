@@ -34,7 +34,7 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from delta_core.cli.common import add_table_arguments, emit, emit_listing, json_text, open_table
+from delta_core.cli.common import add_table_arguments, counted, emit, emit_listing, json_text, open_table
 from delta_core.errors import ConfigError
 from delta_core.model.clock import iso_time
 from delta_core.model.sizes import format_size
@@ -159,8 +159,9 @@ def describe_text(uri: str, snapshot: Snapshot, record: dict[str, Any], *, files
     follow it (``emit_listing``)."""
     protocol = snapshot.protocol
     records = record["num_records"]
-    lines = [f"{uri}: version {record['version']} committed {record['last_modified']}; {record['num_files']} files, "
-             f"{format_size(record['size_in_bytes'])}, {records if records is not None else 'unknown'} records",
+    lines = [f"{uri}: version {record['version']} committed {record['last_modified']}; "
+             f"{counted(record['num_files'], 'file')}, {format_size(record['size_in_bytes'])}, "
+             + (counted(records, "record") if records is not None else "unknown records"),
              f"Table:       {uri}"]
     if record["location"] != uri:
         lines.append(f"Location:    {record['location']}")
@@ -251,7 +252,7 @@ def history_text(uri: str, records: list[dict[str, Any]]) -> str:
     indent = " " * 9
     if records:
         newest, oldest = records[0], records[-1]
-        summary = (f"{uri}: {len(records)} commit{'s' if len(records) != 1 else ''}, versions {newest['version']} "
+        summary = (f"{uri}: {counted(len(records), 'commit')}, versions {newest['version']} "
                    f"({newest['timestamp']}) back to {oldest['version']} ({oldest['timestamp']})")
     else:
         summary = f"{uri}: no commits in the log"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import add_table_arguments, counted, emit, open_table
 from delta_core.errors import UsageError
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.model.durations import format_duration
@@ -45,7 +45,7 @@ def cmd_set_properties(args: argparse.Namespace) -> int:
               "writer_features": None if protocol.writer_features is None else sorted(protocol.writer_features)}
     if not args.json:
         took = format_duration(dt.timedelta(seconds=watch.seconds()))
-        emit(f"set-properties {table.uri}: {len(properties)} propert{'y' if len(properties) == 1 else 'ies'} "
+        emit(f"set-properties {table.uri}: {counted(len(properties), 'property', 'properties')} "
              f"({', '.join(properties)}) committed as version {result.version}, protocol reader "
              f"{protocol.min_reader_version} writer {protocol.min_writer_version}, 0 data files rewritten ({took})",
              False)

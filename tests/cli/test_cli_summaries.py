@@ -38,8 +38,9 @@ def _out(capsys, *argv: str) -> str:
 def test_describe_opens_with_a_summary_and_shows_times_in_iso(capsys, table):
     snapshot = DeltaTable(table).snapshot()
     text = _out(capsys, "describe", table)
+    assert snapshot.num_files == 1  # the OPTIMIZE left one
     assert text.splitlines()[0] == (f"{table}: version 2 committed {iso_time(snapshot.timestamp)}; "
-                                    f"{snapshot.num_files} files, {format_size(snapshot.size_in_bytes)}, 2 records")
+                                    f"1 file, {format_size(snapshot.size_in_bytes)}, 2 records")
     record = json.loads(_out(capsys, "describe", table, "--json"))
     assert record["last_modified"] == iso_time(snapshot.timestamp)
     assert dt.datetime.fromisoformat(record["created_time"]).tzinfo is not None
@@ -60,7 +61,7 @@ def test_history_opens_with_a_summary_and_gives_iso_times(capsys, table):
 def test_health_opens_with_a_summary_and_gives_the_last_optimize_in_iso(capsys, table):
     optimized = iso_time(DeltaTable(table).history(1)[0].timestamp)
     first = _out(capsys, "health", table).splitlines()[0]
-    assert re.fullmatch(rf"{re.escape(table)} at version 2: health \d+/100; 1 files, [\d.]+ \w*B; "
+    assert re.fullmatch(rf"{re.escape(table)} at version 2: health \d+/100; 1 file, [\d.]+ \w*B; "
                         r"recommended: [\w, ]+ \([\d.]+ seconds\)", first), first
     report = json.loads(_out(capsys, "health", table, "--json"))
     assert report["metrics"]["last_optimize_timestamp"] == optimized
