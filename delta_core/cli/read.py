@@ -3,7 +3,7 @@
 ``describe`` answers what Delta's ``DESCRIBE DETAIL`` does, under its column names in our
 snake case: ``format``, ``id``, ``name``, ``description``, ``location`` (the table root's URI),
 ``created_time`` (``metaData.createdTime``), ``last_modified`` (the version's commit
-time), ``partition_columns, ``clustering_columns``, ``num_files``,
+time), ``partition_columns``, ``clustering_columns``, ``num_files``,
 ``size_in_bytes``, ``configuration`` (DESCRIBE DETAIL's ``properties``), ``min_reader_version``,
 ``min_writer_version`` and ``table_features`` (every feature in effect, those a legacy protocol
 implies included). Beside them it keeps every key of the conformance suite's ``latest`` record,
