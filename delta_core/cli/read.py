@@ -54,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     when = p.add_mutually_exclusive_group()
     when.add_argument("--version", type=int, default=None, metavar="N", help="describe version N")
     when.add_argument("--timestamp", default=None, metavar="ISO8601",
-                      help="describe the latest version committed at or before this time (UTC if no zone)")
+                      help="describe the latest version committed at or before this time (UTC if no zone); "
+                           "a time after the latest commit is refused")
     p.set_defaults(func=cmd_describe)
 
     h = subparsers.add_parser("history", help="list commits, newest first",
