@@ -108,6 +108,15 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # clustering or Z-order column
     WriterFeature("variantType", True, Scope.ALWAYS, "delta_core.model.variant"),
     WriterFeature("variantType-preview", True, Scope.ALWAYS, "delta_core.model.variant"),
+    # every new data file (rewrites and appends) holds the partition columns, after the data
+    # columns as Delta Spark writes them, physical names, no stats
+    WriterFeature("materializePartitionColumns", False, Scope.ALWAYS,
+                  "delta_core.write.materialized_partitions"),
+    # no command changes a schema's collations (__COLLATIONS metadata); new files get UTF-8 binary
+    # stats, which the RFC allows, and never statsWithCollation (stats are collected afresh per
+    # file: rewrites and analyze drop the inputs' ones); files re-added unchanged keep theirs
+    WriterFeature("collations", False, Scope.ALWAYS, "delta_core.model.stats_collect"),
+    WriterFeature("collations-preview", False, Scope.ALWAYS, "delta_core.model.stats_collect"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
@@ -267,7 +276,7 @@ _FEATURE_REMEDIES = {
 }
 # Features Delta Spark can drop (ALTER TABLE ... DROP FEATURE) that this library does not support.
 _SPARK_DROPPABLE = frozenset({
-    "materializePartitionColumns", "coordinatedCommits-preview", "redirectReaderWriter-preview",
+    "coordinatedCommits-preview", "redirectReaderWriter-preview",
     "redirectWriterOnly-preview", "geospatial", "geospatial-dev",
 })
 
