@@ -92,7 +92,7 @@ def collision(tables: Iterable[tuple[str, bool]]) -> tuple[str, str] | None:
             if (kind, generated) in owner:
                 other = owner[kind, generated]
                 whose = f"table {other!r}'s" if other is not None else "the code location's own"
-                return name, (f"its {kind} {generated!r} would be {whose} {kind} {generated!r}: "
-                        "rename the table (or exclude it from its discover root)")
+                return name, (f"the {kind} {generated!r} generated for it is already {whose}: rename the "
+                              "table (or exclude it from its discover root)")
         owner.update(dict.fromkeys(mine, name))
     return None
