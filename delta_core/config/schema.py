@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from delta_core.config.sections import STORAGE_OPTION_SCHEMA, TABLES_FILE
+from delta_core.config.shape import definitions
 
 SCHEMA_PATH = pathlib.Path(__file__).resolve().parent / "tables.schema.json"
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -23,7 +24,8 @@ SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 def tables_schema() -> dict[str, Any]:
     """The JSON Schema of the file as written (``128MB``, ``{env: NAME}``, ``true`` for a section)."""
-    return {"$schema": SCHEMA_DIALECT, **TABLES_FILE.schema(), "$defs": {"StorageOption": STORAGE_OPTION_SCHEMA}}
+    return {"$schema": SCHEMA_DIALECT, **TABLES_FILE.schema(),
+            "$defs": {**definitions(TABLES_FILE), "StorageOption": STORAGE_OPTION_SCHEMA}}
 
 
 def render() -> str:

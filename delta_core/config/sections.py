@@ -133,7 +133,8 @@ def operation_section(op: Operation) -> Section:
                                                 "last one (default: the table's delta.checkpointInterval).")
     for f in policy_fields(op.options_type):
         keys[f.policy_key] = Key(_option(f), None, f.help)
-    return Section(keys, help=f"{op.summary[:1].upper()}{op.summary[1:]}.", on_off=True)
+    name = "".join(part.title() for part in op.name.split("_")) + "Section"
+    return Section(keys, help=f"{op.summary[:1].upper()}{op.summary[1:]}.", on_off=True, name=name)
 
 
 OPERATION_SECTIONS: dict[str, Section] = {op.name: operation_section(op) for op in REGISTRY if op.configured_in is None}
@@ -213,19 +214,19 @@ ADVISOR = Section({
     "vacuum_min_interval_hours": Key(HOURS, DEFAULT_VACUUM_MIN_INTERVAL_HOURS, "Vacuum at most this often."),
     "windows": Key(WINDOWS, (), "Daily spans (UTC, 'HH:MM-HH:MM') in which automation may start this table's "
                                 "maintenance; none: any time."),
-}, help="Policy-driven maintenance (delta_core.health thresholds).")
+}, help="Policy-driven maintenance (delta_core.health thresholds).", name="AdvisorSection")
 
 SENSOR = Section({
     "enabled": Key(Flag(), True),
     "interval_seconds": Key(Whole(1), DEFAULT_SENSOR_INTERVAL_SECONDS),
     "max_commits_per_tick": Key(Whole(1), DEFAULT_MAX_COMMITS_PER_TICK),
-}, help="The table's log sensor. On by default.", on_off=True)
+}, help="The table's log sensor. On by default.", on_off=True, name="SensorSection")
 
 DOWNSTREAM = Section({
     "daily_summary": Key(Section({"date_column": Key(Text(), required=True)})),
     "assets": Key(ListOf(Text(_ASSET_KEY, "an asset key like 'team/report' (one of the asset keys)")), (),
                   "Asset keys ('team/report') refreshed on dataChange commits."),
-})
+}, name="DownstreamSection")
 
 
 

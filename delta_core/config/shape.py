@@ -240,12 +240,14 @@ class Key:
 class Section(Value):
     """A mapping of described keys; any other key is refused (with the nearest known one).
     ``on_off``: also written ``true`` (on, defaults) or ``false`` (off), read as ``{enabled: ...}``.
-    A key written with nothing after it (YAML null) takes its default."""
+    A key written with nothing after it (YAML null) takes its default. ``name``: its schema is
+    ``$defs/<name>``, written once however often it appears (``definitions``)."""
 
     keys: Mapping[str, Key]
     help: str | None = None
     on_off: bool = False
     title: str | None = field(default=None, compare=False)
+    name: str | None = None
 
     def read(self, value: object, keys: Keys) -> dict[str, Any]:
         if self.on_off and isinstance(value, bool):
@@ -267,6 +269,10 @@ class Section(Value):
         return out
 
     def schema(self) -> Schema:
+        return {"$ref": f"#/$defs/{self.name}"} if self.name else self.definition()
+
+    def definition(self) -> Schema:
+        """The section's own schema (``schema`` refers to it when the section is named)."""
         properties = {}
         for name, key in self.keys.items():
             one = key.value.schema()
@@ -281,3 +287,19 @@ class Section(Value):
         if self.help:
             out["description"] = self.help
         return {"anyOf": [{"type": "boolean"}, out]} if self.on_off else out
+
+
+def definitions(value: Value, out: dict[str, Schema] | None = None) -> dict[str, Schema]:
+    """The schemas of the named sections in and below ``value``, by name (JSON Schema ``$defs``)."""
+    out = {} if out is None else out
+    if isinstance(value, Section):
+        if value.name and value.name not in out:
+            out[value.name] = value.definition()
+        for key in value.keys.values():
+            definitions(key.value, out)
+    elif isinstance(value, (ListOf, MapOf)):
+        definitions(value.item, out)
+    elif isinstance(value, Either):
+        for option in value.options:
+            definitions(option, out)
+    return out
