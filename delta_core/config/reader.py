@@ -37,7 +37,6 @@ from delta_core.config.shape import Invalid, Keys
 from delta_core.config.table_checks import short_retention_error
 from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, table_health_policy
-from delta_core.log.discovery import DiscoverRule, discover_all
 from delta_core.maintenance.operations import CHECKPOINT, COMPACT, REGISTRY
 from delta_core.maintenance.option_fields import policy_fields
 from delta_core.maintenance.policy_values import resolve_env, resolve_table_uri
@@ -158,6 +157,8 @@ def _discovered(doc: Mapping[str, Any], explicit: list[TableConfig], *,
                 base_dir: pathlib.Path | None) -> list[TableConfig]:
     """The records of the tables the ``discover`` roots find, each with its rule's ``defaults``; an
     explicit table of the same name or location wins. The walk reads ``{env: NAME}`` now."""
+    from delta_core.log.discovery import DiscoverRule, discover_all  # storage (fsspec) only when discovering
+
     rules, templates = [], []
     for i, rule in enumerate(doc["discover"]):
         keys = ("discover", str(i), "defaults")

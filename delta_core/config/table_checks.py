@@ -19,14 +19,16 @@ import logging
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_core.config.records import EnvRef, MaintenanceConfig, TableConfig, TableConfigError, nested_options
 from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.maintenance.operations import REGISTRY
 from delta_core.maintenance.option_fields import Kind, policy_fields
-from delta_core.model.actions import Metadata
 from delta_core.model.table_properties import TableProperties
+
+if TYPE_CHECKING:
+    from delta_core.model.actions import Metadata
 
 log = logging.getLogger(__name__)
 READ_THREADS = 16
