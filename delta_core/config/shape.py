@@ -264,7 +264,7 @@ class Section(Value):
         for name, key in self.keys.items():
             given = value.get(name)
             if given is None and key.required:
-                raise Invalid((*keys, name), "is required")
+                raise Invalid((*keys, name), "is required" + (f": {key.help[:1].lower()}{key.help[1:]}" if key.help else ""))
             out[name] = key.default if given is None else key.value.read(given, (*keys, name))
         return out
 

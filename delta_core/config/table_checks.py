@@ -71,7 +71,8 @@ def check_tables(config: MaintenanceConfig) -> None:
 
 
 def check_table(table: TableConfig, metadata: Metadata, *, source: str | None) -> None:
-    """Every enabled operation's fields against the table's ``metadata``, by their kind."""
+    """Every operation section's fields against the table's ``metadata``, by their kind (a section
+    turned off too: a run launched by hand takes its values)."""
     from delta_core.maintenance.predicate import parse_predicate
     from delta_core.maintenance.zorder_plan import validate_columns
     from delta_core.model.schema import StructType
@@ -87,7 +88,7 @@ def check_table(table: TableConfig, metadata: Metadata, *, source: str | None) -
     }
     for op in REGISTRY:
         policy = table.policy(op.name) if op.configured_in is None else None
-        if policy is None or not policy.enabled:
+        if policy is None:  # configured in another's section: checked with it
             continue
         for f in policy_fields(op.options_type):
             value, check = getattr(policy.options, f.name), kind_checks.get(f.spec.kind)
