@@ -79,6 +79,13 @@ def _window(value: object) -> MaintenanceWindow:
     return MaintenanceWindow.parse(value)
 
 
+def _hours(value: object) -> float:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and not 0 <= value < float("inf"):
+        raise ConfigError(f"{value!r} hours is out of range: give a number of hours from 0, or an interval like "
+                          "'7 days'")
+    return parse_retention_hours(value, key="the value")
+
+
 def _size(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ConfigError(f"must be a size like 134217728 or '128MB', got {value!r}")
@@ -88,7 +95,7 @@ def _size(value: object) -> int:
 CRON = Parsed(_cron, {"type": "string", "minLength": 1})
 WINDOWS = ListOf(Parsed(_window, {"type": "string", "pattern": r"^\s*[0-9]{2}:[0-9]{2}-[0-9]{2}:[0-9]{2}\s*$"}))
 SIZE = Parsed(_size, {"anyOf": [{"type": "integer", "minimum": 0}, {"type": "string", "minLength": 1}]})
-HOURS = Parsed(lambda v: parse_retention_hours(v, key="the value"), _NUMBER_OR_TEXT)
+HOURS = Parsed(_hours, _NUMBER_OR_TEXT)
 RATIO = Number(0, 1)
 TEXT_OR_ENV = Either((Text(), Env()), "a non-empty string or {env: VARIABLE_NAME}")
 
