@@ -59,6 +59,7 @@ def test_tables_yaml_sections_are_the_registry_names():
             assert table.enabled(op.name) == op.on_by_default
         else:
             assert op.name not in POLICY_KEYS and table.policy(op.name) is None
+        assert not hasattr(table, op.name)  # typed access only: policies[name], options(OptionsType)
 
 
 def test_zorder_curve_choices_are_the_curves_implemented():
