@@ -107,7 +107,7 @@ def _table(name: str, policy: Mapping[str, Any], keys: Keys, *, uri: str | EnvRe
         if op.configured_in is not None:
             continue
         section = policy[op.name]
-        if section is None:
+        if section is None:  # no section: the entry's defaults
             policies[op.name] = OperationPolicy.default(op)
             continue
         fields = policy_fields(op.options_type)

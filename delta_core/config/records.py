@@ -23,7 +23,7 @@ DEFAULT_SENSOR_INTERVAL_SECONDS = 30
 DEFAULT_MAX_COMMITS_PER_TICK = 1000
 DEFAULT_ADVISOR_INTERVAL_SECONDS = 300
 DEFAULT_ADVISOR_COOLDOWN_MINUTES = 60.0
-DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # the issue's "vacuum at most daily"
+DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # vacuum at most daily
 DEFAULT_FLEET_REPORT_CRON = "0 * * * *"  # the fleet report, hourly
 DEFAULT_SPARK_POOL = "delta_spark"  # the Dagster concurrency pool of every Spark step
 _WINDOW = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
@@ -33,7 +33,7 @@ class TableConfigError(ConfigError):
     """The table config file is invalid; ``table`` and ``field`` say where."""
 
     def __init__(self, message: str, *, path: str | None = None, table: str | None = None,
-                 field: str | None = None):
+                 field: str | None = None) -> None:
         where = " ".join(p for p in (
             f"{path}:" if path else "",
             f"table {table!r}:" if table else "",
