@@ -18,6 +18,7 @@ from assets import build_daily_summary_asset, build_maintenance_assets, build_ta
 from assets.automation import build_automation_sensors
 from assets.health_checks import build_table_checks
 from assets.maintenance import Placement
+from delta_core.config.table_checks import check_tables
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
 from fleet.usage import fleet_scope
@@ -25,7 +26,6 @@ from jobs import build_cross_table_jobs, build_table_jobs
 from resources import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
 from resources.delta_table import discovered_tables_definition, table_resource_definition
-from resources.table_checks import check_tables
 from schedules import build_table_schedules
 from sensors import build_sensors
 

@@ -53,6 +53,7 @@ from assets.metadata import (
 from assets.metrics_view import describe, metrics_for_json
 from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
+from delta_core.config.records import DEFAULT_SPARK_POOL
 from delta_core.errors import DeltaError
 from delta_core.maintenance.operations import (
     CHECKPOINT,
@@ -65,7 +66,6 @@ from delta_core.maintenance.operations import (
 from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, resource_key_of, table_resource
 from resources.config import TableConfig
-from resources.config_records import DEFAULT_SPARK_POOL
 
 OPERATION_TAG = "delta_maintenance/operation"
 TABLE_TAG = "delta_maintenance/table"
@@ -137,7 +137,7 @@ def _op_body(config_type: type[_Config]) -> Callable[[_Body[_Config]], Callable[
 
     def decorate(body: _Body[_Config]) -> Callable[[AssetExecutionContext], MaterializeResult]:
         def run(context: AssetExecutionContext) -> MaterializeResult:
-            config = config_type(**(context.op_config or {}))
+            config = config_type(**(context.op_execution_context.op_config or {}))
             try:
                 return body(context, config)
             except DeltaError as exc:
@@ -173,7 +173,7 @@ def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
 
 
 def _zorder(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-    policy = table.zorder
+    policy = table.policies[ZORDER.name]
 
     @asset(**_common(table, ZORDER, deps, placement=placement, description=(
         f"Cluster `{table.name}` on {', '.join(policy.options.columns)} along a "
@@ -227,7 +227,7 @@ def _operation_asset(op: Operation,
 
 
 def _checkpoint(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-    policy = table.checkpoint
+    policy = table.policies[CHECKPOINT.name]
     spec = _common(table, CHECKPOINT, deps, placement=placement, description=(
         f"Write a checkpoint of `{table.name}` at its latest version once the checkpoint interval's "
         "commits follow the last one (and optionally clean up expired log files)."))
@@ -270,7 +270,7 @@ def _checkpoint(table: TableConfig, deps: list[AssetKey], placement: Placement) 
 
 
 def _compact_log(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-    policy = table.compact_log
+    policy = table.policies[COMPACT_LOG.name]
 
     @asset(**_common(table, COMPACT_LOG, deps, placement=placement, description=(
         f"Write a log compaction file for the commits of `{table.name}` after its newest checkpoint, "

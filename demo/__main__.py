@@ -90,9 +90,7 @@ def _ensure_instance(home: pathlib.Path) -> None:
 def short_retention_notice(retention_hours: float, table_hours: float) -> str | None:
     """What the demo prints when its vacuum retention is below the table's: it then opts in
     (``force``), as tables.yaml would need ``allow_short_retention: true``."""
-    from resources.config_models import short_retention_error
-
-    if short_retention_error(retention_hours, table_hours, opted_in=False, whose="the table's") is None:
+    if retention_hours >= table_hours:
         return None
     return (f"Note: this run vacuums with a SHORT retention ({retention_hours:g} hours, below the table's "
             f"{table_hours:g} hours),\n  opting in with force=True: safe only because nothing else reads or "
@@ -142,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{before.num_files} files, {human_bytes(before.total_bytes)}, "
           f"{'no checkpoint' if checkpoint is None else f'last checkpoint at version {checkpoint}'}: its writer "
           f"checkpoints\n  every {WRITER_CHECKPOINT_INTERVAL} commits ({CHECKPOINT_INTERVAL}), maintenance "
-          f"every {policy.checkpoint.interval} (tables.yaml checkpoint.interval)", flush=True)
+          f"every {policy.policies[CHECKPOINT.name].interval} (tables.yaml checkpoint.interval)", flush=True)
     print(lake_created, flush=True)
 
     defs = build_definitions(config)
@@ -192,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     for op in policy.operations:
         node = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, op)).node_def.name
         for mat in result.asset_materializations_for_node(node):
-            print(f"  {op:<11} " + _step_line(op, mat.metadata, checkpoint_interval=policy.checkpoint.interval))
+            print(f"  {op:<11} " + _step_line(op, mat.metadata, checkpoint_interval=policy.policies[CHECKPOINT.name].interval))
     print()
     lake = [t.name for t in config.tables if t.discovered_under is not None]
     if lake and not _maintain_lake(defs, instance, config, lake):

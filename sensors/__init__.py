@@ -130,7 +130,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
         return None
     resource_key = resource_key_of(table)
     asset_key = table_asset_key(table.name)
-    interval = table.checkpoint.interval
+    interval = table.policies[CHECKPOINT.name].interval
     max_commits = table.sensor.max_commits_per_tick
 
     @sensor(
