@@ -77,3 +77,15 @@ def test_variant_tables_pass(tmp_path):
         "writerFeatures": ["appendOnly", "deletionVectors", "invariants", "variantType"]})
     check = _protocol_check(root)
     assert check.passed and check.description == "every maintenance operation can write this table's protocol"
+
+
+def test_a_feature_that_blocks_reading_is_named_with_its_remedy(tmp_path):
+    root = str(tmp_path / "t")
+    write_log(root, [[add("a.parquet", MB)]], protocol={
+        "minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["catalogManaged"],
+        "writerFeatures": ["catalogManaged", "inCommitTimestamp"]})
+    check = _protocol_check(root)
+    assert check.status is CheckStatus.ERROR
+    assert check.description.startswith("no maintenance can read it: ")
+    assert "catalogManaged: the table is managed by a catalog; read and write it through that catalog's " \
+           "client instead of the storage path (commits must go through the catalog)" in check.description
