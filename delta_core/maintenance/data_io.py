@@ -11,7 +11,8 @@ The executors of compaction and Z-order call these functions; nothing here impor
   other timestamp units are cast to the table's type (a column holding another kind of value is
   refused: ``type_widening.readable_as``), and INT96 timestamps are decoded at microseconds, so rewrites write them
   as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
-  ``isAdjustedToUTC`` true).
+  ``isAdjustedToUTC`` true). Variants are read by field name, ``value`` and ``metadata`` in either
+  order; a shredded one is refused rather than cast (``model.variant``).
   Partition columns are not stored in files and are not returned. A file's deletion vector
   (PROTOCOL.md "Deletion Vectors", read by ``delta_core.log.deletion_vectors``) is applied:
   the rows at the physical indexes it marks are dropped, in whole-file reads and row-group
@@ -46,9 +47,10 @@ from delta_core.maintenance.field_ids import FieldIdResolver
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model.actions import Add, DeletionVectorDescriptor, Metadata
 from delta_core.model.partition_values import deserialize_partition_value
-from delta_core.model.schema import StructType, schema_to_arrow
+from delta_core.model.schema import DataType, StructType, schema_to_arrow
 from delta_core.model.table_properties import TableProperties
 from delta_core.model.type_widening import readable_as
+from delta_core.model.variant import has_variant, stored_layout_problem
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 from delta_core.write.row_tracking import FileRowIds, materialized_columns, materialized_fields, stable_row_tracking
@@ -114,6 +116,8 @@ class DataFileReader:
             logical = pa.schema(list(logical) + list(hidden))
         self.physical = physical
         self.logical = logical
+        # Delta types (physical names) of the columns holding variants, to check files' layout
+        self._variants = {f.name: f.type for f in fields.physical() if has_variant(f.type)}
         self._data_schema = pa.schema([f.with_nullable(True) for f in logical])
         self.schema = self._data_schema
         self.row_index_column = row_index_column
@@ -257,6 +261,8 @@ class DataFileReader:
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
                 if col.type != phys.type:
+                    if phys.name in self._variants:
+                        self._check_variant_layout(self._variants[phys.name], col.type, logi.name, key)
                     if not readable_as(col.type, phys.type):
                         raise MaintenanceError(
                             f"column {logi.name!r} of {self.storage.uri(key)} holds {col.type} values, but the "
@@ -278,6 +284,15 @@ class DataFileReader:
                 col = pa.chunked_array([pa.nulls(raw.num_rows, logi.type)], type=logi.type)
             arrays.append(col)
         return pa.Table.from_arrays(arrays, schema=self._data_schema)
+
+    def _check_variant_layout(self, delta_type: DataType, stored: pa.DataType, column: str, key: str) -> None:
+        """Refuse a file whose variants are not unshredded (a cast would drop shredded values)."""
+        why = stored_layout_problem(delta_type, stored, column=column)
+        if why is not None:
+            raise MaintenanceError(
+                f"{self.storage.uri(key)}: {why}; this rewrite stops with nothing written. Maintain the "
+                "table with a Delta engine that reads shredded variants (e.g. Delta Spark 4)",
+                path=self.storage.root)
 
 
 def _deleted_rows(storage: Storage, dv: DeletionVectorDescriptor | None) -> np.ndarray | None:
