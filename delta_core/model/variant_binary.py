@@ -89,7 +89,7 @@ def encode_primitives(arr: pa.Array) -> pa.Array:
     t = arr.type
     if pa.types.is_dictionary(t):
         return encode_primitives(arr.cast(t.value_type))
-    if isinstance(t, pa.ExtensionType):
+    if isinstance(t, pa.BaseExtensionType):
         if t.extension_name == "arrow.uuid":
             return _fixed(_UUID << 2, _fixed_bytes(arr.storage, 16))
         return encode_primitives(arr.storage)

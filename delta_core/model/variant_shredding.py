@@ -13,7 +13,12 @@ import pyarrow.compute as pc
 from delta_core.errors import CorruptVariantError
 from delta_core.model.schema import PrimitiveType, primitive_to_arrow
 from delta_core.model.variant_binary import (
-    VARIANT_NULL, encode_array, encode_object, encode_primitives, metadata_names, object_fields,
+    VARIANT_NULL,
+    encode_array,
+    encode_object,
+    encode_primitives,
+    metadata_names,
+    object_fields,
 )
 
 _GROUP_FIELDS = frozenset({"metadata", "value", "typed_value"})
@@ -96,7 +101,7 @@ def _objects(residual: pa.Array, typed: pa.StructArray, rows: np.ndarray, dicts:
                    if col[i] is not None]
         if rest[i] is not None:
             present += object_fields(rest[i], dicts.names(which))
-        out.append(encode_object(present))  # type: ignore[arg-type]
+        out.append(encode_object(present))
     return pa.array(out, type=pa.large_binary())
 
 
@@ -134,6 +139,8 @@ def unshred(array: pa.Array, target: pa.DataType) -> pa.Array:
     at any depth of structs, lists and maps, rebuilt unshredded where the table's ``target``
     type has a variant (``UNSHREDDED``). Other values are unchanged."""
     t = array.type
+    if not has_shredded(t):
+        return array
     if target == UNSHREDDED and is_shredded_group(t):
         return unshred_group(array, target)
     if pa.types.is_struct(t) and pa.types.is_struct(target):
