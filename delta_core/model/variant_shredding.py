@@ -165,6 +165,11 @@ def unshred(array: pa.Array, target: pa.DataType) -> pa.Array:
     return array
 
 
+def unshred_column(column: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
+    """``unshred`` for each chunk of a column read from a file."""
+    return pa.chunked_array([unshred(c, target) for c in column.chunks or [pa.array([], column.type)]])
+
+
 def has_shredded(t: pa.DataType) -> bool:
     """Whether the Arrow type holds a shredded variant group at any depth."""
     if is_shredded_group(t):
