@@ -34,6 +34,7 @@ MAX_WRITER_VERSION = 7
 SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({
     "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
     "typeWidening", "typeWidening-preview",
+    "variantShredding", "variantShredding-preview",
 })
 
 class Scope(enum.Enum):
@@ -98,6 +99,10 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # refused by this gate; the preview feature is treated alike, as Delta Spark does
     WriterFeature("typeWidening", True, Scope.ALWAYS, "delta_core.model.type_widening"),
     WriterFeature("typeWidening-preview", True, Scope.ALWAYS, "delta_core.model.type_widening"),
+    # rewrites read shredded variants unshredded and write every file unshredded, which the
+    # writer requirement allows whatever delta.enableVariantShredding says; stats stay nullCount
+    WriterFeature("variantShredding", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
+    WriterFeature("variantShredding-preview", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
     # cluster-by keeps the columns in the delta.clustering domain and refuses partitioned
     # tables and columns without stats; set_properties refuses dropping their stats; every
     # data file we write has stats; clustering tags files clusteringProvider=liquid and
@@ -133,8 +138,6 @@ _FEATURE_HINTS = {
                             "the catalog)",
     "variantType": "the table has variant columns, which this library does not read",
     "variantType-preview": "the table has variant columns, which this library does not read",
-    "variantShredding": "the table stores shredded variant data, which this library does not read",
-    "variantShredding-preview": "the table stores shredded variant data, which this library does not read",
 }
 
 
