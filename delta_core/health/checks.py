@@ -11,7 +11,7 @@ table's size. Log cleanup has no threshold to double (any expired log file is du
 ``log_length`` warns only. ``protocol_supported`` reuses the write gate
 (``model.table_features.check_write_supported``): ERROR when it refuses even rewrites (no
 maintenance can run), WARN when only rewrites pass (checkpoints, log cleanup and vacuum are
-refused). A part that cannot be computed (no clustering columns, log not listed, an unreadable
+refused), naming each blocking feature and what to do about it. A part that cannot be computed (no clustering columns, log not listed, an unreadable
 table) passes with the reason it was skipped.
 
 Nothing here reads the table beyond what ``report.table_health`` reads: ``evaluate_checks`` is
@@ -52,7 +52,12 @@ from delta_core.maintenance.operations import (
     Operation,
 )
 from delta_core.model.sizes import format_size
-from delta_core.model.table_features import MAX_READER_VERSION, MAX_WRITER_VERSION, check_write_supported
+from delta_core.model.table_features import (
+    MAX_READER_VERSION,
+    MAX_WRITER_VERSION,
+    blocking_features,
+    check_write_supported,
+)
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -67,6 +72,7 @@ class CheckStatus(enum.Enum):
 
 # Units a figure is counted in; ``ratio`` is a share in [0, 1].
 RATIO, FILES, BYTES, ROWS, COMMITS, VERSION = "ratio", "files", "bytes", "rows", "commits", "version"
+FEATURES = "features"
 
 
 @dataclass(frozen=True, slots=True)
@@ -266,8 +272,12 @@ def check_protocol_supported(protocol: Protocol, metadata: Metadata, *, uri: str
         except UnsupportedProtocolError as refused:
             scope = "no maintenance can write it" if rewrite_only else \
                 "rewrites can run; checkpoints, log cleanup and vacuum cannot"
-            return HealthCheck(name=PROTOCOL_SUPPORTED, status=status, description=f"{scope}: {refused}",
-                               figures=figures, thresholds=thresholds)
+            blocked = blocking_features(protocol, metadata, rewrite_only=rewrite_only)
+            # each blocking feature with what to do about it; else the gate's own reason
+            why = " | ".join(b.describe() for b in blocked) if blocked else str(refused)
+            return HealthCheck(name=PROTOCOL_SUPPORTED, status=status, description=f"{scope}: {why}",
+                               figures=(*figures, Figure("blocking_features", len(blocked), FEATURES)),
+                               thresholds=thresholds)
     return HealthCheck(name=PROTOCOL_SUPPORTED, status=CheckStatus.PASS, figures=figures, thresholds=thresholds,
                        description="every maintenance operation can write this table's protocol")
 

@@ -47,9 +47,10 @@ from delta_core.maintenance.field_ids import FieldIdResolver
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model.actions import Add, DeletionVectorDescriptor, Metadata
 from delta_core.model.partition_values import deserialize_partition_value
-from delta_core.model.schema import StructType, schema_to_arrow
+from delta_core.model.schema import DataType, StructType, schema_to_arrow
 from delta_core.model.table_properties import TableProperties
 from delta_core.model.type_widening import readable_as
+from delta_core.model.variant import has_variant, stored_layout_problem
 from delta_core.model.variant_shredding import has_shredded, unshred_column
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
@@ -116,6 +117,8 @@ class DataFileReader:
             logical = pa.schema(list(logical) + list(hidden))
         self.physical = physical
         self.logical = logical
+        # Delta types (physical names) of the columns holding variants, to check files' layout
+        self._variants = {f.name: f.type for f in fields.physical() if has_variant(f.type)}
         self._data_schema = pa.schema([f.with_nullable(True) for f in logical])
         self.schema = self._data_schema
         self.row_index_column = row_index_column
@@ -261,6 +264,8 @@ class DataFileReader:
                 if has_shredded(col.type):  # PROTOCOL.md "Variant Shredding": rewrites write unshredded
                     col = unshred_column(col, phys.type)
                 if col.type != phys.type:
+                    if phys.name in self._variants:
+                        self._check_variant_layout(self._variants[phys.name], col.type, logi.name, key)
                     if not readable_as(col.type, phys.type):
                         raise MaintenanceError(
                             f"column {logi.name!r} of {self.storage.uri(key)} holds {col.type} values, but the "
@@ -282,6 +287,15 @@ class DataFileReader:
                 col = pa.chunked_array([pa.nulls(raw.num_rows, logi.type)], type=logi.type)
             arrays.append(col)
         return pa.Table.from_arrays(arrays, schema=self._data_schema)
+
+    def _check_variant_layout(self, delta_type: DataType, stored: pa.DataType, column: str, key: str) -> None:
+        """Refuse a file whose variants are not unshredded (a cast would drop shredded values)."""
+        why = stored_layout_problem(delta_type, stored, column=column)
+        if why is not None:
+            raise MaintenanceError(
+                f"{self.storage.uri(key)}: {why}; this rewrite stops with nothing written. Maintain the "
+                "table with a Delta engine that reads shredded variants (e.g. Delta Spark 4)",
+                path=self.storage.root)
 
 
 def _deleted_rows(storage: Storage, dv: DeletionVectorDescriptor | None) -> np.ndarray | None:

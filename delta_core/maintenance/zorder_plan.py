@@ -36,6 +36,7 @@ from delta_core.maintenance.predicate import parse_predicate
 from delta_core.model.arrow_values import take_rows
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
+from delta_core.model.variant import is_variant, not_comparable_reason
 from delta_core.write.operation_records import OptimizeParameters
 
 if TYPE_CHECKING:
@@ -119,6 +120,8 @@ def validate_columns(
         field = schema.get(name, case_sensitive=False)
         if field is None:
             raise ConfigError(f"column {name!r} is not in the table schema ({', '.join(schema.field_names)})")
+        if is_variant(field.type):
+            raise ConfigError(f"cannot {operation}: {not_comparable_reason(field.name)}; choose another column")
         if not isinstance(field.type, PrimitiveType) or field.type.name not in _ORDERABLE:
             raise ConfigError(f"cannot {operation} on {field.name!r} of type {field.type}: only primitive, "
                               "orderable columns (numbers, strings, dates, timestamps, booleans) work")

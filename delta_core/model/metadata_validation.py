@@ -5,7 +5,8 @@ Run by every snapshot load (``snapshot._gate``), after the protocol and metadata
 checks, so a table that one command refuses as corrupt is refused by all of them (describe,
 checkpoint, log cleanup, maintenance, transactions) before anything is read further or
 written. The checks are what a reader needs to make sense of the table: ``schemaString`` is a
-parsable struct type, and every partition column names a top-level column of it.
+parsable struct type, and every partition column names a top-level column of it that can
+partition a table (not a variant: PROTOCOL.md "Variant Data Type").
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from delta_core.errors import CorruptLogError
 from delta_core.model.actions import Metadata
 from delta_core.model.schema import StructType
+from delta_core.model.variant import not_comparable_reason, variant_columns
 
 _REMEDY = "restore the log from a backup, or re-create the table"
 
@@ -32,4 +34,8 @@ def validate_metadata(metadata: Metadata, *, path: str, version: int) -> StructT
             f"{where} partitions by {unknown}, which the schema does not have (columns: "
             f"{sorted(names)}); the metadata is corrupt: {_REMEDY}", path=path, version=version,
         )
+    variants = variant_columns(schema, metadata.partition_columns)
+    if variants:
+        raise CorruptLogError(f"{where} is invalid: {not_comparable_reason(variants[0])}; {_REMEDY}",
+                              path=path, version=version)
     return schema

@@ -32,6 +32,9 @@ FIELD_ID_KEY = "delta.columnMapping.id"
 NESTED_IDS_KEY = "delta.columnMapping.nested.ids"
 MAPPING_KEYS = (PHYSICAL_NAME_KEY, FIELD_ID_KEY, NESTED_IDS_KEY)
 PARQUET_FIELD_ID = b"PARQUET:field_id"
+# Arrow field metadata marking a variant column: Arrow sees a struct, statistics one leaf.
+VARIANT_FIELD_KEY = b"delta.type"
+VARIANT_FIELD_VALUE = b"variant"
 
 # Canonical Delta names; a few aliases seen in the wild are accepted on read only.
 PRIMITIVE_NAMES = frozenset({
@@ -76,8 +79,9 @@ class PrimitiveType:
         return f"decimal({self.precision},{self.scale})" if self.name == "decimal" else self.name
 
     def to_json_value(self) -> Any:
-        # variant is written as an object in the protocol's example schema
-        return {"type": "variant"} if self.name == "variant" else self.type_name
+        # a variant is spelled "variant", as Delta Spark writes it (the object form
+        # {"type": "variant"}, also in the protocol's example, is read too)
+        return self.type_name
 
     def __str__(self) -> str:
         return self.type_name
@@ -415,16 +419,23 @@ def type_to_arrow(t: DataType, *, physical: bool = False) -> pa.DataType:
 
 
 def field_to_arrow(f: StructField, *, physical: bool = False) -> pa.Field:
-    metadata = None
+    metadata: dict[bytes, bytes] = {}
     if physical and f.field_id is not None:
         # Parquet field ids let id-mode readers resolve columns (PROTOCOL.md "Column Mapping").
-        metadata = {PARQUET_FIELD_ID: str(f.field_id).encode()}
+        metadata[PARQUET_FIELD_ID] = str(f.field_id).encode()
+    if isinstance(f.type, PrimitiveType) and f.type.name == "variant":
+        metadata[VARIANT_FIELD_KEY] = VARIANT_FIELD_VALUE
     name = f.physical_name if physical else f.name
     typ = type_to_arrow(f.type, physical=physical)
     nested = f.metadata.get(NESTED_IDS_KEY)
     if physical and isinstance(nested, Mapping) and nested:
         typ = _with_nested_ids(typ, name, nested)
-    return pa.field(name, typ, nullable=f.nullable, metadata=metadata)
+    return pa.field(name, typ, nullable=f.nullable, metadata=metadata or None)
+
+
+def is_variant_field(f: pa.Field) -> bool:
+    """Whether Arrow field ``f`` (from ``field_to_arrow``) is a variant column."""
+    return bool(f.metadata) and f.metadata.get(VARIANT_FIELD_KEY) == VARIANT_FIELD_VALUE
 
 
 def _with_nested_ids(t: pa.DataType, path: str, ids: Mapping[str, Any]) -> pa.DataType:

@@ -5,7 +5,7 @@ This module computes them column by column with ``pyarrow.compute`` and encodes 
 JSON string Delta Spark writes:
 
 - min/max only for skipping-eligible types (numbers, decimals, dates, timestamps, strings);
-  booleans, binary, arrays and maps get a ``nullCount`` only; structs recurse;
+  booleans, binary, arrays, maps and variants get a ``nullCount`` only; structs recurse;
 - strings are cut to a 32-character prefix (UTF-16 code units, as the JVM counts them); a cut
   max gets a tie-breaker character (U+007F, or U+10FFFF) so it stays an upper bound, and is
   dropped when no safe bound exists within twice the prefix — Delta Spark's rule;
@@ -31,6 +31,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from delta_core.model.schema import is_variant_field
 
 STRING_PREFIX_LENGTH = 32
 _ASCII_MAX = "\x7f"
@@ -148,11 +150,17 @@ def encode_stats_json(stats: dict[str, Any]) -> str:
 def _leaf_paths(fields: Sequence[pa.Field], parent: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
     out: list[tuple[str, ...]] = []
     for f in fields:
-        if pa.types.is_struct(f.type):
+        if _is_struct(f):
             out.extend(_leaf_paths(list(f.type), parent + (f.name,)))
         else:
             out.append(parent + (f.name,))
     return out
+
+
+def _is_struct(f: pa.Field) -> bool:
+    """A struct whose fields are columns of their own (a variant is one leaf: PROTOCOL.md
+    "Statistics for Variant Columns")."""
+    return bool(pa.types.is_struct(f.type)) and not is_variant_field(f)
 
 
 def split_column_name(name: str) -> tuple[str, ...]:
@@ -298,11 +306,10 @@ class StatsCollector:
         def walk(names: Sequence[str], cols: Sequence[pa.ChunkedArray], path: tuple[str, ...]) -> None:
             for name, col in zip(names, cols):
                 p = path + (name,)
-                if pa.types.is_struct(col.type):
-                    if any(leaf[: len(p)] == p for leaf in self._leaves):
-                        walk([f.name for f in col.type], _flatten_struct(col), p)
-                elif p in self._leaves:
+                if p in self._leaves:
                     self._leaves[p].update(col)
+                elif pa.types.is_struct(col.type) and any(leaf[: len(p)] == p for leaf in self._leaves):
+                    walk([f.name for f in col.type], _flatten_struct(col), p)
 
         walk(data.column_names, data.columns, ())
 
@@ -316,7 +323,7 @@ class StatsCollector:
                  mn: dict[str, Any], mx: dict[str, Any], nc: dict[str, Any]) -> None:
             for f in fields:
                 p = path + (f.name,)
-                if pa.types.is_struct(f.type):
+                if _is_struct(f):
                     sub_mn: dict[str, Any] = {}
                     sub_mx: dict[str, Any] = {}
                     sub_nc: dict[str, Any] = {}
@@ -350,7 +357,7 @@ def _leaf_types(schema: pa.Schema) -> list[tuple[tuple[str, ...], pa.DataType]]:
 
     def walk(fields: Sequence[pa.Field], path: tuple[str, ...]) -> None:
         for f in fields:
-            if pa.types.is_struct(f.type):
+            if _is_struct(f):
                 walk(list(f.type), path + (f.name,))
             else:
                 out.append((path + (f.name,), f.type))

@@ -33,7 +33,7 @@ MAX_WRITER_VERSION = 7
 
 SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({
     "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
-    "typeWidening", "typeWidening-preview",
+    "typeWidening", "typeWidening-preview", "variantType", "variantType-preview",
     "variantShredding", "variantShredding-preview",
 })
 
@@ -99,15 +99,20 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # refused by this gate; the preview feature is treated alike, as Delta Spark does
     WriterFeature("typeWidening", True, Scope.ALWAYS, "delta_core.model.type_widening"),
     WriterFeature("typeWidening-preview", True, Scope.ALWAYS, "delta_core.model.type_widening"),
-    # rewrites read shredded variants unshredded and write every file unshredded, which the
-    # writer requirement allows whatever delta.enableVariantShredding says; stats stay nullCount
-    WriterFeature("variantShredding", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
-    WriterFeature("variantShredding-preview", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
     # cluster-by keeps the columns in the delta.clustering domain and refuses partitioned
     # tables and columns without stats; set_properties refuses dropping their stats; every
     # data file we write has stats; clustering tags files clusteringProvider=liquid and
     # reclusters only liquid or unclustered files (all with --full, as OPTIMIZE FULL)
     WriterFeature("clustering", False, Scope.ALWAYS, "delta_core.maintenance.spark.cluster"),
+    # files are read by field name (a shredded one is rebuilt first: variant_shredding) and
+    # rewritten as the struct of value and metadata; nullCount-only stats; never a partition,
+    # clustering or Z-order column
+    WriterFeature("variantType", True, Scope.ALWAYS, "delta_core.model.variant"),
+    WriterFeature("variantType-preview", True, Scope.ALWAYS, "delta_core.model.variant"),
+    # rewrites read shredded variants unshredded and write every file unshredded, which the
+    # writer requirement allows whatever delta.enableVariantShredding says; stats stay nullCount
+    WriterFeature("variantShredding", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
+    WriterFeature("variantShredding-preview", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
@@ -136,8 +141,6 @@ _FEATURE_HINTS = {
     "catalogOwned-preview": "the table is managed by a catalog; read and write it through that "
                             "catalog's client instead of the storage path (commits must go through "
                             "the catalog)",
-    "variantType": "the table has variant columns, which this library does not read",
-    "variantType-preview": "the table has variant columns, which this library does not read",
 }
 
 
@@ -221,24 +224,83 @@ def check_write_supported(protocol: Protocol, metadata: Metadata, *, rewrite_onl
             f"versions up to {MAX_WRITER_VERSION}. Write to this table with a newer Delta writer",
             path=path, version=version,
         )
-    refused: list[str] = []
-    reasons: list[str] = []
+    blocked = blocking_features(protocol, metadata, rewrite_only=rewrite_only)
+    if blocked:
+        # features not implemented first, then the ones blocking while active
+        parts = [b.name for b in blocked if b.active is None] + [b.label for b in blocked if b.active is not None]
+        raise UnsupportedWriterFeatureError(_feature_message("writer", parts, "write"),
+                                            path=path, version=version)
+    if TYPE_WIDENING_FEATURES & (writer_features(protocol) | reader_features(protocol)):
+        check_type_changes(metadata, path=path, version=version)
+
+
+@dataclass(frozen=True, slots=True)
+class BlockingFeature:
+    """A feature of a table that stops this library writing it, and what to do about it."""
+
+    name: str
+    active: str | None  # why its writer duties apply now (None: a feature this library lacks)
+    remedy: str
+
+    @property
+    def label(self) -> str:
+        return self.name if self.active is None else f"{self.name} ({self.active})"
+
+    def describe(self) -> str:
+        """``name: why it blocks; what to do``, for a person."""
+        if self.name in CATALOG_MANAGED_FEATURES:
+            return f"{self.name}: {self.remedy}"
+        why = "not supported by this library" if self.active is None else \
+            f"{self.active}, which this library does not enforce"
+        return f"{self.name}: {why}; {self.remedy}"
+
+
+# What to do about a feature that blocks maintenance, where more can be said than "use another engine".
+_ROW_CONSTRAINT_REMEDY = ("rewrites (compact, zorder, cluster, purge) still run; for checkpoints, log "
+                          "cleanup and vacuum, maintain the table with Delta Spark or remove {what} there")
+_FEATURE_REMEDIES = {
+    "catalogManaged": "commits must go through the catalog; maintain the table with that catalog's Delta client",
+    "catalogOwned-preview": "commits must go through the catalog; maintain the table with that catalog's Delta "
+                            "client",
+    "invariants": _ROW_CONSTRAINT_REMEDY.format(what="the column invariant"),
+    "checkConstraints": _ROW_CONSTRAINT_REMEDY.format(what="the constraint (ALTER TABLE ... DROP CONSTRAINT)"),
+    "generatedColumns": _ROW_CONSTRAINT_REMEDY.format(what="the generation expression"),
+    "identityColumns": _ROW_CONSTRAINT_REMEDY.format(what="the identity column"),
+    "allowColumnDefaults": _ROW_CONSTRAINT_REMEDY.format(what="the default (ALTER COLUMN ... DROP DEFAULT)"),
+}
+# Features Delta Spark can drop (ALTER TABLE ... DROP FEATURE) that this library does not support.
+_SPARK_DROPPABLE = frozenset({
+    "materializePartitionColumns", "coordinatedCommits-preview", "redirectReaderWriter-preview",
+    "redirectWriterOnly-preview", "geospatial", "geospatial-dev",
+})
+
+
+def _remedy(name: str) -> str:
+    if name in _FEATURE_REMEDIES:
+        return _FEATURE_REMEDIES[name]
+    engine = "maintain the table with a Delta engine that supports it (e.g. Delta Spark)"
+    if name in _SPARK_DROPPABLE:
+        return f"{engine}, or drop it there (ALTER TABLE ... DROP FEATURE {name}) if the table no longer needs it"
+    return engine
+
+
+def blocking_features(protocol: Protocol, metadata: Metadata, *,
+                      rewrite_only: bool = False) -> tuple[BlockingFeature, ...]:
+    """The table features (listed or implied) for which ``check_write_supported`` refuses the
+    write, in name order, each with what to do. Reader and writer versions and recorded type
+    changes are judged by the gate alone."""
+    out: list[BlockingFeature] = []
     for name in sorted(writer_features(protocol) | reader_features(protocol)):
         feature = WRITER_FEATURES.get(name)
         if feature is None:
-            refused.append(name)
+            out.append(BlockingFeature(name, None, _remedy(name)))
             continue
         if feature.scope is Scope.ALWAYS or (feature.scope is Scope.ROW_CONSTRAINT and rewrite_only):
             continue
         why = _active_reason(name, metadata)
         if why is not None:
-            reasons.append(f"{name} ({why})")
-    if refused or reasons:
-        parts = refused + reasons
-        raise UnsupportedWriterFeatureError(_feature_message("writer", parts, "write"),
-                                            path=path, version=version)
-    if TYPE_WIDENING_FEATURES & (writer_features(protocol) | reader_features(protocol)):
-        check_type_changes(metadata, path=path, version=version)
+            out.append(BlockingFeature(name, why, _remedy(name)))
+    return tuple(out)
 
 
 def _feature_message(side: str, names: list[str], verb: str) -> str:

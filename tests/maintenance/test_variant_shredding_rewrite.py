@@ -23,13 +23,13 @@ from delta_core.maintenance.data_io import read_data_file
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.variant_shredding import UNSHREDDED, has_shredded
-from tests.conftest import DATA_DIR
+from tests.conftest import MODERN_DIR
 from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import commit_info
 
 pytestmark = pytest.mark.spark
 
-FIXTURE = DATA_DIR / "variant-tables" / "spark-shredded-variant-preview-delta"
+FIXTURE = MODERN_DIR / "rs-spark-shredded-variant-preview-delta"
 VARIANT_COLUMNS = ("v", "array_of_variants", "struct_of_variants", "map_of_variants",
                    "array_of_struct_of_variants", "struct_of_array_of_variants")
 SHREDDED_FILE = "part-00000-shredded-by-test.snappy.parquet"
