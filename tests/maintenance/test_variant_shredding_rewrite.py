@@ -20,6 +20,7 @@ from pyspark.sql.types import VariantVal
 
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file
+from delta_core.maintenance.spark.analyze import analyze
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.variant_shredding import UNSHREDDED, has_shredded
@@ -35,6 +36,11 @@ VARIANT_COLUMNS = ("v", "array_of_variants", "struct_of_variants", "map_of_varia
 SHREDDED_FILE = "part-00000-shredded-by-test.snappy.parquet"
 META = bytes([0x01, 2, 0, 3, 8]) + b"keyextra"  # names: key, extra
 NEW_IDS = range(1000, 1006)
+# nullCount only for variant columns (PROTOCOL.md "Statistics for Variant Columns")
+SHREDDED_FILE_STATS = {
+    "numRecords": 6, "minValues": {"id": 1000}, "maxValues": {"id": 1005},
+    "nullCount": {"id": 0, "v": 1, "array_of_variants": 1, "struct_of_variants": {"v": 0}, "map_of_variants": 0,
+                  "array_of_struct_of_variants": 0, "struct_of_array_of_variants": {"v": 0}}}
 
 
 def _short(text: str) -> bytes:
@@ -150,24 +156,24 @@ def _commit(root: pathlib.Path, version: int, actions: list[dict[str, Any]]) -> 
         fh.write("".join(json.dumps(a) + "\n" for a in actions))
 
 
-def _table_with_a_shredded_file(tmp_path: pathlib.Path, *, shredding: bool) -> tuple[pathlib.Path, list[dict]]:
-    """The fixture copied, plus commit 3 adding a file whose variants are all shredded, then with
-    ``shredding`` false commit 4 unsetting ``delta.enableVariantShredding``. Returns the root and
-    the expected JSON of the added rows."""
+def _table_with_a_shredded_file(tmp_path: pathlib.Path, *, shredding: bool,
+                                stats: bool = True) -> tuple[pathlib.Path, list[dict]]:
+    """The fixture copied, plus commit 3 adding a file whose variants are all shredded (with its
+    ``stats`` or none), then with ``shredding`` false commit 4 unsetting
+    ``delta.enableVariantShredding``. Returns the root and the expected JSON of the added rows."""
     root = tmp_path / "t"
     shutil.copytree(FIXTURE, root)
     data, expected = _shredded_rows()
     pq.write_table(data, root / SHREDDED_FILE)
-    stats = {"numRecords": data.num_rows, "minValues": {"id": min(NEW_IDS)}, "maxValues": {"id": max(NEW_IDS)},
-             "nullCount": {"id": 0, "v": 1, "array_of_variants": 1, "struct_of_variants": {"v": 0},
-                           "map_of_variants": 0, "array_of_struct_of_variants": 0,
-                           "struct_of_array_of_variants": {"v": 0}}}
     size = (root / SHREDDED_FILE).stat().st_size
+    add = {"path": SHREDDED_FILE, "partitionValues": {}, "size": size, "modificationTime": 1747170300000,
+           "dataChange": True}
+    if stats:
+        add["stats"] = json.dumps(SHREDDED_FILE_STATS)
     _commit(root, 3, [
         {"commitInfo": {"timestamp": 1747170300000, "operation": "WRITE", "operationParameters": {"mode": "Append"},
                         "isBlindAppend": True}},
-        {"add": {"path": SHREDDED_FILE, "partitionValues": {}, "size": size, "modificationTime": 1747170300000,
-                 "dataChange": True, "stats": json.dumps(stats)}}])
+        {"add": add}])
     if not shredding:
         first = [json.loads(line) for line in (root / "_delta_log" / f"{0:020d}.json").read_text().splitlines()]
         (metadata,) = [a["metaData"] for a in first if "metaData" in a]
@@ -221,3 +227,15 @@ def test_compaction_rebuilds_shredded_values_unshredded(spark, tmp_path, shreddi
     after = _table_rows(str(root))
     assert after == before
     assert _rows(kernel_rows(str(root))) == after  # delta-kernel-rs reads the rewritten table alike
+
+
+def test_analyze_of_a_shredded_file_writes_null_counts_only_for_variants(spark, tmp_path):
+    root, _ = _table_with_a_shredded_file(tmp_path, shredding=True, stats=False)
+    table = DeltaTable(str(root))
+
+    metrics = analyze(table, spark)
+
+    assert metrics.files_analyzed == 1
+    (add,) = [a for a in table.snapshot().add_actions() if a.path == SHREDDED_FILE]
+    got = json.loads(add.stats or "{}")
+    assert {k: got[k] for k in SHREDDED_FILE_STATS} == SHREDDED_FILE_STATS
