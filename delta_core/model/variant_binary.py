@@ -195,3 +195,64 @@ def encode_array(elements: Sequence[bytes]) -> bytes:
     parts += [int(s).to_bytes(offset_size, "little") for s in starts]
     parts += list(elements)
     return b"".join(parts)
+
+
+def _sizes(values: np.ndarray) -> np.ndarray:
+    """Bytes (1-4) needed for each unsigned value."""
+    return 1 + (values > 0xFF).astype(np.int64) + (values > 0xFFFF) + (values > 0xFFFFFF)
+
+
+def _put_le(out: np.ndarray, at: np.ndarray, values: np.ndarray, widths: np.ndarray) -> None:
+    """Write each of ``values`` little-endian in ``widths`` bytes at ``at`` of ``out``."""
+    for b in range(4):
+        wide = widths > b
+        out[at[wide] + b] = (values[wide] >> (8 * b)) & 0xFF
+
+
+def _slots(arr: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A large_binary array's value offsets (n+1), bytes and validity, as numpy arrays."""
+    n = len(arr)
+    offsets = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
+    data_buf = arr.buffers()[2]
+    data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
+    valid = np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    return offsets, data, valid
+
+
+def encode_objects(fields: Sequence[pa.Array], ids: np.ndarray) -> pa.Array:
+    """Variant objects built column-wise: row ``i`` holds the non-null slots of ``fields``
+    (large_binary arrays of encoded values, in the unsigned-byte order of their names), field
+    ``j`` with dictionary id ``ids[i, j]``. Same bytes as ``encode_object`` of each row."""
+    n, k = len(ids), len(fields)
+    slots = [_slots(f) for f in fields]
+    present = np.stack([s[2] for s in slots], axis=1) if k else np.zeros((n, 0), dtype=bool)
+    lengths = np.stack([np.diff(s[0]) for s in slots], axis=1) * present if k else np.zeros((n, 0), dtype=np.int64)
+    count = present.sum(axis=1)
+    size = lengths.sum(axis=1)
+    id_size = _sizes(np.where(present, ids, 0).max(axis=1, initial=0))
+    offset_size = _sizes(size)
+    large = count > 0xFF
+    count_size = np.where(large, 4, 1)
+    ids_at = 1 + count_size
+    offsets_at = ids_at + count * id_size
+    values_at = offsets_at + (count + 1) * offset_size
+    row_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(values_at + size, out=row_offsets[1:])
+    starts = row_offsets[:-1]
+    out = np.zeros(int(row_offsets[-1]), dtype=np.uint8)
+    out[starts] = 0x02 | (offset_size - 1) << 2 | (id_size - 1) << 4 | large.astype(np.int64) << 6
+    _put_le(out, starts + 1, count, count_size)
+    _put_le(out, starts + offsets_at + count * offset_size, size, offset_size)  # the last offset
+    rank = np.cumsum(present, axis=1) - 1  # a present field's place among its row's fields
+    value_start = np.cumsum(lengths, axis=1) - lengths  # where its bytes start among the values
+    for j, (offsets, data, _) in enumerate(slots):
+        rows = np.flatnonzero(present[:, j])
+        r = rank[rows, j]
+        _put_le(out, starts[rows] + ids_at[rows] + r * id_size[rows], ids[rows, j], id_size[rows])
+        _put_le(out, starts[rows] + offsets_at[rows] + r * offset_size[rows], value_start[rows, j],
+                offset_size[rows])
+        lens = lengths[rows, j]
+        within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
+        out[np.repeat(starts[rows] + values_at[rows] + value_start[rows, j], lens) + within] = \
+            data[np.repeat(offsets[rows], lens) + within]
+    return _binary_array(out, row_offsets)

@@ -16,6 +16,7 @@ from delta_core.model.variant_binary import (
     VARIANT_NULL,
     encode_array,
     encode_object,
+    encode_objects,
     encode_primitives,
     metadata_names,
     object_fields,
@@ -41,13 +42,34 @@ class _Dictionaries:
             self._names[which] = metadata_names(self._binaries[which])
         return self._names[which]
 
-    def field_id(self, which: int, name: str) -> int:
+    def _id_map(self, which: int) -> dict[str, int]:
         if which not in self._ids:
             ids: dict[str, int] = {}
             for i, n in enumerate(self.names(which)):
                 ids.setdefault(n, i)
             self._ids[which] = ids
-        found = self._ids[which].get(name)
+        return self._ids[which]
+
+    def id_table(self, names: list[str], rows: np.ndarray, is_object: np.ndarray,
+                 fields: list[pa.Array]) -> np.ndarray:
+        """The dictionary id of each of ``names`` in each slot's metadata (slots x names), for
+        the slots that are objects (``is_object``) holding a field; other entries are 0."""
+        present = np.stack([np.asarray(f.is_valid().to_numpy(zero_copy_only=False), dtype=bool) for f in fields],
+                           axis=1) if fields else np.zeros((len(rows), 0), dtype=bool)
+        needed = is_object & present.any(axis=1)
+        table = np.zeros((len(self._binaries), len(names)), dtype=np.int64)
+        for which in np.unique(rows[needed]):
+            ids = self._id_map(int(which))
+            table[which] = [ids.get(n, 0) for n in names]
+            used = present[needed & (rows == which)].any(axis=0)
+            for name, is_used in zip(names, used):
+                if is_used and name not in ids:
+                    self.field_id(int(which), name)  # raises: a shredded field the dictionary lacks
+        out: np.ndarray = table[rows]
+        return out
+
+    def field_id(self, which: int, name: str) -> int:
+        found = self._id_map(which).get(name)
         if found is None:
             raise CorruptVariantError(
                 f"the shredded variant field {name!r} is not in its row's metadata dictionary (VariantShredding.md "
@@ -84,25 +106,28 @@ def _rebuild(value: pa.Array | None, typed: pa.Array | None, rows: np.ndarray, d
 
 
 def _objects(residual: pa.Array, typed: pa.StructArray, rows: np.ndarray, dicts: _Dictionaries) -> pa.Array:
-    """Shredded objects: the present shredded fields, merged with the residual ``value`` object's
-    fields when the object is partially shredded; a null ``typed_value`` keeps ``value``."""
-    names = [f.name for f in typed.type]
-    fields = [_rebuild(_child(c, "value"), _child(c, "typed_value"), rows, dicts).to_pylist()
-              for c in (typed.field(i) for i in range(len(names)))]
-    shredded = typed.is_valid().to_pylist()
-    rest = residual.to_pylist()
-    out: list[bytes | None] = []
-    for i, is_object in enumerate(shredded):
-        if not is_object:
-            out.append(rest[i])
-            continue
-        which = int(rows[i])
-        present = [(name, dicts.field_id(which, name), col[i]) for name, col in zip(names, fields)
-                   if col[i] is not None]
-        if rest[i] is not None:
-            present += object_fields(rest[i], dicts.names(which))
-        out.append(encode_object(present))
-    return pa.array(out, type=pa.large_binary())
+    """Shredded objects: the present shredded fields (assembled column-wise), merged with the
+    residual ``value`` object's fields where the object is partially shredded (per value); a
+    null ``typed_value`` keeps ``value``."""
+    order = sorted(range(typed.type.num_fields), key=lambda j: typed.type.field(j).name.encode("utf-8"))
+    names = [typed.type.field(j).name for j in order]
+    fields = [_rebuild(_child(c, "value"), _child(c, "typed_value"), rows, dicts)
+              for c in (typed.field(j) for j in order)]
+    is_object = np.asarray(typed.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    built = encode_objects(fields, dicts.id_table(names, rows, is_object, fields))
+    partial = np.flatnonzero(is_object & np.asarray(residual.is_valid().to_numpy(zero_copy_only=False), dtype=bool))
+    if len(partial):
+        columns = [f.take(pa.array(partial)).to_pylist() for f in fields]
+        merged = []
+        for at, i in enumerate(partial):
+            which = int(rows[i])
+            present = [(name, dicts.field_id(which, name), col[at]) for name, col in zip(names, columns)
+                       if col[at] is not None]
+            merged.append(encode_object(present + object_fields(residual[int(i)].as_py(), dicts.names(which))))
+        mask = np.zeros(len(rows), dtype=bool)
+        mask[partial] = True
+        built = pc.replace_with_mask(built, pa.array(mask), pa.array(merged, type=pa.large_binary()))
+    return pc.if_else(pa.array(is_object), built, residual)
 
 
 def _arrays(typed: pa.Array, rows: np.ndarray, dicts: _Dictionaries) -> pa.Array:

@@ -14,12 +14,14 @@ import struct
 import uuid
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyspark.sql.types import VariantVal
 
 from delta_core.errors import CorruptVariantError
+from delta_core.model.variant_binary import encode_object, encode_objects
 from delta_core.model.variant_shredding import UNSHREDDED, has_shredded, unshred
 
 
@@ -253,3 +255,27 @@ def test_a_partially_shredded_non_object_is_a_corrupt_file(tmp_path):
     typed = pa.StructArray.from_arrays([slot(pa.nulls(1, pa.binary()), pa.array([1], pa.int64()))], names=["a"])
     with pytest.raises(CorruptVariantError, match="not an object"):
         unshred(group(typed, [short_string("a")]), UNSHREDDED)
+
+
+def test_column_wise_objects_are_the_bytes_of_one_object_at_a_time():
+    """``encode_objects`` against ``encode_object`` row by row, with widths past one byte: 300
+    fields (4-byte count), ids up to 70,000 (3-byte ids), over 64 KB of values (3-byte offsets)."""
+    rng = np.random.default_rng(7)
+    n, k = 40, 300
+    names = sorted(f"f{j:03d}" for j in range(k))
+    ids = rng.integers(0, 70_000, size=(n, k))
+    fields = []
+    for j in range(k):
+        big = j % 50 == 0  # six fields of 20-30 KB in every row
+        sizes = rng.integers(20_000, 30_000, size=n) if big else rng.integers(1, 8, size=n)
+        values = [None if not big and rng.random() < 0.2 else bytes(rng.integers(0, 256, size=s, dtype=np.uint8))
+                  for s in sizes]
+        fields.append(pa.array(values, pa.large_binary()))
+    built = encode_objects(fields, ids).to_pylist()
+    rows = [[(names[j], int(ids[i, j]), fields[j][i].as_py()) for j in range(k) if fields[j][i].is_valid]
+            for i in range(n)]
+    assert built == [encode_object(r) for r in rows]
+    assert {b[0] >> 2 & 3 for b in built} == {2} and {b[0] >> 4 & 3 for b in built} == {2}  # 3-byte widths
+    small = encode_objects(fields[:2], ids[:, :2] % 200).to_pylist()
+    assert small == [encode_object([(names[j], int(ids[i, j]) % 200, fields[j][i].as_py()) for j in range(2)
+                                    if fields[j][i].is_valid]) for i in range(n)]
