@@ -185,18 +185,6 @@ def encode_object(fields: Sequence[tuple[str, int, bytes]]) -> bytes:
     return b"".join(parts)
 
 
-def encode_array(elements: Sequence[bytes]) -> bytes:
-    """A Variant array of the encoded ``elements``."""
-    starts = np.cumsum([0] + [len(e) for e in elements])
-    offset_size = _size(int(starts[-1]))
-    large = len(elements) > 0xFF
-    head = _ARRAY | (offset_size - 1) << 2 | int(large) << 4
-    parts = [bytes([head]), len(elements).to_bytes(4 if large else 1, "little")]
-    parts += [int(s).to_bytes(offset_size, "little") for s in starts]
-    parts += list(elements)
-    return b"".join(parts)
-
-
 def _sizes(values: np.ndarray) -> np.ndarray:
     """Bytes (1-4) needed for each unsigned value."""
     return 1 + (values > 0xFF).astype(np.int64) + (values > 0xFFFF) + (values > 0xFFFFFF)
@@ -255,4 +243,34 @@ def encode_objects(fields: Sequence[pa.Array], ids: np.ndarray) -> pa.Array:
         within = np.arange(int(lens.sum())) - np.repeat(np.cumsum(lens) - lens, lens)
         out[np.repeat(starts[rows] + values_at[rows] + value_start[rows, j], lens) + within] = \
             data[np.repeat(offsets[rows], lens) + within]
+    return _binary_array(out, row_offsets)
+
+
+def encode_arrays(elements: pa.Array, bounds: np.ndarray) -> pa.Array:
+    """Variant arrays built column-wise: row ``i`` holds the encoded ``elements`` (a non-null
+    large_binary array) from ``bounds[i]`` to ``bounds[i + 1]``."""
+    offsets, data, _ = _slots(elements)
+    n = len(bounds) - 1
+    count = np.diff(bounds)
+    row_bytes = offsets[bounds[1:]] - offsets[bounds[:-1]]  # the row's elements, contiguous
+    offset_size = _sizes(row_bytes)
+    large = count > 0xFF
+    count_size = np.where(large, 4, 1)
+    offsets_at = 1 + count_size
+    values_at = offsets_at + (count + 1) * offset_size
+    row_offsets = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(values_at + row_bytes, out=row_offsets[1:])
+    starts = row_offsets[:-1]
+    out = np.zeros(int(row_offsets[-1]), dtype=np.uint8)
+    out[starts] = 0x03 | (offset_size - 1) << 2 | large.astype(np.int64) << 4
+    _put_le(out, starts + 1, count, count_size)
+    _put_le(out, starts + offsets_at + count * offset_size, row_bytes, offset_size)  # the last offset
+    row_of = np.repeat(np.arange(n), count)  # each element's row
+    rank = np.arange(len(row_of)) - bounds[:-1][row_of]
+    element_start = offsets[bounds[0]:bounds[-1]] - offsets[bounds[:-1]][row_of]
+    _put_le(out, starts[row_of] + offsets_at[row_of] + rank * offset_size[row_of], element_start,
+            offset_size[row_of])
+    first = offsets[bounds[:-1]]
+    within = np.arange(int(row_bytes.sum())) - np.repeat(np.cumsum(row_bytes) - row_bytes, row_bytes)
+    out[np.repeat(starts + values_at, row_bytes) + within] = data[np.repeat(first, row_bytes) + within]
     return _binary_array(out, row_offsets)

@@ -14,7 +14,7 @@ from delta_core.errors import CorruptVariantError
 from delta_core.model.schema import PrimitiveType, primitive_to_arrow
 from delta_core.model.variant_binary import (
     VARIANT_NULL,
-    encode_array,
+    encode_arrays,
     encode_object,
     encode_objects,
     encode_primitives,
@@ -137,10 +137,9 @@ def _arrays(typed: pa.Array, rows: np.ndarray, dicts: _Dictionaries) -> pa.Array
                          dtype=np.int64)
     elements = typed.flatten()
     built = _rebuild(_child(elements, "value"), _child(elements, "typed_value"), np.repeat(rows, lengths), dicts)
-    items = pc.fill_null(built, VARIANT_NULL).to_pylist()
-    bounds = np.concatenate([[0], np.cumsum(lengths)])
-    return pa.array([encode_array(items[bounds[i]:bounds[i + 1]]) for i in range(len(lengths))],
-                    type=pa.large_binary())
+    bounds = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=bounds[1:])
+    return encode_arrays(pc.fill_null(built, VARIANT_NULL), bounds)
 
 
 def unshred_group(group: pa.StructArray, target: pa.StructType) -> pa.StructArray:

@@ -21,7 +21,7 @@ import pytest
 from pyspark.sql.types import VariantVal
 
 from delta_core.errors import CorruptVariantError
-from delta_core.model.variant_binary import encode_object, encode_objects
+from delta_core.model.variant_binary import encode_arrays, encode_object, encode_objects, encode_primitives
 from delta_core.model.variant_shredding import UNSHREDDED, has_shredded, unshred
 
 
@@ -279,3 +279,16 @@ def test_column_wise_objects_are_the_bytes_of_one_object_at_a_time():
     small = encode_objects(fields[:2], ids[:, :2] % 200).to_pylist()
     assert small == [encode_object([(names[j], int(ids[i, j]) % 200, fields[j][i].as_py()) for j in range(2)
                                     if fields[j][i].is_valid]) for i in range(n)]
+
+
+def test_column_wise_arrays_decode_as_their_elements():
+    """``encode_arrays`` decoded by VariantVal: empty arrays, 300 elements (4-byte count), over
+    64 KB of elements (3-byte offsets)."""
+    counts = np.array([0, 1, 300, 2, 0, 5, 3])
+    texts = [f"e{i}" * (15_000 if 5 <= i < 8 else 1) for i in range(int(counts.sum()))]  # 3 long ones in row 2
+    elements = encode_primitives(pa.array(texts))
+    bounds = np.concatenate([[0], np.cumsum(counts)])
+    built = encode_arrays(elements, bounds).to_pylist()
+    assert [json.loads(VariantVal(b, b"\x01\x00\x00").toJson()) for b in built] == \
+        [texts[bounds[i]:bounds[i + 1]] for i in range(len(counts))]
+    assert built[2][0] >> 4 & 1 == 1 and built[2][0] >> 2 & 3 == 2  # large count; 3-byte offsets
