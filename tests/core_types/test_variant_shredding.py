@@ -23,23 +23,9 @@ from pyspark.sql.types import VariantVal
 from delta_core.errors import CorruptVariantError
 from delta_core.model.variant_binary import encode_arrays, encode_object, encode_objects, encode_primitives
 from delta_core.model.variant_shredding import UNSHREDDED, has_shredded, unshred
-
-
-def metadata(*names: str) -> bytes:
-    """A version-1 metadata binary with ``names`` in id order (1-byte offsets)."""
-    encoded = [n.encode() for n in names]
-    offsets = [0]
-    for e in encoded:
-        offsets.append(offsets[-1] + len(e))
-    return bytes([0x01, len(encoded), *offsets]) + b"".join(encoded)
-
+from tests.variant_values import metadata, short_string, small_object
 
 META = metadata("b", "a", "c", "zz")  # unsorted on purpose: ids are not name order
-
-
-def short_string(text: str) -> bytes:
-    raw = text.encode()
-    return bytes([len(raw) << 2 | 1]) + raw
 
 
 def slot(value: pa.Array, typed: pa.Array | None) -> pa.StructArray:
@@ -144,13 +130,7 @@ def _event_rows() -> tuple[pa.StructArray, list[Any]]:
     meta = metadata("event_type", "event_ts", "email", "error_msg", "click")
 
     def obj(**fields: bytes) -> bytes:
-        ids = {"email": 2, "error_msg": 3, "click": 4}
-        items = sorted(fields.items())
-        body, offsets = b"", []
-        for _, v in items:
-            offsets.append(len(body))
-            body += v
-        return bytes([0x02, len(items), *[ids[k] for k, _ in items], *offsets, len(body)]) + body
+        return small_object({"email": 2, "error_msg": 3, "click": 4}, **fields)
 
     ts = [1729794114937, 1729794146402, None, None, 1729794240241, 1729794954163, None, None, None, None]
     kind = ["noop", "login", None, None, None, None, "noop", None, None, None]

@@ -27,6 +27,7 @@ from delta_core.model.variant_shredding import UNSHREDDED, has_shredded
 from tests.conftest import MODERN_DIR
 from tests.kernel_oracle import kernel_rows
 from tests.maintenance.conftest import commit_info
+from tests.variant_values import metadata, short_string, small_object
 
 pytestmark = pytest.mark.spark
 
@@ -34,7 +35,7 @@ FIXTURE = MODERN_DIR / "rs-spark-shredded-variant-preview-delta"
 VARIANT_COLUMNS = ("v", "array_of_variants", "struct_of_variants", "map_of_variants",
                    "array_of_struct_of_variants", "struct_of_array_of_variants")
 SHREDDED_FILE = "part-00000-shredded-by-test.snappy.parquet"
-META = bytes([0x01, 2, 0, 3, 8]) + b"keyextra"  # names: key, extra
+META = metadata("key", "extra")
 NEW_IDS = range(1000, 1006)
 # nullCount only for variant columns (PROTOCOL.md "Statistics for Variant Columns")
 SHREDDED_FILE_STATS = {
@@ -43,19 +44,8 @@ SHREDDED_FILE_STATS = {
                   "array_of_struct_of_variants": 0, "struct_of_array_of_variants": {"v": 0}}}
 
 
-def _short(text: str) -> bytes:
-    return bytes([len(text) << 2 | 1]) + text.encode()
-
-
 def _object(**fields: bytes) -> bytes:
-    """An unshredded object over META's names (ids: key 0, extra 1), 1-byte ids and offsets."""
-    ids = {"key": 0, "extra": 1}
-    items = sorted(fields.items())
-    body, offsets = b"", []
-    for _, v in items:
-        offsets.append(len(body))
-        body += v
-    return bytes([0x02, len(items), *[ids[k] for k, _ in items], *offsets, len(body)]) + body
+    return small_object({"key": 0, "extra": 1}, **fields)
 
 
 def _slot(values: list[bytes | None], typed: pa.Array) -> pa.StructArray:
@@ -77,14 +67,14 @@ def _shredded_rows() -> tuple[pa.Table, list[dict[str, Any]]]:
     # v: fully shredded {"key": i}; partially shredded {"key": i, "extra": "x"}; missing key
     # ({"extra": "y"}); a string that is no object; a variant null; SQL null.
     v = _objects([1000, 1001, None, None, None, None],
-                 [None, _object(extra=_short("x")), _object(extra=_short("y")), _short("plain"), b"\x00", None],
+                 [None, _object(extra=short_string("x")), _object(extra=short_string("y")), short_string("plain"), b"\x00", None],
                  mask=[False, False, False, True, True, True])
     v = pa.StructArray.from_arrays([v.field(i) for i in range(3)], names=["metadata", "value", "typed_value"],
                                    mask=pa.array([False] * 5 + [True]))
     v_json: list[Any] = [{"key": 1000}, {"key": 1001, "extra": "x"}, {"extra": "y"}, "plain", None, "SQL NULL"]
     # elements of arrays of variants: each a variant group shredded as a primitive int64
     elems = pa.StructArray.from_arrays(
-        [pa.array([META] * 4, pa.binary()), pa.array([None, b"\x00", None, _short("s")], pa.binary()),
+        [pa.array([META] * 4, pa.binary()), pa.array([None, b"\x00", None, short_string("s")], pa.binary()),
          pa.array([7, None, 8, None], pa.int64())], names=["metadata", "value", "typed_value"],
         mask=pa.array([False, False, True, False]))
     arrays = pa.ListArray.from_arrays(pa.array([0, 2, 4, 4, 4, 4, 4], pa.int32()), elems,
@@ -100,7 +90,7 @@ def _shredded_rows() -> tuple[pa.Table, list[dict[str, Any]]]:
     maps_json: list[Any] = [{"k": {"key": 9}}, {}, {}, {}, {}, {}]
     in_list_of_structs = pa.ListArray.from_arrays(
         pa.array([0, 1, 1, 1, 1, 1, 1], pa.int32()),
-        pa.StructArray.from_arrays([_objects([3], [_object(extra=_short("e"))])], names=["v"]))
+        pa.StructArray.from_arrays([_objects([3], [_object(extra=short_string("e"))])], names=["v"]))
     in_list_json: list[Any] = [[{"v": {"key": 3, "extra": "e"}}], [], [], [], [], []]
     in_struct_of_list = pa.StructArray.from_arrays(
         [pa.ListArray.from_arrays(pa.array([0, 1, 1, 1, 1, 1, 1], pa.int32()), _objects([4], [None]))], names=["v"])
