@@ -22,6 +22,7 @@ from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file
 from delta_core.maintenance.spark.analyze import analyze
 from delta_core.maintenance.spark.compaction import compact
+from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.partition_values import url_decode_path
 from delta_core.model.variant_shredding import UNSHREDDED, has_shredded
 from tests.conftest import MODERN_DIR
@@ -229,3 +230,17 @@ def test_analyze_of_a_shredded_file_writes_null_counts_only_for_variants(spark, 
     (add,) = [a for a in table.snapshot().add_actions() if a.path == SHREDDED_FILE]
     got = json.loads(add.stats or "{}")
     assert {k: got[k] for k in SHREDDED_FILE_STATS} == SHREDDED_FILE_STATS
+
+
+def test_zorder_rebuilds_shredded_values_unshredded(spark, tmp_path):
+    """Z-order moves rows through Spark: the shredded file's values reach the new files rebuilt."""
+    root, _ = _table_with_a_shredded_file(tmp_path, shredding=False)
+    before = _table_rows(str(root))
+    table = DeltaTable(str(root))
+
+    zorder(table, spark, ["id"])
+
+    assert not any(_shredded_layouts(root).values())
+    after = _table_rows(str(root))
+    assert after == before
+    assert _rows(kernel_rows(str(root))) == after
