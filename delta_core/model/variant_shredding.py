@@ -2,7 +2,8 @@
 to unshredded Variant binaries, as apache/parquet-format ``VariantShredding.md`` ("Reconstructing
 a Shredded Variant") says, for PROTOCOL.md "Variant Shredding": readers must read shredded and
 unshredded files alike, and writers must not shred while ``delta.enableVariantShredding`` is not
-true. Primitives are encoded column-wise; objects and arrays are assembled per value."""
+true. Values are encoded and assembled column-wise (``variant_binary``); only partially shredded
+objects, whose residual ``value`` fields are merged in, are assembled one by one."""
 
 from __future__ import annotations
 
@@ -146,12 +147,13 @@ def unshred_group(group: pa.StructArray, target: pa.StructType) -> pa.StructArra
     """The shredded variant ``group`` as the unshredded ``target`` struct (fields ``value`` and
     ``metadata``, in the target's order). A row whose variant is missing but whose group is
     present reads as Variant null (VariantShredding.md "Value Shredding")."""
-    metadata = _child(group, "metadata")
+    # flatten(): a null group's slots are null in its fields too, so nothing under it is decoded
+    fields = dict(zip([f.name for f in group.type], group.flatten()))
+    metadata = fields.get("metadata")
     if metadata is None:
         raise CorruptVariantError("a variant group has no metadata field: the file is corrupt. Nothing was written")
     dicts = _Dictionaries(metadata)
-    values = pc.fill_null(_rebuild(_child(group, "value"), _child(group, "typed_value"), dicts.index, dicts),
-                          VARIANT_NULL)
+    values = pc.fill_null(_rebuild(fields.get("value"), fields.get("typed_value"), dicts.index, dicts), VARIANT_NULL)
     children = {"value": values, "metadata": pc.fill_null(metadata.cast(pa.large_binary()), b"")}
     arrays = [children[f.name].cast(f.type) for f in target]
     mask = group.is_null() if group.null_count else None
@@ -170,8 +172,8 @@ def unshred(array: pa.Array, target: pa.DataType) -> pa.Array:
     if pa.types.is_struct(t) and pa.types.is_struct(target):
         by_name = {f.name: f for f in target}
         fields = [f for f in t]
-        children = [unshred(array.field(i), by_name[f.name].type)
-                    if f.name in by_name else array.field(i) for i, f in enumerate(fields)]
+        children = [unshred(c, by_name[f.name].type) if f.name in by_name else c
+                    for f, c in zip(fields, array.flatten())]
         new_fields = [f.with_type(c.type) for f, c in zip(fields, children)]
         mask = array.is_null() if array.null_count else None
         return pa.StructArray.from_arrays(children, fields=new_fields, mask=mask)

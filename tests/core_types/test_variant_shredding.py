@@ -272,3 +272,15 @@ def test_column_wise_arrays_decode_as_their_elements():
     assert [json.loads(VariantVal(b, b"\x01\x00\x00").toJson()) for b in built] == \
         [texts[bounds[i]:bounds[i + 1]] for i in range(len(counts))]
     assert built[2][0] >> 4 & 1 == 1 and built[2][0] >> 2 & 3 == 2  # large count; 3-byte offsets
+
+
+def test_what_lies_under_a_null_group_is_not_decoded():
+    """Arrow may keep any bytes under a null slot (here an empty metadata and a shredded field):
+    the row is SQL null and nothing under it is read."""
+    typed = pa.StructArray.from_arrays([slot(pa.nulls(2, pa.binary()), pa.array([1, 2], pa.int64()))], names=["a"])
+    column = pa.StructArray.from_arrays([pa.array([META, b""]), pa.nulls(2, pa.binary()), typed],
+                                        names=["metadata", "value", "typed_value"], mask=pa.array([False, True]))
+    inside = pa.StructArray.from_arrays([column], names=["v"], mask=pa.array([False, False]))
+    out = unshred(inside, pa.struct([pa.field("v", UNSHREDDED)])).to_pylist()
+    assert json.loads(VariantVal(out[0]["v"]["value"], META).toJson()) == {"a": 1}
+    assert out[1]["v"] is None
