@@ -113,6 +113,15 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # writer requirement allows whatever delta.enableVariantShredding says; stats stay nullCount
     WriterFeature("variantShredding", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
     WriterFeature("variantShredding-preview", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
+    # every new data file (rewrites and appends) holds the partition columns, after the data
+    # columns as Delta Spark writes them, physical names, no stats
+    WriterFeature("materializePartitionColumns", False, Scope.ALWAYS,
+                  "delta_core.write.materialized_partitions"),
+    # no command changes a schema's collations (__COLLATIONS metadata); new files get UTF-8 binary
+    # stats, which the RFC allows, and never statsWithCollation (stats are collected afresh per
+    # file: rewrites and analyze drop the inputs' ones); files re-added unchanged keep theirs
+    WriterFeature("collations", False, Scope.ALWAYS, "delta_core.model.stats_collect"),
+    WriterFeature("collations-preview", False, Scope.ALWAYS, "delta_core.model.stats_collect"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(
