@@ -11,8 +11,10 @@ The executors of compaction and Z-order call these functions; nothing here impor
   other timestamp units are cast to the table's type (a column holding another kind of value is
   refused: ``type_widening.readable_as``), and INT96 timestamps are decoded at microseconds, so rewrites write them
   as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
-  ``isAdjustedToUTC`` true). Shredded variants are rebuilt unshredded (``variant_shredding``), so
-  files of one table with different shredding schemas read alike, and rewrites never shred.
+  ``isAdjustedToUTC`` true). Variants are read by field name, ``value`` and ``metadata`` in either
+  order; shredded ones are rebuilt unshredded first (``variant_shredding``), so files of one table
+  with different shredding schemas read alike and rewrites never shred; any other layout is
+  refused rather than cast (``model.variant``).
   Partition columns are not stored in files and are not returned. A file's deletion vector
   (PROTOCOL.md "Deletion Vectors", read by ``delta_core.log.deletion_vectors``) is applied:
   the rows at the physical indexes it marks are dropped, in whole-file reads and row-group

@@ -4,7 +4,8 @@ In ``id`` mode a reader matches each table column to the file column whose Parqu
 equals the column's ``delta.columnMapping.id`` — at every depth: struct fields by their own ids,
 array elements and map keys/values by ``delta.columnMapping.nested.ids``. Names in the file do
 not count: files written before a rename, or converted from Iceberg, hold the right ids under
-other names. A column id the file lacks reads as NULL (the column was added later).
+other names. A column id the file lacks reads as NULL (the column was added later). A variant is
+matched by its id, its ``value`` and ``metadata`` by name (they are no schema columns, so no ids).
 
 A file with no field ids at all is refused (``MissingFieldIdsError``): the protocol lets a
 reader return NULLs for every column there, but a rewrite would commit those NULLs as data.
@@ -22,7 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import MaintenanceError, MissingFieldIdsError
-from delta_core.model.schema import PARQUET_FIELD_ID
+from delta_core.model.schema import PARQUET_FIELD_ID, is_variant_field
+from delta_core.model.variant import unshredded_problem
 
 
 def field_id(field: pa.Field) -> int | None:
@@ -53,11 +55,12 @@ def _fields_without_id(fields: Sequence[pa.Field], prefix: str = "") -> list[str
         name = f"{prefix}{f.name}"
         if field_id(f) is None:
             out.append(name)
-        t = f.type
-        while pa.types.is_list(t) or pa.types.is_map(t):
-            t = t.value_type if pa.types.is_list(t) else t.item_type
-        if pa.types.is_struct(t):
-            out += _fields_without_id(list(t), f"{name}.")
+        inner = f
+        while pa.types.is_list(inner.type) or pa.types.is_map(inner.type):
+            inner = inner.type.value_field if pa.types.is_list(inner.type) else inner.type.item_field
+        # a variant's value and metadata are no columns of the schema: they have no ids
+        if pa.types.is_struct(inner.type) and not is_variant_field(inner):
+            out += _fields_without_id(list(inner.type), f"{name}.")
     return out
 
 
@@ -118,6 +121,11 @@ def _align(arr: pa.Array, source: pa.Field, target: pa.Field, *, where: str) -> 
     if pa.types.is_dictionary(arr.type):
         arr = arr.cast(arr.type.value_type)
     mask = arr.is_null() if arr.null_count else None
+    if is_variant_field(target):  # matched by name: value and metadata carry no ids
+        why = unshredded_problem(arr.type, column=where)
+        if why is not None:
+            raise MaintenanceError(f"{why}; fix or remove the file before rewriting")
+        return arr if arr.type == t else arr.cast(t)
     if pa.types.is_struct(t):
         if not pa.types.is_struct(arr.type):
             raise _mismatch(where, source, target, f"it is {arr.type}, not a struct")

@@ -410,27 +410,30 @@ def type_to_arrow(t: DataType, *, physical: bool = False) -> pa.DataType:
     if isinstance(t, ArrayType):
         # "element" matches what Parquet writers (Spark, pyarrow) use for 3-level lists.
         return pa.list_(pa.field("element", type_to_arrow(t.element_type, physical=physical),
-                                 nullable=t.contains_null))
+                                 nullable=t.contains_null, metadata=_variant_marker(t.element_type)))
     if isinstance(t, MapType):
         return pa.map_(pa.field("key", type_to_arrow(t.key_type, physical=physical), nullable=False),
                        pa.field("value", type_to_arrow(t.value_type, physical=physical),
-                                nullable=t.value_contains_null))
+                                nullable=t.value_contains_null, metadata=_variant_marker(t.value_type)))
     return pa.struct([field_to_arrow(f, physical=physical) for f in t.fields])
 
 
 def field_to_arrow(f: StructField, *, physical: bool = False) -> pa.Field:
-    metadata: dict[bytes, bytes] = {}
+    metadata = _variant_marker(f.type) or {}
     if physical and f.field_id is not None:
         # Parquet field ids let id-mode readers resolve columns (PROTOCOL.md "Column Mapping").
         metadata[PARQUET_FIELD_ID] = str(f.field_id).encode()
-    if isinstance(f.type, PrimitiveType) and f.type.name == "variant":
-        metadata[VARIANT_FIELD_KEY] = VARIANT_FIELD_VALUE
     name = f.physical_name if physical else f.name
     typ = type_to_arrow(f.type, physical=physical)
     nested = f.metadata.get(NESTED_IDS_KEY)
     if physical and isinstance(nested, Mapping) and nested:
         typ = _with_nested_ids(typ, name, nested)
     return pa.field(name, typ, nullable=f.nullable, metadata=metadata or None)
+
+
+def _variant_marker(t: DataType) -> dict[bytes, bytes] | None:
+    """The Arrow field metadata of a field of type ``t``: the variant marker, or None."""
+    return {VARIANT_FIELD_KEY: VARIANT_FIELD_VALUE} if isinstance(t, PrimitiveType) and t.name == "variant" else None
 
 
 def is_variant_field(f: pa.Field) -> bool:

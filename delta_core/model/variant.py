@@ -47,6 +47,18 @@ def not_comparable_reason(column: str) -> str:
             "Data Type\"), so it cannot be a partition, clustering or Z-order column")
 
 
+def unshredded_problem(stored: pa.DataType, *, column: str) -> str | None:
+    """Why Arrow type ``stored`` is not an unshredded variant: a struct of exactly the binaries
+    ``value`` and ``metadata``, in either order (None when it is one)."""
+    if pa.types.is_dictionary(stored):
+        stored = stored.value_type
+    names = sorted(f.name for f in stored) if pa.types.is_struct(stored) else None
+    if pa.types.is_null(stored) or (names == sorted(VARIANT_FIELDS) and all(is_binary_like(f.type) for f in stored)):
+        return None
+    return (f"variant column {column!r} is stored as {stored}, not as the unshredded struct of "
+            "binaries value and metadata that a table without variantShredding must hold")
+
+
 def stored_layout_problem(t: DataType, stored: pa.DataType, *, column: str) -> str | None:
     """Why Arrow type ``stored`` (as read from a data file) cannot be read as the unshredded
     variants that Delta type ``t`` holds, or ``None`` when it can. A variant must be a struct of
@@ -57,11 +69,7 @@ def stored_layout_problem(t: DataType, stored: pa.DataType, *, column: str) -> s
     if pa.types.is_null(stored):
         return None
     if is_variant(t):
-        names = sorted(f.name for f in stored) if pa.types.is_struct(stored) else None
-        if names == sorted(VARIANT_FIELDS) and all(is_binary_like(f.type) for f in stored):
-            return None
-        return (f"variant column {column!r} is stored as {stored}, not as the unshredded struct of "
-                "binaries value and metadata that a table without variantShredding must hold")
+        return unshredded_problem(stored, column=column)
     if isinstance(t, StructType) and pa.types.is_struct(stored):
         have = {f.name: f.type for f in stored}
         for f in t.fields:
