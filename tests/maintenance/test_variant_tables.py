@@ -52,9 +52,17 @@ NULL_COUNT_SHAPE = {"id": 0, "v": 0, "array_of_variants": 0, "struct_of_variants
                     "array_of_struct_of_variants": 0, "struct_of_array_of_variants": {"v": 0}}
 
 
+# Spark wrote the fixtures in 2024-2025; a git checkout gives their files the checkout's time,
+# so the copies get an old one back (log cleanup and vacuum judge age by modification time).
+FIXTURE_MTIME = 1_735_689_600  # 2025-01-01
+
+
 def copy(root, tmp_path) -> str:
     uri = str(tmp_path / "t")
     shutil.copytree(root, uri)
+    for directory, _, names in os.walk(uri):
+        for name in names:
+            os.utime(os.path.join(directory, name), (FIXTURE_MTIME, FIXTURE_MTIME))
     return uri
 
 
