@@ -1,6 +1,7 @@
 """Files that Spark itself shreds (``spark.sql.variant.writeShredding.enabled``, one forced
-shredding schema per file: object fields of every kind, an array, a primitive, and none) make
-one Delta table with ``variantShredding``: the same variant column in four physical layouts.
+shredding schema per file: object fields of nested kinds, an array, a primitive, none, and an
+object with a field of every primitive type Spark shreds) make one Delta table with
+``variantShredding``: the same variant column in five physical layouts.
 Every row read through delta_core equals Spark's own ``to_json`` of it, before and after a
 compaction that writes them unshredded into one file, which delta-kernel-rs then reads alike."""
 
@@ -25,15 +26,24 @@ from tests.kernel_oracle import kernel_rows
 
 pytestmark = pytest.mark.spark
 
-# One file per shredding schema ("" writes no shredding); each file holds the same kinds of rows.
-SHREDDING_SCHEMAS = ("a long, b string, c array<int>, d struct<e: decimal(10,2), g: date>", "array<string>",
-                     "long", "")
-ROWS = """select id, parse_json(case id % 5
+JSON_ROWS = """select id, parse_json(case id % 5
     when 0 then '{"a": ' || id || ', "b": "s' || id || '", "z": null}'
     when 1 then '{"a": "not a long", "c": [1, 2, "q"], "d": {"e": 1.25, "f": true}}'
     when 2 then '["u", 2.5, "t", null]'
     when 3 then '-17'
     else 'null' end) as v from range(START, STOP)"""
+TYPED_ROWS = """select id, case when id % 2 = 0 then to_variant_object(named_struct('a', id,
+    't', timestamp'2024-01-02 03:04:05.123456', 'n', timestamp_ntz'2024-01-02 03:04:05.000001',
+    'f', cast(1.5 as float), 'd', cast(2.25 as double), 'x', id % 4 = 0, 'y', X'0102FF',
+    'i', cast(-3 as tinyint), 's', cast(300 as smallint), 'k', cast(70000 as int), 'm', cast(1.25 as decimal(5,2)),
+    'e', cast(123456789012.345 as decimal(15,3)), 'l', cast(-123456789012345678901234567.891 as decimal(30,3)),
+    'g', date'2024-01-02', 'u', repeat('x', 60 + cast(id as int) % 10)))
+    else cast(id as variant) end as v from range(START, STOP)"""
+TYPED_SCHEMA = ("a long, t timestamp, n timestamp_ntz, f float, d double, x boolean, y binary, i tinyint, s smallint, "
+                "k int, m decimal(5,2), e decimal(15,3), l decimal(30,3), g date, u string")
+# One file per shredding schema ("" writes no shredding), with the rows of its query.
+FILES = (("a long, b string, c array<int>, d struct<e: decimal(10,2), g: date>", JSON_ROWS),
+         ("array<string>", JSON_ROWS), ("long", JSON_ROWS), ("", JSON_ROWS), (TYPED_SCHEMA, TYPED_ROWS))
 SHREDDING_CONFS = ("spark.sql.variant.writeShredding.enabled", "spark.sql.variant.forceShreddingSchemaForTest")
 
 
@@ -42,10 +52,10 @@ def _write_shredded_files(spark: Any, root: pathlib.Path) -> dict[int, Any]:
     expected: dict[int, Any] = {}
     try:
         spark.conf.set(SHREDDING_CONFS[0], "true")
-        for n, schema in enumerate(SHREDDING_SCHEMAS):
+        for n, (schema, rows) in enumerate(FILES):
             spark.conf.set(SHREDDING_CONFS[1], schema)
             out = root.parent / f"spark-{n}"  # Spark's own output directory, beside the table
-            spark.sql(ROWS.replace("START", str(n * 10)).replace("STOP", str(n * 10 + 10))).coalesce(1) \
+            spark.sql(rows.replace("START", str(n * 10)).replace("STOP", str(n * 10 + 10))).coalesce(1) \
                 .write.parquet(str(out))
             (written,) = glob.glob(str(out / "*.parquet"))
             os.rename(written, root / f"part-{n}.parquet")
@@ -92,15 +102,16 @@ def test_files_spark_shredded_differently_read_and_compact_as_spark_reads_them(s
     expected = _write_shredded_files(spark, root)
     _make_table(root)
     layouts = [pq.read_schema(p).field("v").type for p in sorted(root.glob("*.parquet"))]
-    assert [has_shredded(t) for t in layouts] == [True, True, True, False]
-    assert len(set(layouts)) == 4  # four physical layouts of one column
-    assert len(expected) == 40 and expected[0] == {"a": 0, "b": "s0", "z": None}
+    assert [has_shredded(t) for t in layouts] == [True, True, True, False, True]
+    assert len(set(layouts)) == 5  # five physical layouts of one column
+    assert len(expected) == 50 and expected[0] == {"a": 0, "b": "s0", "z": None}
+    assert expected[40]["t"] == "2024-01-02 03:04:05.123456+00:00" and expected[40]["y"] == "AQL/"
 
     assert _our_rows(root) == expected
 
     metrics = compact(DeltaTable(str(root)), spark)
 
-    assert (metrics.num_removed_files, metrics.num_added_files) == (4, 1)
+    assert (metrics.num_removed_files, metrics.num_added_files) == (5, 1)
     (add,) = DeltaTable(str(root)).snapshot().add_actions()
     assert pq.read_schema(root / add.path).field("v").type == UNSHREDDED
     assert json.loads(add.stats or "{}")["nullCount"] == {"id": 0, "v": 0}
