@@ -7,12 +7,14 @@ from collections.abc import Mapping
 
 
 def metadata(*names: str) -> bytes:
-    """A version-1 metadata binary with ``names`` in id order (1-byte offsets)."""
+    """A version-1 metadata binary with ``names`` in id order (1- or 2-byte offsets)."""
     encoded = [n.encode() for n in names]
     offsets = [0]
     for e in encoded:
         offsets.append(offsets[-1] + len(e))
-    return bytes([0x01, len(encoded), *offsets]) + b"".join(encoded)
+    size = 1 if max(offsets[-1], len(encoded)) <= 0xFF else 2
+    head = bytes([0x01 | (size - 1) << 6])
+    return head + b"".join(v.to_bytes(size, "little") for v in [len(encoded), *offsets]) + b"".join(encoded)
 
 
 def short_string(text: str) -> bytes:

@@ -24,6 +24,7 @@ from delta_core.model.variant_binary import (
 )
 
 _GROUP_FIELDS = frozenset({"metadata", "value", "typed_value"})
+_OBJECT_CELLS = 1 << 20  # rows x shredded fields assembled at once
 UNSHREDDED = primitive_to_arrow(PrimitiveType("variant"))  # the layout of variant columns in tables' schemas
 
 
@@ -53,8 +54,9 @@ class _Dictionaries:
 
     def id_table(self, names: list[str], rows: np.ndarray, is_object: np.ndarray,
                  fields: list[pa.Array]) -> np.ndarray:
-        """The dictionary id of each of ``names`` in each slot's metadata (slots x names), for
-        the slots that are objects (``is_object``) holding a field; other entries are 0."""
+        """The dictionary id of each of ``names`` in each distinct metadata (distinct x names; a
+        slot's row is ``table[rows[slot]]``), checked for the slots that are objects
+        (``is_object``) holding a field; other entries are 0."""
         present = np.stack([np.asarray(f.is_valid().to_numpy(zero_copy_only=False), dtype=bool) for f in fields],
                            axis=1) if fields else np.zeros((len(rows), 0), dtype=bool)
         needed = is_object & present.any(axis=1)
@@ -66,8 +68,7 @@ class _Dictionaries:
             for name, is_used in zip(names, used):
                 if is_used and name not in ids:
                     self.field_id(int(which), name)  # raises: a shredded field the dictionary lacks
-        out: np.ndarray = table[rows]
-        return out
+        return table
 
     def field_id(self, which: int, name: str) -> int:
         found = self._id_map(which).get(name)
@@ -115,7 +116,11 @@ def _objects(residual: pa.Array, typed: pa.StructArray, rows: np.ndarray, dicts:
     fields = [_rebuild(_child(c, "value"), _child(c, "typed_value"), rows, dicts)
               for c in (typed.field(j) for j in order)]
     is_object = np.asarray(typed.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    built = encode_objects(fields, dicts.id_table(names, rows, is_object, fields))
+    ids = dicts.id_table(names, rows, is_object, fields)
+    # slices of rows keep the (rows x fields) work arrays small for wide shredding schemas
+    step = max(1, _OBJECT_CELLS // max(1, len(names)))
+    built = pa.concat_arrays([encode_objects([f.slice(at, step) for f in fields], ids[rows[at:at + step]])
+                              for at in range(0, len(rows), step)] or [pa.array([], pa.large_binary())])
     partial = np.flatnonzero(is_object & np.asarray(residual.is_valid().to_numpy(zero_copy_only=False), dtype=bool))
     if len(partial):
         columns = [f.take(pa.array(partial)).to_pylist() for f in fields]

@@ -284,3 +284,18 @@ def test_what_lies_under_a_null_group_is_not_decoded():
     out = unshred(inside, pa.struct([pa.field("v", UNSHREDDED)])).to_pylist()
     assert json.loads(VariantVal(out[0]["v"]["value"], META).toJson()) == {"a": 1}
     assert out[1]["v"] is None
+
+
+def test_wide_shredded_objects_are_assembled_in_slices_alike():
+    """300 shredded fields over 4,000 rows pass the cells assembled at once: the rows come out
+    as one object each, in order, across the slices."""
+    n, k = 4000, 300
+    names = [f"f{j:03d}" for j in range(k)]
+    typed = pa.StructArray.from_arrays(
+        [slot(pa.nulls(n, pa.binary()), pa.array([None if (i + j) % 7 == 0 else i for i in range(n)], pa.int32()))
+         for j in range(k)], names=names)
+    out = unshred(group(typed, meta=metadata(*names)), UNSHREDDED).field("value").to_pylist()
+    assert len(out) == n
+    for i in (0, 1, 3494, 3495, 3496, n - 1):
+        assert json.loads(VariantVal(out[i], metadata(*names)).toJson()) == \
+            {name: i for j, name in enumerate(names) if (i + j) % 7}
