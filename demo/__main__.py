@@ -76,7 +76,7 @@ def _ensure_instance(home: pathlib.Path) -> None:
     instance_yaml = home / "dagster.yaml"
     if not instance_yaml.exists():
         # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor), and
-        # the Spark steps to one at a time: each local[*] step takes every core (README, "Automation").
+        # the Spark steps to one at a time: each local[*] step takes every core (docs/automation.md, "The Spark pool").
         import yaml
 
         from sensors.advisor import advisor_run_limits
@@ -198,8 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     if lake and not _maintain_lake(defs, instance, config, lake):
         return 1
     tables_env = "" if config_path == REPO_ROOT / "tables.yaml" else f" DELTA_MAINTENANCE_TABLES={config_path}"
-    print(f"Dagster UI:  DAGSTER_HOME={home}{tables_env} \\")
-    print("             .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+    print(f"Dagster UI:  source .venv/bin/activate; DAGSTER_HOME={home}{tables_env} \\")
+    print("             dg dev -h 127.0.0.1 -p 3000")
     print(f"             then open http://127.0.0.1:3000/locations/delta_maintenance/asset-groups/{TABLE_NAME}")
     return 0
 

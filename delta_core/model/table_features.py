@@ -279,7 +279,7 @@ _FEATURE_REMEDIES = {
 }
 # Features Delta Spark can drop (ALTER TABLE ... DROP FEATURE) that this library does not support.
 _SPARK_DROPPABLE = frozenset({
-    "materializePartitionColumns", "coordinatedCommits-preview", "redirectReaderWriter-preview",
+    "coordinatedCommits-preview", "redirectReaderWriter-preview",
     "redirectWriterOnly-preview", "geospatial", "geospatial-dev",
 })
 

@@ -18,7 +18,6 @@ import pyarrow as pa
 from delta_core.model.arrow_kinds import is_binary_like, is_list_like
 from delta_core.model.schema import ArrayType, DataType, MapType, PrimitiveType, StructType, contains_type
 
-VARIANT_FEATURES = frozenset({"variantType", "variantType-preview"})
 VARIANT_FIELDS = ("value", "metadata")  # the unshredded layout's two binaries
 
 

@@ -14,6 +14,14 @@ from tests.health.conftest import add, listing, write_log
 MB = 1024 * 1024
 
 
+def _writer_features_check(tmp_path, *features: str):
+    """``protocol_supported`` of a one-file table whose writer 7 protocol lists ``features``."""
+    root = str(tmp_path / "t")
+    write_log(root, [[add("a.parquet", MB)]], protocol={
+        "minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["appendOnly", *features, "invariants"]})
+    return _protocol_check(root)
+
+
 def _protocol_check(root: str):
     before = listing(root)
     checks = {c.name: c for c in evaluate_checks(DeltaTable(root), policy=HealthPolicy()).checks}
@@ -26,11 +34,7 @@ def _figure(check, name: str):
 
 
 def test_each_blocking_feature_is_named_with_its_remedy(tmp_path):
-    root = str(tmp_path / "t")
-    write_log(root, [[add("a.parquet", MB)]], protocol={
-        "minReaderVersion": 1, "minWriterVersion": 7,
-        "writerFeatures": ["appendOnly", "coordinatedCommits-preview", "fooBarWriter", "invariants"]})
-    check = _protocol_check(root)
+    check = _writer_features_check(tmp_path, "coordinatedCommits-preview", "fooBarWriter")
     assert check.status is CheckStatus.ERROR and check.operation is None
     assert check.description.startswith("no maintenance can write it: ")
     assert ("coordinatedCommits-preview: not supported by this library; maintain the table with a Delta engine "
@@ -44,11 +48,7 @@ def test_each_blocking_feature_is_named_with_its_remedy(tmp_path):
 
 
 def test_a_catalog_managed_table_is_told_to_commit_through_its_catalog(tmp_path):
-    root = str(tmp_path / "t")
-    write_log(root, [[add("a.parquet", MB)]], protocol={
-        "minReaderVersion": 1, "minWriterVersion": 7,
-        "writerFeatures": ["appendOnly", "catalogManaged", "inCommitTimestamp", "invariants"]})
-    check = _protocol_check(root)
+    check = _writer_features_check(tmp_path, "catalogManaged", "inCommitTimestamp")
     assert check.status is CheckStatus.ERROR
     assert check.description == ("no maintenance can write it: catalogManaged: commits must go through the "
                                  "catalog; maintain the table with that catalog's Delta client")
