@@ -82,6 +82,13 @@ class DeletionVectorError(DeltaError):
     kind = "deletion_vector"
 
 
+class CorruptVariantError(DeltaError):
+    """A data file's variant column is not valid Variant encoding or shredding
+    (apache/parquet-format ``VariantEncoding.md``, ``VariantShredding.md``). Nothing was written."""
+
+    kind = "corrupt_variant"
+
+
 # --- storage -----------------------------------------------------------------------------
 
 

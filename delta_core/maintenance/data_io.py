@@ -12,7 +12,9 @@ The executors of compaction and Z-order call these functions; nothing here impor
   refused: ``type_widening.readable_as``), and INT96 timestamps are decoded at microseconds, so rewrites write them
   as the protocol's ``timestamp`` (PROTOCOL.md "Primitive Types": microseconds,
   ``isAdjustedToUTC`` true). Variants are read by field name, ``value`` and ``metadata`` in either
-  order; a shredded one is refused rather than cast (``model.variant``).
+  order; shredded ones are rebuilt unshredded first (``variant_shredding``), so files of one table
+  with different shredding schemas read alike and rewrites never shred; any other layout is
+  refused rather than cast (``model.variant``).
   Partition columns are not stored in files and are not returned. A file's deletion vector
   (PROTOCOL.md "Deletion Vectors", read by ``delta_core.log.deletion_vectors``) is applied:
   the rows at the physical indexes it marks are dropped, in whole-file reads and row-group
@@ -51,6 +53,7 @@ from delta_core.model.schema import DataType, StructType, schema_to_arrow
 from delta_core.model.table_properties import TableProperties
 from delta_core.model.type_widening import readable_as
 from delta_core.model.variant import has_variant, stored_layout_problem
+from delta_core.model.variant_shredding import has_shredded, unshred_column
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
 from delta_core.write.row_tracking import FileRowIds, materialized_columns, materialized_fields, stable_row_tracking
@@ -260,6 +263,8 @@ class DataFileReader:
                 col = raw.column(phys.name)
                 if pa.types.is_dictionary(col.type):
                     col = col.cast(col.type.value_type)
+                if has_shredded(col.type):  # PROTOCOL.md "Variant Shredding": rewrites write unshredded
+                    col = unshred_column(col, phys.type)
                 if col.type != phys.type:
                     if phys.name in self._variants:
                         self._check_variant_layout(self._variants[phys.name], col.type, logi.name, key)

@@ -5,7 +5,8 @@ equals the column's ``delta.columnMapping.id`` — at every depth: struct fields
 array elements and map keys/values by ``delta.columnMapping.nested.ids``. Names in the file do
 not count: files written before a rename, or converted from Iceberg, hold the right ids under
 other names. A column id the file lacks reads as NULL (the column was added later). A variant is
-matched by its id, its ``value`` and ``metadata`` by name (they are no schema columns, so no ids).
+matched by its id, its ``value`` and ``metadata`` by name (they are no schema columns, so no ids);
+a shredded one is rebuilt unshredded (``variant_shredding``).
 
 A file with no field ids at all is refused (``MissingFieldIdsError``): the protocol lets a
 reader return NULLs for every column there, but a rewrite would commit those NULLs as data.
@@ -25,6 +26,7 @@ import pyarrow.compute as pc
 from delta_core.errors import MaintenanceError, MissingFieldIdsError
 from delta_core.model.schema import PARQUET_FIELD_ID, is_variant_field
 from delta_core.model.variant import unshredded_problem
+from delta_core.model.variant_shredding import unshred
 
 
 def field_id(field: pa.Field) -> int | None:
@@ -122,6 +124,7 @@ def _align(arr: pa.Array, source: pa.Field, target: pa.Field, *, where: str) -> 
         arr = arr.cast(arr.type.value_type)
     mask = arr.is_null() if arr.null_count else None
     if is_variant_field(target):  # matched by name: value and metadata carry no ids
+        arr = unshred(arr, t)  # a shredded one is rebuilt first
         why = unshredded_problem(arr.type, column=where)
         if why is not None:
             raise MaintenanceError(f"{why}; fix or remove the file before rewriting")

@@ -34,6 +34,7 @@ MAX_WRITER_VERSION = 7
 SUPPORTED_READER_FEATURES: frozenset[str] = frozenset({
     "columnMapping", "deletionVectors", "timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
     "typeWidening", "typeWidening-preview", "variantType", "variantType-preview",
+    "variantShredding", "variantShredding-preview",
 })
 
 class Scope(enum.Enum):
@@ -103,11 +104,15 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # data file we write has stats; clustering tags files clusteringProvider=liquid and
     # reclusters only liquid or unclustered files (all with --full, as OPTIMIZE FULL)
     WriterFeature("clustering", False, Scope.ALWAYS, "delta_core.maintenance.spark.cluster"),
-    # unshredded variants only: files are read by field name (a shredded one is refused) and
+    # files are read by field name (a shredded one is rebuilt first: variant_shredding) and
     # rewritten as the struct of value and metadata; nullCount-only stats; never a partition,
     # clustering or Z-order column
     WriterFeature("variantType", True, Scope.ALWAYS, "delta_core.model.variant"),
     WriterFeature("variantType-preview", True, Scope.ALWAYS, "delta_core.model.variant"),
+    # rewrites read shredded variants unshredded and write every file unshredded, which the
+    # writer requirement allows whatever delta.enableVariantShredding says; stats stay nullCount
+    WriterFeature("variantShredding", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
+    WriterFeature("variantShredding-preview", True, Scope.ALWAYS, "delta_core.model.variant_shredding"),
     # every new data file (rewrites and appends) holds the partition columns, after the data
     # columns as Delta Spark writes them, physical names, no stats
     WriterFeature("materializePartitionColumns", False, Scope.ALWAYS,
@@ -145,8 +150,6 @@ _FEATURE_HINTS = {
     "catalogOwned-preview": "the table is managed by a catalog; read and write it through that "
                             "catalog's client instead of the storage path (commits must go through "
                             "the catalog)",
-    "variantShredding": "the table stores shredded variant data, which this library does not read",
-    "variantShredding-preview": "the table stores shredded variant data, which this library does not read",
 }
 
 

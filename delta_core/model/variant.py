@@ -5,7 +5,8 @@ for unshredded variants: a column is stored as a struct of two required binaries
 ``metadata`` (``schema.py``'s Arrow layout; writers order the two differently, so files are read
 by field name and rewrites carry both binaries unchanged), gets a ``nullCount`` and no bounds
 ("Delta Column Statistics"), and cannot be a partition, clustering or Z-order column (it is not
-comparable). Shredded files ("Variant Shredding") are refused here, never read as unshredded.
+comparable). Shredded files ("Variant Shredding") are rebuilt by ``variant_shredding`` first;
+a layout still not this one is refused here, never cast.
 """
 
 from __future__ import annotations

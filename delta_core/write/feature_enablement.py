@@ -60,9 +60,10 @@ LEGACY_VERSIONS: Mapping[str, tuple[int, int]] = {
 # on such tables (``constraints``), which keeps the feature's promise. We write row tracking and
 # type widening tables, but do not turn them on: enabling row tracking needs a backfill of
 # ``baseRowId`` on every live file first (PROTOCOL.md "Row Tracking"), and we change no column's
-# type, which is all enabling type widening would allow.
+# type, which is all enabling type widening would allow. Nor variant shredding: we never shred,
+# and the feature needs variantType beside it.
 _ENABLEABLE = (SUPPORTED_WRITER_FEATURES | ROW_CONSTRAINT_FEATURES) - {
-    "rowTracking", "typeWidening", "typeWidening-preview"}
+    "rowTracking", "typeWidening", "typeWidening-preview", "variantShredding", "variantShredding-preview"}
 
 
 def _when_true(*features: str) -> Callable[[str, str], tuple[str, ...]]:

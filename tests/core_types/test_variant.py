@@ -9,7 +9,7 @@ import json
 import pyarrow as pa
 import pytest
 
-from delta_core.errors import CorruptLogError, UnsupportedWriterFeatureError
+from delta_core.errors import CorruptLogError
 from delta_core.model.actions import Metadata, Protocol
 from delta_core.model.metadata_validation import validate_metadata
 from delta_core.model.schema import (
@@ -104,15 +104,16 @@ def test_a_variant_counts_as_one_indexed_column():
     assert ("s", "w", "value") not in indexed_leaves(arrow, num_indexed_cols=-1)
 
 
-def test_variant_features_are_written_and_shredding_is_not():
+def test_variant_and_shredding_features_are_written():
     assert WRITER_FEATURES["variantType"].module == WRITER_FEATURES["variantType-preview"].module == \
         "delta_core.model.variant"
+    assert WRITER_FEATURES["variantShredding"].module == WRITER_FEATURES["variantShredding-preview"].module == \
+        "delta_core.model.variant_shredding"
     meta = Metadata("m", SCHEMA.to_json())
     check_write_supported(Protocol(3, 7, ("variantType",), ("variantType",)), meta)
     check_write_supported(Protocol(3, 7, ("variantType-preview",), ("variantType-preview",)), meta)
-    with pytest.raises(UnsupportedWriterFeatureError, match="variantShredding"):
-        check_write_supported(Protocol(3, 7, ("variantShredding", "variantType"),
-                                       ("variantShredding", "variantType")), meta)
+    for shredding in ("variantShredding", "variantShredding-preview"):
+        check_write_supported(Protocol(3, 7, (shredding, "variantType"), (shredding, "variantType")), meta)
 
 
 def test_a_variant_partition_column_is_invalid():

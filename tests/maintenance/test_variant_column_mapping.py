@@ -3,7 +3,7 @@ Type"): a variant's ``value`` and ``metadata`` are no columns of the schema and 
 so a reader that matches columns by id matches the variant itself by id and its two binaries by
 name, in whichever order the file has them. A compaction keeps every value byte for byte (files
 decoded by pyspark's ``VariantVal``, and the rows delta-kernel-rs reads) and writes the protocol's
-``value, metadata``; a shredded file is refused with nothing written.
+``value, metadata``; a shredded file is rebuilt unshredded.
 """
 
 from __future__ import annotations
@@ -14,11 +14,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from delta_core.errors import DeltaError
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
-from tests.core_write.conftest import listing
 from tests.variant_rows import file_rows, kernel_rows
 
 pytestmark = pytest.mark.spark
@@ -94,14 +92,15 @@ def test_compaction_matches_variants_by_id_then_by_name(spark, tmp_path):
     assert json.loads(add.stats or "{}")["nullCount"] == {"col-1": 0, "col-2": 0, "col-3": 0, "col-4": {"col-5": 2}}
 
 
-def test_a_shredded_variant_is_refused_by_id_too(spark, tmp_path):
+def test_a_shredded_variant_is_rebuilt_by_id_too(spark, tmp_path):
     shredded = pa.struct([pa.field("metadata", pa.binary(), False), pa.field("value", pa.binary()),
                           pa.field("typed_value", pa.int64())])
     data = _file(SPARK_ORDER, [1, 2])
     data = data.set_column(1, data.schema.field("col-2").with_type(shredded),
                            pa.array([{"metadata": KEY, "value": None, "typed_value": 7}] * 2, shredded))
     uri = _table(tmp_path / "t", [_file(SPARK_ORDER, [3]), data])
-    before = listing(uri)
-    with pytest.raises(DeltaError, match="not as the unshredded struct of binaries value and metadata"):
-        compact(DeltaTable(uri), spark)
-    assert listing(uri) == before and DeltaTable(uri).latest_version() == 0
+    compact(DeltaTable(uri), spark)
+    [add] = DeltaTable(uri).snapshot().add_actions()
+    assert pq.read_schema(tmp_path / "t" / add.path).field("col-2").type == SPARK_ORDER
+    rebuilt = [r for r in file_rows(uri) if '"col-2": {"variant": "7"}' in r]
+    assert sum(file_rows(uri)[r] for r in rebuilt) == 2
