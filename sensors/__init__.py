@@ -48,6 +48,7 @@ from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.actions import Action
+from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
 from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
 from fleet.usage import FleetScope
 from jobs import TableJobs
@@ -130,7 +131,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
         return None
     resource_key = resource_key_of(table)
     asset_key = table_asset_key(table.name)
-    interval = table.checkpoint.interval
+    interval = table.checkpoint.interval or DEFAULT_CHECKPOINT_INTERVAL  # None: not written
     max_commits = table.sensor.max_commits_per_tick
 
     @sensor(
@@ -175,7 +176,9 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                 job_name=checkpoint_job.name,
                 asset_selection=jobs.selection(checkpoint_job),
                 asset_check_keys=jobs.check_selection(checkpoint_job),
-                run_config=op_run_config(assets_by_op[CHECKPOINT.name], policy_run_config(table, CHECKPOINT.name)),
+                # due by this sensor's interval: the run writes it whatever the table's own says
+                run_config=op_run_config(assets_by_op[CHECKPOINT.name],
+                                         policy_run_config(table, CHECKPOINT.name) | {"force": True}),
                 tags=_tags(table.name, "checkpoint_due", latest),
             ))
         if batch is not None and manifest_job is not None and batch.file_commits:
