@@ -119,7 +119,7 @@ def _op_body(config_type: type[_Config]) -> Callable[[_Body[_Config]], Callable[
 
     def decorate(body: _Body[_Config]) -> Callable[[AssetExecutionContext], MaterializeResult]:
         def run(context: AssetExecutionContext) -> MaterializeResult:
-            config = config_type(**(context.op_config or {}))
+            config = config_type(**(context.op_execution_context.op_config or {}))
             try:
                 return body(context, config)
             except DeltaError as exc:

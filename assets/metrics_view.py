@@ -22,7 +22,8 @@ LISTED_SHOWN = 20  # a list longer than this (vacuum's paths) is left to the JSO
 
 def report_values(report: Report) -> dict[str, Value]:
     """The metadata values of ``report``: the common fields, then the record's own plain values
-    (short lists joined with commas; nested records and long lists are in the JSON only)."""
+    (short lists joined with commas, a nested record's as ``<its key>_<name>``; long lists are in
+    the JSON only)."""
     values: dict[str, Value] = {
         "committed_version": report.version,
         "files_removed": report.num_removed_files,
@@ -31,9 +32,9 @@ def report_values(report: Report) -> dict[str, Value]:
         "bytes_added": report.added_bytes,
         "duration_seconds": float(report.duration_seconds),
     }
-    for key, value in report.to_dict().items():
-        if key in _COMMON_FIELDS:
-            continue
+    own = {k: v for k, v in report.to_dict().items() if k not in _COMMON_FIELDS}
+    nested = {f"{key}_{k}": v for key, record in own.items() if isinstance(record, dict) for k, v in record.items()}
+    for key, value in (own | nested).items():
         if isinstance(value, list) and len(value) <= LISTED_SHOWN and all(not isinstance(v, (list, dict)) for v in value):
             values[key] = ", ".join(str(v) for v in value)
         elif value is None or isinstance(value, (int, float, str, bool)):

@@ -67,8 +67,8 @@ def test_cli_reader_and_code_location_loader_agree(tmp_path, monkeypatch, source
         env = {k: os.environ[v.name] if isinstance(v, EnvRef) else v for k, v in table.storage_options}
         assert _flat(policy.storage_options) == env
         for op in OPERATIONS:
-            if op.policy_key:
-                assert policy.options[op.name] == getattr(table, op.policy_key).options, (table.name, op.name)
+            if op.configured_in is None:
+                assert policy.options[op.name] == getattr(table, op.name).options, (table.name, op.name)
     if source == "full":  # the units and intervals were read, not defaulted
         events = load_table_policy(path, "events").options
         assert events["compact"].target_size == 128 * 10**6 and events["compact"].min_file_size == 2**30
