@@ -12,6 +12,7 @@ import argparse
 
 from delta_core.cli.arguments import column_list
 from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.maintenance.report import summary_line
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,5 +32,7 @@ def cmd_cluster_by(args: argparse.Namespace) -> int:
 
     table = open_table(args)
     result = cluster_by(table, None if args.none else list(args.columns))
+    if not args.json:  # the one summary line first, as every maintenance command
+        emit(summary_line("Cluster by", result), False)
     emit(result.to_dict(), args.json)
     return 0

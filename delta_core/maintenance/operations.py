@@ -146,7 +146,7 @@ CHECKPOINT = Operation(
     name="checkpoint", options_type=CheckpointOptions, run=runs.run_checkpoint,
     metrics_type_path="delta_core.maintenance.runs:CheckpointRun",
     delta_operations=(),  # a checkpoint is not a commit
-    summary="write a checkpoint and _last_checkpoint once one is due (--force: now)",
+    summary="write a checkpoint and _last_checkpoint once one is due",
     description="Write a checkpoint of the table's latest version once delta.checkpointInterval commits follow "
                 "the last one; --force: now, --version: of that version.",
     uses_spark=False,

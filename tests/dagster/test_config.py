@@ -88,7 +88,7 @@ def test_repository_tables_yaml_is_valid():
     ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "'zorder' or 'hilbert'"),
     ("t: {uri: /x, vacuum: {retention_hours: -1}}", "t", "vacuum.retention_hours", "-1 hours is out of range"),
     ("t: {uri: /x, vacuum: {retention_hours: 'soon'}}", "t", "vacuum.retention_hours", "interval"),
-    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "greater than 0"),
+    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "give a whole number from 1"),
     ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "valid boolean"),
     ("t: {uri: /x, compact: {target_sise: 1MB}}", "t", "compact.target_sise", "unknown field"),
     ("t: {uri: /x, storage_options: {secret: {env: 'not a name'}}}", "t", "storage_options.secret", "env"),
