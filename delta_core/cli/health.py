@@ -16,7 +16,9 @@ from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
 from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.operations import command_name
 from delta_core.cli.policy import apply_table_policy
+from delta_core.maintenance.operations import operation
 from delta_core.model.sizes import format_size
 
 
@@ -82,8 +84,8 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {format_size(b['lower']):>10} .. {upper:<10} {b['files']:>8} files {format_size(b['bytes']):>10}")
     recs = report["recommendations"]
     lines.append("recommendations:" if recs else "recommendations: none, nothing pays off now")
-    for r in recs:
-        lines.append(f"  {r['operation']:<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
+    for r in recs:  # as the command a person types: cleanup-log
+        lines.append(f"  {command_name(operation(r['operation'])):<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
     return "\n".join(lines)
 
 
