@@ -92,12 +92,9 @@ class LogCleanupResult:
     def outcome(self) -> str:
         if self.skipped_reason is not None:
             return f"nothing deleted: {self.skipped_reason}"
-        if self.checkpoint_version is None and not self.deleted:
-            return "nothing to delete: no checkpoint inside the log retention"
-        start = "the log starts" if self.checkpoint_version is None else \
-            f"the log starts at the checkpoint of version {self.checkpoint_version}"
-        verb = "would delete" if self.dry_run else "deleted"
-        return f"{start}; {verb} {self.files_deleted} expired log file(s)"
+        done = f"{'would delete' if self.dry_run else 'deleted'} {self.files_deleted} expired log file(s)"
+        return done if self.checkpoint_version is None else \
+            f"{done}; the log starts at the checkpoint of version {self.checkpoint_version}"
 
     def details(self) -> list[str]:
         return []
