@@ -1,8 +1,8 @@
 """The code location: one ``Definitions`` built from the table config file.
 
-``dagster dev -w workspace.yaml`` (or ``dagster dev -f definitions.py``) serves ``defs``. The
-code location is not installed: ``workspace.yaml`` makes the repository root the working
-directory, so ``resources``, ``assets``, ``jobs``, ``schedules`` and ``sensors`` import from
+``dg dev`` from the repository root (``[tool.dg]`` in pyproject.toml) or
+``dagster-webserver -w workspace.yaml`` serves ``defs``. The code location is not installed: both
+make the repository root the working directory, so ``resources``, ``assets``, ``jobs``, ``schedules`` and ``sensors`` import from
 here (only ``delta_core`` is a package in site-packages). The config file is
 ``$DELTA_MAINTENANCE_TABLES`` or ``tables.yaml`` beside this file.
 """
@@ -18,6 +18,7 @@ from assets import build_daily_summary_asset, build_maintenance_assets, build_ta
 from assets.automation import build_automation_sensors
 from assets.health_checks import build_table_checks
 from assets.maintenance import Placement
+from delta_core.config.table_checks import check_tables
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
 from fleet.usage import fleet_scope
@@ -25,7 +26,6 @@ from jobs import build_cross_table_jobs, build_table_jobs
 from resources import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, SparkResource, table_resource_key
 from resources.config import MaintenanceConfig, load_config
 from resources.delta_table import discovered_tables_definition, table_resource_definition
-from resources.table_checks import check_tables
 from schedules import build_table_schedules
 from sensors import build_sensors
 
@@ -50,7 +50,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     the fleet's now (the advisor's windows, cool-downs and byte limits, the report's next schedule ticks).
 
     The policies are first checked against each readable table's schema (``check_tables``),
-    so ``dagster definitions validate`` rejects an unknown Z-order column or a bad predicate."""
+    so ``dg check defs`` rejects an unknown Z-order column or a bad predicate."""
     check_tables(config)
     assets: list = []
     checks: list = []

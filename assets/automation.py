@@ -47,10 +47,10 @@ from dagster import (
 )
 
 from assets.table import table_asset_key
+from delta_core.config.records import MaintenanceWindow
 from delta_core.health.check_names import checks_fixed_by
 from delta_core.maintenance.operations import CHECKPOINT
 from resources.config import TableConfig
-from resources.config_records import MaintenanceWindow
 
 CRON_TIMEZONE = "UTC"  # the schedules' timezone too
 DEFAULT_SENSOR_NAME = "default_automation_condition_sensor"

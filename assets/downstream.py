@@ -13,14 +13,13 @@ from dagster import AssetExecutionContext, AssetKey, MaterializeResult, Metadata
 
 from assets.metadata import summary_markdown
 from assets.table import table_asset_key
+from delta_core.config.generated_names import DAILY_SUMMARY_ASSET_NAME, downstream_group
 from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 
-DOWNSTREAM_GROUP_SUFFIX = "_downstream"
-
 
 def daily_summary_key(table_name: str) -> AssetKey:
-    return AssetKey([table_name, "daily_summary"])
+    return AssetKey([table_name, DAILY_SUMMARY_ASSET_NAME])
 
 
 def rows_per_day(snapshot, date_column: str) -> pa.Table:
@@ -56,7 +55,7 @@ def build_daily_summary_asset(table: TableConfig):
 
     @asset(
         key=daily_summary_key(table.name),
-        group_name=f"{table.name}{DOWNSTREAM_GROUP_SUFFIX}",
+        group_name=downstream_group(table.name),
         deps=[table_asset_key(table.name)],
         kinds={"python", "pyarrow"},
         required_resource_keys={resource_key},

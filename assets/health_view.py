@@ -15,6 +15,8 @@ from dagster import MetadataValue
 
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.report import HealthReport, table_health
+from delta_core.maintenance.operations import ZORDER
+from delta_core.maintenance.options import ZOrderOptions
 from resources.config import TableConfig
 
 if TYPE_CHECKING:
@@ -35,7 +37,8 @@ def health_policy(table: TableConfig) -> HealthPolicy:
 def health_columns(table: TableConfig) -> Sequence[str] | None:
     """The columns clustering is judged on: the Z-order columns when Z-order is configured, else
     None (the table's liquid clustering columns, if any)."""
-    return table.zorder.options.columns if table.zorder.enabled and table.zorder.options.columns else None
+    columns = table.options(ZOrderOptions).columns
+    return columns if table.enabled(ZORDER.name) and columns else None
 
 
 def table_health_report(dt: DeltaTable, table: TableConfig, *, snapshot: Snapshot | None = None) -> HealthReport:

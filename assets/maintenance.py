@@ -45,12 +45,12 @@ from assets.metadata import FileStats, before_after_markdown, before_after_metad
 from assets.metrics_view import listed_markdown, report_json, report_lines, report_values
 from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
+from delta_core.config.records import DEFAULT_SPARK_POOL
 from delta_core.errors import DeltaError
 from delta_core.maintenance.operations import ONE_OFFS, REGISTRY, Operation
 from delta_core.maintenance.report import Report, summary_line
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, resource_key_of, table_resource
 from resources.config import TableConfig
-from resources.config_records import DEFAULT_SPARK_POOL
 
 OPERATION_TAG = "delta_maintenance/operation"
 TABLE_TAG = "delta_maintenance/table"

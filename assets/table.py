@@ -25,14 +25,12 @@ from dagster import (
 
 from assets.data_version import DELTA_VERSION_KEY, data_change_version, previous_observation
 from assets.health_view import health_metadata, table_health_report
+from delta_core.config.generated_names import TABLE_ASSET_NAME
 from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
-
-TABLE_ASSET_NAME = "delta_table"
-
 
 def table_asset_key(table_name: str) -> AssetKey:
     return AssetKey([table_name, TABLE_ASSET_NAME])

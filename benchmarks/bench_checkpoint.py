@@ -28,12 +28,13 @@ import json
 import multiprocessing
 import os
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from benchmarks.harness import scratch_dir
 
 SIZES = {"1M": 1_000_000, "3M": 3_000_000}
 
@@ -307,8 +308,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.size:
         args.files = SIZES[args.size]
 
-    work = tempfile.mkdtemp(prefix="bench_checkpoint_")
-    try:
+    with scratch_dir("bench_checkpoint_", keep=args.keep) as work:
         base = os.path.join(work, "base")
         t0 = time.perf_counter()
         generate_log(base, args.files, args.commits)
@@ -341,9 +341,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         _print_all_seconds(runs2)
         print("(seconds exclude interpreter/library import; peak RSS includes it; "
               "delta-rs read our checkpoint back: all files present)")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

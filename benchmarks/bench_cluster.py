@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 
-from benchmarks.bench_zorder import COLUMNS, make_data, skipping
+from benchmarks.bench_zorder import COLUMNS, make_data, skipping, write_in_files
+from benchmarks.harness import scratch_dir, warm_spark
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -40,26 +40,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     from delta_core.log.table import DeltaTable
     from delta_core.maintenance.cluster_by import cluster_by
     from delta_core.maintenance.spark.cluster import cluster
-    from delta_core.maintenance.spark.session import build_spark_session
-    from delta_core.maintenance.spark.tasks import warm_up
     from delta_core.maintenance.spark.zorder import zorder
-    from delta_core.write.table_writes import append, create_table
+    from delta_core.write.table_writes import append
 
     columns = list(COLUMNS[: args.columns])
-    work = tempfile.mkdtemp(prefix="bench_cluster_")
-    try:
+    with scratch_dir("bench_cluster_") as work:
         data = make_data(args.rows)
         base = f"{work}/base"
-        target_mem = max(1, data.nbytes // args.files + 1)
-        create_table(base, data.schema, properties={"delta.targetFileSize": str(target_mem)})
-        append(DeltaTable(base), data)
-        size = DeltaTable(base).snapshot().size_in_bytes
-        target = size // args.files + 1
+        size, target = write_in_files(base, data, args.files)
         for name in ("zorder", "cluster"):
             shutil.copytree(base, f"{work}/{name}")
 
-        spark = build_spark_session(master=args.spark_master, app_name="bench-cluster")
-        warm_up(spark)
+        spark = warm_spark(args.spark_master, "bench-cluster")
         times = {}
         t0 = time.perf_counter()
         zorder(DeltaTable(f"{work}/zorder"), spark, columns, curve="zorder", target_size=target)
@@ -100,8 +92,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         second = cluster(clustered, spark, target_size=target)
         print(f"second run: rewrote {second.num_removed_files} files, committed "
               f"{'nothing' if second.version is None else f'version {second.version}'}")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -18,12 +18,12 @@ import argparse
 import importlib
 import multiprocessing
 import os
-import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from benchmarks.harness import scratch_dir
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -133,8 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--per-writer", type=int, default=25)
     args, _unknown = parser.parse_known_args(argv)
 
-    work = tempfile.mkdtemp(prefix="bench_commit_")
-    try:
+    with scratch_dir("bench_commit_") as work:
         single = {e: single_writer(e, work, args.commits) for e in ("ours", "delta-rs")}
         multi = {e: many_writers(e, work, args.writers, args.per_writer) for e in ("ours", "delta-rs")}
         print(f"one writer, {args.commits} appends of 10 rows (table opened by path each time)")
@@ -151,8 +150,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{e:<10}{r['wall']:>9.1f}{r['commits_per_s']:>11.1f}{r['p50_ms']:>9.1f}{retries:>9}{ratio:>7.2f}x")
         print("(ratio: our throughput / delta-rs throughput, higher is better; delta-rs retries are "
               "whole writes repeated after CommitFailedError, ours are commit attempts)")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

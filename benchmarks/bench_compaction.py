@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+
+from benchmarks.harness import scratch_dir, warm_spark
 
 TARGET_SIZE = 128 * 1024 * 1024
 
@@ -84,22 +85,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from delta_core.log.table import DeltaTable
     from delta_core.maintenance.spark.compaction import compact
-    from delta_core.maintenance.spark.session import build_spark_session
-    from delta_core.maintenance.spark.tasks import warm_up
 
-    work = tempfile.mkdtemp(prefix="bench_compaction_")
-    try:
+    with scratch_dir("bench_compaction_") as work:
         t0 = time.perf_counter()
         rows, size = build(f"{work}/source", args.gb, args.files, args.partitions)
         n_files = DeltaTable(f"{work}/source").snapshot().num_files
         print(f"table: {rows:,} rows, {size / 1e9:.2f} GB in {n_files} files, {args.partitions} partitions "
               f"(built in {time.perf_counter() - t0:.0f} s); target {TARGET_SIZE >> 20} MiB")
 
-        t0 = time.perf_counter()
-        spark = build_spark_session(master=args.spark_master, app_name="bench-compaction")
-        warm_up(spark)
-        session_s = time.perf_counter() - t0
-        print(f"spark session start (not in the timing): {session_s:.1f} s, master {args.spark_master}")
+        spark = warm_spark(args.spark_master, "bench-compaction")
 
         def run_ours(uri: str) -> tuple[float, int, int]:
             t0 = time.perf_counter()
@@ -132,8 +126,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"median seconds: ours {ours:.2f}, delta-rs {theirs:.2f}; per-round ratios "
               + ", ".join(f"{a / b:.2f}" for a, b in zip(times["ours"], times["delta-rs"])))
         print(f"ratio ours / delta-rs wall time (medians): {ours / theirs:.2f}x (target <= 1x)")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks.bench_compaction import TARGET_SIZE, _median, build
+from benchmarks.harness import scratch_dir, warm_spark
 
 VECTORS_PER_FILE = 100  # Delta Spark writes one DV file per task, holding many vectors
 
@@ -86,11 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from delta_core.log.table import DeltaTable
     from delta_core.maintenance.spark.compaction import compact
-    from delta_core.maintenance.spark.session import build_spark_session
-    from delta_core.maintenance.spark.tasks import warm_up
 
-    work = tempfile.mkdtemp(prefix="bench_dv_")
-    try:
+    with scratch_dir("bench_dv_") as work:
         t0 = time.perf_counter()
         rows, size = build(f"{work}/plain", args.gb, args.files, args.partitions)
         shutil.copytree(f"{work}/plain", f"{work}/with_dv")
@@ -100,10 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"copy with vectors: {deleted:,} rows deleted ({deleted / rows:.1%}) "
               f"(built in {time.perf_counter() - t0:.0f} s); target {TARGET_SIZE >> 20} MiB")
 
-        t0 = time.perf_counter()
-        spark = build_spark_session(master=args.spark_master, app_name="bench-deletion-vectors")
-        warm_up(spark)
-        print(f"spark session start (not in the timing): {time.perf_counter() - t0:.1f} s, master {args.spark_master}")
+        spark = warm_spark(args.spark_master, "bench-deletion-vectors")
 
         expected = {"plain": rows, "with_dv": rows - deleted}
         times: dict[str, list[float]] = {name: [] for name in expected}
@@ -131,8 +125,6 @@ def main(argv: Sequence[str] | None = None) -> int:
               + ", ".join(f"{a / b:.2f}" for a, b in zip(times["with_dv"], times["plain"])))
         print(f"ratio with / without deletion vectors (medians): {with_dv / plain:.2f}x (target <= 1.2x); "
               f"best rounds: {min(times['with_dv']) / min(times['plain']):.2f}x")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

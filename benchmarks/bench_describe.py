@@ -40,6 +40,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from benchmarks.bench_checkpoint import _in_process, generate_log, run_deltars, write_commit
+from benchmarks.harness import scratch_dir
 
 FILES_PER_TAIL_COMMIT = 100
 
@@ -185,9 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     py = sys.executable
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
-    work = tempfile.mkdtemp(prefix="bench_describe_")
-    summary: list[tuple[str, Medians]] = []
-    try:
+    with scratch_dir("bench_describe_", keep=args.keep) as work:
+        summary: list[tuple[str, Medians]] = []
         small = os.path.join(work, "small")
         generate_log(small, 10, 2)
         _report("CLI start-up (targets: --help 0.3 s, describe of a 10-file table 0.5 s)", _rounds({
@@ -210,9 +210,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary.append((f"{os.path.basename(os.path.normpath(root))} ({n:,})", med))
         _summary(summary)
         print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

@@ -15,15 +15,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Sequence
 
 from benchmarks.bench_checkpoint import generate_log, write_commit
+from benchmarks.harness import scratch_dir
 
 
 def _run(command: str, table: str) -> float:
@@ -47,8 +46,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from delta_core.log.table import DeltaTable
     from delta_core.write.checkpoint_write import write_checkpoint
 
-    work = tempfile.mkdtemp(prefix="bench_health_")
-    try:
+    with scratch_dir("bench_health_", keep=args.keep) as work:
         table = os.path.join(work, "t")
         t0 = time.perf_counter()
         generate_log(table, args.files, args.commits)
@@ -68,9 +66,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{command:<10}{statistics.median(runs):>10.2f}  {[round(r, 2) for r in runs]}")
         print(f"health / describe: {health / describe:.2f}x (bar: 1.5x; wall time of the whole command, "
               "imports included)")
-    finally:
-        if not args.keep:
-            shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

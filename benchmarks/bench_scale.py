@@ -30,6 +30,8 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
+from benchmarks.harness import scratch_dir
+
 ROWS_PER_FILE = 20
 # The tables are written with a tiny delta.targetFileSize (to get many files): compaction is
 # given a real target instead.
@@ -156,8 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--max-concurrent", type=int, default=2)
     args, _unknown = parser.parse_known_args(argv)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    work = pathlib.Path(tempfile.mkdtemp(prefix="bench_scale_"))
-    try:
+    with scratch_dir("bench_scale_") as scratch:
+        work = pathlib.Path(scratch)
         t0 = time.perf_counter()
         sources = build_tables(work, args.tables, args.files)
         print(f"{args.tables} tables x {args.files} files of {ROWS_PER_FILE} rows written in "
@@ -166,8 +168,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             bench_runner(sources, work, args.files, args.rounds)
         if args.part in ("dagster", "all"):
             bench_dagster(sources, work, args.files, args.rounds, args.max_concurrent)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

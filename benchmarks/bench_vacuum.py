@@ -27,10 +27,11 @@ import argparse
 import os
 import shutil
 import statistics
-import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from benchmarks.harness import scratch_dir
 
 
 def add_orphans(root: str, files: int, dirs: int, mtime: float) -> None:
@@ -106,8 +107,7 @@ def _round_times(args: argparse.Namespace, mode: str, *, first_ours: bool) -> tu
     from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
-    work = tempfile.mkdtemp(prefix="bench_vacuum_")
-    try:
+    with scratch_dir("bench_vacuum_") as work:
         ours = f"{work}/ours"
         data = pa.table({"x": pa.array(range(1000), pa.int64()), "part": pa.array([i % 4 for i in range(1000)],
                                                                                   pa.int32())})
@@ -153,8 +153,6 @@ def _round_times(args: argparse.Namespace, mode: str, *, first_ours: bool) -> tu
             assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 1000
             assert not any(name.startswith("orphan-") for _, _, names in os.walk(root) for name in names)
         return ours_s, deltars_s
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

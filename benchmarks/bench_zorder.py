@@ -22,12 +22,13 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import tempfile
 import time
 from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
+
+from benchmarks.harness import scratch_dir, warm_spark
 
 COLUMNS = ("src_ip", "dst_ip", "src_port", "dst_port")
 
@@ -40,6 +41,18 @@ def make_data(rows: int, seed: int = 7) -> pa.Table:
         "src_port": pa.array(rng.integers(0, 2**16, rows, dtype=np.int64).astype(np.int32)),
         "dst_port": pa.array(rng.integers(0, 2**16, rows, dtype=np.int64).astype(np.int32)),
     })
+
+
+def write_in_files(uri: str, data: pa.Table, files: int) -> tuple[int, int]:
+    """Write ``data`` (random order) as a new table of about ``files`` files through our write path;
+    returns the table's size in bytes and a rewrite target size giving about ``files`` files again."""
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append, create_table
+
+    create_table(uri, data.schema, properties={"delta.targetFileSize": str(max(1, data.nbytes // files + 1))})
+    append(DeltaTable(uri), data)
+    size = DeltaTable(uri).snapshot().size_in_bytes
+    return size, size // files + 1
 
 
 def skipping(uri: str, data: pa.Table, probes: int, seed: int = 11) -> tuple[int, dict[str, float]]:
@@ -67,26 +80,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from benchmarks.bench_compaction import _median
     from delta_core.log.table import DeltaTable
-    from delta_core.maintenance.spark.session import build_spark_session
-    from delta_core.maintenance.spark.tasks import warm_up
     from delta_core.maintenance.spark.zorder import zorder
-    from delta_core.write.table_writes import append, create_table
 
-    work = tempfile.mkdtemp(prefix="bench_zorder_")
-    try:
+    with scratch_dir("bench_zorder_") as work:
         data = make_data(args.rows)
         base = f"{work}/base"
-        # Split the random-order rows into --files files through our write path.
-        target_mem = max(1, data.nbytes // args.files + 1)
-        create_table(base, data.schema, properties={"delta.targetFileSize": str(target_mem)})
-        append(DeltaTable(base), data)
-        size = DeltaTable(base).snapshot().size_in_bytes
-        target = size // args.files + 1
+        size, target = write_in_files(base, data, args.files)
 
-        t0 = time.perf_counter()
-        spark = build_spark_session(master=args.spark_master, app_name="bench-zorder")
-        warm_up(spark)
-        session_s = time.perf_counter() - t0
+        spark = warm_spark(args.spark_master, "bench-zorder")
 
         def run(name: str) -> None:
             uri = f"{work}/{name}"
@@ -107,8 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                   + f"; load average {os.getloadavg()[0]:.1f}", flush=True)
         times = {name: _median(ts) for name, ts in rounds.items()}
 
-        print(f"rows={args.rows:,} files={args.files} table={size / 1e6:.1f} MB probes/column={args.probes} "
-              f"spark session start {session_s:.1f} s")
+        print(f"rows={args.rows:,} files={args.files} table={size / 1e6:.1f} MB probes/column={args.probes}")
         print(f"{'layout':<22}{'files':>6}" + "".join(f"{c:>10}" for c in COLUMNS) + f"{'average':>10}{'time s':>9}")
         results = {}
         for name, label in (("base", "unclustered"), ("zorder", "ours z-order"), ("hilbert", "ours hilbert"),
@@ -121,8 +121,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ratio ours z-order / delta-rs: skipping {results['zorder'] / max(results['deltars'], 1e-9):.2f}x, "
               f"time {times['zorder'] / times['deltars']:.2f}x (medians of {args.rounds} rounds; target <= 1x)")
         print(f"ratio ours hilbert / ours z-order: skipping {results['hilbert'] / max(results['zorder'], 1e-9):.2f}x")
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 

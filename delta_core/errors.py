@@ -68,6 +68,13 @@ class VersionNotFoundError(DeltaError):
     kind = "version_not_found"
 
 
+class TimestampAfterLatestCommitError(VersionNotFoundError):
+    """A time-travel timestamp is later than the latest commit: no version is known to be
+    current then (Delta Spark refuses it the same way); the message gives the latest commit's time."""
+
+    kind = "timestamp_after_latest_commit"
+
+
 class DeletionVectorError(DeltaError):
     """A deletion vector cannot be read or fails its checks (missing file, magic number, CRC,
     cardinality); ``path`` names its file. Nothing was written."""

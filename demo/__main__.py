@@ -25,7 +25,7 @@ import shutil
 import sys
 import time
 
-from delta_core.maintenance.operations import VACUUM
+from delta_core.maintenance.operations import CHECKPOINT, VACUUM
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
@@ -76,7 +76,7 @@ def _ensure_instance(home: pathlib.Path) -> None:
     instance_yaml = home / "dagster.yaml"
     if not instance_yaml.exists():
         # A new instance bounds the advisor's runs with Dagster's run queue (sensors.advisor), and
-        # the Spark steps to one at a time: each local[*] step takes every core (README, "Automation").
+        # the Spark steps to one at a time: each local[*] step takes every core (docs/automation.md, "The Spark pool").
         import yaml
 
         from sensors.advisor import advisor_run_limits
@@ -90,9 +90,7 @@ def _ensure_instance(home: pathlib.Path) -> None:
 def short_retention_notice(retention_hours: float, table_hours: float) -> str | None:
     """What the demo prints when its vacuum retention is below the table's: it then opts in
     (``force``), as tables.yaml would need ``allow_short_retention: true``."""
-    from resources.config_models import short_retention_error
-
-    if short_retention_error(retention_hours, table_hours, opted_in=False, whose="the table's") is None:
+    if retention_hours >= table_hours:
         return None
     return (f"Note: this run vacuums with a SHORT retention ({retention_hours:g} hours, below the table's "
             f"{table_hours:g} hours),\n  opting in with force=True: safe only because nothing else reads or "
@@ -142,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{before.num_files} files, {human_bytes(before.total_bytes)}, "
           f"{'no checkpoint' if checkpoint is None else f'last checkpoint at version {checkpoint}'}: its writer "
           f"checkpoints\n  every {WRITER_CHECKPOINT_INTERVAL} commits ({CHECKPOINT_INTERVAL}), maintenance "
-          f"every {policy.checkpoint.interval} (tables.yaml checkpoint.interval)", flush=True)
+          f"every {policy.policies[CHECKPOINT.name].interval} (tables.yaml checkpoint.interval)", flush=True)
     print(lake_created, flush=True)
 
     defs = build_definitions(config)
@@ -198,8 +196,8 @@ def main(argv: list[str] | None = None) -> int:
     if lake and not _maintain_lake(defs, instance, config, lake):
         return 1
     tables_env = "" if config_path == REPO_ROOT / "tables.yaml" else f" DELTA_MAINTENANCE_TABLES={config_path}"
-    print(f"Dagster UI:  DAGSTER_HOME={home}{tables_env} \\")
-    print("             .venv/bin/dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000")
+    print(f"Dagster UI:  source .venv/bin/activate; DAGSTER_HOME={home}{tables_env} \\")
+    print("             dg dev -h 127.0.0.1 -p 3000")
     print(f"             then open http://127.0.0.1:3000/locations/delta_maintenance/asset-groups/{TABLE_NAME}")
     return 0
 

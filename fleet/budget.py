@@ -1,5 +1,5 @@
 """The fleet budget: which of the ranked candidate runs may start now, under the limits across
-all tables in tables.yaml's ``fleet`` section (``resources.config_records.FleetPolicy``).
+all tables in tables.yaml's ``fleet`` section (``delta_core.config.records.FleetPolicy``).
 
 Pure decisions over a ``FleetUsage`` (read from the instance by ``fleet.usage``) and a clock
 value; the ranking itself is ``delta_core.health.priority`` (health points restored per byte
@@ -36,9 +36,9 @@ import datetime
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from delta_core.config.records import FleetPolicy
 from delta_core.health.priority import Candidate
 from delta_core.model.sizes import format_size
-from resources.config_records import FleetPolicy
 
 HOUR_SECONDS = 3600.0
 DAY_SECONDS = 24 * HOUR_SECONDS

@@ -33,6 +33,7 @@ from dagster import (
 
 from assets.health_view import health_columns, health_policy
 from assets.maintenance import maintenance_asset_key
+from delta_core.config.generated_names import FLEET_GROUP, FLEET_REPORT_ASSET_NAME, FLEET_REPORT_JOB
 from delta_core.errors import NotADeltaTableError
 from delta_core.health.checks import TableChecks, evaluate_checks
 from delta_core.health.priority import restored_points, rewrite_bytes
@@ -44,9 +45,7 @@ from resources.config import MaintenanceConfig, TableConfig
 from schedules import SCHEDULE_TIMEZONE
 from schedules.next_tick import next_tick
 
-FLEET_GROUP = "fleet"
-FLEET_REPORT_KEY = AssetKey([FLEET_GROUP, "report"])
-FLEET_REPORT_JOB = "fleet_report"
+FLEET_REPORT_KEY = AssetKey([FLEET_GROUP, FLEET_REPORT_ASSET_NAME])
 FLEET_REPORT_SCHEDULE = "fleet_report_schedule"
 # Recommendations name the CLI command (``cleanup-log``); checks' remedies name registry entries.
 

@@ -28,6 +28,17 @@ from assets.downstream import daily_summary_key
 from assets.health_checks import health_check_keys
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
 from assets.table import table_asset_key
+from delta_core.config.generated_names import (
+    ALL_TABLES_CHECKS_JOB,
+    ALL_TABLES_MAINTENANCE_JOB,
+    ALL_TABLES_OBSERVE_JOB,
+    all_tables_job_name,
+    checks_job_name,
+    downstream_job_name,
+    maintenance_job_name,
+    observe_job_name,
+    operation_job_name,
+)
 from delta_core.maintenance.operations import ONE_OFFS, OPERATIONS, operation
 from resources.config import MaintenanceConfig, TableConfig
 
@@ -35,35 +46,8 @@ from resources.config import MaintenanceConfig, TableConfig
 # code location imports public Dagster API only.
 AssetJob: TypeAlias = Any
 
-ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
-ALL_TABLES_OBSERVE_JOB = "all_tables_observe"
-ALL_TABLES_CHECKS_JOB = "all_tables_checks"
 # multi_or_in_process_executor defaults to multiprocess; ours default to one process.
 IN_PROCESS_RUN_CONFIG: dict[str, Any] = {"execution": {"config": {"in_process": {}}}}
-
-
-def maintenance_job_name(table_name: str) -> str:
-    return f"{table_name}_maintenance"
-
-
-def operation_job_name(table_name: str, operation: str) -> str:
-    return f"{table_name}_{operation}"
-
-
-def downstream_job_name(table_name: str) -> str:
-    return f"{table_name}_downstream_refresh"
-
-
-def observe_job_name(table_name: str) -> str:
-    return f"{table_name}_observe"
-
-
-def checks_job_name(table_name: str) -> str:
-    return f"{table_name}_checks"
-
-
-def all_tables_job_name(operation: str) -> str:
-    return f"all_tables_{operation}"
 
 
 def downstream_keys(table: TableConfig) -> list[AssetKey]:

@@ -2,19 +2,10 @@
 
 from typing import Any
 
+from delta_core.config.generated_names import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, table_resource_key
 from resources.config import MaintenanceConfig, TableConfig, TableConfigError, load_config
 from resources.delta_table import DeltaTableResource
 from resources.spark import SparkResource
-
-SPARK_RESOURCE_KEY = "spark"
-# One resource serves every discovered table: a resource per table would be bound to every asset
-# and job of the location, O(tables²) at load (2,000 tables: 41 s to resolve the repository).
-DISCOVERED_TABLES_RESOURCE_KEY = "delta_discovered_tables"
-
-
-def table_resource_key(table_name: str) -> str:
-    """Resource key of a listed table's ``DeltaTableResource``."""
-    return f"delta_{table_name}"
 
 
 def resource_key_of(table: TableConfig) -> str:

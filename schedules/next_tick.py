@@ -1,6 +1,6 @@
 """When a schedule's cron fires next (UTC): what the fleet report shows as a table's next
 maintenance. Dagster has no public function for it, so the five cron fields tables.yaml accepts
-(``resources.config_models.is_valid_cron``: values, ranges, steps, lists, month and weekday
+(``delta_core.config.sections.is_valid_cron``: values, ranges, steps, lists, month and weekday
 names, ``@hourly``/``@daily``/``@weekly``/``@monthly``) are read here. As in cron, when both the
 day of the month and the weekday are restricted, a day matching either fires.
 """

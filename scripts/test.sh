@@ -11,10 +11,18 @@ if [ "${1:-}" = "--fast" ]; then
   select=(-m "not slow and not spark")
 fi
 bash scripts/setup.sh
-# Headless Chromium + chromedriver for the UI browser test only (Debian packages; CI runs as
-# root); the demo (scripts/demo.sh) never installs a browser.
-if [ ${#select[@]} -eq 0 ] && [ ! -x /usr/bin/chromium ] && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
-  apt-get update && apt-get install -y chromium chromium-driver
+# What the UI browser tests need, installed whenever any part is missing: headless Chromium and
+# chromedriver (Debian packages, as root; CI runs as root) and selenium in the venv. The fast tier
+# and the demo (scripts/demo.sh) never install a browser. The paths can be pointed elsewhere
+# (CHROMIUM, CHROMEDRIVER) only to test this script.
+chromium=${CHROMIUM:-/usr/bin/chromium} chromedriver=${CHROMEDRIVER:-/usr/bin/chromedriver}
+if [ ${#select[@]} -eq 0 ]; then
+  if { [ ! -x "$chromium" ] || [ ! -x "$chromedriver" ]; } && [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    apt-get update && apt-get install -y chromium chromium-driver
+  fi
+  if ! .venv/bin/python -c "import selenium" 2>/dev/null; then
+    .venv/bin/pip install -q "selenium>=4"
+  fi
 fi
 .venv/bin/ruff check .
 .venv/bin/mypy

@@ -48,7 +48,6 @@ from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.actions import Action
-from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
 from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_checkpoint
 from fleet.usage import FleetScope
 from jobs import TableJobs
@@ -131,7 +130,7 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
         return None
     resource_key = resource_key_of(table)
     asset_key = table_asset_key(table.name)
-    interval = table.checkpoint.interval or DEFAULT_CHECKPOINT_INTERVAL  # None: not written
+    interval = table.policies[CHECKPOINT.name].interval
     max_commits = table.sensor.max_commits_per_tick
 
     @sensor(

@@ -66,7 +66,8 @@ from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.priority import Candidate, candidate, rank
 from delta_core.health.report import HealthReport, table_health
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.operations import CHECKPOINT
+from delta_core.maintenance.operations import CHECKPOINT, MANIFEST, ZORDER
+from delta_core.maintenance.options import ZOrderOptions
 from delta_core.model.sizes import format_size
 from fleet.budget import admit
 from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage, max_bytes_bound
@@ -194,8 +195,9 @@ def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRe
 
 
 def _report(table: TableConfig, dt: DeltaTable) -> HealthReport:
-    columns = table.zorder.options.columns if table.zorder.enabled else None  # None: clustering columns
-    return table_health(dt, policy=table.advisor.health, columns=columns, manifests=table.manifest.enabled)
+    # None: the table's clustering columns
+    columns = table.options(ZOrderOptions).columns if table.enabled(ZORDER.name) else None
+    return table_health(dt, policy=table.advisor.health, columns=columns, manifests=table.enabled(MANIFEST.name))
 
 
 def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,

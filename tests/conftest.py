@@ -14,6 +14,7 @@ import os
 import pathlib
 import shutil
 import socket
+import sys
 import threading
 import uuid
 from typing import Any
@@ -46,6 +47,7 @@ def conformance_dir() -> pathlib.Path:
 # the reason (shown by -ra). .ci/run sets DELTA_TESTS_REQUIRE_ALL=1: there an absent one fails
 # the test instead, so CI runs everything.
 CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
+DG = os.path.join(os.path.dirname(sys.executable), "dg")
 
 
 @functools.cache
@@ -58,6 +60,12 @@ def java_available() -> bool:
 
 
 @functools.cache
+def dg_available() -> bool:
+    """The ``dg`` command beside the interpreter running the tests (dagster-dg-cli)."""
+    return os.access(DG, os.X_OK)
+
+
+@functools.cache
 def browser_available() -> bool:
     return (os.access(CHROMIUM, os.X_OK) and os.access(CHROMEDRIVER, os.X_OK)
             and importlib.util.find_spec("selenium") is not None)
@@ -67,6 +75,7 @@ REQUIREMENTS = {
     "spark": (java_available, "needs Java 17 for Spark: set JAVA_HOME, or apt-get install -y openjdk-17-jre-headless"),
     "browser": (browser_available, "needs headless Chromium: apt-get install -y chromium chromium-driver "
                                    "(bash scripts/test.sh does it when run as root on Debian)"),
+    "dg": (dg_available, "needs the dg command: dagster-dg-cli, which bash scripts/setup.sh installs"),
 }
 
 

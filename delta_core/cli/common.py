@@ -6,7 +6,8 @@ set ``func`` (``args -> int | None``) on their parsers; ``delta_core.cli.main`` 
 with exit status 2: with ``--json`` as ``{"error": {"kind": ..., "message": ...}}`` on stdout
 (so scripts always get one JSON document), otherwise as one line on stderr; ``--verbose`` adds
 the traceback. Argument errors (unknown option, bad or out-of-range value, missing argument)
-are ``UsageError``s and follow the same contract instead of argparse's usage text and exit.
+are ``UsageError``s (``delta_core.cli.parser``) and follow the same contract instead of
+argparse's usage text and exit.
 Other exceptions are bugs and keep their traceback.
 """
 
@@ -15,40 +16,19 @@ from __future__ import annotations
 import argparse
 import codecs
 import json
-import re
 import sys
 import traceback
 from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from delta_core.cli.policy import add_policy_arguments
-from delta_core.errors import ConfigError, DeltaError, UsageError
+from delta_core.errors import ConfigError, DeltaError
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 EXIT_OK = 0
 EXIT_ERROR = 2  # also what argparse uses for usage errors
-
-
-# What argparse should take for a value, not an option: a leading minus followed by a digit or
-# a decimal point (``-5``, ``-5MB``, ``-0.5``, ``-1e3``). argparse's own pattern admits only bare
-# numbers, so ``--target-size -5MB`` failed with "expected one argument" before the size's own
-# check could say what is wrong. No option of ours is spelled like that.
-NEGATIVE_VALUE = re.compile(r"^-\.?\d")
-
-
-class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error raises ``UsageError`` (subparsers inherit the class), so
-    ``main`` reports it like any other error: one line, or one JSON document with ``--json``;
-    and a value with a leading minus (``-5MB``) reaches its option's check (``NEGATIVE_VALUE``)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._negative_number_matcher = NEGATIVE_VALUE
-
-    def error(self, message: str) -> NoReturn:
-        raise UsageError(f"{self.prog}: {message}; see {self.prog} --help")
 
 
 def add_table_arguments(parser: argparse.ArgumentParser, *, policy: bool = False) -> None:
@@ -71,6 +51,11 @@ def add_table_arguments(parser: argparse.ArgumentParser, *, policy: bool = False
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--verbose", action="store_true",
                         help="on error also print the traceback; let Spark log as it normally does")
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``1 file``, ``6 files``; ``plural`` for nouns that do not just take an ``s``."""
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 def parse_storage_options(items: Sequence[str]) -> dict[str, Any]:

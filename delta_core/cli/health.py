@@ -4,7 +4,8 @@
 ``--json`` prints ``HealthReport.to_dict()`` (keys ``score``, ``metrics``, ``recommendations``,
 ``score_parts``) and ``checks``, the named health checks (``delta_core.health.checks``, as the
 Dagster asset checks show them; ``log_length`` needs ``--list-log``); without it, a short
-readable report. Reading only: nothing is written.
+readable report opening with a summary line. Times are ISO 8601 (``last_optimize_timestamp``
+included). Reading only: nothing is written.
 """
 
 from __future__ import annotations
@@ -15,10 +16,12 @@ import datetime as dt
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import add_table_arguments, counted, emit, open_table
 from delta_core.cli.operations import command_name
 from delta_core.cli.policy import apply_table_policy
 from delta_core.maintenance.operations import operation
+from delta_core.model.clock import iso_time
+from delta_core.model.durations import format_duration
 from delta_core.model.sizes import format_size
 
 
@@ -45,14 +48,19 @@ def _or_none(version: int | None) -> str:
     return "none" if version is None else f"version {version}"
 
 
-def _when(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+def _command(name: str) -> str:
+    """A recommended operation (a registry name) as the command a person types: ``cleanup-log``."""
+    return command_name(operation(name))
 
 
 def render_text(report: dict[str, Any]) -> str:
     """The readable form of a ``HealthReport.to_dict()``."""
     m = report["metrics"]
-    lines = [f"{report['table']} at version {report['version']}: health {report['score']}/100"]
+    recs = report["recommendations"]
+    advice = ", ".join(_command(r["operation"]) for r in recs) or "none"
+    took = format_duration(dt.timedelta(seconds=report["duration_seconds"]))
+    lines = [f"{report['table']} at version {report['version']}: health {report['score']}/100; "
+             f"{counted(m['num_files'], 'file')}, {format_size(m['total_bytes'])}; recommended: {advice} ({took})"]
     for part in report["score_parts"]:
         lines.append(f"  {part['name']:<13} {part['score'] * 100:5.1f}% of weight {part['weight']:g}"
                      f"  (saw {part['value']})")
@@ -69,7 +77,7 @@ def render_text(report: dict[str, Any]) -> str:
         f"  tombstones       {m['num_tombstones']} ({format_size(m['tombstone_bytes'])}); past retention "
         f"{m['reclaimable_tombstones']} ({format_size(m['reclaimable_bytes'])})",
         f"  last OPTIMIZE    {_or_none(m['last_optimize_version'])}"
-        + (f" at {_when(m['last_optimize_timestamp'])}" if m["last_optimize_timestamp"] is not None else ""),
+        + (f" at {m['last_optimize_timestamp']}" if m["last_optimize_timestamp"] is not None else ""),
     ]
     if m["columns"]:
         lines.append(f"  clustering       on {', '.join(m['columns'])}: skip ratio {m['skip_ratio']}, "
@@ -82,10 +90,9 @@ def render_text(report: dict[str, Any]) -> str:
     for b in m["size_histogram"]:
         upper = format_size(b["upper"]) if b["upper"] is not None else "and more"
         lines.append(f"  {format_size(b['lower']):>10} .. {upper:<10} {b['files']:>8} files {format_size(b['bytes']):>10}")
-    recs = report["recommendations"]
     lines.append("recommendations:" if recs else "recommendations: none, nothing pays off now")
-    for r in recs:  # as the command a person types: cleanup-log
-        lines.append(f"  {command_name(operation(r['operation'])):<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
+    for r in recs:
+        lines.append(f"  {_command(r['operation']):<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
     return "\n".join(lines)
 
 
@@ -107,6 +114,8 @@ def cmd_health(args: argparse.Namespace) -> int:
     health = table_health(table, policy=policy, columns=list(columns) or None,
                           manifests=args.manifests, log_listing=args.list_log, snapshot=snapshot)
     report = health.to_dict()
+    optimized = report["metrics"]["last_optimize_timestamp"]
+    report["metrics"]["last_optimize_timestamp"] = None if optimized is None else iso_time(optimized)
     if args.json:
         checks = health_checks(health, protocol=snapshot.protocol, metadata=snapshot.metadata)
         report["checks"] = [c.to_dict() for c in checks]

@@ -13,7 +13,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 from delta_core.cli import health, maintenance, operations, read, write
-from delta_core.cli.common import EXIT_ERROR, EXIT_OK, Parser, report_error
+from delta_core.cli.common import EXIT_ERROR, EXIT_OK, report_error
+from delta_core.cli.parser import Parser
 from delta_core.cli.progress import progress_for
 from delta_core.cli.version import VersionAction
 from delta_core.errors import DeltaError, UsageError
@@ -42,8 +43,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
         func: Callable[[argparse.Namespace], int | None] | None = getattr(args, "func", None)
         if func is None:  # a command group invoked without its subcommand
-            raise UsageError(f"{parser.prog} {args.command}: a subcommand is required; "
-                             f"see {parser.prog} {args.command} --help")
+            raise UsageError(f"{args.command} needs a subcommand; see {parser.prog} {args.command} --help")
         with progress_for(args):  # bars on a terminal only, never with --json
             status = func(args)
     except DeltaError as exc:

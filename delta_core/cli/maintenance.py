@@ -3,7 +3,8 @@
 Delta Spark has ``ALTER TABLE ... CLUSTER BY`` beside ``OPTIMIZE``: ``cluster-by TABLE --columns
 a,b`` (or ``--none``) sets the clustering columns and commits nothing else; clustering itself is
 the registry's ``cluster`` operation (``delta_core.cli.operations``), and ``compact`` on a
-clustered table does the same, as ``OPTIMIZE`` does there.
+clustered table does the same, as ``OPTIMIZE`` does there. As text, the summary line every
+maintenance command opens with (``report.summary_line``) comes first.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ def cmd_cluster_by(args: argparse.Namespace) -> int:
 
     table = open_table(args)
     result = cluster_by(table, None if args.none else list(args.columns))
-    if not args.json:  # the one summary line first, as every maintenance command
-        emit(summary_line("Cluster by", result), False)
+    if not args.json:
+        emit(summary_line("Cluster by", result), False)  # the gist first; the record follows
     emit(result.to_dict(), args.json)
     return 0
+

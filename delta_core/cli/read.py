@@ -2,8 +2,8 @@
 
 ``describe`` answers what Delta's ``DESCRIBE DETAIL`` does, under its column names in our
 snake case: ``format``, ``id``, ``name``, ``description``, ``location`` (the table root's URI),
-``created_time`` (``metaData.createdTime``, epoch ms), ``last_modified`` (the version's commit
-time, epoch ms), ``partition_columns``, ``clustering_columns``, ``num_files``,
+``created_time`` (``metaData.createdTime``), ``last_modified`` (the version's commit
+time), ``partition_columns``, ``clustering_columns``, ``num_files``,
 ``size_in_bytes``, ``configuration`` (DESCRIBE DETAIL's ``properties``), ``min_reader_version``,
 ``min_writer_version`` and ``table_features`` (every feature in effect, those a legacy protocol
 implies included). Beside them it keeps every key of the conformance suite's ``latest`` record,
@@ -22,6 +22,10 @@ File" > "State Validation"); a mismatch is reported, not raised, so the table st
 ``history`` prints each commit's ``commitInfo`` newest first; as text, one line per commit
 (version, time, operation and its parameters) and below it the commit's operation metrics and
 who wrote it (``userName``/``userId``, ``engineInfo`` or delta-rs's ``clientVersion``).
+
+Times are ISO 8601 in UTC (``model.clock.iso_time``), as text and as JSON; only ``history``'s
+``commit_info`` stays the action exactly as the log holds it. As text, each command opens with
+one summary line.
 """
 
 from __future__ import annotations
@@ -30,8 +34,9 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from delta_core.cli.common import add_table_arguments, emit, emit_listing, json_text, open_table
+from delta_core.cli.common import add_table_arguments, counted, emit, emit_listing, json_text, open_table
 from delta_core.errors import ConfigError
+from delta_core.model.clock import iso_time
 from delta_core.model.sizes import format_size
 
 if TYPE_CHECKING:
@@ -49,7 +54,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     when = p.add_mutually_exclusive_group()
     when.add_argument("--version", type=int, default=None, metavar="N", help="describe version N")
     when.add_argument("--timestamp", default=None, metavar="ISO8601",
-                      help="describe the latest version committed at or before this time (UTC if no zone)")
+                      help="describe the latest version committed at or before this time (UTC if no zone); "
+                           "a time after the latest commit is refused")
     p.set_defaults(func=cmd_describe)
 
     h = subparsers.add_parser("history", help="list commits, newest first",
@@ -90,8 +96,8 @@ def describe_record(snapshot: Snapshot) -> dict[str, Any]:
         "name": metadata.name,
         "description": metadata.description,
         "location": location,
-        "created_time": metadata.created_time,
-        "last_modified": snapshot.timestamp,
+        "created_time": _iso_or_none(metadata.created_time),
+        "last_modified": iso_time(snapshot.timestamp),
         "version": snapshot.version,
         "partition_columns": list(metadata.partition_columns),
         "clustering_columns": [c.name for c in clustering],
@@ -122,10 +128,10 @@ def sorted_paths(column: pa.ChunkedArray) -> list[str]:
 
 
 def txn_details(snapshot: Snapshot) -> dict[str, dict[str, Any]]:
-    """Every ``txn`` of the log: ``{appId: {version, last_updated (epoch ms or null), expired}}``;
+    """Every ``txn`` of the log: ``{appId: {version, last_updated (ISO 8601 or null), expired}}``;
     ``expired`` by the same rule (and clock) as ``snapshot.txns``."""
     live = snapshot.txns
-    return {app_id: {"version": t.version, "last_updated": t.last_updated, "expired": app_id not in live}
+    return {app_id: {"version": t.version, "last_updated": _iso_or_none(t.last_updated), "expired": app_id not in live}
             for app_id, t in sorted(snapshot.all_txns.items())}
 
 
@@ -141,10 +147,8 @@ def _type_text(t: DataType) -> str:
     return str(t)
 
 
-def _iso(ms: int | None) -> str:
-    if ms is None:
-        return "-"
-    return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
+def _iso_or_none(ms: int | None) -> str | None:
+    return None if ms is None else iso_time(ms)
 
 
 def _feature_text(values: Any) -> str:
@@ -155,19 +159,22 @@ def describe_text(uri: str, snapshot: Snapshot, record: dict[str, Any], *, files
     """``describe`` for a person; with ``files`` it ends with the heading of the paths that
     follow it (``emit_listing``)."""
     protocol = snapshot.protocol
-    lines = [f"Table:       {uri}"]
+    records = record["num_records"]
+    lines = [f"{uri}: version {record['version']} committed {record['last_modified']}; "
+             f"{counted(record['num_files'], 'file')}, {format_size(record['size_in_bytes'])}, "
+             + (counted(records, "record") if records is not None else "unknown records"),
+             f"Table:       {uri}"]
     if record["location"] != uri:
         lines.append(f"Location:    {record['location']}")
     lines.append(f"Id:          {record['id']}" + "".join(
         f", {key} {record[key]!r}" for key in ("name", "description") if record[key] is not None))
     lines += [
-        f"Created:     {_iso(record['created_time'])}",
-        f"Version:     {record['version']} (committed {_iso(record['last_modified'])})",
+        f"Created:     {record['created_time'] or '-'}",
+        f"Version:     {record['version']} (committed {record['last_modified']})",
         f"Protocol:    reader {protocol.min_reader_version}{_feature_text(protocol.reader_features)}, "
         f"writer {protocol.min_writer_version}{_feature_text(protocol.writer_features)}",
         f"Features:    {', '.join(record['table_features']) or 'none'}",
     ]
-    records = record["num_records"]
     lines.append(f"Files:       {record['num_files']} ({format_size(record['size_in_bytes'])}), records: "
                  f"{records if records is not None else 'unknown (some files lack stats)'}")
     lines.append(f"Tombstones:  {record['num_tombstones']}")
@@ -184,7 +191,7 @@ def describe_text(uri: str, snapshot: Snapshot, record: dict[str, Any], *, files
         retention = record["configuration"].get("delta.setTransactionRetentionDuration")
         lines.append("App transactions:" + (f" (delta.setTransactionRetentionDuration = {retention})"
                                             if retention else ""))
-        lines.extend(f"  {app}: version {d['version']}, last updated {_iso(d['last_updated'])}"
+        lines.extend(f"  {app}: version {d['version']}, last updated {d['last_updated'] or '-'}"
                      + (", expired" if d["expired"] else "") for app, d in record["txn_details"].items())
     if files:
         lines.append("File paths:" if record["num_files"] else "File paths: none")
@@ -216,7 +223,7 @@ def history_record(entry: Any) -> dict[str, Any]:
     info = dict(entry.commit_info or {})
     return {
         "version": entry.version,
-        "timestamp": entry.timestamp,
+        "timestamp": iso_time(entry.timestamp),
         "operation": info.get("operation"),
         "operation_parameters": info.get("operationParameters"),
         "operation_metrics": info.get("operationMetrics"),
@@ -240,14 +247,20 @@ def _author(info: dict[str, Any]) -> str:
     return ", ".join(part for part in (f"user {user}" if user else "", f"engine {engine}" if engine else "") if part)
 
 
-def history_text(records: list[dict[str, Any]]) -> str:
-    """One line per commit (version, time, operation and parameters), then indented its
-    operation metrics and who wrote it, when the commit says."""
+def history_text(uri: str, records: list[dict[str, Any]]) -> str:
+    """A summary line, then one line per commit (version, time, operation and parameters) and
+    indented below it its operation metrics and who wrote it, when the commit says."""
     indent = " " * 9
-    lines = [f"{'VERSION':>7}  {'TIMESTAMP (UTC)':<29}  OPERATION"]
+    if records:
+        newest, oldest = records[0], records[-1]
+        summary = (f"{uri}: {counted(len(records), 'commit')}, versions {newest['version']} "
+                   f"({newest['timestamp']}) back to {oldest['version']} ({oldest['timestamp']})")
+    else:
+        summary = f"{uri}: no commits in the log"
+    lines = [summary, f"{'VERSION':>7}  {'TIMESTAMP (UTC)':<29}  OPERATION"]
     for r in records:
         params = _pairs(r["operation_parameters"])
-        lines.append(f"{r['version']:>7}  {_iso(r['timestamp']):<29}  {r['operation'] or '-'}"
+        lines.append(f"{r['version']:>7}  {r['timestamp']:<29}  {r['operation'] or '-'}"
                      + (f"  {params}" if params else ""))
         metrics = _pairs(r["operation_metrics"])
         if metrics:
@@ -263,5 +276,5 @@ def cmd_history(args: argparse.Namespace) -> int:
         raise ConfigError(f"--limit {args.limit} must be at least 1")
     table = open_table(args)
     records = [history_record(e) for e in table.history(args.limit)]
-    emit(records if args.json else history_text(records), args.json)
+    emit(records if args.json else history_text(table.uri, records), args.json)
     return 0

@@ -20,9 +20,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from delta_core.errors import CorruptLogError, VersionNotFoundError
+from delta_core.errors import CorruptLogError, TimestampAfterLatestCommitError, VersionNotFoundError
 from delta_core.log.log_path import LogFileKind, LogPath, commit_key
 from delta_core.log.log_segment import list_log
+from delta_core.model.clock import iso_time
 from delta_core.model.table_properties import TableProperties
 from delta_core.storage.base import Storage
 
@@ -144,12 +145,15 @@ def history(
 
 def version_at_timestamp(
     storage: Storage, timestamp_ms: int, *, configuration: Mapping[str, str], ict_enabled: bool,
+    refuse_after_latest: bool = False,
 ) -> int:
     """The latest version committed at or before ``timestamp_ms``.
 
     ``configuration``/``ict_enabled`` come from the latest snapshot: they say from which version
     on commit times are in-commit timestamps. Raises ``VersionNotFoundError`` when the time is
-    before the earliest commit the log still has.
+    before the earliest commit the log still has and, with ``refuse_after_latest`` (time travel,
+    as Delta Spark does it), ``TimestampAfterLatestCommitError`` when it is after the latest
+    commit: a later commit may still land at that time. Cut-offs (vacuum lite) leave it off.
     """
     commits = [f for f in list_log(storage) if f.kind is LogFileKind.COMMIT]
     if not commits:
@@ -159,6 +163,8 @@ def version_at_timestamp(
     file_commits = [c for c in commits if ict_from is None or c.version < ict_from]
     ict_commits = [c for c in commits if ict_from is not None and c.version >= ict_from]
 
+    if refuse_after_latest:
+        _refuse_after_latest(storage, timestamp_ms, file_commits, ict_commits)
     if ict_commits:
         first_ict = _ict(read_commit_info(storage, ict_commits[0].version))
         if first_ict is not None and timestamp_ms >= first_ict:
@@ -187,8 +193,25 @@ def version_at_timestamp(
     if best is None:
         first = times[0] if times else None
         raise VersionNotFoundError(
-            f"no version of {storage.root} was committed at or before {timestamp_ms} ms"
-            + (f"; the earliest available commit is at {first} ms" if first is not None else ""),
+            f"no version of {storage.root} was committed at or before {iso_time(timestamp_ms)}"
+            + (f"; the earliest available commit is at {iso_time(first)}" if first is not None else ""),
             path=storage.root,
         )
     return best
+
+
+def _refuse_after_latest(storage: Storage, timestamp_ms: int, file_commits: Sequence[LogPath],
+                         ict_commits: Sequence[LogPath]) -> None:
+    """Raise ``TimestampAfterLatestCommitError`` when ``timestamp_ms`` is after the latest
+    commit's timestamp (its in-commit timestamp, or its file time made monotonic)."""
+    latest = (ict_commits or file_commits)[-1]
+    latest_ms = (_ict(read_commit_info(storage, latest.version)) if ict_commits
+                 else monotonic_times(file_commits)[-1])
+    if latest_ms is None or timestamp_ms <= latest_ms:
+        return
+    raise TimestampAfterLatestCommitError(
+        f"the provided timestamp ({iso_time(timestamp_ms)}) is after the latest version available to "
+        f"{storage.root} (version {latest.version}, committed {iso_time(latest_ms)}): use a timestamp "
+        f"at or before {iso_time(latest_ms)}, or no timestamp for the latest version",
+        path=storage.root, version=latest.version,
+    )

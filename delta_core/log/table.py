@@ -64,7 +64,8 @@ class DeltaTable:
         """The snapshot at ``version``, as of ``timestamp``, or the latest.
 
         A timestamp selects the latest version committed at or before it; one before the first
-        commit raises ``VersionNotFoundError``.
+        commit raises ``VersionNotFoundError``, one after the latest commit
+        ``TimestampAfterLatestCommitError`` (as Delta Spark's time travel).
         """
         if version is not None and timestamp is not None:
             raise TypeError("pass either version or timestamp, not both")
@@ -73,12 +74,13 @@ class DeltaTable:
         return load_snapshot(self._storage, version=version, clock=self._clock)
 
     def version_at(self, timestamp: Timestamp) -> int:
-        """The latest version committed at or before ``timestamp``."""
+        """The latest version committed at or before ``timestamp``; refused (see ``snapshot``)
+        before the first commit or after the latest."""
         # Only the latest metadata is needed (which versions carry in-commit timestamps).
         _, metadata = load_protocol_metadata(self._storage)
         return version_at_timestamp(
             self._storage, to_epoch_ms(timestamp), configuration=metadata.configuration,
-            ict_enabled=TableProperties(metadata.configuration).in_commit_timestamps,
+            ict_enabled=TableProperties(metadata.configuration).in_commit_timestamps, refuse_after_latest=True,
         )
 
     def protocol_and_metadata(self, version: int | None = None) -> tuple[Protocol, Metadata]:

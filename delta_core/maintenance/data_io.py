@@ -329,18 +329,20 @@ def write_rewritten(
     partition_values: Mapping[str, str | None],
     key: str | None = None,
     schema: StructType | None = None,
+    partition_columns: bool = False,
 ) -> Add:
     """Write rows of one partition (a table, or chunks streamed in order) as a new file with
     ``dataChange=false`` (at ``key`` when given, from ``rewrite_output_key``); the ``add`` keeps
     the exact ``partitionValues`` strings of the files it replaces. On a table with row tracking
     enabled the file also stores the materialized row tracking columns the rows carry (read with
     ``DataFileReader(row_ids=...)``), so rows keep their stable ids. ``schema``:
-    ``table_schema(metadata)``, when parsed already."""
+    ``table_schema(metadata)``, when parsed already. ``partition_columns``: the file also holds
+    the partition columns (``materialized_partitions.stores_partition_columns``)."""
     chunks = [data] if isinstance(data, pa.Table) else data
     add = write_data_file_batches(
         storage, chunks, metadata=metadata,
         partition_values=logical_partition_values(metadata, partition_values, schema=schema), data_change=False,
-        key=key, row_tracking_columns=True, schema=schema,
+        key=key, row_tracking_columns=True, partition_columns=partition_columns, schema=schema,
     )
     return dataclasses.replace(add, partition_values=dict(partition_values))
 
@@ -357,6 +359,7 @@ def rewrite_files(
     deletion_vectors: Sequence[DeletionVectorDescriptor | None] | None = None,
     row_ids: Mapping[str, FileRowIds] | None = None,
     schema: StructType | None = None,
+    partition_columns: bool = False,
 ) -> Add | None:
     """Stream the live rows of ``paths`` (files of one partition; ``sizes`` and
     ``deletion_vectors`` as in the log, when known) into one new file with ``dataChange=false``
@@ -364,7 +367,8 @@ def rewrite_files(
     rows written, or ``None`` when the inputs have no live row (no empty file is left). Row order follows ``paths``. ``reader`` (for this table's ``metadata``)
     replaces the default one, e.g. to summarise inputs; ``row_ids`` (``row_tracking.input_row_ids``)
     are the default reader's, to keep rows' stable ids (a given ``reader`` must have them);
-    ``schema``: ``table_schema(metadata)``, when parsed already."""
+    ``schema``: ``table_schema(metadata)``, when parsed already; ``partition_columns`` as for
+    ``write_rewritten``."""
     reader = reader if reader is not None else DataFileReader(storage, metadata, row_ids=row_ids, schema=schema)
     if reader.row_ids is None and materialized_columns(metadata) is not None:
         # Without them every row would silently get a new stable id: refuse before writing.
@@ -373,7 +377,8 @@ def rewrite_files(
             "read the inputs with their row ids (row_ids=row_tracking.input_row_ids(snapshot, paths))",
             path=storage.root)
     add = write_rewritten(storage, reader.read_ahead(paths, sizes, deletion_vectors), metadata=metadata,
-                          partition_values=partition_values, key=key, schema=schema)
+                          partition_values=partition_values, key=key, schema=schema,
+                          partition_columns=partition_columns)
     if json.loads(add.stats or "{}").get("numRecords") == 0:
         # Deletion vectors deleted every input row: the inputs are removed and nothing replaces them.
         storage.delete(log_path_to_key(add.path, storage.root))

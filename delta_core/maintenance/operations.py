@@ -87,18 +87,6 @@ class Operation:
     # here, held to that module by a test), in the order a run would try the remedies.
     repairs: tuple[str, ...] = ()
 
-    # The two below are read only by the tables.yaml readers being replaced by one in
-    # ``delta_core.config`` (``cli/policy.py``, ``resources/config*``); they go with them.
-    @property
-    def cli_command(self) -> str:
-        """The ``delta-core`` subcommand: ``name`` with ``_`` written ``-``."""
-        return self.name.replace("_", "-")
-
-    @property
-    def policy_key(self) -> str | None:
-        """Its section in tables.yaml (``name``); None when configured inside another's."""
-        return None if self.configured_in else self.name
-
     def metrics_type(self) -> type:
         """The class of the record the operation returns (imported now, not at registry load)."""
         module, _, qualname = self.metrics_type_path.partition(":")

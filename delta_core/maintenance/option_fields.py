@@ -5,9 +5,8 @@ every surface reads that description instead of spelling the option again:
 
 - the ``delta-core`` command line builds each flag from it (``--target-size``, its help and its
   parser);
-- the ``tables.yaml`` readers (``delta_core.cli.policy`` and the code location's pydantic
-  models, generated from it in ``resources``) take the same keys, refuse any other, and parse
-  values with ``parse_option``;
+- the ``tables.yaml`` reader (``delta_core.config``) takes the same keys, refuses any other,
+  parses values with ``parse_option`` and checks them against the table by their kind;
 - the Dagster ``Config`` of each asset is generated from it, so a run launched from the UI takes
   the same names.
 
@@ -66,6 +65,10 @@ class OptionSpec:
     in_policy: bool = True  # may be written in tables.yaml (False: a one-off, command line or launch only)
     shortcuts: tuple[tuple[str, str], ...] = ()  # CHOICE: extra switches, e.g. ("--lite", "lite")
     required: bool = False  # the operation cannot run without it (a section that is enabled must give it)
+    # HOURS: the table property (a ``TableProperties`` duration) the value may go below only when
+    # the flag field ``floor_override`` is true (vacuum's retention: ``force``)
+    floor: str | None = None
+    floor_override: str | None = None
 
     @property
     def unit(self) -> str | None:

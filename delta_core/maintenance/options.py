@@ -1,8 +1,8 @@
 """The options of each maintenance operation, as frozen records whose fields describe themselves.
 
 One record per entry of ``delta_core.maintenance.operations``: it is the entry's config type.
-The Dagster code location builds them from ``tables.yaml`` (``resources/config_models.py``
-converts into these), puts the values given at launch in, and passes the fields to the
+``delta_core.config`` reads them from ``tables.yaml``; the Dagster code location puts the values
+given at launch in, and passes the fields to the
 operation; the fields carry the operation's own keyword names. Each field is declared with
 ``option_fields.option``: its kind, help and bounds, from which the command line, the tables.yaml
 readers and the Dagster configs are built (``option_fields``). ``None`` means "use the table's own property" (``delta.targetFileSize``,
@@ -111,9 +111,8 @@ class VacuumOptions:
     force: bool = option(False, kind=Kind.FLAG, policy_key="allow_short_retention",
                          help="allow a retention shorter than the table's: files that readers of recent versions "
                               "or running writers still need may be deleted")
-    # after force: the tables.yaml reader checks a short retention against allow_short_retention
     retention_hours: float | None = option(
-        None, kind=Kind.HOURS, minimum=0,
+        None, kind=Kind.HOURS, minimum=0, floor="deleted_file_retention", floor_override="force",
         help="keep unreferenced files younger than this: hours or an interval like '7 days' "
              "(default delta.deletedFileRetentionDuration, 7 days)")
     mode: str = option("full", kind=Kind.CHOICE, choices=("full", "lite"), shortcuts=(("--lite", "lite"),),

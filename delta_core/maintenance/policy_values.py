@@ -1,9 +1,8 @@
 """Values of a table's maintenance policy (``tables.yaml``) that every reader of the file parses
 the same way: retention hours and the table URI.
 
-Two loaders read ``tables.yaml``: the Dagster code location (``resources/config_models.py``,
-pydantic, strict) and the ``delta-core`` command line (``delta_core.cli.policy``, no pydantic).
-Both call these functions, so a value means the same thing to both. Sizes have their own
+The one ``tables.yaml`` reader (``delta_core.config``) and the command line's flags call these
+functions, so a value means the same thing wherever it is written. Sizes have their own
 module (``delta_core.model.sizes``). Intervals are Delta's ``interval 7 days`` form
 (``delta_core.model.table_properties.parse_interval``; Delta Spark's table-property syntax,
 PROTOCOL.md "Table Properties" leaves it to implementations).

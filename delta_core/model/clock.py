@@ -10,6 +10,7 @@ checkpoints (tombstone expiry), log cleanup, vacuum retention and txn expiry rea
 
 from __future__ import annotations
 
+import datetime as dt
 import time
 from collections.abc import Callable
 
@@ -20,3 +21,13 @@ Clock = Callable[[], int]
 def system_clock() -> int:
     """The wall clock, in epoch milliseconds."""
     return int(time.time() * 1000)
+
+
+def iso_time(ms: int) -> str:
+    """Epoch milliseconds as an ISO-8601 UTC time, ``2024-01-31T12:00:00.000+00:00``: how every
+    time is shown to a person or a script (never raw epoch milliseconds). A value no calendar
+    holds (a corrupt log's) is shown as the number it is."""
+    try:
+        return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).isoformat(timespec="milliseconds")
+    except (OverflowError, OSError, ValueError):
+        return f"{ms} ms after the epoch (not a calendar time)"

@@ -103,6 +103,15 @@ WRITER_FEATURES: Mapping[str, WriterFeature] = {f.name: f for f in (
     # data file we write has stats; clustering tags files clusteringProvider=liquid and
     # reclusters only liquid or unclustered files (all with --full, as OPTIMIZE FULL)
     WriterFeature("clustering", False, Scope.ALWAYS, "delta_core.maintenance.spark.cluster"),
+    # every new data file (rewrites and appends) holds the partition columns, after the data
+    # columns as Delta Spark writes them, physical names, no stats
+    WriterFeature("materializePartitionColumns", False, Scope.ALWAYS,
+                  "delta_core.write.materialized_partitions"),
+    # no command changes a schema's collations (__COLLATIONS metadata); new files get UTF-8 binary
+    # stats, which the RFC allows, and never statsWithCollation (stats are collected afresh per
+    # file: rewrites and analyze drop the inputs' ones); files re-added unchanged keep theirs
+    WriterFeature("collations", False, Scope.ALWAYS, "delta_core.model.stats_collect"),
+    WriterFeature("collations-preview", False, Scope.ALWAYS, "delta_core.model.stats_collect"),
 )}
 
 SUPPORTED_WRITER_FEATURES: frozenset[str] = frozenset(

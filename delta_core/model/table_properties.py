@@ -32,6 +32,7 @@ ENABLE_ROW_TRACKING = "delta.enableRowTracking"
 ROW_TRACKING_SUSPENDED = "delta.rowTrackingSuspended"
 MATERIALIZED_ROW_ID_COLUMN = "delta.rowTracking.materializedRowIdColumnName"
 MATERIALIZED_ROW_COMMIT_VERSION_COLUMN = "delta.rowTracking.materializedRowCommitVersionColumnName"
+WRITE_PARTITION_COLUMNS_TO_PARQUET = "delta.writePartitionColumnsToParquet"
 
 DEFAULT_CHECKPOINT_INTERVAL = 10
 DEFAULT_DELETED_FILE_RETENTION = dt.timedelta(days=7)
@@ -177,3 +178,8 @@ class TableProperties:
     @property
     def row_tracking_suspended(self) -> bool:
         return self._bool(ROW_TRACKING_SUSPENDED, False)
+
+    @property
+    def write_partition_columns(self) -> bool:
+        """New data files should hold the partition columns (see ``write.materialized_partitions``)."""
+        return self._bool(WRITE_PARTITION_COLUMNS_TO_PARQUET, False)

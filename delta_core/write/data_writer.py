@@ -4,8 +4,9 @@ Serialization", "Column Mapping").
 
 - Rows are conformed to the table schema first (same columns, compatible types, no nulls in
   non-nullable columns); anything else raises ``SchemaMismatchError`` before a byte is written.
-- Partition columns are not stored in the files; their values go to ``partitionValues``
-  serialised per the protocol, and files land in Hive-style directories (``a=1/b=x/``).
+- Partition values go to ``partitionValues`` serialised per the protocol, and files land in
+  Hive-style directories (``a=1/b=x/``). The files hold the partition columns only where the
+  table asks for it (``materialized_partitions``); otherwise they are not stored.
 - Under column mapping the files carry physical column names (and Parquet field ids in ``id``
   mode), ``partitionValues`` and stats are keyed by physical names; in mode ``none`` leftover
   mapping metadata in the schema is ignored.
@@ -35,6 +36,7 @@ from delta_core.model.schema import StructField, StructType, schema_to_arrow, to
 from delta_core.model.stats_collect import StatsCollector, split_column_name
 from delta_core.model.table_properties import TableProperties
 from delta_core.storage.base import Storage
+from delta_core.write.materialized_partitions import PartitionColumns
 from delta_core.write.parquet_stream import ParquetStream
 from delta_core.write.row_tracking import materialized_fields
 from delta_core.write.void_columns import check_void_writable, drop_void, without_void
@@ -205,6 +207,8 @@ class DataFileWriter:
     ``new_data_file_key``) fixes where the file goes; by default a fresh key is chosen.
     ``row_tracking_columns``: the file also stores row tracking's materialized row id and row
     commit version columns (``row_tracking.materialized_fields``; rewrites preserving stable ids).
+    ``partition_columns``: the file also stores the partition columns, last, filled with
+    ``partition_values`` and without stats (``materialized_partitions.stores_partition_columns``).
     ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already.
     """
 
@@ -221,6 +225,7 @@ class DataFileWriter:
         row_group_bytes: int | None = None,
         key: str | None = None,
         row_tracking_columns: bool = False,
+        partition_columns: bool = False,
         schema: StructType | None = None,
     ) -> None:
         parsed = schema if schema is not None else table_schema(metadata)
@@ -242,6 +247,13 @@ class DataFileWriter:
             self._logical = schema_to_arrow(self._schema)
             self._stored = StructType(self._stored.fields + hidden)
             self._physical = schema_to_arrow(without_void(self._stored), physical=True)
+        self._in_file: PartitionColumns | None = None
+        if partition_columns and self._partition_columns:
+            # after the data (and hidden) columns, as Delta Spark writes them; no stats (the
+            # collector above covers the data columns only)
+            self._in_file = PartitionColumns([parsed[c] for c in self._partition_columns], self._serialised)
+            self._stored = StructType(self._stored.fields + self._in_file.fields)
+            self._physical = schema_to_arrow(without_void(self._stored), physical=True)
         self.key = key if key is not None else new_data_file_key(metadata, partition_values, directory=directory,
                                                                  schema=parsed)
         self._data_change = data_change
@@ -258,6 +270,8 @@ class DataFileWriter:
             data = pa.Table.from_batches([data])
         conformed = _conform(data, self._schema, self._logical, self._partition_columns,
                              keep_partition_columns=False)
+        if self._in_file is not None:
+            conformed = self._in_file.append_to(conformed)
         self._stream.write(to_physical(drop_void(conformed, self._stored), self._physical))
 
     def close(self) -> Add:
@@ -289,15 +303,17 @@ def write_data_file_batches(
     row_group_bytes: int | None = None,
     key: str | None = None,
     row_tracking_columns: bool = False,
+    partition_columns: bool = False,
     schema: StructType | None = None,
 ) -> Add:
     """Write one Parquet file from ``batches`` (rows that all share ``partition_values``, logical
     names), consumed one at a time; return its ``add``. A failure part-way removes the file.
-    ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already."""
+    ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already;
+    ``partition_columns`` as for ``DataFileWriter``."""
     writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
                             data_change=data_change, tags=tags, row_group_rows=row_group_rows,
                             row_group_bytes=row_group_bytes, key=key, row_tracking_columns=row_tracking_columns,
-                            schema=schema)
+                            partition_columns=partition_columns, schema=schema)
     try:
         for batch in batches:
             writer.write(batch)
@@ -316,14 +332,17 @@ def write_data_file(
     directory: str | None = None,
     data_change: bool = True,
     tags: Mapping[str, str] | None = None,
+    partition_columns: bool = False,
 ) -> Add:
     """Write one Parquet file for rows that all share ``partition_values``; return its ``add``.
 
     ``partition_values`` maps logical partition column names to Python values. Partition
-    columns present in ``data`` are dropped from the file.
+    columns present in ``data`` are dropped from the file, unless ``partition_columns`` asks to
+    store them (as for ``DataFileWriter``).
     """
     return write_data_file_batches(storage, [data], metadata=metadata, partition_values=partition_values,
-                                   directory=directory, data_change=data_change, tags=tags)
+                                   directory=directory, data_change=data_change, tags=tags,
+                                   partition_columns=partition_columns)
 
 
 def write_parquet(storage: Storage, key: str, data: pa.Table) -> int:
@@ -407,11 +426,12 @@ def write_table_data(
     target_file_size: int | None = None,
     data_change: bool = True,
     on_file: Callable[[Add], None] | None = None,
+    partition_columns: bool = False,
 ) -> list[Add]:
     """Write ``data`` (logical names) as one or more files per partition; return the adds.
 
     ``on_file`` sees each file as soon as it exists, so a caller can clean up after a failure
-    half-way (``Transaction.track_written_file``).
+    half-way (``Transaction.track_written_file``); ``partition_columns`` as for ``DataFileWriter``.
     """
     conformed = conform_to_schema(data, metadata)
     adds: list[Add] = []
@@ -422,7 +442,7 @@ def write_table_data(
     for values, rows in partition_groups(conformed, list(metadata.partition_columns)):
         for chunk in _split_rows(rows, target_file_size):
             add = write_data_file(storage, chunk, metadata=metadata, partition_values=values,
-                                  data_change=data_change)
+                                  data_change=data_change, partition_columns=partition_columns)
             if on_file is not None:
                 on_file(add)
             adds.append(add)

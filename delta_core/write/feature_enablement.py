@@ -33,7 +33,11 @@ from delta_core.model.table_features import (
     reader_features,
     writer_features,
 )
-from delta_core.model.table_properties import ENABLE_IN_COMMIT_TIMESTAMPS, parse_bool
+from delta_core.model.table_properties import (
+    ENABLE_IN_COMMIT_TIMESTAMPS,
+    WRITE_PARTITION_COLUMNS_TO_PARQUET,
+    parse_bool,
+)
 from delta_core.write.constraints import CONSTRAINT_PREFIX
 
 CHECKPOINT_POLICY = "delta.checkpointPolicy"
@@ -94,6 +98,7 @@ FEATURE_PROPERTIES: Mapping[str, PropertyRule] = {r.key: r for r in (
     PropertyRule("delta.enableIcebergCompatV1", _when_true("icebergCompatV1")),
     PropertyRule("delta.enableIcebergCompatV2", _when_true("icebergCompatV2")),
     PropertyRule("delta.enableVariantShredding", _when_true("variantShredding")),
+    PropertyRule("delta.enableMaterializePartitionColumnsFeature", _when_true("materializePartitionColumns")),
 )}
 
 # delta.* properties that need no table feature (their values are parsed by TableProperties or
@@ -105,6 +110,7 @@ PLAIN_PROPERTIES = frozenset({
     "delta.dataSkippingNumIndexedCols", "delta.dataSkippingStatsColumns", "delta.enableExpiredLogCleanup",
     "delta.randomizeFilePrefixes", "delta.randomPrefixLength", "delta.isolationLevel",
     "delta.compatibility.symlinkFormatManifest.enabled", "delta.autoOptimize.autoCompact",
+    WRITE_PARTITION_COLUMNS_TO_PARQUET,
     "delta.autoOptimize.optimizeWrite", "delta.parquet.compression.codec", "delta.parquet.format.version",
     # column mapping is decided by create_table from the schema (set_properties refuses a change)
     "delta.columnMapping.mode", "delta.columnMapping.maxColumnId",

@@ -54,6 +54,7 @@ from delta_core.write.commit_outcome import CommitResult
 from delta_core.write.constraints import check_constraints_added, check_new_rows_allowed
 from delta_core.write.data_writer import conform_to_schema, write_table_data
 from delta_core.write.feature_enablement import protocol_for, required_features, upgrade_protocol
+from delta_core.write.materialized_partitions import stores_partition_columns
 from delta_core.write.operation_records import (
     CreateTableParameters,
     DeleteMetrics,
@@ -216,7 +217,8 @@ def append(
     conform_to_schema(table_data, snap.metadata)  # refuse bad data before writing any file
     with txn:
         adds = write_table_data(table.storage, table_data, metadata=snap.metadata,
-                                target_file_size=target_file_size, on_file=txn.track_written_file)
+                                target_file_size=target_file_size, on_file=txn.track_written_file,
+                                partition_columns=stores_partition_columns(snap.protocol, snap.metadata))
         txn.add_actions(adds)
         if app_id is not None:
             txn.set_app_transaction(app_id, int(app_version))  # type: ignore[arg-type]
@@ -247,7 +249,8 @@ def overwrite(
     removes = [a.to_remove(now) for a in snap.add_actions()]
     with txn:
         adds = write_table_data(table.storage, table_data, metadata=snap.metadata,
-                                target_file_size=target_file_size, on_file=txn.track_written_file)
+                                target_file_size=target_file_size, on_file=txn.track_written_file,
+                                partition_columns=stores_partition_columns(snap.protocol, snap.metadata))
         txn.add_actions(removes)
         txn.add_actions(adds)
         if app_id is not None and app_version is not None:

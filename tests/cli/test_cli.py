@@ -109,7 +109,8 @@ def test_history_json_on_a_delta_rs_table(tmp_path):
                      if "commitInfo" in json.loads(line)]
         assert record["operation"] == committed[0]["operation"]
         assert record["commit_info"] == committed[0]
-        assert isinstance(record["timestamp"], int) and record["timestamp"] > 0
+        when = dt.datetime.fromisoformat(record["timestamp"])  # ISO 8601, not epoch ms
+        assert when.tzinfo is not None and abs(dt.datetime.now(dt.UTC) - when) < dt.timedelta(minutes=10)
     status, limited = run_json("history", str(table), "--limit", "1")
     assert [r["version"] for r in limited] == [2]
 
@@ -122,10 +123,13 @@ def test_describe_delta_rs_table_json_and_time_travel(tmp_path):
     assert latest["partition_columns"] == ["part"] and latest["num_tombstones"] == 3
     status, v1 = run_json("describe", str(table), "--version", "1")
     assert v1["num_files"] == 3 and v1["num_records"] == 3
-    # a time after every commit selects the latest version
-    status, by_time = run_json("describe", str(table), "--timestamp",
-                               (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat())
+    # the latest commit's own time selects it; a time after it is refused, as Delta Spark does
+    status, by_time = run_json("describe", str(table), "--timestamp", latest["last_modified"])
     assert status == 0 and by_time["version"] == 2
+    status, after = run_json("describe", str(table), "--timestamp",
+                             (dt.datetime.now(dt.UTC) + dt.timedelta(minutes=5)).isoformat())
+    assert status == 2 and after["error"]["kind"] == "timestamp_after_latest_commit"
+    assert f"committed {latest['last_modified']}" in after["error"]["message"]
 
 
 def test_human_describe_is_readable(conformance_dir):
@@ -144,8 +148,9 @@ def test_human_history_is_a_table(tmp_path):
     proc = run("history", str(table))
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
-    assert lines[0].split()[:2] == ["VERSION", "TIMESTAMP"]
-    commits = [ln for ln in lines[1:] if not ln.startswith(" " * 9)]  # metrics and author lines: indented
+    assert lines[0].startswith(f"{table}: 3 commits, versions 2 (")  # the summary line
+    assert lines[1].split()[:2] == ["VERSION", "TIMESTAMP"]
+    commits = [ln for ln in lines[2:] if not ln.startswith(" " * 9)]  # metrics and author lines: indented
     assert [ln.split()[0] for ln in commits] == ["2", "1", "0"]
 
 

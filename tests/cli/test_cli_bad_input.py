@@ -99,7 +99,7 @@ def test_a_log_that_is_a_file_is_not_a_table(log_is_a_file, temp):
 def test_a_negative_size_says_it_must_be_positive(table, temp):
     before = listing(table)
     line = _one_line(delta_core(temp, "compact", table, "--target-size", "-5MB"), "usage")
-    assert line == ("delta-core compact: argument --target-size: a size must be positive, got -5 MB; "
+    assert line == ("argument --target-size: a size must be positive, got -5 MB; "
                     "see delta-core compact --help")
     message = _one_json(delta_core(temp, "compact", table, "--target-size", "-5MB", "--json"), "usage")
     assert message == line

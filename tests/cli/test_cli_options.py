@@ -4,13 +4,12 @@ every size (command line and tables.yaml) is read by the one size parser, units 
 from __future__ import annotations
 
 import argparse
-import typing
 
 import pytest
-from pydantic import BaseModel
 
 from delta_core.cli.main import build_parser
-from resources.config_models import TablesFile
+from delta_core.config.sections import TABLES_FILE
+from delta_core.config.shape import ListOf, MapOf, Section
 
 SIZES = {"128MB": 128 * 10**6, "128KB": 128 * 10**3, "1GiB": 2**30, "64MiB": 64 * 2**20, "4096": 4096}
 
@@ -63,29 +62,21 @@ def test_every_cli_size_option_uses_the_size_parser_and_takes_units():
             assert getattr(args, action.dest) == want, (path, text)
 
 
-def _models(annotation: object):
-    """The models inside an annotation (``Section | None``, ``Annotated[...]``, ``dict[str, T]``)."""
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        yield annotation
-    for arg in typing.get_args(annotation):
-        yield from _models(arg)
-
-
-def _size_fields(model: type[BaseModel], prefix: str = ""):
-    """(dotted name, model) of every ``*_size`` field of tables.yaml's models."""
-    for name, field in model.model_fields.items():
-        for candidate in _models(field.annotation):
-            yield from _size_fields(candidate, f"{prefix}{name}.")
+def _size_fields(section: Section, prefix: str = ""):
+    """(dotted name, section, key) of every ``*_size`` key of tables.yaml's sections."""
+    for name, key in section.keys.items():
+        value = key.value.item if isinstance(key.value, (ListOf, MapOf)) else key.value
+        if isinstance(value, Section):
+            yield from _size_fields(value, f"{prefix}{name}.")
         if name.endswith("_size"):
-            yield f"{prefix}{name}", model, name
+            yield f"{prefix}{name}", section, name
 
 
 @pytest.mark.parametrize("text,want", SIZES.items())
 def test_every_tables_yaml_size_takes_units(text, want):
-    fields = list(_size_fields(TablesFile))
+    fields = list(_size_fields(TABLES_FILE))
     assert {f for f, _, _ in fields} >= {"tables.compact.target_size", "tables.compact.min_file_size",
                                           "tables.zorder.target_size"}
-    for dotted, model, name in fields:
-        extra = {"columns": ["c"]} if "columns" in model.model_fields else {}
+    for dotted, section, name in fields:
         value = int(want) if text.isdigit() else text
-        assert getattr(model.model_validate({name: value, **extra}), name) == want, dotted
+        assert section.read({name: value}, ())[name] == want, dotted

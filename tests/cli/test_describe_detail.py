@@ -5,6 +5,7 @@ features in effect, checked against the log and delta-rs; the file list only wit
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import pathlib
@@ -14,6 +15,7 @@ import pytest
 
 from delta_core.cli.main import main
 from delta_core.maintenance.cluster_by import cluster_by
+from delta_core.model.clock import iso_time
 from delta_core.model.sizes import format_size
 from tests.maintenance.conftest import make_table
 
@@ -49,7 +51,8 @@ def test_describe_json_has_describe_detail_fields(capsys, rs_table):
     out = _describe(capsys, str(rs_table))
     assert out["format"] == "delta" and out["location"] == f"file://{rs_table.resolve()}"
     assert (out["id"], out["name"], out["description"]) == (rs.metadata().id, "events", "demo events")
-    assert out["created_time"] == created and abs(out["last_modified"] - commit_mtime * 1000) <= 1
+    assert out["created_time"] == iso_time(created)  # ISO 8601, never epoch ms
+    assert abs(dt.datetime.fromisoformat(out["last_modified"]).timestamp() - commit_mtime) <= 0.001
     assert out["version"] == 1 and out["num_files"] == adds.num_rows == 3
     assert out["size_in_bytes"] == sum(adds["size_bytes"].to_pylist())
     assert out["partition_columns"] == ["part"] and out["clustering_columns"] == []
@@ -94,11 +97,12 @@ def test_history_text_shows_metrics_user_and_engine(capsys, conformance_dir):
     table = conformance_dir / "rs-simple_table_with_cdc"  # written by Databricks Runtime 11.3
     info = json.loads((table / "_delta_log" / f"{2:020d}.json").read_text().splitlines()[0])["commitInfo"]
     lines = _text(capsys, "history", str(table), "--limit", "1").splitlines()
-    assert lines[1].split()[0] == "2" and lines[1].endswith("UPDATE  predicate=(id#1188678 = 0)")
-    assert lines[2] == "         metrics: " + ", ".join(f"{k}={v}" for k, v in info["operationMetrics"].items())
-    assert lines[3] == ("         by: user xxxx@gmail.com (id 722754018832045), "
+    assert lines[0].startswith(f"{table}: 1 commit, versions 2 (") and lines[1].startswith("VERSION")
+    assert lines[2].split()[0] == "2" and lines[2].endswith("UPDATE  predicate=(id#1188678 = 0)")
+    assert lines[3] == "         metrics: " + ", ".join(f"{k}={v}" for k, v in info["operationMetrics"].items())
+    assert lines[4] == ("         by: user xxxx@gmail.com (id 722754018832045), "
                         "engine Databricks-Runtime/11.3.x-scala2.12")
-    assert len(lines) == 4
+    assert len(lines) == 5
 
 
 def test_history_text_writes_values_as_the_log_does(capsys, tmp_path):
@@ -108,11 +112,11 @@ def test_history_text_writes_values_as_the_log_does(capsys, tmp_path):
     deltalake.DeltaTable(str(root)).optimize.compact()
     info = json.loads((root / "_delta_log" / f"{2:020d}.json").read_text().splitlines()[0])["commitInfo"]
     lines = _text(capsys, "history", str(root)).splitlines()
-    versions = [line for line in lines[1:] if not line.startswith(" " * 9)]
+    versions = [line for line in lines[2:] if not line.startswith(" " * 9)]
     assert [line.split()[0] for line in versions] == ["2", "1", "0"]
-    metrics = lines[2]
+    metrics = lines[3]
     assert metrics.startswith("         metrics: numFilesAdded=1, numFilesRemoved=2, filesAdded={")
     assert "preserveInsertionOrder=true" in metrics and "True" not in metrics  # JSON's spelling
-    assert lines[3] == f"         by: engine {info['engineInfo']}"
+    assert lines[4] == f"         by: engine {info['engineInfo']}"
     out = json.loads(_text(capsys, "history", str(root), "--json"))
     assert out[0]["operation_metrics"] == info["operationMetrics"] and out[0]["commit_info"] == info

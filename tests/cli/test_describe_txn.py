@@ -12,6 +12,7 @@ import time
 import pyarrow as pa
 
 from delta_core.cli.main import main
+from delta_core.model.clock import iso_time
 from delta_core.write.table_writes import append, create_table
 
 DAY_MS = 24 * 3600 * 1000
@@ -41,9 +42,10 @@ def test_describe_json_keeps_live_txns_and_details_every_txn(tmp_path, capsys):
     assert out["txn"] == {"fresh": 2}
     details = out["txn_details"]
     assert set(details) == {"fresh", "old"}
-    assert details["old"] == {"version": 5, "last_updated": old, "expired": True}
+    assert details["old"] == {"version": 5, "last_updated": iso_time(old), "expired": True}
     assert details["fresh"]["expired"] is False and details["fresh"]["version"] == 2
-    assert abs(details["fresh"]["last_updated"] - time.time() * 1000) < DAY_MS
+    fresh = dt.datetime.fromisoformat(details["fresh"]["last_updated"])  # ISO 8601, never epoch ms
+    assert abs(fresh.timestamp() * 1000 - time.time() * 1000) < DAY_MS
 
 
 def test_describe_text_shows_last_updated_and_expiry(tmp_path, capsys):

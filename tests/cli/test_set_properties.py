@@ -13,6 +13,7 @@ import pyarrow as pa
 from delta_core.cli.main import main
 from delta_core.log.history import ICT_ENABLEMENT_TIMESTAMP, ICT_ENABLEMENT_VERSION, read_commit_info
 from delta_core.log.table import DeltaTable
+from delta_core.model.clock import iso_time
 from tests.core_write.conftest import listing
 
 
@@ -34,7 +35,7 @@ def test_set_properties_turns_on_ict_with_enablement_info(tmp_path, capsys):
     assert ict > int(previous * 1000)
     assert main(["history", root, "--json"]) == 0
     history = json.loads(capsys.readouterr().out)
-    assert history[0]["version"] == 2 and history[0]["timestamp"] == ict
+    assert history[0]["version"] == 2 and history[0]["timestamp"] == iso_time(ict)
     assert deltalake.DeltaTable(root).to_pyarrow_table().num_rows == 3
 
 

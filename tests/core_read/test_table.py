@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from delta_core.errors import LogGapError, VersionNotFoundError
+from delta_core.errors import LogGapError, TimestampAfterLatestCommitError, VersionNotFoundError
 from delta_core.log.log_path import LOG_DIR
 from delta_core.log.table import DeltaTable
 from delta_core.model.actions import Add, CommitInfo, Remove
@@ -80,7 +80,9 @@ def test_time_travel_by_file_time(log_writer) -> None:
     table = DeltaTable(str(log_writer.root))
     assert table.snapshot(timestamp=T0).version == 0
     assert table.snapshot(timestamp=T0 + 60_000 + 1).version == 1
-    assert table.snapshot(timestamp=T0 + 10 * 60_000).version == 4
+    assert table.snapshot(timestamp=T0 + 4 * 60_000).version == 4
+    with pytest.raises(TimestampAfterLatestCommitError, match=r"committed 2023-11-14T22:17:20\.000\+00:00"):
+        table.snapshot(timestamp=T0 + 4 * 60_000 + 1)  # after the latest commit, as Delta Spark refuses
     as_datetime = dt.datetime.fromtimestamp((T0 + 2 * 60_000) / 1000, tz=dt.UTC)
     snap = table.snapshot(timestamp=as_datetime)
     assert snap.version == 2 and sorted(snap.file_paths) == ["b"]
@@ -118,7 +120,9 @@ def test_time_travel_by_in_commit_timestamp(log_writer) -> None:
     assert table.snapshot(timestamp=T0 + 499).version == 1
     assert table.snapshot(timestamp=T0 + 500).version == 2
     assert table.snapshot(timestamp=T0 + 1999).version == 3
-    assert table.snapshot(timestamp=T0 + 99_999_999).version == 4
+    assert table.snapshot(timestamp=T0 + 2000).version == 4
+    with pytest.raises(TimestampAfterLatestCommitError):  # the in-commit timestamp bounds it, not the file time
+        table.snapshot(timestamp=T0 + 2001)
     assert table.snapshot().timestamp == T0 + 2000
     assert [r.timestamp for r in table.history(limit=3)] == [T0 + 2000, T0 + 900, T0 + 500]
 

@@ -8,7 +8,7 @@ import ast
 import pathlib
 
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "delta_core"
-LAYERS = ("model", "storage", "log", "write", "maintenance", "health", "cli")
+LAYERS = ("model", "storage", "log", "write", "maintenance", "health", "config", "cli")
 
 
 def _layer(module: str) -> str | None:

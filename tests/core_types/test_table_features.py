@@ -209,3 +209,18 @@ def test_delta_rs_default_table_is_writable(tmp_path):
     md = action_from_json({"metaData": last_metadata(tmp_path)})
     check_read_supported(protocol)
     check_write_supported(protocol, md)
+
+
+@pytest.mark.parametrize("feature, module", [
+    ("materializePartitionColumns", "delta_core.write.materialized_partitions"),
+    ("collations", "delta_core.model.stats_collect"),
+    ("collations-preview", "delta_core.model.stats_collect"),
+])
+def test_rfc_writer_features_are_writable(feature, module):
+    # Writer-only features (their RFCs): reader 1 with writer features, or reader 3 with an
+    # empty readerFeatures as the kernel-rs fixture has it.
+    for p in (Protocol(1, 7, None, (feature, "domainMetadata")), Protocol(3, 7, (), (feature,))):
+        check_read_supported(p)
+        check_write_supported(p, PLAIN)
+        check_write_supported(p, PLAIN, rewrite_only=True)
+    assert WRITER_FEATURES[feature].module == module and not WRITER_FEATURES[feature].reader_writer

@@ -71,6 +71,10 @@ def _delta_rs_reads(table_dir: str) -> list[int]:
     ({"delta.enableInCommitTimestamps": "true"},
      {"minReaderVersion": 1, "minWriterVersion": 7,
       "writerFeatures": ["appendOnly", "inCommitTimestamp", "invariants"]}),
+    ({"delta.enableMaterializePartitionColumnsFeature": "true"},
+     {"minReaderVersion": 1, "minWriterVersion": 7,
+      "writerFeatures": ["appendOnly", "invariants", "materializePartitionColumns"]}),
+    ({"delta.writePartitionColumnsToParquet": "true"}, None),
 ])
 def test_set_properties_upgrades_protocol_in_same_commit(legacy_table, table_dir, props, expected):
     result = set_properties(legacy_table, props)
@@ -79,8 +83,8 @@ def test_set_properties_upgrades_protocol_in_same_commit(legacy_table, table_dir
     assert all(snap.configuration[k] == v for k, v in props.items())
     assert _delta_rs_reads(table_dir) == [1, 2]
     dr = deltalake.DeltaTable(table_dir).protocol()
-    assert (dr.min_reader_version, dr.min_writer_version) == (expected["minReaderVersion"],
-                                                              expected["minWriterVersion"])
+    versions = (1, 2) if expected is None else (expected["minReaderVersion"], expected["minWriterVersion"])
+    assert (dr.min_reader_version, dr.min_writer_version) == versions
 
 
 def test_property_already_supported_keeps_protocol(legacy_table, table_dir):

@@ -13,8 +13,8 @@ def test_ratio_reaches_the_compact_options(tmp_path):
     cfg = load_config(write_yaml(tmp_path / "tables.yaml", "tables:\n  t:\n    uri: /x\n"
                                                             "    compact: {max_deleted_rows_ratio: 0.2}\n"
                                                             "  u:\n    uri: /y\n"))
-    assert cfg.table("t").compact.options == CompactOptions(max_deleted_rows_ratio=0.2)
-    assert cfg.table("u").compact.options.max_deleted_rows_ratio == DEFAULT_MAX_DELETED_ROWS_RATIO == 0.05
+    assert cfg.table("t").options(CompactOptions) == CompactOptions(max_deleted_rows_ratio=0.2)
+    assert cfg.table("u").options(CompactOptions).max_deleted_rows_ratio == DEFAULT_MAX_DELETED_ROWS_RATIO == 0.05
 
 
 @pytest.mark.parametrize("value", ["1.5", "-0.1", "lots"])

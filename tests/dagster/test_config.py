@@ -5,13 +5,15 @@ from __future__ import annotations
 import pytest
 
 from delta_core.errors import ConfigError
-from resources.config import (
-    DEFAULT_COMPACT_CRON,
-    DEFAULT_VACUUM_CRON,
-    EnvRef,
-    TableConfigError,
-    load_config,
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, COMPACT_LOG, MANIFEST, VACUUM, ZORDER
+from delta_core.maintenance.options import (
+    CheckpointOptions,
+    CompactLogOptions,
+    CompactOptions,
+    VacuumOptions,
+    ZOrderOptions,
 )
+from resources.config import EnvRef, TableConfigError, load_config
 from tests.dagster.conftest import REPO_ROOT, write_yaml
 
 FULL = """
@@ -45,15 +47,15 @@ def test_full_config_parses_into_frozen_records(tmp_path):
     assert dict(sales.storage_options) == {
         "key": EnvRef("AWS_ACCESS_KEY_ID"), "secret": EnvRef("AWS_SECRET_ACCESS_KEY"),
         "anon": False, "client_kwargs.endpoint_url": "http://127.0.0.1:9000"}
-    assert sales.compact.options.target_size == 256 * 1000**2
-    assert sales.compact.options.where == "sale_date >= '2024-01-01'"
-    assert sales.compact.cron == "30 1 * * *"
-    assert sales.zorder.enabled and sales.zorder.options.columns == ("customer_id", "sku")
-    assert sales.zorder.options.curve == "hilbert"
-    assert sales.vacuum.options.retention_hours == 168.0 and sales.vacuum.options.dry_run
-    assert sales.vacuum.cron == DEFAULT_VACUUM_CRON
-    assert sales.checkpoint.interval == 25 and sales.checkpoint.options.cleanup_log
-    assert sales.manifest.enabled
+    assert sales.options(CompactOptions).target_size == 256 * 1000**2
+    assert sales.options(CompactOptions).where == "sale_date >= '2024-01-01'"
+    assert sales.policies[COMPACT.name].cron == "30 1 * * *"
+    assert sales.enabled(ZORDER.name) and sales.options(ZOrderOptions).columns == ("customer_id", "sku")
+    assert sales.options(ZOrderOptions).curve == "hilbert"
+    assert sales.options(VacuumOptions).retention_hours == 168.0 and sales.options(VacuumOptions).dry_run
+    assert sales.policies[VACUUM.name].cron == VACUUM.default_cron
+    assert sales.policies[CHECKPOINT.name].interval == 25 and sales.options(CheckpointOptions).cleanup_log
+    assert sales.enabled(MANIFEST.name)
     assert sales.downstream.assets == ("finance/revenue",)
     assert sales.operations == ("compact", "zorder", "vacuum", "checkpoint", "manifest")
     assert cfg.spark.master == EnvRef("MY_SPARK_MASTER")
@@ -64,7 +66,7 @@ def test_full_config_parses_into_frozen_records(tmp_path):
     local = cfg.table("local_t")
     assert local.uri == str((tmp_path / "data" / "local_t").resolve())  # relative to the file
     assert local.operations == ("compact", "checkpoint")  # defaults: no zorder, manifest off
-    assert local.compact.cron == DEFAULT_COMPACT_CRON
+    assert local.policies[COMPACT.name].cron == COMPACT.default_cron
 
 
 def test_env_var_selects_the_file(tmp_path, monkeypatch):
@@ -76,21 +78,21 @@ def test_env_var_selects_the_file(tmp_path, monkeypatch):
 
 def test_repository_tables_yaml_is_valid():
     cfg = load_config(REPO_ROOT / "tables.yaml")
-    assert cfg.table("events").manifest.enabled
+    assert cfg.table("events").enabled(MANIFEST.name)
 
 
 @pytest.mark.parametrize("body, table, field, words", [
     ("t: {uri: /x, compact: {target_size: huge}}", "t", "compact.target_size", "size"),
     ("t: {uri: /x, compact: {target_size: 1g}}", "t", "compact.target_size", "KiB/MiB/GiB/TiB binary"),
     ("t: {uri: /x, compact: {cron: 'every day'}}", "t", "compact.cron", "cron"),
-    ("t: {uri: /x, compaction: {target_size: 1MB}}", "t", "compaction", "unknown field"),  # now `compact`
+    ("t: {uri: /x, compaction: {target_size: 1MB}}", "t", "compaction", "did you mean 'compact'?"),
     ("t: {uri: /x, zorder: {columns: []}}", "t", "zorder.columns", "no columns"),
-    ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "'zorder' or 'hilbert'"),
+    ("t: {uri: /x, zorder: {columns: [a], curve: spiral}}", "t", "zorder.curve", "one of zorder, hilbert, got 'spiral'"),
     ("t: {uri: /x, vacuum: {retention_hours: -1}}", "t", "vacuum.retention_hours", "-1 hours is out of range"),
     ("t: {uri: /x, vacuum: {retention_hours: 'soon'}}", "t", "vacuum.retention_hours", "interval"),
-    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "give a whole number from 1"),
-    ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "valid boolean"),
-    ("t: {uri: /x, compact: {target_sise: 1MB}}", "t", "compact.target_sise", "unknown field"),
+    ("t: {uri: /x, checkpoint: {interval: 0}}", "t", "checkpoint.interval", "0 is out of range: give a whole number from 1"),
+    ("t: {uri: /x, manifest: {enabled: maybe}}", "t", "manifest.enabled", "must be true or false, got 'maybe'"),
+    ("t: {uri: /x, compact: {target_sise: 1MB}}", "t", "compact.target_sise", "did you mean 'target_size'?"),
     ("t: {uri: /x, storage_options: {secret: {env: 'not a name'}}}", "t", "storage_options.secret", "env"),
     ("t: {description: no uri}", "t", "uri", "required"),
     ("t: {uri: 5}", "t", "uri", "non-empty string or {env: VARIABLE_NAME}, got 5"),
@@ -146,8 +148,8 @@ tables:
     uri: /y
 """))
     t = cfg.table("t")
-    assert t.checkpoint.options.sidecar_threshold == 50000
-    assert t.compact_log.enabled and t.compact_log.options.min_commits == 20
+    assert t.options(CheckpointOptions).sidecar_threshold == 50000
+    assert t.enabled(COMPACT_LOG.name) and t.options(CompactLogOptions).min_commits == 20
     assert t.operations[-1] == "compact_log"
     assert "compact_log" not in cfg.table("plain").operations  # off unless given
     for body, field in (("compact_log: {min_commits: 1}", "compact_log.min_commits"),

@@ -47,7 +47,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     assert "SHORT retention (0 hours, below the table's 168 hours)" in text
     for step in ("compact", "zorder", "vacuum", "checkpoint", "manifest"):
         assert f"  {step} " in text
-    assert "dagster dev -w workspace.yaml -h 127.0.0.1 -p 3000" in text
+    assert "source .venv/bin/activate; DAGSTER_HOME=" in text and "  dg dev -h 127.0.0.1 -p 3000" in text
     # Health checks fail before maintenance and pass after it (the maintenance run checks last).
     assert "Health checks of events/delta_table, before -> after events_maintenance:" in text
     small = next(line.split() for line in text.splitlines() if line.startswith("  small_files "))

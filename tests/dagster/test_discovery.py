@@ -13,6 +13,8 @@ from dagster import AssetKey, build_schedule_context, build_sensor_context, inst
 from delta_core.cli.main import main
 from delta_core.cli.policy import load_table_policy
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT
+from delta_core.maintenance.options import CompactOptions, VacuumOptions
 from delta_core.write.table_writes import append, create_table
 from resources.config import TableConfigError, load_config
 from tests.dagster.conftest import write_yaml
@@ -57,9 +59,9 @@ def test_discovered_tables_get_the_defaults_and_explicit_entries_win(lake: pathl
     assert sorted(by_name) == ["area0__orders", "area0__sub__deep", "area1__users"]
     deep = by_name["area0__sub__deep"]
     assert deep.uri == str(lake / "area0" / "sub" / "deep")
-    assert (deep.compact.options.target_size, deep.compact.cron) == (64 * 1024, "0 5 * * *")
-    assert deep.vacuum.options.retention_hours == 200 and deep.checkpoint.interval == 7
-    assert by_name["area1__users"].compact.options.target_size == 1024 * 1024  # the explicit entry
+    assert (deep.options(CompactOptions).target_size, deep.policies[COMPACT.name].cron) == (64 * 1024, "0 5 * * *")
+    assert deep.options(VacuumOptions).retention_hours == 200 and deep.policies[CHECKPOINT.name].interval == 7
+    assert by_name["area1__users"].options(CompactOptions).target_size == 1024 * 1024  # the explicit entry
 
 
 def test_explicit_entry_at_a_discovered_location_replaces_it(lake: pathlib.Path) -> None:
@@ -81,8 +83,8 @@ def test_command_line_sees_discovered_tables(lake: pathlib.Path, capsys: pytest.
     path = write_yaml(lake.parent / "tables.yaml", DISCOVER)
     policy = load_table_policy(path, "area0__sub__deep")
     assert policy.uri == str(lake / "area0" / "sub" / "deep")
-    assert policy.options["compact"].target_size == 64 * 1024
-    assert load_table_policy(path, "area1__users").options["compact"].target_size == 1024 * 1024
+    assert policy.table.options(CompactOptions).target_size == 64 * 1024
+    assert load_table_policy(path, "area1__users").table.options(CompactOptions).target_size == 1024 * 1024
     assert main(["health", "--config", str(path), "--table", "area0__orders", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["version"] == 3
     assert main(["health", "--config", str(path), "--table", "scratch__tmp1"]) == 2  # excluded
@@ -92,7 +94,7 @@ def test_command_line_sees_discovered_tables(lake: pathlib.Path, capsys: pytest.
 def test_cli_refuses_a_discover_entry_of_the_wrong_shape(lake: pathlib.Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_yaml(lake.parent / "tables.yaml", "discover: [{root: lake, exclud: [x]}]\n")
     assert main(["health", "--config", str(path), "--table", "area0__orders"]) == 2
-    assert "unknown key 'exclud'" in capsys.readouterr().err
+    assert "field 'discover.0.exclud': unknown field: did you mean 'exclude'?" in capsys.readouterr().err
 
 
 def test_definitions_materialize_a_discovered_table(lake: pathlib.Path) -> None:

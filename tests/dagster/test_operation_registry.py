@@ -45,24 +45,29 @@ tables:
         assert defs.resolve_job_def(all_tables_job_name(op.name)).name == f"all_tables_{op.name}"
 
 
-def test_tables_yaml_sections_are_the_policy_keys():
-    from resources.config_models import TableSection
-    from resources.config_records import OperationPolicy, TableConfig
+def test_tables_yaml_sections_are_the_registry_names():
+    from delta_core.config.records import OperationPolicy, TableConfig
+    from delta_core.config.sections import POLICY_KEYS
 
     table = TableConfig(name="t", uri="/t")
     for op in REGISTRY:
         if op.configured_in is None:
-            assert op.name in TableSection.model_fields
-            # without a section: the entry's defaults, its own option type, also as an attribute
-            assert table.policy(op.name) == getattr(table, op.name) == OperationPolicy.default(op)
-            assert isinstance(table.policy(op.name).options, op.options_type)
-            assert table.policy(op.name).enabled == op.on_by_default
+            assert op.name in POLICY_KEYS
+            # without a section: the entry's defaults, its own option type
+            assert table.policy(op.name) == table.policies[op.name] == OperationPolicy.default(op)
+            assert table.options(op.options_type) == op.options_type()
+            assert table.enabled(op.name) == op.on_by_default
+        else:
+            assert op.name not in POLICY_KEYS and table.policy(op.name) is None
+        assert not hasattr(table, op.name)  # typed access only: policies[name], options(OptionsType)
 
 
 def test_zorder_curve_choices_are_the_curves_implemented():
-    from typing import get_args
+    import jsonschema
 
+    from delta_core.config.sections import OPERATION_SECTIONS
     from delta_core.maintenance.curves import CURVES
-    from resources.config_models import SECTIONS
 
-    assert get_args(SECTIONS["zorder"].model_fields["curve"].annotation) == CURVES
+    schema = OPERATION_SECTIONS["zorder"].keys["curve"].value.schema()
+    assert tuple(schema["enum"]) == CURVES
+    jsonschema.validate(CURVES[-1], schema)

@@ -10,8 +10,8 @@ import pytest
 from dagster import AssetKey, AssetsDefinition, instance_for_test, materialize
 
 from definitions import build_definitions, build_resources
+from delta_core.config.records import DEFAULT_SPARK_POOL
 from delta_core.maintenance.operations import operation
-from resources.config_records import DEFAULT_SPARK_POOL
 
 
 def _yaml(uri: pathlib.Path, spark: str = "") -> str:

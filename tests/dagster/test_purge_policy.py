@@ -9,12 +9,12 @@ import pytest
 from dagster import AssetKey, build_schedule_context, instance_for_test, materialize
 
 from definitions import build_definitions, build_resources
+from delta_core.config.records import OperationPolicy, TableConfigError
 from delta_core.errors import ConfigError
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.operations import PURGE
 from delta_core.maintenance.options import PurgeOptions
 from resources.config import load_config
-from resources.config_records import OperationPolicy, TableConfigError
 from tests.dagster.conftest import write_yaml
 from tests.maintenance.test_purge_plan import CONFORMANCE, drop_columns
 
@@ -29,9 +29,9 @@ tables:
     purge: {max_deleted_rows_ratio: 0.05, where: "region = 'eu'", cron: "0 4 * * *"}
   d: {uri: /d, purge: {enabled: false, max_deleted_rows_ratio: 0}}
 """))
-    assert cfg.table("a").purge == OperationPolicy.default(PURGE) and "purge" not in cfg.table("a").operations  # off unless given
-    assert cfg.table("b").purge == OperationPolicy(enabled=True, options=PurgeOptions()) and "purge" in cfg.table("b").operations
-    assert cfg.table("c").purge == OperationPolicy(enabled=True, cron="0 4 * * *", options=PurgeOptions(
+    assert cfg.table("a").policies[PURGE.name] == OperationPolicy.default(PURGE) and "purge" not in cfg.table("a").operations  # off unless given
+    assert cfg.table("b").policies[PURGE.name] == OperationPolicy(enabled=True, options=PurgeOptions()) and "purge" in cfg.table("b").operations
+    assert cfg.table("c").policies[PURGE.name] == OperationPolicy(enabled=True, cron="0 4 * * *", options=PurgeOptions(
         where="region = 'eu'", max_deleted_rows_ratio=0.05))
     assert "purge" not in cfg.table("d").operations
     ops = cfg.table("b").operations  # purge rewrites before vacuum deletes and the checkpoint sums up

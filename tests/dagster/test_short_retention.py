@@ -12,6 +12,7 @@ import pytest
 from dagster import build_schedule_context
 
 from definitions import build_definitions
+from delta_core.maintenance.options import VacuumOptions
 from delta_core.write.table_writes import append, create_table
 from demo.__main__ import short_retention_notice
 from resources.config import TableConfigError
@@ -29,12 +30,12 @@ def test_retention_below_the_default_needs_the_opt_in(tables_yaml, tmp_path):
     with pytest.raises(TableConfigError) as err:
         tables_yaml(f"tables:\n  t: {{uri: {tmp_path / 'x'}, vacuum: {{retention_hours: 1}}}}\n")
     assert err.value.table == "t" and err.value.field == "vacuum.retention_hours"
-    assert "below the default deleted-file retention (168 hours)" in str(err.value)
+    assert "below the default deleted file retention (168 hours)" in str(err.value)
     assert "allow_short_retention: true" in str(err.value)
 
     config = tables_yaml(f"tables:\n  t: {{uri: {tmp_path / 'x'}, "
                          "vacuum: {retention_hours: 1, allow_short_retention: true}}\n")
-    options = config.table("t").vacuum.options
+    options = config.table("t").options(VacuumOptions)
     assert options.retention_hours == 1.0 and options.force
     # the opt-in reaches the scheduled run as the vacuum asset's force flag
     defs = build_definitions(config)
@@ -52,7 +53,7 @@ def test_retention_below_the_tables_own_is_refused_at_load(tables_yaml, tmp_path
     with pytest.raises(TableConfigError) as err:
         build_definitions(config)
     assert err.value.table == "t" and err.value.field == "vacuum.retention_hours"
-    assert "below the table's deleted-file retention (720 hours)" in str(err.value)
+    assert "below the table's deleted file retention (720 hours)" in str(err.value)
     assert listing(uri) == before
 
     opted = tables_yaml(f"tables:\n  t: {{uri: {uri}, vacuum: {{retention_hours: 200, "

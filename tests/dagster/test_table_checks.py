@@ -1,9 +1,10 @@
-"""Issue 9 §8: tables.yaml policies that cannot run are rejected when the definitions load,
-naming the table and the field: an unparseable ``where`` (from the file alone) and a Z-order
-column or predicate column the table's schema does not allow (read from the table)."""
+"""tables.yaml policies that cannot run are rejected when the definitions load, naming the table
+and the field: an unparseable ``where`` (from the file alone) and, for every operation, a
+predicate or column list the table's schema does not allow (read from the table)."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 import subprocess
 import sys
@@ -12,6 +13,7 @@ import pyarrow as pa
 import pytest
 
 from definitions import build_definitions
+from delta_core.cli.main import main
 from delta_core.write.table_writes import append, create_table
 from resources.config import TableConfigError
 from tests.dagster.conftest import REPO_ROOT, write_yaml
@@ -44,6 +46,8 @@ def test_unparseable_where_is_rejected_at_load(tables_yaml, tmp_path, policy, fi
     ("    zorder: {columns: [day]}\n", "zorder.columns", "'day' is a partition column"),
     ("    compact: {where: \"name = 'a'\"}\n", "compact.where", "not a partition column"),
     ("    cluster: {columns: [id, nope]}\n", "cluster.columns", "'nope' is not in the table schema"),
+    ("    analyze: {where: \"name = 'a'\"}\n", "analyze.where", "not a partition column"),
+    ("    purge: {where: \"nope = 'a'\"}\n", "purge.where", "does not exist in the table schema"),
 ])
 def test_policy_the_schema_does_not_allow_is_rejected_by_definitions(tables_yaml, tmp_path, policy, field, words):
     config = tables_yaml(_yaml(_table(tmp_path / "sales"), policy))
@@ -66,8 +70,9 @@ def test_valid_policy_and_tables_not_created_yet_load(tables_yaml, tmp_path):
 @pytest.mark.parametrize("policy, field", [
     ("    compact: {where: \"day >>= '2024-01-01'\"}\n", "compact.where"),
     ("    zorder: {columns: [nope]}\n", "zorder.columns"),
+    ("    vaccum: {dry_run: true}\n", "vaccum"),
 ])
-def test_dagster_definitions_validate_rejects(tmp_path, policy, field):
+def test_dagster_definitions_validate_rejects_with_the_clis_message_first(tmp_path, capsys, policy, field):
     path = write_yaml(tmp_path / "tables.yaml", _yaml(_table(tmp_path / "sales"), policy))
     env = {"DAGSTER_HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "DELTA_MAINTENANCE_TABLES": str(path),
            "PYTHONPATH": str(REPO_ROOT)}
@@ -78,3 +83,8 @@ def test_dagster_definitions_validate_rejects(tmp_path, policy, field):
     text = out.stdout + out.stderr
     assert out.returncode != 0, text[-3000:]
     assert f"table 'sales': field '{field}'" in text
+    # the first line Dagster shows about the failure is the command line's own message
+    assert main(["manifest", "--config", str(path), "--table", "sales", "--json"]) == 2
+    message = json.loads(capsys.readouterr().out)["error"]["message"]
+    shown = text.split("Validation failed for code location", 1)[1].splitlines()[1:]
+    assert next(line for line in shown if line.strip()) == f"{TableConfigError.__module__}.TableConfigError: {message}"

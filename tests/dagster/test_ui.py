@@ -1,5 +1,6 @@
-"""``dagster dev`` serving workspace.yaml on 127.0.0.1: the GraphQL API lists what we defined
-and runs a maintenance job; headless Chromium shows the demo table's asset graph.
+"""``dg dev`` run from the repository root as the README says (``[tool.dg]`` in pyproject.toml),
+serving on 127.0.0.1: the GraphQL API lists what we defined and runs a maintenance job; headless
+Chromium shows the demo table's asset graph.
 
 The server runs in its own process group with default SIGINT/SIGTERM handlers (set by a
 small exec shim, so nothing runs between fork and exec) and is stopped by its group id.
@@ -23,10 +24,10 @@ import urllib.request
 
 import pytest
 
-from tests.conftest import CHROMEDRIVER, CHROMIUM
+from tests.conftest import CHROMEDRIVER, CHROMIUM, DG
 from tests.dagster.conftest import REPO_ROOT
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.dg]
 
 LOCATION = "delta_maintenance"
 REPOSITORY = "__repository__"
@@ -67,19 +68,18 @@ class DagsterDev:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_MASTER": "local[1]",
             "DAGSTER_DISABLE_TELEMETRY": "1",
+            "VIRTUAL_ENV": sys.prefix,  # as after `source .venv/bin/activate`
         }
-        dagster = str(pathlib.Path(sys.executable).parent / "dagster")
         log = open(self.log_path, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", EXEC_WITH_DEFAULT_SIGNALS, dagster, "dev",
-             "-w", str(REPO_ROOT / "workspace.yaml"), "-h", "127.0.0.1", "-p", str(self.port)],
-            cwd=self.root, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+            [sys.executable, "-c", EXEC_WITH_DEFAULT_SIGNALS, DG, "dev", "-h", "127.0.0.1", "-p", str(self.port)],
+            cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )
         log.close()
         deadline = time.monotonic() + 240
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise AssertionError(f"dagster dev exited early:\n{self.log_tail()}")
+                raise AssertionError(f"dg dev exited early:\n{self.log_tail()}")
             try:
                 data = self.graphql("{ repositoryOrError(repositorySelector: {repositoryLocationName: "
                                     f'"{LOCATION}", repositoryName: "{REPOSITORY}"}}) {{ __typename }} }}')
@@ -88,7 +88,7 @@ class DagsterDev:
             except (urllib.error.URLError, ConnectionError, TimeoutError, KeyError):
                 pass
             time.sleep(1.0)
-        raise AssertionError(f"dagster dev did not load the code location:\n{self.log_tail()}")
+        raise AssertionError(f"dg dev did not load the code location:\n{self.log_tail()}")
 
     def graphql(self, query: str, variables: dict | None = None) -> dict:
         body = json.dumps({"query": query, "variables": variables or {}}).encode()

@@ -24,6 +24,7 @@ from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.schema import StructType
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import table_schema
+from delta_core.write.materialized_partitions import stores_partition_columns
 from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 
 if TYPE_CHECKING:
@@ -41,8 +42,9 @@ class BinTask:
     group's input ``paths`` (as in the log) with their ``sizes``, the group's
     ``partition_values``, the output ``key`` chosen on the driver, the inputs to ``summarise``
     for the proof, the ``deletion_vectors`` of the inputs (aligned with ``paths``; ``None``: no
-    vector), and ``row_ids``: the inputs' ``FileRowIds`` when rows' stable ids must be kept
-    (row tracking)."""
+    vector), ``row_ids``: the inputs' ``FileRowIds`` when rows' stable ids must be kept
+    (row tracking), and ``partition_columns``: whether the new file holds the partition columns
+    (``materialized_partitions.stores_partition_columns``)."""
 
     storage: Storage
     metadata: Metadata
@@ -54,6 +56,7 @@ class BinTask:
     deletion_vectors: tuple[DeletionVectorDescriptor | None, ...] = ()
     row_ids: Mapping[str, FileRowIds] | None = None
     schema: StructType | None = None
+    partition_columns: bool = False
 
 
 def rewrite_bin(task: BinTask) -> list[str]:
@@ -64,7 +67,8 @@ def rewrite_bin(task: BinTask) -> list[str]:
                                schema=task.schema)
     add = rewrite_files(task.storage, task.paths, metadata=task.metadata,
                         partition_values=task.partition_values, sizes=task.sizes, reader=reader,
-                        key=task.key, deletion_vectors=task.deletion_vectors or None, schema=task.schema)
+                        key=task.key, deletion_vectors=task.deletion_vectors or None, schema=task.schema,
+                        partition_columns=task.partition_columns)
     return [*([add_to_json(add)] if add is not None else []), *(s.to_json() for s in reader.summaries())]
 
 
@@ -86,6 +90,7 @@ class BinRewrite:
         dvs = deletion_vectors(snapshot, inputs)
         metadata = snapshot.metadata
         schema = table_schema(metadata)
+        in_file = stores_partition_columns(snapshot.protocol, metadata)
         tasks = []
         for g in sorted(batch, key=lambda g: -g.total_size):
             key = rewrite_output_key(metadata, g.partition_dict, schema=schema)
@@ -96,7 +101,7 @@ class BinRewrite:
                                  summarise=tuple(p for p in paths if p in summarise),
                                  deletion_vectors=tuple(dvs.get(p) for p in paths),
                                  row_ids=None if row_ids is None else {p: row_ids[p] for p in paths},
-                                 schema=schema))
+                                 schema=schema, partition_columns=in_file))
         results = run_tasks(spark, rewrite_bin, tasks, description=label)
         adds, summaries = split_results(r for rs in results for r in rs)
         return RewriteOutput(tuple(add_from_json(a) for a in adds), tuple(summaries),

@@ -70,6 +70,7 @@ from delta_core.model.clustering import LIQUID_PROVIDER, zcube_tags
 from delta_core.model.schema import StructType
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import table_schema
+from delta_core.write.materialized_partitions import stores_partition_columns
 from delta_core.write.rewrite_proof import InputSummary
 from delta_core.write.row_tracking import FileRowIds, input_row_ids, preserved_tags
 
@@ -239,7 +240,7 @@ def _keyed_reader(layout: CurveLayout) -> Callable[[ZOrderFileTask], Iterator[pa
 
 def _file_writer(
     storage: Storage, metadata: Metadata, schema: StructType, partition_of_file: Sequence[dict[str, str | None]],
-    keys: Sequence[str], watch: InputWatch,
+    keys: Sequence[str], watch: InputWatch, *, partition_columns: bool,
 ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     out_schema = pa.schema([("result", pa.string())])
 
@@ -257,7 +258,7 @@ def _file_writer(
             watch.check()  # no file for a batch a writer made stale meanwhile
             add = write_rewritten(storage, rows, metadata=metadata, schema=schema,
                                   partition_values=partition_of_file[file_id],
-                                  key=keys[file_id])
+                                  key=keys[file_id], partition_columns=partition_columns)
             yield pa.RecordBatch.from_pydict({"result": [add_to_json(add)]}, schema=out_schema)
 
     return write
@@ -316,7 +317,8 @@ def _run_batch(
     keys = [rewrite_output_key(metadata, values, schema=schema) for values in partition_of_file]
     outputs.extend(keys)
     writer = _file_writer(table.storage, metadata, schema, partition_of_file, keys,
-                          InputWatch(table.storage, snapshot.version, frozenset(inputs)))
+                          InputWatch(table.storage, snapshot.version, frozenset(inputs)),
+                          partition_columns=stores_partition_columns(snapshot.protocol, metadata))
     # A few files per Spark partition: the writer splits on __file, and fewer, larger tasks
     # avoid paying the per-task Python overhead once per output file.
     shuffle_parts = max(1, min(layout.num_files, default_slices(spark, layout.num_files)))

@@ -1,10 +1,9 @@
-"""The frozen records a validated ``tables.yaml`` becomes (``resources.config_models`` builds them).
+"""The frozen records ``tables.yaml`` becomes (``delta_core.config.reader`` builds them).
 
-Everything downstream of the loader (resources, asset, job, schedule and sensor factories)
-reads these and never the raw YAML. An operation's policy (``OperationPolicy``) holds when it runs
-(``enabled``, ``cron``) and its options, delta_core's own option record for that registry entry
-(``delta_core.maintenance.options``); ``TableConfig.policies`` holds them by the entry's name, and
-the registry entry says what a table without a section gets.
+The command line and the Dagster code location read these, never the raw YAML. An operation's
+policy (``OperationPolicy``) holds when it runs (``enabled``, ``cron``) and its options record
+(``delta_core.maintenance.options``); ``TableConfig.policies`` holds one per registry entry with
+a section of its own, by the entry's name, and ``TableConfig.options`` reads one typed.
 """
 
 from __future__ import annotations
@@ -12,20 +11,19 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.operations import BY_NAME, COMPACT, OPERATIONS, VACUUM, Operation, operation
+from delta_core.maintenance.operations import OPERATIONS, REGISTRY, VACUUM, Operation, operation
 from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
 
-DEFAULT_COMPACT_CRON = COMPACT.default_cron
-DEFAULT_VACUUM_CRON = VACUUM.default_cron
+_Options = TypeVar("_Options")
 DEFAULT_SENSOR_INTERVAL_SECONDS = 30
 DEFAULT_MAX_COMMITS_PER_TICK = 1000
 DEFAULT_ADVISOR_INTERVAL_SECONDS = 300
 DEFAULT_ADVISOR_COOLDOWN_MINUTES = 60.0
-DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # the issue's "vacuum at most daily"
+DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # vacuum at most daily
 DEFAULT_FLEET_REPORT_CRON = "0 * * * *"  # the fleet report, hourly
 DEFAULT_SPARK_POOL = "delta_spark"  # the Dagster concurrency pool of every Spark step
 _WINDOW = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
@@ -35,13 +33,13 @@ class TableConfigError(ConfigError):
     """The table config file is invalid; ``table`` and ``field`` say where."""
 
     def __init__(self, message: str, *, path: str | None = None, table: str | None = None,
-                 field: str | None = None):
+                 field: str | None = None) -> None:
         where = " ".join(p for p in (
             f"{path}:" if path else "",
             f"table {table!r}:" if table else "",
             f"field {field!r}:" if field else "",
         ) if p)
-        super().__init__(f"{where} {message}".strip(), path=path)
+        super().__init__(" ".join(f"{where} {message}".split()), path=path)  # one line, whatever the cause
         self.table = table
         self.field = field
 
@@ -55,6 +53,18 @@ class EnvRef:
 
 Scalar = str | int | float | bool
 OptionValue = Scalar | EnvRef
+
+
+def nested_options(flat: Mapping[str, Any]) -> dict[str, Any]:
+    """Storage options with dotted keys (``client_kwargs.endpoint_url``) as fsspec's nested mapping."""
+    out: dict[str, Any] = {}
+    for dotted, value in flat.items():
+        node = out
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,8 +164,8 @@ class AdvisorPolicy:
 
 @dataclass(frozen=True, slots=True)
 class TableConfig:
-    """One table of tables.yaml. Each registry operation's policy is ``policies[name]`` (its
-    default when the file has no section for it), also read as an attribute: ``table.compact``."""
+    """One table of tables.yaml. Each registry operation with a section of its own has its policy
+    in ``policies[name]`` (its default when the file has no section for it)."""
 
     name: str
     uri: str | EnvRef
@@ -167,24 +177,34 @@ class TableConfig:
     advisor: AdvisorPolicy = field(default_factory=AdvisorPolicy)
     discovered_under: str | None = None  # the discover root it was found under; None: listed under tables:
 
+    def __post_init__(self) -> None:
+        """Every entry with a section of its own has a policy: its default when none was given."""
+        given = dict(self.policies)
+        object.__setattr__(self, "policies", {op.name: given.get(op.name) or OperationPolicy.default(op)
+                                              for op in REGISTRY if op.configured_in is None})
+
     def policy(self, name: str) -> OperationPolicy | None:
         """The policy of registry operation ``name``; None for an entry configured inside
         another's section (cleanup_log: ``checkpoint.cleanup_log``)."""
-        op = operation(name)  # KeyError naming the known operations
-        if op.policy_key is None:
-            return None
-        return self.policies.get(op.name) or OperationPolicy.default(op)
+        return self.policies.get(operation(name).name)  # KeyError naming the known operations
 
-    def __getattr__(self, name: str) -> OperationPolicy:
-        policy = self.policy(name) if name in BY_NAME else None
-        if policy is None:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return policy
+    def options(self, options_type: type[_Options]) -> _Options:
+        """The options record of type ``options_type`` (``table.options(ZOrderOptions).columns``)."""
+        for op in REGISTRY:
+            if op.options_type is options_type and op.configured_in is None:
+                found: _Options = self.policies[op.name].options
+                return found
+        raise KeyError(f"{options_type.__name__} is no operation's section in tables.yaml")
+
+    def enabled(self, name: str) -> bool:
+        """Whether registry operation ``name`` is on for this table."""
+        policy = self.policy(name)
+        return policy is not None and policy.enabled
 
     @property
     def operations(self) -> tuple[str, ...]:
         """Enabled maintenance operations (registry names), in the order a full run does them."""
-        return tuple(op.name for op in OPERATIONS if (policy := self.policy(op.name)) is not None and policy.enabled)
+        return tuple(op.name for op in OPERATIONS if self.enabled(op.name))
 
 
 @dataclass(frozen=True, slots=True)
