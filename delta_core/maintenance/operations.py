@@ -27,20 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from delta_core.maintenance import runs
-from delta_core.maintenance.options import (
-    AnalyzeOptions,
-    CheckpointOptions,
-    CleanupLogOptions,
-    ClusterOptions,
-    CompactLogOptions,
-    CompactOptions,
-    ManifestOptions,
-    PurgeOptions,
-    RestoreOptions,
-    VacuumOptions,
-    ZOrderOptions,
-)
+from delta_core.maintenance import options, runs
 from delta_core.model.delta_operations import CLUSTER_BY, COMPUTE_STATS, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
 from delta_core.model.delta_operations import RESTORE as RESTORE_OPERATION
 
@@ -52,9 +39,6 @@ if TYPE_CHECKING:
 # (table, options record, Spark factory called only for work that needs Spark) -> its report
 RunFunction = Callable[["DeltaTable", Any, "SparkFactory | None"], "Report"]
 
-OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
-    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
-    type[CompactLogOptions] | type[PurgeOptions] | type[RestoreOptions] | type[AnalyzeOptions]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +46,7 @@ class Operation:
     """One maintenance operation, as every front end names and configures it."""
 
     name: str  # the one name: tables.yaml section, asset name, job suffix; snake_case
-    options_type: OptionsType  # its config type
+    options_type: type[Any]  # its options record, a class of ``options``: its config type
     # Run it on a table with an ``options_type`` record: returns a ``metrics_type`` record.
     run: RunFunction
     metrics_type_path: str  # "module:Class" of the record it returns (a ``report.Report``)
@@ -95,7 +79,7 @@ class Operation:
 
 
 COMPACT = Operation(
-    name="compact", options_type=CompactOptions, run=runs.run_compact,
+    name="compact", options_type=options.CompactOptions, run=runs.run_compact,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:CompactionMetrics",
     delta_operations=(OPTIMIZE,),
     summary=f"bin-pack small files ({OPTIMIZE})",
@@ -107,7 +91,7 @@ COMPACT = Operation(
     rewrites_data=True, repairs=("small_files",),
 )
 ZORDER = Operation(
-    name="zorder", options_type=ZOrderOptions, run=runs.run_zorder,
+    name="zorder", options_type=options.ZOrderOptions, run=runs.run_zorder,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:ZOrderMetrics",
     delta_operations=(OPTIMIZE,),
     summary="cluster data along a Z-order or Hilbert curve",
@@ -119,7 +103,7 @@ ZORDER = Operation(
     rewrites_data=True, repairs=("data_skipping",),
 )
 VACUUM = Operation(
-    name="vacuum", options_type=VacuumOptions, run=runs.run_vacuum,
+    name="vacuum", options_type=options.VacuumOptions, run=runs.run_vacuum,
     metrics_type_path="delta_core.maintenance.spark.vacuum:VacuumMetrics",
     delta_operations=(VACUUM_START, VACUUM_END),
     summary="delete files no longer referenced",
@@ -131,7 +115,7 @@ VACUUM = Operation(
     repairs=("vacuum_due",),
 )
 CHECKPOINT = Operation(
-    name="checkpoint", options_type=CheckpointOptions, run=runs.run_checkpoint,
+    name="checkpoint", options_type=options.CheckpointOptions, run=runs.run_checkpoint,
     metrics_type_path="delta_core.maintenance.runs:CheckpointRun",
     delta_operations=(),  # a checkpoint is not a commit
     summary="write a checkpoint and _last_checkpoint once one is due",
@@ -146,7 +130,7 @@ CHECKPOINT = Operation(
 CLEANUP_LOG = Operation(
     name="cleanup_log", run=runs.run_cleanup_log,
     configured_in="checkpoint",  # tables.yaml: checkpoint.cleanup_log, run after each checkpoint
-    options_type=CleanupLogOptions,
+    options_type=options.CleanupLogOptions,
     metrics_type_path="delta_core.write.log_cleanup:LogCleanupResult",
     delta_operations=(),  # deletes log files; commits nothing
     summary="delete log files older than delta.logRetentionDuration",
@@ -157,7 +141,7 @@ CLEANUP_LOG = Operation(
     repairs=("log_length",),
 )
 MANIFEST = Operation(
-    name="manifest", options_type=ManifestOptions, run=runs.run_manifest,
+    name="manifest", options_type=options.ManifestOptions, run=runs.run_manifest,
     metrics_type_path="delta_core.maintenance.manifest:ManifestMetrics",
     delta_operations=(),  # files beside the log; commits nothing
     summary="write symlink manifests for Hive/Presto/Athena",
@@ -166,7 +150,7 @@ MANIFEST = Operation(
     title="Manifest",
 )
 CLUSTER = Operation(
-    name="cluster", options_type=ClusterOptions, run=runs.run_cluster,
+    name="cluster", options_type=options.ClusterOptions, run=runs.run_cluster,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:ClusterMetrics",
     delta_operations=(CLUSTER_BY, OPTIMIZE),  # CLUSTER BY only when the configured columns differ
     summary="liquid clustering on the table's clustering columns (OPTIMIZE)",
@@ -180,7 +164,7 @@ CLUSTER = Operation(
 )
 
 COMPACT_LOG = Operation(
-    name="compact_log", options_type=CompactLogOptions, run=runs.run_compact_log,
+    name="compact_log", options_type=options.CompactLogOptions, run=runs.run_compact_log,
     metrics_type_path="delta_core.write.log_compaction:LogCompactionResult",
     delta_operations=(),  # a log compaction file is not a commit
     summary="write a log compaction file (x.y.compacted.json)",
@@ -192,7 +176,7 @@ COMPACT_LOG = Operation(
 )
 
 PURGE = Operation(
-    name="purge", options_type=PurgeOptions, run=runs.run_purge,
+    name="purge", options_type=options.PurgeOptions, run=runs.run_purge,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:PurgeMetrics",
     delta_operations=(REORG,),
     summary=f"rewrite files with deletion vectors or dropped columns ({REORG} ... APPLY (PURGE))",
@@ -207,7 +191,7 @@ PURGE = Operation(
 )
 
 ANALYZE = Operation(
-    name="analyze", options_type=AnalyzeOptions, run=runs.run_analyze,
+    name="analyze", options_type=options.AnalyzeOptions, run=runs.run_analyze,
     metrics_type_path="delta_core.maintenance.spark.analyze:AnalyzeMetrics",
     delta_operations=(COMPUTE_STATS,),
     summary="compute missing file statistics (ANALYZE TABLE ... COMPUTE DELTA STATISTICS)",
@@ -221,7 +205,7 @@ ANALYZE = Operation(
 )
 
 RESTORE = Operation(
-    name="restore", options_type=RestoreOptions, run=runs.run_restore,
+    name="restore", options_type=options.RestoreOptions, run=runs.run_restore,
     metrics_type_path="delta_core.maintenance.restore:RestoreMetrics",
     delta_operations=(RESTORE_OPERATION,),
     summary="restore the table to an earlier version (RESTORE TABLE ... TO VERSION/TIMESTAMP AS OF)",
