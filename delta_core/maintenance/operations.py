@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 RunFunction = Callable[["DeltaTable", Any, "SparkFactory | None"], "Report"]
 
 
-
 @dataclass(frozen=True, slots=True)
 class Operation:
     """One maintenance operation, as every front end names and configures it."""
@@ -68,7 +67,7 @@ class Operation:
     configured_in: str | None = None
     rewrites_data: bool = False  # rewrites data files (its cost counts against the fleet's byte budget)
     # The health checks a run repairs (``delta_core.health.check_names``, a layer above: named
-    # here, held to that module by a test), in the order a run would try the remedies.
+    # here, held to that module by a test).
     repairs: tuple[str, ...] = ()
 
     def metrics_type(self) -> type:
