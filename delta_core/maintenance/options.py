@@ -129,10 +129,17 @@ class VacuumOptions:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointOptions:
-    """``checkpoint``: write a checkpoint at the latest version (``write.checkpoint_write``)."""
+    """``checkpoint``: write a checkpoint at the latest version once one is due, as writers do
+    every ``delta.checkpointInterval`` commits (``runs.run_checkpoint``, ``write.checkpoint_write``);
+    ``force`` or a ``version`` writes one now."""
 
     version: int | None = option(None, kind=Kind.COUNT, minimum=0, in_policy=False,
-                                 help="checkpoint this version (default: the latest)")
+                                 help="checkpoint this version now, due or not (default: the latest, once due)")
+    force: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                         help="write a checkpoint even when fewer commits than the interval follow the last one")
+    interval: int | None = option(
+        None, kind=Kind.COUNT, minimum=1,
+        help="a checkpoint is due once this many commits follow the last one (default delta.checkpointInterval)")
     cleanup_log: bool = option(False, kind=Kind.FLAG,
                                help="then delete expired log files too, as Delta Spark does after a checkpoint")
     sidecar_threshold: int | None = option(

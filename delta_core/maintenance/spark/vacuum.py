@@ -75,6 +75,7 @@ from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.durations import format_duration
 from delta_core.model.path_identity import TableRoot, Where
+from delta_core.model.sizes import format_size
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import FileInfo, Storage
 from delta_core.write.operation_records import (
@@ -121,6 +122,20 @@ class VacuumMetrics(MetricsRecord):
     duration_seconds: float
     mode: str = "full"  # "full" lists the table; "lite" reads the log since the last vacuum
     lite_versions: tuple[int, int] | None = None  # lite: the commits read (inclusive)
+
+    def outcome(self) -> str:
+        if self.dry_run:
+            return (f"dry run: would delete {self.num_files_to_delete} of {self.files_listed} listed files "
+                    f"({format_size(self.bytes_to_delete)})")
+        return f"deleted {self.num_deleted_files} of {self.files_listed} listed files" + (
+            "" if self.version is None else f", committed version {self.version}")
+
+    def details(self) -> list[str]:
+        retention = format_duration(dt.timedelta(hours=self.retention_hours))
+        return [f"{self.young_kept} unreferenced files younger than the retention ({retention}) kept"
+                + ("" if self.retention_check_enabled else "; retention check overridden"),
+                f"mode {self.mode}" + ("" if self.lite_versions is None else
+                                      f" (commits {self.lite_versions[0]}..{self.lite_versions[1]} read)")]
 
 
 @dataclass(frozen=True, slots=True)
