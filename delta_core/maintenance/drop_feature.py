@@ -110,7 +110,10 @@ class DropFeatureMetrics(MetricsRecord):
     read_version: int
     steps: tuple[tuple[str, int], ...]
     checkpoints: tuple[int, ...]
-    files_rewritten: int
+    num_removed_files: int  # the data files the pre-downgrade rewrote (purge, old types), and their output
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
     protocol_before: dict[str, Any]
     protocol_after: dict[str, Any]
     protected_before_version: int | None  # delta.requireCheckpointProtectionBeforeVersion set (fast drop)
@@ -126,7 +129,13 @@ class _Run:
     after_step: StepHook | None
     steps: list[tuple[str, int]] = field(default_factory=list)
     checkpoints: list[int] = field(default_factory=list)
-    files_rewritten: int = 0
+    rewritten: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # files and bytes removed, added
+
+    def rewrote(self, tally: Any) -> None:
+        """Count a rewrite's files and bytes (a ``RewriteMetrics`` or ``RewriteTally``)."""
+        for i, n in enumerate((tally.num_removed_files, tally.num_added_files, tally.removed_bytes,
+                               tally.added_bytes)):
+            self.rewritten[i] += n
 
     def landed(self, step: str, version: int) -> None:
         self.steps.append((step, version))
@@ -203,7 +212,9 @@ def drop_feature(table: DeltaTable, feature: str, *, truncate_history: bool = Fa
         run.checkpoints.append(version)
     return DropFeatureMetrics(
         feature=feature, truncate_history=truncate_history, version=version, read_version=start.version,
-        steps=tuple(run.steps), checkpoints=tuple(run.checkpoints), files_rewritten=run.files_rewritten,
+        steps=tuple(run.steps), checkpoints=tuple(run.checkpoints),
+        num_removed_files=run.rewritten[0], num_added_files=run.rewritten[1], removed_bytes=run.rewritten[2],
+        added_bytes=run.rewritten[3],
         protocol_before=_protocol_dict(start.protocol), protocol_after=protocol_after,
         protected_before_version=protected_version, duration_seconds=watch.seconds())
 
@@ -267,7 +278,7 @@ def _deletion_vectors(run: _Run, spark: SparkFactory | None, stale: list[str]) -
 
         assert spark is not None  # checked before the first step
         metrics = purge(run.table, spark)
-        run.files_rewritten += metrics.num_removed_files
+        run.rewrote(metrics)
         for version in metrics.versions:
             run.landed("purge", version)
     tombstones = _dv_tombstones(run.table.snapshot(), run.table.clock())
@@ -316,7 +327,7 @@ def _type_widening(run: _Run, spark: SparkFactory | None, stale: list[str]) -> N
         done = run_rewrite(run.table, spark, snapshot, Rewrite(plan, BinRewrite(), "rewrite widened types",
                                                                operation=REORG),
                            bounds=RewriteBounds(), watch=Stopwatch())
-        run.files_rewritten += done.tally.num_removed_files
+        run.rewrote(done.tally)
         for version in done.tally.versions:
             run.landed("rewrite files of old types", version)
         left = _files_with_old_types(run.table, run.table.snapshot())

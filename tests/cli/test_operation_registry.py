@@ -33,7 +33,8 @@ def test_one_name_per_operation():
     for op in OPERATIONS:
         assert op.cli_command == op.name.replace("_", "-")
         assert op.policy_key in (op.name, None)
-    assert list(BY_NAME) == [op.name for op in REGISTRY] and REGISTRY == (*OPERATIONS, operation("restore"))
+    assert list(BY_NAME) == [op.name for op in REGISTRY] and REGISTRY == (
+        *OPERATIONS, operation("restore"), operation("drop_feature"))
     assert operation("compact").delta_operations == ("OPTIMIZE",)
     assert operation("vacuum").delta_operations == ("VACUUM START", "VACUUM END")
     assert operation("purge").delta_operations == ("REORG",)
