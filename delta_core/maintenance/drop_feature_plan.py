@@ -31,7 +31,7 @@ from delta_core.model.table_properties import (
     parse_bool,
 )
 from delta_core.model.type_widening import TYPE_CHANGES_KEY, TYPE_WIDENING_FEATURES, type_changes
-from delta_core.write.feature_enablement import CHECKPOINT_POLICY, READER_WRITER_FEATURES
+from delta_core.write.feature_enablement import CHECKPOINT_POLICY, LEGACY_VERSIONS, READER_WRITER_FEATURES
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -81,10 +81,11 @@ def normalized_protocol(features: Iterable[str], *, extra: Mapping[str, Any] | N
     wanted = set(features)
     readers = wanted & (READER_WRITER_FEATURES | {"columnMapping"})
     reader = 3 if readers - {"columnMapping"} else (2 if readers else 1)
-    for legacy_writer in range(1, 7):
-        legacy = Protocol(reader, legacy_writer)
-        if reader < 3 and _features_of(legacy) == wanted:
-            return Protocol(reader, legacy_writer, extra=dict(extra or {}))
+    if wanted <= set(LEGACY_VERSIONS):  # the legacy versions each feature needs (Delta Spark's minimumRequiredVersions)
+        legacy = Protocol(max((LEGACY_VERSIONS[f][0] for f in wanted), default=1),
+                          max((LEGACY_VERSIONS[f][1] for f in wanted), default=1))
+        if _features_of(legacy) == wanted:
+            return Protocol(legacy.min_reader_version, legacy.min_writer_version, extra=dict(extra or {}))
     return Protocol(reader, 7, tuple(sorted(readers)) if reader == 3 else None, tuple(sorted(wanted)),
                     extra=dict(extra or {}))
 
