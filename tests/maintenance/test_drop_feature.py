@@ -266,3 +266,38 @@ def test_a_concurrent_writer_bringing_deletion_vectors_back_stops_the_drop(spark
     assert "deletionVectors" in features(table)  # no protocol commit
     assert "DROP FEATURE" not in operations(table, list(range(read + 1, table.latest_version() + 1)))
     assert query_rows(uri) == before and kernel_rows(uri) == kernel_before  # still valid, same rows
+
+
+def test_truncate_history_drops_without_checkpoint_protection_when_history_is_clean(tmp_path):
+    uri = _table_with_vacuum_protocol_check(tmp_path)
+    table = DeltaTable(uri)
+
+    metrics = drop_feature(table, "vacuumProtocolCheck", truncate_history=True)
+
+    assert [s for s, _ in metrics.steps] == ["empty commit"] and metrics.checkpoints == (metrics.steps[0][1],)
+    assert features(table) == {"appendOnly", "invariants"}  # no checkpointProtection on this path
+    assert metrics.protected_before_version is None
+    assert commit_info(table, metrics.version)["operationParameters"]["truncateHistory"] == "true"
+    assert sum(plain_rows(uri).values()) == 20
+
+
+@pytest.mark.spark
+def test_truncate_history_waits_24_hours_after_removing_deletion_vectors(spark, tmp_path):
+    uri = copy("krs-with-short-dv", tmp_path)
+    table = DeltaTable(uri)
+    before = query_rows(uri)
+
+    with pytest.raises(DropFeatureHistoryError, match="Run drop-feature again with --truncate-history after") as waited:
+        drop_feature(table, "deletionVectors", truncate_history=True, spark=lambda: spark)
+    assert [s for s, _ in waited.value.landed] == ["disable deletion vectors", "purge", "deletion vector tombstones",
+                                                   "empty commit"]
+    assert "deletionVectors" in features(table)
+
+    later = DeltaTable(uri, clock=lambda: int(time.time() * 1000) + 48 * 3600 * 1000)
+    metrics = drop_feature(later, "deletionVectors", truncate_history=True, spark=lambda: spark)
+
+    assert [s for s, _ in metrics.steps] == ["empty commit"]  # nothing left to remove
+    assert not {"deletionVectors", "checkpointProtection"} & features(table)
+    commits = [f.version for f in list_log(table.storage) if f.kind is LogFileKind.COMMIT]
+    assert min(commits) == metrics.steps[0][1]  # the log truncated to the checkpoint after the cleanup
+    assert plain_rows(uri) == before == query_rows(uri)
