@@ -124,7 +124,7 @@ def properties_to_unset(name: str, metadata: Metadata) -> dict[str, str | None]:
     stop writers from using ``name`` again; empty when nothing is to change. As Delta Spark:
     deletion vectors and type widening unset their property; in-commit timestamps are turned
     off and their enablement provenance unset; ``v2Checkpoint`` sets the checkpoint policy to
-    classic; ``checkpointProtection`` unsets the protected version (once history is truncated)."""
+    classic (explicitly); ``checkpointProtection`` unsets the protected version (once history is truncated)."""
     conf = metadata.configuration
     wanted: dict[str, str | None]
     if name == "deletionVectors":
@@ -136,7 +136,8 @@ def properties_to_unset(name: str, metadata: Metadata) -> dict[str, str | None]:
         if _true(conf, ENABLE_IN_COMMIT_TIMESTAMPS):
             wanted[ENABLE_IN_COMMIT_TIMESTAMPS] = "false"
     elif name == "v2Checkpoint":
-        wanted = {} if not _v2_policy(conf) else {CHECKPOINT_POLICY: "classic"}
+        # also when unset: our checkpoint writer writes V2-spec checkpoints then (``writes_v2_spec``)
+        wanted = {CHECKPOINT_POLICY: "classic"}
     elif name == CHECKPOINT_PROTECTION:
         wanted = {REQUIRE_CHECKPOINT_PROTECTION_BEFORE_VERSION: None}
     else:

@@ -67,6 +67,8 @@ def test_pre_downgrade_properties():
         "delta.enableInCommitTimestamps": "false", "delta.inCommitTimestampEnablementVersion": None}
     assert properties_to_unset("v2Checkpoint", meta(**{"delta.checkpointPolicy": "v2"})) == {
         "delta.checkpointPolicy": "classic"}
+    assert properties_to_unset("v2Checkpoint", meta()) == {"delta.checkpointPolicy": "classic"}
+    assert properties_to_unset("v2Checkpoint", meta(**{"delta.checkpointPolicy": "classic"})) == {}
     assert properties_to_unset("vacuumProtocolCheck", meta(a="b")) == {}
 
 
