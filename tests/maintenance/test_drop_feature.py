@@ -115,7 +115,7 @@ def test_drop_deletion_vectors_disables_purges_tombstones_then_drops(spark, tmp_
     assert plain_rows(uri) == before  # a reader without deletion vectors reads it
 
 
-# golden-v2-checkpoint-*: the policy is unset by a later commit. (rs-checkpoint-v2-table has identity
+# golden-v2-checkpoint-*: V2 checkpoints with sidecars, policy v2. (rs-checkpoint-v2-table has identity
 # columns, which the write gate refuses before anything is written.)
 V2_TABLES = [MODERN_DIR / "krs-v2-checkpoints-parquet-with-sidecars",
              *(CONFORMANCE_DIR / n for n in ("golden-v2-checkpoint-json", "golden-v2-checkpoint-parquet"))]
