@@ -151,7 +151,9 @@ class _Run:
         return version
 
     def set_properties(self, step: str) -> None:
-        """The feature's property changes (``properties_to_unset``), as SET or UNSET TBLPROPERTIES."""
+        """The feature's property changes (``properties_to_unset``), committed as Delta Spark does:
+        SET TBLPROPERTIES for the checkpoint policy, else UNSET TBLPROPERTIES naming every key changed
+        (in-commit timestamps: ``delta.enableInCommitTimestamps=false`` among them)."""
         metadata = self.table.snapshot().metadata
         changes = properties_to_unset(self.feature.name, metadata)
         if not changes:
@@ -159,7 +161,7 @@ class _Run:
         unset = [k for k, v in changes.items() if v is None]
         kept = {k: v for k, v in changes.items() if v is not None}
         new = with_configuration(metadata, unset=unset, set=kept)
-        if unset:
+        if unset or self.feature.name == "inCommitTimestamp":
             self.commit(step, UNSET_TBLPROPERTIES, [new], {"properties": json.dumps(sorted(changes)), "ifExists": True})
         else:
             self.commit(step, SET_TBLPROPERTIES, [new], SetPropertiesParameters(kept).to_commit_info())

@@ -171,7 +171,8 @@ def test_drop_in_commit_timestamps_turns_them_off_then_drops(tmp_path):
 
     metrics = drop_feature(table, "inCommitTimestamp")
 
-    assert [s for s, _ in metrics.steps] == ["disable in-commit timestamps"]
+    ((_, disabled),) = metrics.steps
+    assert commit_info(table, disabled)["operation"] == "UNSET TBLPROPERTIES"  # as Delta Spark names it
     conf = table.snapshot().metadata.configuration
     assert conf["delta.enableInCommitTimestamps"] == "false"
     assert not {"delta.inCommitTimestampEnablementVersion", "delta.inCommitTimestampEnablementTimestamp"} & set(conf)
