@@ -76,6 +76,8 @@ from delta_core.write.transaction import Transaction
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.rewrite_commit import RewriteTally
+    from delta_core.maintenance.rewrite_metrics import RewriteMetrics
     from delta_core.maintenance.runs import SparkFactory
 
 log = logging.getLogger(__name__)
@@ -129,13 +131,17 @@ class _Run:
     after_step: StepHook | None
     steps: list[tuple[str, int]] = field(default_factory=list)
     checkpoints: list[int] = field(default_factory=list)
-    rewritten: list[int] = field(default_factory=lambda: [0, 0, 0, 0])  # files and bytes removed, added
+    num_removed_files: int = 0  # the rewrites' files and bytes
+    num_added_files: int = 0
+    removed_bytes: int = 0
+    added_bytes: int = 0
 
-    def rewrote(self, tally: Any) -> None:
-        """Count a rewrite's files and bytes (a ``RewriteMetrics`` or ``RewriteTally``)."""
-        for i, n in enumerate((tally.num_removed_files, tally.num_added_files, tally.removed_bytes,
-                               tally.added_bytes)):
-            self.rewritten[i] += n
+    def rewrote(self, tally: RewriteMetrics | RewriteTally) -> None:
+        """Count a rewrite's files and bytes."""
+        self.num_removed_files += tally.num_removed_files
+        self.num_added_files += tally.num_added_files
+        self.removed_bytes += tally.removed_bytes
+        self.added_bytes += tally.added_bytes
 
     def landed(self, step: str, version: int) -> None:
         self.steps.append((step, version))
@@ -215,8 +221,8 @@ def drop_feature(table: DeltaTable, feature: str, *, truncate_history: bool = Fa
     return DropFeatureMetrics(
         feature=feature, truncate_history=truncate_history, version=version, read_version=start.version,
         steps=tuple(run.steps), checkpoints=tuple(run.checkpoints),
-        num_removed_files=run.rewritten[0], num_added_files=run.rewritten[1], removed_bytes=run.rewritten[2],
-        added_bytes=run.rewritten[3],
+        num_removed_files=run.num_removed_files, num_added_files=run.num_added_files,
+        removed_bytes=run.removed_bytes, added_bytes=run.added_bytes,
         protocol_before=_protocol_dict(start.protocol), protocol_after=protocol_after,
         protected_before_version=protected_version, duration_seconds=watch.seconds())
 
