@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from delta_core.maintenance import options, runs
+from delta_core.maintenance.droppable_features import DROP_FEATURE_OPERATION
 from delta_core.model.delta_operations import CLUSTER_BY, COMPUTE_STATS, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
 from delta_core.model.delta_operations import RESTORE as RESTORE_OPERATION
 
@@ -214,12 +215,27 @@ RESTORE = Operation(
     title="Restore",
 )
 
+DROP_FEATURE = Operation(
+    name="drop_feature", options_type=options.DropFeatureOptions, run=runs.run_drop_feature,
+    metrics_type_path="delta_core.maintenance.drop_feature:DropFeatureMetrics",
+    delta_operations=(DROP_FEATURE_OPERATION,),  # and the pre-downgrade commits (drop_feature's module doc)
+    summary="drop a table feature and downgrade the protocol (ALTER TABLE ... DROP FEATURE)",
+    description="Remove the feature's traces (deletionVectors: disable, purge; v2Checkpoint: classic "
+                "checkpoints; typeWidening: rewrite old-type files, drop delta.typeChanges; inCommitTimestamp: "
+                "turn off), then commit the protocol without it. Reader-writer features are dropped fast, "
+                "behind three checkpoints, adding checkpointProtection; --truncate-history truncates the "
+                "history instead (and is how checkpointProtection itself is dropped).",
+    uses_spark=True,
+    title="Drop feature",
+    cli_spark="always",
+)
+
 # The operations of a full maintenance run, in its order (restore is a one-off, launched by hand).
 # Analyze follows the rewrites (their new files have stats already) and precedes vacuum.
 OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, ANALYZE, VACUUM, CHECKPOINT, CLEANUP_LOG,
                                      MANIFEST, COMPACT_LOG)
 # One-offs: launched by hand with their options (a version to restore), never part of a full run.
-ONE_OFFS: tuple[Operation, ...] = (RESTORE,)
+ONE_OFFS: tuple[Operation, ...] = (RESTORE, DROP_FEATURE)
 REGISTRY: tuple[Operation, ...] = (*OPERATIONS, *ONE_OFFS)  # every entry
 BY_NAME: dict[str, Operation] = {op.name: op for op in REGISTRY}
 

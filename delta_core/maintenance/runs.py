@@ -23,6 +23,7 @@ from delta_core.maintenance.options import (
     ClusterOptions,
     CompactLogOptions,
     CompactOptions,
+    DropFeatureOptions,
     ManifestOptions,
     PurgeOptions,
     RestoreOptions,
@@ -215,3 +216,12 @@ def run_analyze(table: DeltaTable, options: AnalyzeOptions, spark: SparkFactory 
     from delta_core.maintenance.spark.analyze import analyze
 
     return analyze(table, _needs(spark), **asdict(options))
+
+
+def run_drop_feature(table: DeltaTable, options: DropFeatureOptions, spark: SparkFactory | None) -> Report:
+    from delta_core.maintenance.drop_feature import drop_feature
+
+    if not options.feature:
+        raise ConfigError("drop_feature needs the feature to drop: give it after the table (drop-feature TABLE "
+                          "deletionVectors), or as `feature` in the run config", path=table.uri)
+    return drop_feature(table, options.feature, truncate_history=options.truncate_history, spark=spark)

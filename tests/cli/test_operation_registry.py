@@ -41,7 +41,8 @@ def test_one_name_per_operation():
     for op in REGISTRY:
         assert op.name.isidentifier() and op.name == op.name.lower()  # Dagster names: [A-Za-z0-9_]
         assert op.configured_in is None or op.configured_in in BY_NAME
-    assert list(BY_NAME) == [op.name for op in REGISTRY] and REGISTRY == (*OPERATIONS, operation("restore"))
+    assert list(BY_NAME) == [op.name for op in REGISTRY] and REGISTRY == (
+        *OPERATIONS, operation("restore"), operation("drop_feature"))
     assert operation("compact").delta_operations == ("OPTIMIZE",)
     assert operation("vacuum").delta_operations == ("VACUUM START", "VACUUM END")
     assert operation("purge").delta_operations == ("REORG",)
