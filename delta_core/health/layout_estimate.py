@@ -49,25 +49,29 @@ class LayoutEstimate:
     unreachable: str | None = None
 
 
-_cache: OrderedDict[tuple[str, int, tuple[str, ...], bool], LayoutEstimate] = OrderedDict()
+_cache: OrderedDict[tuple[str, int, tuple[str, ...], bool, int | None], LayoutEstimate] = OrderedDict()
 
 
-def estimate_layout(snapshot: Snapshot, columns: Sequence[str], *, clustered: bool) -> LayoutEstimate:
+def estimate_layout(snapshot: Snapshot, columns: Sequence[str], *, clustered: bool,
+                    target_size: int | None = None) -> LayoutEstimate:
     """The estimate for ``snapshot`` clustered on ``columns`` (``clustered``: by the table's
-    liquid clustering, else by Z-order), computed once per table version."""
-    key = (snapshot.storage.root, snapshot.version, tuple(columns), clustered)
+    liquid clustering, else by Z-order into files of ``target_size``, None: the table's),
+    computed once per table version."""
+    key = (snapshot.storage.root, snapshot.version, tuple(columns), clustered, target_size)
     found = _cache.get(key)
     if found is None:
-        found = _cache[key] = _estimate(snapshot, columns, clustered=clustered)
+        found = _cache[key] = _estimate(snapshot, columns, clustered=clustered, target_size=target_size)
         if len(_cache) > _CACHE_ENTRIES:
             _cache.popitem(last=False)
     return found
 
 
-def _estimate(snapshot: Snapshot, columns: Sequence[str], *, clustered: bool) -> LayoutEstimate:
+def _estimate(snapshot: Snapshot, columns: Sequence[str], *, clustered: bool,
+              target_size: int | None) -> LayoutEstimate:
     operation = "clustering" if clustered else "Z-order"
     try:
-        plan = plan_clustering(snapshot).rewrite if clustered else plan_zorder(snapshot, columns)
+        plan = plan_clustering(snapshot).rewrite if clustered \
+            else plan_zorder(snapshot, columns, target_size=target_size)
     except (ConfigError, CorruptLogError) as refused:
         return LayoutEstimate(None, 0, f"{operation} cannot run on this table: {refused}")
     if plan.is_empty:

@@ -175,7 +175,8 @@ def table_health(
                                           ict_from=_ict_from(snapshot))
     metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
     if metrics.skip_ratio is not None and metrics.skip_ratio < policy.skip_ratio_floor:
-        estimate = estimate_layout(snapshot, measured, clustered=bool(clustered) and measured == clustered)
+        estimate = estimate_layout(snapshot, measured, clustered=bool(clustered) and measured == clustered,
+                                   target_size=policy.zorder_target_size)
         metrics = replace(metrics, predicted_skip_ratio=estimate.skip_ratio,
                           skip_unreachable=skip_target(estimate, metrics.skip_ratio, policy.skip_ratio_floor))
     # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
