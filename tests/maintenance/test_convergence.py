@@ -84,6 +84,21 @@ def test_following_the_advice_converges_on_small_appends(spark, capsys, tmp_path
     assert multiset(deltars_rows(uri)) == before
     # a second look at the same version advises nothing either
     assert _health(capsys, config)["recommendations"] == []
+    assert_amplification_counted(uri)
+
+
+def assert_amplification_counted(uri: str) -> None:
+    """Rewrite amplification counts exactly the bytes the rewrites report adding."""
+    from delta_core.health.amplification import rewrite_amplification
+    from delta_core.log.history import read_commit_info
+    from delta_core.log.table import DeltaTable
+
+    storage = DeltaTable(uri).storage
+    amp = rewrite_amplification(storage)
+    assert amp.first_version == 0 and amp.ratio is not None
+    infos = [read_commit_info(storage, v) for v in range(amp.last_version + 1)]
+    rewrites = [i for i in infos if i.get("operation") == "OPTIMIZE"]
+    assert amp.maintenance_bytes == sum(int(i["operationMetrics"]["numAddedBytes"]) for i in rewrites) > 0
 
 
 def test_following_the_advice_converges_on_the_demo_table(spark, capsys, tmp_path):
