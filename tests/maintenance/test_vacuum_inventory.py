@@ -103,7 +103,9 @@ def test_a_stale_inventory_row_and_a_delta_table_inventory(scene, table_uri, tmp
     inv = str(tmp_path / "inventory_table")
     deltalake.write_deltalake(inv, inv_table)
     done = vacuum(table, inventory=inv, clock=lambda: _later(now))
-    assert done.num_deleted_files == 5 and extra["orphan_old"] not in all_files(table_uri)
+    assert done.num_deleted_files == 4 and extra["orphan_old"] not in all_files(table_uri)
+    assert done.num_missing_files == 1  # the stale row: counted apart, not as deleted
+    assert done.inventory_shape == "delta" and done.inventory_age_hours is not None
 
 
 def test_bad_inventories_are_typed_errors(scene, table_uri, tmp_path):
