@@ -137,6 +137,10 @@ def _vacuum(m: Any) -> MetricsView:
         "files_to_delete": m.num_files_to_delete,
         "bytes_to_delete": m.bytes_to_delete,
         "files_deleted": m.num_deleted_files,
+        "bytes_deleted": m.bytes_deleted,
+        "files_already_gone": m.num_missing_files,
+        "inventory_shape": m.inventory_shape,
+        "inventory_age_hours": m.inventory_age_hours,
         "directories_removed": m.num_vacuumed_directories,
         "ignored_log_paths": m.ignored_log_paths,
     }

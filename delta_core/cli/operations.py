@@ -69,7 +69,9 @@ def _vacuum_text(metrics: Any) -> str:
     count = metrics.num_files_to_delete if metrics.dry_run else metrics.num_deleted_files
     return (f"vacuum{' dry run' if metrics.dry_run else ''}: {done} {count} of {metrics.files_listed} listed "
             f"files, {format_size(metrics.bytes_to_delete)}; {metrics.young_kept} unreferenced files younger than "
-            f"the retention ({format_duration(dt.timedelta(hours=metrics.retention_hours))}) kept")
+            f"the retention ({format_duration(dt.timedelta(hours=metrics.retention_hours))}) kept"
+            + ("" if metrics.inventory_shape is None else
+               f"; from a {metrics.inventory_shape} inventory taken {metrics.inventory_age_hours} hours ago"))
 
 
 _TEXT: dict[str, Callable[[Any], str]] = {VACUUM.name: _vacuum_text}

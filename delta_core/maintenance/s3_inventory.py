@@ -19,7 +19,8 @@ import gzip
 import json
 import re
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import IO
+from urllib.parse import unquote_plus
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -106,7 +107,7 @@ def open_report(uri: str, storage_options: dict[str, object] | None = None, *, t
         raise InventoryError(f"the S3 Inventory report {manifest_uri} has no {', '.join(missing)} field: configure "
                              "the inventory with Size and LastModifiedDate", path=manifest_uri)
     read = InventoryRead(manifest_uri, "s3-inventory", taken, iter(()), outside_root="skip")
-    prefix = location.path.strip("/") + "/"
+    prefix = location.path.strip("/") + "/" if location.path.strip("/") else ""
     read.batches = _rows(files, file_format, columns, storage_options, bucket_of_source, prefix, read.skips,
                          batch_rows, manifest_uri)
     return read
@@ -126,7 +127,7 @@ def _rows(files: list[str], file_format: str, columns: list[str], storage_option
             for batch in _file_batches(fh, file_format, columns, batch_rows, uri):
                 keys = batch.column("key")
                 if file_format == "CSV":  # AWS URL-encodes CSV keys ('+' for a space)
-                    keys = string_array([_unquote_plus(k) for k in keys.to_pylist()])
+                    keys = string_array([unquote_plus(k) for k in keys.to_pylist()])
                 rows = _latest_files(batch, skips)
                 keys = keys.filter(rows) if rows is not None else keys
                 inside = pc.starts_with(keys, prefix)
@@ -137,7 +138,7 @@ def _rows(files: list[str], file_format: str, columns: list[str], storage_option
                 yield pa.RecordBatch.from_arrays([
                     pc.binary_join_element_wise(f"s3://{bucket}/", keys, ""), kept.column("size"),
                     pa.array([False] * len(keys), pa.bool_()),
-                    kept.column("last_modified_date").cast(pa.timestamp("ms", tz="UTC")).cast(pa.int64())],
+                    kept.column("last_modified_date").cast(pa.timestamp("ms", tz="UTC"), safe=False).cast(pa.int64())],
                     schema=INVENTORY_SCHEMA)
     if not covered:
         raise InventoryError(f"the S3 Inventory report {manifest} lists no file under s3://{bucket}/{prefix}"
@@ -145,26 +146,18 @@ def _rows(files: list[str], file_format: str, columns: list[str], storage_option
                              "deleted; use an inventory configured for a prefix the table root is under", path=manifest)
 
 
-def _unquote_plus(key: str) -> str:
-    from urllib.parse import unquote_plus
-
-    return unquote_plus(key)
-
-
 def _latest_files(batch: pa.RecordBatch, skips: InventorySkips) -> pa.Array | None:
     """The rows that are a current object (not a noncurrent version, not a delete marker), or
     ``None`` when every row is (an unversioned bucket's report has neither column)."""
     names = batch.schema.names
-    keep: Any = None
-    if "is_delete_marker" in names:
-        marker = pc.fill_null(batch.column("is_delete_marker"), False)
-        skips.delete_markers += pc.sum(marker).as_py() or 0
-        keep = pc.invert(marker)
-    if "is_latest" in names:
-        latest = pc.fill_null(batch.column("is_latest"), True)
-        skips.not_latest += pc.sum(pc.and_(pc.invert(latest), keep if keep is not None else True)).as_py() or 0
-        keep = latest if keep is None else pc.and_(keep, latest)
-    return keep
+    if "is_delete_marker" not in names and "is_latest" not in names:
+        return None
+    no = pa.array([False] * batch.num_rows, pa.bool_())
+    marker = pc.fill_null(batch.column("is_delete_marker"), False) if "is_delete_marker" in names else no
+    noncurrent = pc.invert(pc.fill_null(batch.column("is_latest"), True)) if "is_latest" in names else no
+    skips.delete_markers += pc.sum(marker).as_py() or 0
+    skips.not_latest += pc.sum(pc.and_(noncurrent, pc.invert(marker))).as_py() or 0
+    return pc.invert(pc.or_(marker, noncurrent))
 
 
 def _file_batches(fh: IO[bytes], file_format: str, columns: list[str], batch_rows: int,
@@ -177,13 +170,14 @@ def _file_batches(fh: IO[bytes], file_format: str, columns: list[str], batch_row
                                    convert_options=pcsv.ConvertOptions(
                                        include_columns=wanted, column_types={c: _TYPES[c] for c in wanted},
                                        true_values=["true"], false_values=["false"]))
-            for batch in reader:
-                yield from batch.to_batches(max_chunksize=batch_rows) if isinstance(batch, pa.Table) else [batch]
+            for block in reader:
+                yield from (block.slice(i, batch_rows) for i in range(0, block.num_rows, batch_rows))
         elif file_format == "Parquet":
             yield from pq.ParquetFile(fh).iter_batches(batch_size=batch_rows, columns=wanted)
         else:
             orc = porc.ORCFile(fh)
             for stripe in range(orc.nstripes):
-                yield from orc.read_stripe(stripe, columns=wanted).to_batches(max_chunksize=batch_rows)
+                whole = orc.read_stripe(stripe, columns=wanted)  # a stripe is read whole (ORC's unit)
+                yield from (whole.slice(i, batch_rows) for i in range(0, whole.num_rows, batch_rows))
     except (pa.ArrowInvalid, OSError, EOFError) as exc:
         raise unreadable(uri, exc) from None

@@ -129,8 +129,11 @@ def test_cli_and_policy(scene, table_uri, tmp_path, capsys):
     table, removed, extra, now = scene
     inv = str(tmp_path / "inventory.parquet")
     pq.write_table(inventory_of(table_uri), inv)
+    assert main(["vacuum", table_uri, "--inventory", inv, "--dry-run"]) == 0
+    assert "from a delta inventory taken " in capsys.readouterr().out
     assert main(["vacuum", table_uri, "--inventory", inv, "--dry-run", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["inventory_shape"] == "delta" and 0 <= out["inventory_age_hours"] < 1
     assert out["dry_run"] is True and out["files_listed"] == len(inventory_of(table_uri).filter(
         pa.compute.invert(inventory_of(table_uri).column("isDir"))))
     config = tmp_path / "tables.yaml"
