@@ -127,7 +127,7 @@ def _rows(files: list[str], file_format: str, columns: list[str], storage_option
             for batch in _file_batches(fh, file_format, columns, batch_rows, uri):
                 keys = batch.column("key")
                 if file_format == "CSV":  # AWS URL-encodes CSV keys ('+' for a space)
-                    keys = string_array([unquote_plus(k) for k in keys.to_pylist()])
+                    keys = _decoded(keys)
                 rows = _latest_files(batch, skips)
                 keys = keys.filter(rows) if rows is not None else keys
                 inside = pc.starts_with(keys, prefix)
@@ -144,6 +144,15 @@ def _rows(files: list[str], file_format: str, columns: list[str], storage_option
         raise InventoryError(f"the S3 Inventory report {manifest} lists no file under s3://{bucket}/{prefix}"
                              f"{LOG_DIR}/: its prefix filter does not cover the table. Nothing was committed or "
                              "deleted; use an inventory configured for a prefix the table root is under", path=manifest)
+
+
+def _decoded(keys: pa.Array) -> pa.Array:
+    """``keys`` URL-decoded; only those holding a ``%`` or ``+`` go through Python."""
+    encoded = pc.match_substring_regex(keys, r"[%+]")
+    if not pc.any(encoded).as_py():
+        return keys
+    plain = string_array([unquote_plus(k) for k in keys.filter(encoded).to_pylist()])
+    return pc.replace_with_mask(keys, encoded, plain)
 
 
 def _latest_files(batch: pa.RecordBatch, skips: InventorySkips) -> pa.Array | None:
