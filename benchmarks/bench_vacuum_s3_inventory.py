@@ -4,8 +4,8 @@ A table with a small live part plus ``--files`` unreferenced objects under 200 p
 through moto's backend, ``bench_vacuum_s3``). The report is what S3 Inventory would deliver for
 the bucket: a ``manifest.json`` naming four data files, as gzip CSV (no header, every value
 quoted, keys URL-encoded) and as Parquet, in a destination bucket. Each dry run (retention 0)
-must find exactly the orphans; for each: wall time, HTTP requests the server answered, and the
-run's own peak RSS (``/proc/self/clear_refs`` resets the high-water mark before it).
+must find exactly the orphans; each runs in a fresh process and reports its wall time, the HTTP
+requests the server answered, and its peak RSS (imports included).
 
     python -m benchmarks.bench_vacuum_s3_inventory [--files 200000]
 """
@@ -16,6 +16,7 @@ import argparse
 import gzip
 import io
 import json
+import multiprocessing
 import time
 from collections.abc import Sequence
 from urllib.parse import quote_plus
@@ -56,6 +57,24 @@ def _deliver(fs, rows: list[tuple[str, int]], file_format: str, stamp: str, now_
     return f"s3://bench-reports/{base}/{stamp}/manifest.json"
 
 
+def _ready() -> None:
+    """Import what a run needs before it is measured (a child process starts bare)."""
+    import delta_core.maintenance.spark.vacuum  # noqa: F401
+
+
+def _dry_run(uri: str, opts: dict, inventory: str | None) -> tuple[float, float, int]:
+    """One dry run in this (fresh) process: its seconds, peak RSS (MB) and files to delete."""
+    from benchmarks.bench_vacuum_inventory import _reset_peak_rss, _status_mb
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
+
+    _reset_peak_rss()
+    t0 = time.perf_counter()
+    m = vacuum(DeltaTable(uri, opts), dry_run=True, retention_hours=0, force=True, inventory=inventory,
+               inventory_storage_options=opts)
+    return time.perf_counter() - t0, _status_mb("VmHWM"), m.num_files_to_delete
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=200_000)
@@ -63,10 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     import pyarrow as pa
     import s3fs
 
-    from benchmarks.bench_vacuum_inventory import _reset_peak_rss, _status_mb
+    from benchmarks.bench_vacuum_inventory import _status_mb
     from benchmarks.bench_vacuum_s3 import start_moto
     from delta_core.log.table import DeltaTable
-    from delta_core.maintenance.spark.vacuum import vacuum
     from delta_core.write.table_writes import append, create_table
 
     moto, opts = start_moto(indexed_listing=True)
@@ -90,16 +108,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.files:,} orphans under 200 partitions, reports of {len(objects):,} objects "
               f"(setup {time.perf_counter() - t0:.0f} s; moto server RSS {_status_mb('VmRSS', moto.proc.pid):,.0f} MB)",
               flush=True)
+        spawn = multiprocessing.get_context("spawn")  # each run's peak RSS its own
         for how, inventory in (("listing", None), ("S3 Inventory CSV.gz", reports["CSV"]),
                                ("S3 Inventory Parquet", reports["Parquet"])):
-            _reset_peak_rss()
-            asked, t0 = moto.requests(), time.perf_counter()
-            m = vacuum(DeltaTable(uri, opts), dry_run=True, retention_hours=0, force=True, inventory=inventory,
-                       inventory_storage_options=opts)
-            seconds, requests = time.perf_counter() - t0, moto.requests() - asked - 1  # less our own count
-            assert m.num_files_to_delete == args.files, (how, m.num_files_to_delete)
-            rows_out.append((how, seconds, requests, _status_mb("VmHWM")))
-            print(f"  {how}: {seconds:.2f} s, {requests:,} requests, peak RSS {rows_out[-1][3]:,.0f} MB", flush=True)
+            with spawn.Pool(1) as pool:
+                pool.apply(_ready)
+                asked = moto.requests()
+                seconds, peak, found = pool.apply(_dry_run, (uri, opts, inventory))
+                requests = moto.requests() - asked - 1  # less the count's own
+            assert found == args.files, (how, found)
+            rows_out.append((how, seconds, requests, peak))
+            print(f"  {how}: {seconds:.2f} s, {requests:,} requests, peak RSS {peak:,.0f} MB", flush=True)
     finally:
         moto.close()
     print(f"{'plan from':<22}{'seconds':>9}{'requests':>10}{'peak RSS MB':>13}")
