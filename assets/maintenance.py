@@ -1,11 +1,12 @@
 """Maintenance assets: per table, one asset per enabled operation, grouped by table name.
 
-Each asset calls one ``delta_core.maintenance`` operation (or the checkpoint writer) and turns
-its typed metrics record into UI metadata. The assets form a chain in the order a full
-maintenance run does them (the order of ``delta_core.maintenance.operations.OPERATIONS``),
-starting from the table's observable asset, so a job that selects several runs them in that
-order. Each asset is named after its registry entry (``compact``, ``zorder``, ...), and
-``ASSET_FACTORIES`` maps every entry configured in tables.yaml to its factory.
+Each asset runs one registry entry (``delta_core.maintenance.operations``: ``Operation.run``,
+as the command line does) and turns its report into UI metadata: the summary line every surface
+shows, the report's values, file statistics and health before and after. One factory serves
+every entry. The assets form a chain in the order a full maintenance run does them (the order
+of ``OPERATIONS``), starting from the table's observable asset, so a job that selects several
+runs them in that order; one-offs (restore) stand beside the chain. Each asset is named after its
+registry entry, and ``ASSET_FACTORIES`` maps every entry configured in tables.yaml to its factory.
 
 Every asset takes a ``Config`` with the fields of the entry's option record
 (``delta_core.maintenance.options``), defaulting to ``None``, meaning "use the table's policy
@@ -22,7 +23,6 @@ running at once; the other steps run in no pool.
 """
 
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -38,37 +38,23 @@ from dagster import (
     asset,
 )
 from dagster import Field as DagsterField
-from pydantic import Field
 
 from assets.automation import maintenance_condition
 from assets.health_view import health_before_after, table_health_report
-from assets.metadata import (
-    FileStats,
-    before_after_markdown,
-    before_after_metadata,
-    human_bytes,
-    scalar_metadata,
-    summary_markdown,
-)
-from assets.metrics_view import describe, metrics_for_json
+from assets.metadata import FileStats, before_after_markdown, before_after_metadata, scalar_metadata, summary_markdown
+from assets.metrics_view import listed_markdown, report_json, report_lines, report_values
 from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
 from delta_core.config.records import DEFAULT_SPARK_POOL
 from delta_core.errors import DeltaError
-from delta_core.maintenance.operations import (
-    CHECKPOINT,
-    COMPACT_LOG,
-    ONE_OFFS,
-    REGISTRY,
-    ZORDER,
-    Operation,
-)
-from delta_core.maintenance.skipping import probe_values, skipped_file_ratio
+from delta_core.maintenance.operations import ONE_OFFS, REGISTRY, Operation
+from delta_core.maintenance.report import Report, summary_line
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, resource_key_of, table_resource
 from resources.config import TableConfig
 
 OPERATION_TAG = "delta_maintenance/operation"
 TABLE_TAG = "delta_maintenance/table"
+SUMMARY_LINE_KEY = "summary_line"  # the report's one line (``report.summary_line``), as the CLI prints it
 
 
 def maintenance_asset_key(table_name: str, operation: str) -> AssetKey:
@@ -78,13 +64,8 @@ def maintenance_asset_key(table_name: str, operation: str) -> AssetKey:
 # --- config (None = the table's policy) -----------------------------------------------------
 
 
-# Each asset's Config, generated from its registry entry (checkpoint's has its own `force`).
-CONFIGS: dict[str, type[Config]] = {
-    op.name: config_class(op, **({"force": (bool | None, Field(
-        default=None, description="Write a checkpoint even when fewer commits than the table's checkpoint interval "
-                                  "follow the last one."))} if op is CHECKPOINT else {}))
-    for op in REGISTRY if op.policy_key
-}
+# Each asset's Config, generated from its registry entry's options record.
+CONFIGS: dict[str, type[Config]] = {op.name: config_class(op) for op in REGISTRY if not op.configured_in}
 # Each Config's Dagster schema, inferred once per operation and given to every table's asset as
 # ``config_schema``: inferring it from a ``config: <Config>`` parameter costs ~45% of creating an
 # asset, paid again for each of thousands of discovered tables' assets.
@@ -110,7 +91,8 @@ AssetFactory = Callable[[TableConfig, list[AssetKey], Placement], AssetsDefiniti
 def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *, placement: Placement,
             description: str) -> dict:
     spark = operation.uses_spark
-    keys = {resource_key_of(table)} | ({SPARK_RESOURCE_KEY} if spark else set())
+    # An operation that can use Spark gets the resource; the session starts only for work that needs it.
+    keys = {resource_key_of(table)} | ({SPARK_RESOURCE_KEY} if _can_use_spark(operation) else set())
     return dict(
         key=maintenance_asset_key(table.name, operation.name),
         group_name=table.name,
@@ -159,55 +141,14 @@ def _spark(context: AssetExecutionContext) -> Callable[[], Any]:
     return lambda: context.resources.spark.spark_session
 
 
-def _measured(context: AssetExecutionContext, table: TableConfig, title: str,
-              run: Callable[[Any], Any]) -> MaterializeResult:
-    """Run an operation on the table; report its metrics, the file statistics and the health
-    before and after."""
-    dt = _delta(context, table).open()
-    snapshot = dt.snapshot()
-    before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
-    metrics = run(dt)
-    snapshot = dt.snapshot()
-    return _result(table.name, title, metrics, before, FileStats.of(snapshot),
-                   health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
+def _can_use_spark(op: Operation) -> bool:
+    """Whether ``op`` is given a Spark factory: the command line's --spark-master says it can use one."""
+    return op.cli_spark != "none"
 
 
-def _zorder(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-    policy = table.policies[ZORDER.name]
-
-    @asset(**_common(table, ZORDER, deps, placement=placement, description=(
-        f"Cluster `{table.name}` on {', '.join(policy.options.columns)} along a "
-        f"{policy.options.curve} curve so min/max statistics skip files.")))
-    @_op_body(CONFIGS[ZORDER.name])
-    def _asset(context: AssetExecutionContext, config: Any) -> MaterializeResult:
-        options = options_from_config(config, policy.options)
-        dt = _delta(context, table).open()
-        columns = list(options.columns)
-        snapshot = dt.snapshot()
-        before, health_before = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
-        probes = probe_values(snapshot, columns)
-        ratio_before = skipped_file_ratio(snapshot, probes)
-        # through the registry entry, as the command line runs it: every option, bounds included
-        metrics = ZORDER.run(dt, options, _spark(context))
-        snapshot = dt.snapshot()
-        after = FileStats.of(snapshot)
-        ratio_after = skipped_file_ratio(snapshot, probes)
-        health = health_before_after(health_before, table_health_report(dt, table, snapshot=snapshot))
-        return _result(table.name, "Z-order", metrics, before, after, health=health, extra={
-            "skipped_file_ratio_before": ratio_before,
-            "skipped_file_ratio_after": ratio_after,
-        }, extra_lines=[
-            "point-query skipped-file ratio on the clustering columns: "
-            f"{_ratio(ratio_before)} before, {_ratio(ratio_after)} after",
-        ])
-
-    return _asset
-
-
-def _operation_asset(op: Operation,
-                     config_type: type[Config]) -> AssetFactory:
+def _operation_asset(op: Operation) -> AssetFactory:
     """The factory of ``op``'s asset: the registry entry run with the table's policy and the
-    launch's values (``op.run``), its metrics, file statistics and health before and after."""
+    launch's values (``op.run``); its report, the file statistics and health before and after."""
 
     def factory(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
         policy = table.policy(op.name)
@@ -215,101 +156,27 @@ def _operation_asset(op: Operation,
 
         @asset(**_common(table, op, deps, placement=placement,
                          description=f"{op.description} Table `{table.name}`."))
-        @_op_body(config_type)
+        @_op_body(CONFIGS[op.name])
         def _asset(context: AssetExecutionContext, config: Config) -> MaterializeResult:
             options = options_from_config(config, policy.options)
-            spark = _spark(context) if op.uses_spark else None  # a factory: Spark starts only with work
-            return _measured(context, table, op.title, lambda dt: op.run(dt, options, spark))
+            spark = _spark(context) if _can_use_spark(op) else None  # a factory: Spark starts only with work
+            dt = _delta(context, table).open()
+            snapshot = dt.snapshot()
+            before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
+            report = op.run(dt, options, spark)
+            snapshot = dt.snapshot()
+            return _result(table.name, op, report, before, FileStats.of(snapshot),
+                           health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
 
         return _asset
 
     return factory
 
 
-def _checkpoint(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-    policy = table.policies[CHECKPOINT.name]
-    spec = _common(table, CHECKPOINT, deps, placement=placement, description=(
-        f"Write a checkpoint of `{table.name}` at its latest version once the checkpoint interval's "
-        "commits follow the last one (and optionally clean up expired log files)."))
-    # Sidecars of a large v2Checkpoint table are written by Spark tasks; the session starts only
-    # when the checkpoint turns out to need them.
-    spec["required_resource_keys"] = spec["required_resource_keys"] | {SPARK_RESOURCE_KEY}
-
-    @asset(**spec)
-    @_op_body(CONFIGS[CHECKPOINT.name])
-    def _asset(context: AssetExecutionContext, config: Any) -> MaterializeResult:
-        from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
-        from delta_core.write.checkpoint_write import write_checkpoint
-
-        started = time.monotonic()
-        options = options_from_config(config, policy.options, exclude=frozenset({"force"}))
-        dt = _delta(context, table).open()
-        checkpoint_before = dt.last_checkpoint_version()
-        health = table_health_report(dt, table)
-        # The table's checkpoint interval decides, as the health advice does: a run (schedule,
-        # full maintenance job) right after a checkpoint writes nothing.
-        due = any(r.operation == CHECKPOINT.cli_command for r in health.recommendations)
-        result = None
-        if due or config.force:
-            result = write_checkpoint(dt, sidecar_threshold=options.sidecar_threshold,
-                                      sidecar_writer=spark_sidecar_writer(_spark(context)))
-        cleanup = None
-        if options.cleanup_log:
-            from delta_core.write.log_cleanup import cleanup_log
-
-            cleanup = cleanup_log(dt)
-        skipped = None if result is not None else (
-            f"{health.metrics.versions_since_checkpoint} commit(s) since the last checkpoint, fewer than "
-            f"the interval {health.metrics.checkpoint_interval}; launch with force: true to write one anyway")
-        after = table_health_report(dt, table) if result is not None or cleanup is not None else health
-        return _checkpoint_result(table.name, checkpoint_before, result, cleanup,
-                                  round(time.monotonic() - started, 3), skipped_reason=skipped,
-                                  health=health_before_after(health, after))
-
-    return _asset
-
-
-def _compact_log(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-    policy = table.policies[COMPACT_LOG.name]
-
-    @asset(**_common(table, COMPACT_LOG, deps, placement=placement, description=(
-        f"Write a log compaction file for the commits of `{table.name}` after its newest checkpoint, "
-        "so snapshots read one file instead of each commit.")))
-    @_op_body(CONFIGS[COMPACT_LOG.name])
-    def _asset(context: AssetExecutionContext, config: Any) -> MaterializeResult:
-        from delta_core.write.log_compaction import compact_log
-
-        options = options_from_config(config, policy.options)
-        dt = _delta(context, table).open()
-        health = table_health_report(dt, table)
-        result = compact_log(dt, start_version=options.start_version,
-                             end_version=options.end_version, min_commits=options.min_commits)
-        if result.path is None:
-            headline = [f"table `{table.name}`", f"nothing written: {result.skipped_reason}"]
-        else:
-            headline = [f"table `{table.name}`",
-                        f"commits {result.start_version}..{result.end_version} compacted into "
-                        f"{result.actions} actions ({human_bytes(result.size_in_bytes)})"]
-        metadata: dict[str, MetadataValue] = {
-            "summary": MetadataValue.md(summary_markdown(f"Log compaction of {table.name}", headline))}
-        metadata.update(scalar_metadata({k: v for k, v in result.to_dict().items() if k != "path"}))
-        metadata.update(health_before_after(health, table_health_report(dt, table)))
-        return MaterializeResult(metadata=metadata)
-
-    return _asset
-
-
 # Registry name -> asset factory, for every entry with a tables.yaml section (cleanup_log has
-# none: the checkpoint asset runs it when its policy says cleanup_log): the registry-driven one,
-# or an operation's own where its asset reports more.
-_OWN_FACTORIES: dict[str, AssetFactory] = {
-    ZORDER.name: _zorder,  # also measures the point-query skipped-file ratio on its columns
-    CHECKPOINT.name: _checkpoint,  # writes only when due (force), then log cleanup
-    COMPACT_LOG.name: _compact_log,  # a log file, not data: no file statistics
-}
-ASSET_FACTORIES: dict[str, AssetFactory] = {
-    op.name: _OWN_FACTORIES.get(op.name) or _operation_asset(op, CONFIGS[op.name]) for op in REGISTRY if op.policy_key
-}
+# none: the checkpoint asset runs it when its policy says cleanup_log).
+ASSET_FACTORIES: dict[str, AssetFactory] = {op.name: _operation_asset(op) for op in REGISTRY if not op.configured_in}
+
 
 def build_maintenance_assets(table: TableConfig, placement: Placement = Placement()) -> list[AssetsDefinition]:
     """The table's enabled maintenance assets, chained in run order after the table asset;
@@ -329,58 +196,16 @@ def build_maintenance_assets(table: TableConfig, placement: Placement = Placemen
 # --- results -------------------------------------------------------------------------------------
 
 
-def _ratio(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.0%}"
-
-
-def _result(table_name: str, title: str, metrics, before: FileStats, after: FileStats, *,
-            health: dict[str, MetadataValue],
-            extra: dict[str, int | float | str | bool | None] | None = None,
-            extra_lines: list[str] | None = None) -> MaterializeResult:
-    view = describe(metrics)
-    headline = [f"table `{table_name}`", *view.headline, *(extra_lines or []),
-                f"duration {view.duration_seconds:.1f} s"]
-    body = before_after_markdown(before, after) + ([""] + view.extra_lines if view.extra_lines else [])
+def _result(table_name: str, op: Operation, report: Report, before: FileStats, after: FileStats, *,
+            health: dict[str, MetadataValue]) -> MaterializeResult:
+    body = before_after_markdown(before, after) + listed_markdown(report)
     # Insertion order is display order: the summary first, raw JSON last.
     metadata: dict[str, MetadataValue] = {
-        "summary": MetadataValue.md(summary_markdown(f"{title} of {table_name}", headline, body))}
-    metadata.update(scalar_metadata(extra or {}))
+        "summary": MetadataValue.md(summary_markdown(f"{op.title} of {table_name}",
+                                                     [f"table `{table_name}`", *report_lines(op.title, report)], body)),
+        SUMMARY_LINE_KEY: MetadataValue.text(summary_line(op.title, report))}
     metadata.update(before_after_metadata(before, after))
-    metadata.update(scalar_metadata(view.values))
-    metadata["duration_seconds"] = MetadataValue.float(float(view.duration_seconds))
+    metadata.update(scalar_metadata(report_values(report)))
     metadata.update(health)
-    metadata["metrics"] = MetadataValue.json(metrics_for_json(metrics))
-    return MaterializeResult(metadata=metadata)
-
-
-def _checkpoint_result(table_name: str, checkpoint_before: int | None, result, cleanup,
-                       duration_seconds: float, *, skipped_reason: str | None,
-                       health: dict[str, MetadataValue]) -> MaterializeResult:
-    """``result`` is None when no checkpoint was due (``skipped_reason`` says why)."""
-    values: dict[str, int | float | str | bool | None] = {"checkpoint_version_before": checkpoint_before}
-    if result is None:
-        values.update({"checkpoint_written": False, "checkpoint_skipped_reason": skipped_reason})
-        written = f"no checkpoint written: {skipped_reason}"
-    else:
-        values.update({"checkpoint_written": True, "checkpoint_version": result.version,
-                       "checkpoint_sidecars": result.sidecars, "checkpoint_actions": result.size,
-                       "checkpoint_bytes": result.size_in_bytes})
-        written = (f"checkpoint written at version {result.version} ({result.size} actions, "
-                   f"{result.sidecars} sidecar(s), {human_bytes(result.size_in_bytes)})")
-    values["duration_seconds"] = duration_seconds
-    headline = [f"table `{table_name}`", written,
-                "previous checkpoint: " + ("none" if checkpoint_before is None else f"version {checkpoint_before}")]
-    if cleanup is not None:
-        values["log_files_deleted"] = cleanup.files_deleted
-        if cleanup.skipped_reason is not None:
-            # e.g. delta.enableExpiredLogCleanup=false: the asset never overrides the owner
-            values["log_cleanup_skipped_reason"] = cleanup.skipped_reason
-            headline.append(f"log cleanup skipped: {cleanup.skipped_reason}")
-        else:
-            headline.append(f"log cleanup: {cleanup.files_deleted} expired log file(s) deleted")
-    headline.append(f"duration {duration_seconds:.1f} s")
-    metadata: dict[str, MetadataValue] = {
-        "summary": MetadataValue.md(summary_markdown(f"Checkpoint of {table_name}", headline))}
-    metadata.update(scalar_metadata(values))
-    metadata.update(health)
+    metadata["metrics"] = MetadataValue.json(report_json(report))
     return MaterializeResult(metadata=metadata)

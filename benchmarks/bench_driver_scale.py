@@ -138,7 +138,7 @@ def _vacuum_dry_run(path: str) -> None:
 
 STEPS: dict[str, Callable[[str], Any]] = {
     "snapshot from JSON": _snapshot,
-    "checkpoint": lambda path: _cli("checkpoint", path, "--json"),
+    "checkpoint": lambda path: _cli("checkpoint", path, "--json", "--force"),
     f"checkpoint every {CHECKPOINT_EVERY} commits": _checkpoint_every,
     "snapshot from checkpoint": _snapshot,
     "describe": lambda path: _cli("describe", path),
@@ -149,7 +149,7 @@ STEPS: dict[str, Callable[[str], Any]] = {
     "Z-order plan": _zorder_plan,
     "purge plan": _purge_plan,
     "vacuum dry run (inventory)": _vacuum_dry_run,
-    "clustered checkpoint": lambda path: _cli("checkpoint", path, "--json"),
+    "clustered checkpoint": lambda path: _cli("checkpoint", path, "--json", "--force"),
     "cluster plan": _cluster_plan,
 }
 

@@ -25,7 +25,7 @@ import shutil
 import sys
 import time
 
-from delta_core.maintenance.operations import CHECKPOINT, COMPACT, MANIFEST, VACUUM, ZORDER
+from delta_core.maintenance.operations import CHECKPOINT, VACUUM
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 TABLE_NAME = "events"
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
     for op in policy.operations:
         node = defs.resolve_assets_def(maintenance_asset_key(TABLE_NAME, op)).node_def.name
         for mat in result.asset_materializations_for_node(node):
-            print(f"  {op:<11} " + _step_line(op, mat.metadata, checkpoint_interval=policy.policies[CHECKPOINT.name].interval))
+            print(f"  {op:<11} " + _step_line(mat.metadata))
     print()
     lake = [t.name for t in config.tables if t.discovered_under is not None]
     if lake and not _maintain_lake(defs, instance, config, lake):
@@ -316,30 +316,11 @@ def _summary_text(result) -> str:
             f"{meta['days'].value} days, from version {meta['source_delta_version'].value}")
 
 
-def _step_line(op: str, metadata, *, checkpoint_interval: int) -> str:
-    def v(key: str):
-        entry = metadata.get(key)
-        return None if entry is None else entry.value
+def _step_line(metadata) -> str:
+    """The step's one summary line, as the command line prints it (``report.summary_line``)."""
+    from assets.maintenance import SUMMARY_LINE_KEY
 
-    if op in (COMPACT.name, ZORDER.name):
-        text = f"{v('files_removed')} files -> {v('files_added')} files, version {v('committed_version')}"
-        if op == ZORDER.name and v("skipped_file_ratio_after") is not None:
-            text += (f", point-query skipped-file ratio {v('skipped_file_ratio_before'):.2f} -> "
-                     f"{v('skipped_file_ratio_after'):.2f}")
-        return text + f" ({v('duration_seconds'):.1f} s)"
-    if op == VACUUM.name:
-        return f"{v('files_deleted')} unreferenced files deleted ({v('duration_seconds'):.1f} s)"
-    if op == CHECKPOINT.name:
-        if v("checkpoint_written") is False:  # the table's checkpoint interval is not reached
-            return f"no checkpoint due: {v('checkpoint_skipped_reason')}"
-        since = v("checkpoint_version_before")
-        return (f"checkpoint written at version {v('checkpoint_version')} "
-                f"({v('health_versions_since_checkpoint_before')} commits since "
-                f"{'the table was created' if since == 'none' else f'the checkpoint at version {since}'}, "
-                f"interval {checkpoint_interval})")
-    if op == MANIFEST.name:
-        return f"{v('manifests_written')} manifests written ({v('mode')})"
-    return ""
+    return str(metadata[SUMMARY_LINE_KEY].value)
 
 
 if __name__ == "__main__":

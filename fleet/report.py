@@ -90,10 +90,10 @@ def gain_summary(report: HealthReport) -> tuple[float, str]:
     total = 0.0
     runs = []
     for r in report.recommendations:
-        points = restored_points(report.parts, r.operation)
+        points = restored_points(report.parts, r.part)
         total += points
         runs.append(f"{r.operation}: {r.estimated_gain:g} {r.unit}, +{points:.1f} pts, "
-                    f"rewrites {format_size(rewrite_bytes(report.metrics, r.operation))}")
+                    f"rewrites {format_size(rewrite_bytes(r))}")
     return round(total, 1), "; ".join(runs) or "nothing to do"
 
 

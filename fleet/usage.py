@@ -109,8 +109,8 @@ def budget_allows(instance: DagsterInstance, config: MaintenanceConfig, *, rewri
     ``max_concurrent_runs`` and within the byte limits. The hook for automation conditions: and
     it with an asset's condition (an ``AutomationCondition`` evaluating it, or a sensor gating
     requests), so automated runs honour the limits the fleet advisor does. ``rewrite_bytes`` as
-    the advisor estimates it: ``delta_core.health.priority.rewrite_bytes(report.metrics,
-    cli_command, max_bytes=max_bytes_bound(table, operation))`` of the table's health report
+    the advisor estimates it: ``delta_core.health.priority.rewrite_bytes(recommendation,
+    max_bytes=max_bytes_bound(table, operation))`` of a recommendation of the table's health report
     (``assets.health_view.table_health_report``); 0 for an operation that rewrites nothing."""
     usage = fleet_usage(instance, fleet_scope(config.tables), now=now)
     return held_by(config.fleet, usage, rewrite_bytes=rewrite_bytes, now=now) is None

@@ -175,7 +175,9 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
                 job_name=checkpoint_job.name,
                 asset_selection=jobs.selection(checkpoint_job),
                 asset_check_keys=jobs.check_selection(checkpoint_job),
-                run_config=op_run_config(assets_by_op[CHECKPOINT.name], policy_run_config(table, CHECKPOINT.name)),
+                # due by this sensor's interval: the run writes it whatever the table's own says
+                run_config=op_run_config(assets_by_op[CHECKPOINT.name],
+                                         policy_run_config(table, CHECKPOINT.name) | {"force": True}),
                 tags=_tags(table.name, "checkpoint_due", latest),
             ))
         if batch is not None and manifest_job is not None and batch.file_commits:

@@ -66,7 +66,7 @@ from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.priority import Candidate, candidate, rank
 from delta_core.health.report import HealthReport, table_health
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.operations import CHECKPOINT, MANIFEST, OPERATIONS, ZORDER
+from delta_core.maintenance.operations import CHECKPOINT, MANIFEST, ZORDER
 from delta_core.maintenance.options import ZOrderOptions
 from delta_core.model.sizes import format_size
 from fleet.budget import admit
@@ -87,8 +87,6 @@ POINTS_TAG = "delta_maintenance/estimated_points"  # the gain in health points (
 HEALTH_TAG_PREFIX = "delta_maintenance/health_"  # + a HealthReport.headline() key
 
 _FINISHED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
-# Recommendations name the CLI command (``cleanup-log``); jobs are named by the registry name.
-_BY_COMMAND = {op.cli_command: op.name for op in OPERATIONS}
 
 FLEET_ADVISOR_SENSOR = "fleet_advisor_sensor"
 REPORT_MAX_AGE_SECONDS = 3600.0  # how stale the time-dependent figures of an unmoved table may get
@@ -156,10 +154,10 @@ def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report:
     out: list[Candidate] = []
     held: list[str] = []
     for rec in report.recommendations:
-        op = _BY_COMMAND.get(rec.operation)
-        job = jobs.operations.get(op) if op is not None else None
-        if op is None or job is None:
-            continue  # not enabled for this table (or not a job, like cleanup-log)
+        op = rec.operation  # a registry name, as jobs are named
+        job = jobs.operations.get(op)
+        if job is None:
+            continue  # not enabled for this table (or not a job, like cleanup_log)
         where = f"{table.name}.{op}"
         if op == CHECKPOINT.name and table.sensor.enabled:
             # The log sensor requests checkpoints as the commits land; two requesters would race.
@@ -174,13 +172,13 @@ def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report:
         if why_not is not None:
             held.append(f"{where}: {why_not}")
             continue
-        out.append(candidate(table.name, rec, report.parts, report.metrics, max_bytes=max_bytes_bound(table, op)))
+        out.append(candidate(table.name, rec, report.parts, max_bytes=max_bytes_bound(table, op)))
     return out, held
 
 
 def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRequest:
     table, jobs, assets_by_op = advised
-    op = _BY_COMMAND[c.operation]
+    op = c.operation
     rec = c.recommendation
     return RunRequest(
         run_key=f"{table.name}:advisor:{op}:v{report.version}",
@@ -255,11 +253,11 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
         for c in admission.admitted:
             report = reports[c.table]
             requests.append(_request(by_name[c.table], report, c))
-            requested.setdefault(c.table, {})[_BY_COMMAND[c.operation]] = report.version
+            requested.setdefault(c.table, {})[c.operation] = report.version
         if not_reached:
             held.append(f"{not_reached} table(s) not evaluated within this tick's {tick_budget_seconds:g} s: next tick")
         if admission.held:
-            waiting = ", ".join(f"{c.table}.{_BY_COMMAND[c.operation]} ({format_size(c.rewrite_bytes)})"
+            waiting = ", ".join(f"{c.table}.{c.operation} ({format_size(c.rewrite_bytes)})"
                                 for c in admission.held)
             held.append(f"fleet budget: {admission.reason}; waiting: {waiting}")
         if held:

@@ -17,7 +17,9 @@ from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
 from delta_core.cli.common import add_table_arguments, counted, emit, open_table
+from delta_core.cli.operations import command_name
 from delta_core.cli.policy import apply_table_policy
+from delta_core.maintenance.operations import operation
 from delta_core.model.clock import iso_time
 from delta_core.model.durations import format_duration
 from delta_core.model.sizes import format_size
@@ -46,11 +48,16 @@ def _or_none(version: int | None) -> str:
     return "none" if version is None else f"version {version}"
 
 
+def _command(name: str) -> str:
+    """A recommended operation (a registry name) as the command a person types: ``cleanup-log``."""
+    return command_name(operation(name))
+
+
 def render_text(report: dict[str, Any]) -> str:
     """The readable form of a ``HealthReport.to_dict()``."""
     m = report["metrics"]
     recs = report["recommendations"]
-    advice = ", ".join(r["operation"] for r in recs) or "none"
+    advice = ", ".join(_command(r["operation"]) for r in recs) or "none"
     took = format_duration(dt.timedelta(seconds=report["duration_seconds"]))
     lines = [f"{report['table']} at version {report['version']}: health {report['score']}/100; "
              f"{counted(m['num_files'], 'file')}, {format_size(m['total_bytes'])}; recommended: {advice} ({took})"]
@@ -85,7 +92,7 @@ def render_text(report: dict[str, Any]) -> str:
         lines.append(f"  {format_size(b['lower']):>10} .. {upper:<10} {b['files']:>8} files {format_size(b['bytes']):>10}")
     lines.append("recommendations:" if recs else "recommendations: none, nothing pays off now")
     for r in recs:
-        lines.append(f"  {r['operation']:<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
+        lines.append(f"  {_command(r['operation']):<12} gain {r['estimated_gain']:g} {r['unit']}: {r['reason']}")
     return "\n".join(lines)
 
 

@@ -3,22 +3,17 @@
 Delta Spark has ``ALTER TABLE ... CLUSTER BY`` beside ``OPTIMIZE``: ``cluster-by TABLE --columns
 a,b`` (or ``--none``) sets the clustering columns and commits nothing else; clustering itself is
 the registry's ``cluster`` operation (``delta_core.cli.operations``), and ``compact`` on a
-clustered table does the same, as ``OPTIMIZE`` does there. As text, a summary line opens the
-output.
+clustered table does the same, as ``OPTIMIZE`` does there. As text, the summary line every
+maintenance command opens with (``report.summary_line``) comes first.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
-from typing import TYPE_CHECKING
 
 from delta_core.cli.arguments import column_list
 from delta_core.cli.common import add_table_arguments, emit, open_table
-from delta_core.model.durations import format_duration
-
-if TYPE_CHECKING:
-    from delta_core.maintenance.cluster_by import ClusterByResult
+from delta_core.maintenance.report import summary_line
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,19 +34,7 @@ def cmd_cluster_by(args: argparse.Namespace) -> int:
     table = open_table(args)
     result = cluster_by(table, None if args.none else list(args.columns))
     if not args.json:
-        emit(cluster_by_summary(table.uri, result), False)  # the gist first; the record follows
+        emit(summary_line("Cluster by", result), False)  # the gist first; the record follows
     emit(result.to_dict(), args.json)
     return 0
 
-
-def cluster_by_summary(uri: str, result: ClusterByResult) -> str:
-    """One line: the clustering columns now and before, the version committed, how long."""
-    def named(columns: tuple[str, ...]) -> str:
-        return ", ".join(columns) or "none"
-
-    took = format_duration(dt.timedelta(seconds=result.duration_seconds))
-    if result.version is None:
-        return f"cluster-by {uri}: clustering columns already {named(result.new_columns)}; nothing committed ({took})"
-    upgraded = ", protocol upgraded" if result.protocol_upgraded else ""
-    return (f"cluster-by {uri}: clustering columns {named(result.new_columns)} (were {named(result.old_columns)}); "
-            f"committed version {result.version}{upgraded}, 0 data files rewritten ({took})")

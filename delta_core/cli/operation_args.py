@@ -34,6 +34,9 @@ def _value_of(f: OptionField) -> Callable[[str], Any]:
 def add_option_arguments(parser: argparse.ArgumentParser, op: Operation) -> None:
     """One flag per field of ``op``'s options record (see the module doc)."""
     for f in option_fields(op.options_type):
+        if not f.flag.startswith("-"):  # a positional argument, named by its metavar (drop-feature TABLE FEATURE)
+            parser.add_argument(f.name, metavar=f.flag, type=_value_of(f), help=f.help)
+            continue
         if f.spec.kind is Kind.FLAG:
             parser.add_argument(f.flag, dest=f.name, action="store_true", default=None, help=f.help)
             continue

@@ -5,15 +5,15 @@ help and description, the table arguments (``--config``/``--table``: the table's
 options, and its section's options when it has one), ``--spark-master`` when it can use Spark, and one flag per option of its options
 record (``operation_args``). The command resolves the options (the table's policy, then the
 flags; ``policy.resolve_options``), opens the table and runs the entry (``Operation.run``),
-printing the record it returns (``--json``: one document; ``version`` is the version committed,
-or null). Spark starts only when the operation has work for it (a factory is passed). Errors are
-reported by ``delta_core.cli.main.main`` (exit status 2).
+printing the record it returns: as text, first the one summary line every surface shows
+(``report.summary_line``), then the record's facts and fields; ``--json``: one document
+(``version`` is the version committed, or null). Spark starts only when the operation has work
+for it (a factory is passed). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -21,9 +21,8 @@ from typing import Any
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.operation_args import add_option_arguments
 from delta_core.cli.policy import resolve_options
-from delta_core.maintenance.operations import REGISTRY, VACUUM, Operation
-from delta_core.model.durations import format_duration
-from delta_core.model.sizes import format_size
+from delta_core.maintenance.operations import REGISTRY, Operation
+from delta_core.maintenance.report import summary_line
 
 
 def spark_argument(parser: argparse.ArgumentParser) -> None:
@@ -40,9 +39,14 @@ def spark_factory(args: argparse.Namespace) -> Callable[[], Any]:
     return lambda: build_spark_session(master=args.spark_master, quiet=not args.verbose)
 
 
+def command_name(op: Operation) -> str:
+    """The ``delta-core`` subcommand of ``op``: its name with ``_`` written ``-`` (``cleanup-log``)."""
+    return op.name.replace("_", "-")
+
+
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for op in REGISTRY:
-        parser = subparsers.add_parser(op.cli_command, help=op.summary, description=op.description)
+        parser = subparsers.add_parser(command_name(op), help=op.summary, description=op.description)
         add_table_arguments(parser, policy=True)  # --table: the table's uri and storage options, at least
         if op.cli_spark != "none":
             spark_argument(parser)
@@ -55,23 +59,7 @@ def run_command(args: argparse.Namespace, *, op: Operation) -> int:
     table = open_table(args)
     wants_spark = op.cli_spark == "always" or (op.cli_spark == "on_request" and args.spark_master is not None)
     report = op.run(table, options, spark_factory(args) if wants_spark else None)
-    text = _TEXT.get(op.name)
-    if args.json or text is None:
-        emit(report.to_dict(), args.json)
-    else:
-        emit(text(report), False)  # a person reads the gist first; the record follows
-        emit(report.to_dict(), False)
+    if not args.json:  # a person reads the gist first; the facts and the record follow
+        emit("\n".join([summary_line(op.title, report), *report.details()]), False)
+    emit(report.to_dict(), args.json)
     return 0
-
-
-def _vacuum_text(metrics: Any) -> str:
-    done = "would delete" if metrics.dry_run else "deleted"
-    count = metrics.num_files_to_delete if metrics.dry_run else metrics.num_deleted_files
-    return (f"vacuum{' dry run' if metrics.dry_run else ''}: {done} {count} of {metrics.files_listed} listed "
-            f"files, {format_size(metrics.bytes_to_delete)}; {metrics.young_kept} unreferenced files younger than "
-            f"the retention ({format_duration(dt.timedelta(hours=metrics.retention_hours))}) kept"
-            + ("" if metrics.inventory_shape is None else
-               f"; from a {metrics.inventory_shape} inventory taken {metrics.inventory_age_hours} hours ago"))
-
-
-_TEXT: dict[str, Callable[[Any], str]] = {VACUUM.name: _vacuum_text}

@@ -105,7 +105,7 @@ def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | 
 def resolve_options(args: argparse.Namespace, op: Operation) -> Any:
     """``op``'s option record for this command: the table's policy (``--config``/``--table``)
     or the defaults, with every option given on the command line put in (``apply_table_policy``)."""
-    policy = apply_table_policy(args, op.cli_command)
+    policy = apply_table_policy(args, args.command)  # the subcommand as typed
     section = policy.table.policy(op.name) if policy is not None and op.configured_in is None else None
     options = section.options if section is not None else op.options_type()
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(options)

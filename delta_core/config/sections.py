@@ -4,7 +4,7 @@ Each registry operation with a section of its own (``Operation.configured_in`` N
 named after it, built from its options record's described fields
 (``delta_core.maintenance.option_fields``): one key per field written in tables.yaml, read by
 ``parse_option``, the parser of the command line and the Dagster launch config; plus
-``enabled``, ``cron`` for scheduled operations and the checkpoint's ``interval``. The other
+``enabled`` and ``cron`` for scheduled operations (the checkpoint's ``interval`` is an option). The other
 sections (storage options, sensor, advisor, downstream, discover, spark, fleet) are described
 here. ``TABLES_FILE`` is the whole file; ``tables.schema.json`` is its ``schema()``.
 """
@@ -48,7 +48,7 @@ from delta_core.config.shape import (
 )
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.operations import CHECKPOINT, REGISTRY, Operation
+from delta_core.maintenance.operations import REGISTRY, Operation
 from delta_core.maintenance.option_fields import MAX_RETENTION_HOURS, Kind, OptionField, parse_option, policy_fields
 from delta_core.maintenance.policy_values import parse_retention_hours
 from delta_core.model.sizes import parse_size
@@ -135,9 +135,6 @@ def operation_section(op: Operation) -> Section:
     if op.scheduled:
         keys["cron"] = Key(CRON, op.default_cron, "Schedule (UTC)" + ("." if op.default_cron else
                                                                        "; none unless given."))
-    if op is CHECKPOINT:  # the log sensor requests a checkpoint after this many versions
-        keys["interval"] = Key(Whole(1), None, "Request a checkpoint when this many versions landed since the "
-                                                "last one (default: the table's delta.checkpointInterval).")
     for f in policy_fields(op.options_type):
         keys[f.policy_key] = Key(_option(f), None, f.help)
     name = "".join(part.title() for part in op.name.split("_")) + "Section"

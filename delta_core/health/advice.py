@@ -10,8 +10,13 @@ dropped; analyze — files whose stats it completes; zorder/cluster — rise of 
 layout of the same number of files reaches (``1 - n ** (-1 / k)`` for ``n`` files per partition
 on ``k`` columns: rewrites cluster within a partition, where each column splits into
 ``n ** (1/k)`` slabs, so a table of one file per partition has nothing to gain); checkpoint — commits a reader no longer
-replays; vacuum — bytes of expired tombstones; cleanup-log — log files deletable; manifest —
-versions the manifests lag behind.
+replays; vacuum — bytes of expired tombstones; cleanup_log — log files deletable; manifest —
+versions the manifests lag behind. Each recommendation names its operation by its registry name
+(``delta_core.maintenance.operations``), the score part (``score``) its run raises, and the bytes
+it would rewrite, read from the log: a compaction the files its plan packs, a purge the files
+carrying deletion vectors (an upper bound: files under the purge's ratio stay), a Z-order or
+clustering every live file (an upper bound: a ``where`` or clustered files kept narrow it); the
+others rewrite no data file.
 """
 
 from __future__ import annotations
@@ -21,23 +26,38 @@ from dataclasses import dataclass
 
 from delta_core.health.metrics import HealthMetrics
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.operations import CHECKPOINT, CLEANUP_LOG, COMPACT, MANIFEST, VACUUM, ZORDER
+from delta_core.health.score import (
+    PART_CHECKPOINT,
+    PART_DELETED_ROWS,
+    PART_FILE_SIZES,
+    PART_MANIFEST,
+    PART_SKIPPING,
+    PART_STATS_COVERAGE,
+    PART_TOMBSTONES,
+)
+from delta_core.maintenance.operations import (
+    ANALYZE,
+    CHECKPOINT,
+    CLEANUP_LOG,
+    CLUSTER,
+    COMPACT,
+    MANIFEST,
+    PURGE,
+    VACUUM,
+    ZORDER,
+)
 from delta_core.model.sizes import format_size
 from delta_core.write.checkpoint_cadence import checkpoint_due
-
-# Operations whose registry entries live on other branches (purge, liquid clustering, analyze);
-# the recommendation names them as the issue does.
-PURGE = "purge"
-CLUSTER = "cluster"
-ANALYZE = "analyze"
 
 
 @dataclass(frozen=True, slots=True)
 class Recommendation:
-    operation: str  # the operation's CLI command name
+    operation: str  # the operation's registry name
     reason: str
     estimated_gain: float
     unit: str  # what the gain counts
+    part: str | None = None  # the score part its run raises (``score``); None: no scored part
+    rewrite_bytes: int = 0  # the bytes its run would rewrite, by the module's estimate
 
 
 def ideal_skip_ratio(num_files: int, num_columns: int) -> float:
@@ -55,46 +75,47 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
     if merged > 0 and (m.small_file_ratio > policy.compact_small_file_ratio
                        or m.small_files > policy.compact_min_small_files):
         out.append(Recommendation(
-            COMPACT.cli_command,
+            COMPACT.name,
             f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
             f"{format_size(m.min_file_size)}; compaction would rewrite {m.compactable_files} of them "
-            f"into {m.compaction_output_files}", float(merged), "files"))
+            f"into {m.compaction_output_files}", float(merged), "files", PART_FILE_SIZES, m.compactable_bytes))
     if m.deleted_rows > 0 and m.deleted_rows_ratio > policy.purge_deleted_rows_ratio:
         out.append(Recommendation(
-            PURGE, f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted "
-                   f"by deletion vectors in {m.files_with_deletion_vectors} files, above "
-                   f"{policy.purge_deleted_rows_ratio:.1%}", float(m.deleted_rows), "rows"))
+            PURGE.name, f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted "
+                        f"by deletion vectors in {m.files_with_deletion_vectors} files, above "
+                        f"{policy.purge_deleted_rows_ratio:.1%}", float(m.deleted_rows), "rows", PART_DELETED_ROWS,
+            m.deletion_vector_file_bytes))
     uncovered = m.num_files - m.stats_covered_files
     if uncovered > 0 and m.stats_coverage < policy.stats_coverage_floor:
         out.append(Recommendation(
-            ANALYZE, f"{uncovered} of {m.num_files} files ({1 - m.stats_coverage:.0%}) lack stats for some of the "
+            ANALYZE.name, f"{uncovered} of {m.num_files} files ({1 - m.stats_coverage:.0%}) lack stats for some of the "
                      f"columns the table indexes ({', '.join(m.stats_columns) or 'numRecords only'}), so queries "
                      f"cannot skip them; coverage {m.stats_coverage:.0%} is under {policy.stats_coverage_floor:.0%}",
-            float(uncovered), "files"))
+            float(uncovered), "files", PART_STATS_COVERAGE))
     if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor:
         per_partition = round(m.num_files / max(1, m.num_partitions))
         rise = round(ideal_skip_ratio(per_partition, len(m.columns)) - m.skip_ratio, 4)
         if rise > 0:
             out.append(Recommendation(
-                CLUSTER if clustered else ZORDER.cli_command,
+                (CLUSTER if clustered else ZORDER).name,
                 f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
                 f"(floor {policy.skip_ratio_floor:.0%}; average overlap depth {m.overlap_depth})",
-                rise, "skip ratio"))
+                rise, "skip ratio", PART_SKIPPING, m.total_bytes))
     if m.reclaimable_bytes > 0 and m.reclaimable_bytes >= policy.vacuum_min_reclaimable_bytes:
         out.append(Recommendation(
-            VACUUM.cli_command, f"{m.reclaimable_tombstones} removed files ({format_size(m.reclaimable_bytes)}) "
-                                "are past the deleted-file retention", float(m.reclaimable_bytes), "bytes"))
+            VACUUM.name, f"{m.reclaimable_tombstones} removed files ({format_size(m.reclaimable_bytes)}) "
+                         "are past the deleted-file retention", float(m.reclaimable_bytes), "bytes", PART_TOMBSTONES))
     if checkpoint_due(m.versions_since_checkpoint, m.checkpoint_interval):
         out.append(Recommendation(
-            CHECKPOINT.cli_command, f"{m.versions_since_checkpoint} commits ({format_size(m.log_bytes_since_checkpoint)}) "
-                                    f"since the last checkpoint, interval {m.checkpoint_interval}",
-            float(m.versions_since_checkpoint), "commits"))
+            CHECKPOINT.name, f"{m.versions_since_checkpoint} commits ({format_size(m.log_bytes_since_checkpoint)}) "
+                             f"since the last checkpoint, interval {m.checkpoint_interval}",
+            float(m.versions_since_checkpoint), "commits", PART_CHECKPOINT))
     if m.expired_log_files:
         out.append(Recommendation(
-            CLEANUP_LOG.cli_command, f"{m.expired_log_files} log files are past delta.logRetentionDuration "
-                                     "and covered by a checkpoint", float(m.expired_log_files), "files"))
+            CLEANUP_LOG.name, f"{m.expired_log_files} log files are past delta.logRetentionDuration "
+                              "and covered by a checkpoint", float(m.expired_log_files), "files"))
     if m.manifest_versions_behind:
         out.append(Recommendation(
-            MANIFEST.cli_command, f"the symlink manifests are {m.manifest_versions_behind} versions behind",
-            float(m.manifest_versions_behind), "versions"))
+            MANIFEST.name, f"the symlink manifests are {m.manifest_versions_behind} versions behind",
+            float(m.manifest_versions_behind), "versions", PART_MANIFEST))
     return tuple(out)

@@ -40,17 +40,6 @@ from delta_core.health.check_names import (
 )
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.report import HealthReport, table_health
-from delta_core.maintenance.operations import (
-    ANALYZE,
-    CHECKPOINT,
-    CLEANUP_LOG,
-    CLUSTER,
-    COMPACT,
-    PURGE,
-    VACUUM,
-    ZORDER,
-    Operation,
-)
 from delta_core.model.sizes import format_size
 from delta_core.model.table_features import (
     MAX_READER_VERSION,
@@ -120,26 +109,23 @@ class HealthCheck:
                 "operation": self.operation, "skipped_reason": self.skipped_reason}
 
 
-def _recommended(report: HealthReport, *operations: Operation) -> tuple[Operation, Recommendation] | None:
-    """The first of ``operations`` the report's advice asks for, with its recommendation."""
-    for op in operations:
-        for rec in report.recommendations:
-            if rec.operation == op.cli_command:
-                return op, rec
-    return None
+def _recommended(report: HealthReport, check: str) -> Recommendation | None:
+    """The first recommendation of the report's advice for an operation that repairs ``check``."""
+    names = CHECK_REMEDIES[check]
+    return next((rec for rec in report.recommendations if rec.operation in names), None)
 
 
-def _verdict(name: str, report: HealthReport, remedies: Sequence[Operation], *, severe: bool, passing: str,
+def _verdict(name: str, report: HealthReport, *, severe: bool, passing: str,
              figures: tuple[Figure, ...], thresholds: tuple[Figure, ...]) -> HealthCheck:
-    """PASS with ``passing`` when the advice asks for none of ``remedies``; else WARN (ERROR when
-    ``severe``) with the recommendation's reason and its operation."""
-    found = _recommended(report, *remedies)
-    if found is None:
+    """PASS with ``passing`` when the advice asks for none of the check's remedies
+    (``check_names.CHECK_REMEDIES``); else WARN (ERROR when ``severe``) with the recommendation's reason
+    and its operation."""
+    rec = _recommended(report, name)
+    if rec is None:
         return HealthCheck(name=name, status=CheckStatus.PASS, description=passing, figures=figures,
                            thresholds=thresholds)
-    op, rec = found
     return HealthCheck(name=name, status=CheckStatus.ERROR if severe else CheckStatus.WARN, description=rec.reason,
-                       figures=figures, thresholds=thresholds, operation=op.name)
+                       figures=figures, thresholds=thresholds, operation=rec.operation)
 
 
 def _skipped(name: str, reason: str, *, thresholds: tuple[Figure, ...] = ()) -> HealthCheck:
@@ -152,7 +138,7 @@ def check_small_files(report: HealthReport) -> HealthCheck:
     m, policy = report.metrics, report.policy
     ratio, count = policy.compact_small_file_ratio, policy.compact_min_small_files
     return _verdict(
-        SMALL_FILES, report, (COMPACT,),
+        SMALL_FILES, report,
         severe=m.small_file_ratio >= 2 * ratio or m.small_files > 2 * count,
         passing=(f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
                  f"{format_size(m.min_file_size)}: within {ratio:.0%} and {count} files, or nothing to merge"),
@@ -169,7 +155,7 @@ def check_deleted_rows(report: HealthReport) -> HealthCheck:
     m, policy = report.metrics, report.policy
     ratio = policy.purge_deleted_rows_ratio
     return _verdict(
-        DELETED_ROWS, report, (PURGE,), severe=m.deleted_rows_ratio >= 2 * ratio,
+        DELETED_ROWS, report, severe=m.deleted_rows_ratio >= 2 * ratio,
         passing=f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted, within {ratio:.1%}",
         figures=(Figure("deleted_rows_ratio", m.deleted_rows_ratio, RATIO), Figure("deleted_rows", m.deleted_rows, ROWS),
                  Figure("num_records", m.num_records, ROWS),
@@ -182,7 +168,7 @@ def check_vacuum_due(report: HealthReport) -> HealthCheck:
     m, policy = report.metrics, report.policy
     floor = policy.vacuum_min_reclaimable_bytes
     return _verdict(
-        VACUUM_DUE, report, (VACUUM,),
+        VACUUM_DUE, report,
         severe=m.reclaimable_bytes >= max(2 * floor, m.total_bytes, 1),
         passing=(f"{format_size(m.reclaimable_bytes)} reclaimable ({m.reclaimable_tombstones} removed files past "
                  f"retention), under {format_size(floor)}"),
@@ -201,7 +187,7 @@ def check_checkpoint_due(report: HealthReport) -> HealthCheck:
     if m.checkpoint_version is not None:
         figures.append(Figure("checkpoint_version", m.checkpoint_version, VERSION))
     return _verdict(
-        CHECKPOINT_DUE, report, (CHECKPOINT,), severe=m.versions_since_checkpoint >= 2 * m.checkpoint_interval,
+        CHECKPOINT_DUE, report, severe=m.versions_since_checkpoint >= 2 * m.checkpoint_interval,
         passing=f"{m.versions_since_checkpoint} commits since the last checkpoint, interval {m.checkpoint_interval}",
         figures=tuple(figures), thresholds=(Figure("checkpoint_interval", m.checkpoint_interval, COMMITS),))
 
@@ -214,7 +200,7 @@ def check_log_length(report: HealthReport) -> HealthCheck:
     if m.expired_log_files is None:
         return _skipped(LOG_LENGTH, "the log was not listed", thresholds=thresholds)
     return _verdict(
-        LOG_LENGTH, report, (CLEANUP_LOG,), severe=False,
+        LOG_LENGTH, report, severe=False,
         passing=(f"no log file is past delta.logRetentionDuration; {m.versions_since_checkpoint} commits "
                  f"({format_size(m.log_bytes_since_checkpoint)}) after the last checkpoint"),
         figures=(Figure("expired_log_files", m.expired_log_files, FILES),
@@ -236,7 +222,7 @@ def check_data_skipping(report: HealthReport) -> HealthCheck:
     if m.overlap_depth is not None:
         figures.append(Figure("overlap_depth", m.overlap_depth, FILES))
     return _verdict(
-        DATA_SKIPPING, report, (CLUSTER, ZORDER), severe=m.skip_ratio <= floor / 2,
+        DATA_SKIPPING, report, severe=m.skip_ratio <= floor / 2,
         passing=(f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files (floor {floor:.0%}), "
                  "or reclustering would not raise it"),
         figures=tuple(figures), thresholds=thresholds)
@@ -247,7 +233,7 @@ def check_stats_coverage(report: HealthReport) -> HealthCheck:
     m, policy = report.metrics, report.policy
     floor = policy.stats_coverage_floor
     return _verdict(
-        STATS_COVERAGE, report, (ANALYZE,), severe=m.stats_coverage < floor / 2,
+        STATS_COVERAGE, report, severe=m.stats_coverage < floor / 2,
         passing=f"{m.stats_coverage:.0%} of files have stats on the indexed columns (floor {floor:.0%})",
         figures=(Figure("stats_coverage", m.stats_coverage, RATIO),
                  Figure("stats_covered_files", m.stats_covered_files, FILES), Figure("num_files", m.num_files, FILES),

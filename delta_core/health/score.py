@@ -15,14 +15,22 @@ from dataclasses import dataclass
 from delta_core.health.metrics import HealthMetrics
 from delta_core.health.policy import HealthPolicy
 
+# The parts' names (some read like operations': they name what a part judges, not who repairs it).
+PART_FILE_SIZES = "file_sizes"
+PART_DELETED_ROWS = "deleted_rows"
+PART_CHECKPOINT = "checkpoint"
+PART_SKIPPING = "skipping"
+PART_TOMBSTONES = "tombstones"
+PART_STATS_COVERAGE = "stats_coverage"
+PART_MANIFEST = "manifest"
 WEIGHTS = {
-    "file_sizes": 30.0,
-    "deleted_rows": 20.0,
-    "checkpoint": 15.0,
-    "skipping": 15.0,
-    "tombstones": 10.0,
-    "stats_coverage": 10.0,
-    "manifest": 5.0,
+    PART_FILE_SIZES: 30.0,
+    PART_DELETED_ROWS: 20.0,
+    PART_CHECKPOINT: 15.0,
+    PART_SKIPPING: 15.0,
+    PART_TOMBSTONES: 10.0,
+    PART_STATS_COVERAGE: 10.0,
+    PART_MANIFEST: 5.0,
 }
 
 
@@ -53,26 +61,26 @@ def score_parts(metrics: HealthMetrics, policy: HealthPolicy) -> tuple[ScorePart
     parts = [
         # Small files count only when compaction could merge them: one small file per
         # partition is as compact as that partition gets.
-        ScorePart("file_sizes", WEIGHTS["file_sizes"], compactable,
+        ScorePart(PART_FILE_SIZES, WEIGHTS[PART_FILE_SIZES], compactable,
                   _against(compactable, policy.compact_small_file_ratio)),
-        ScorePart("deleted_rows", WEIGHTS["deleted_rows"], m.deleted_rows_ratio,
+        ScorePart(PART_DELETED_ROWS, WEIGHTS[PART_DELETED_ROWS], m.deleted_rows_ratio,
                   _against(m.deleted_rows_ratio, policy.purge_deleted_rows_ratio)),
-        ScorePart("checkpoint", WEIGHTS["checkpoint"], m.versions_since_checkpoint,
+        ScorePart(PART_CHECKPOINT, WEIGHTS[PART_CHECKPOINT], m.versions_since_checkpoint,
                   _against(m.versions_since_checkpoint, m.checkpoint_interval)),
     ]
     if m.skip_ratio is not None:
         floor = policy.skip_ratio_floor
-        parts.append(ScorePart("skipping", WEIGHTS["skipping"], m.skip_ratio,
+        parts.append(ScorePart(PART_SKIPPING, WEIGHTS[PART_SKIPPING], m.skip_ratio,
                                _clamp(m.skip_ratio / floor) if floor > 0 else 1.0))
     held = m.reclaimable_bytes + m.total_bytes
-    parts.append(ScorePart("tombstones", WEIGHTS["tombstones"], m.reclaimable_bytes,
+    parts.append(ScorePart(PART_TOMBSTONES, WEIGHTS[PART_TOMBSTONES], m.reclaimable_bytes,
                            _clamp(1.0 - m.reclaimable_bytes / held) if held else 1.0))
     # A file without stats covers nothing, so this part also counts the files lacking numRecords.
     coverage_floor = policy.stats_coverage_floor
-    parts.append(ScorePart("stats_coverage", WEIGHTS["stats_coverage"], m.stats_coverage,
+    parts.append(ScorePart(PART_STATS_COVERAGE, WEIGHTS[PART_STATS_COVERAGE], m.stats_coverage,
                            _clamp(m.stats_coverage / coverage_floor) if coverage_floor > 0 else 1.0))
     if m.manifest_versions_behind is not None:
-        parts.append(ScorePart("manifest", WEIGHTS["manifest"], m.manifest_versions_behind,
+        parts.append(ScorePart(PART_MANIFEST, WEIGHTS[PART_MANIFEST], m.manifest_versions_behind,
                                1.0 if m.manifest_versions_behind == 0 else 0.0))
     return tuple(parts)
 

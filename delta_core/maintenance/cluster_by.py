@@ -59,6 +59,12 @@ class ClusterByResult(MetricsRecord):
     added_bytes: int
     duration_seconds: float
 
+    def outcome(self) -> str:
+        if self.version is None:
+            return f"clustering columns already {', '.join(self.new_columns) or 'none'}: nothing to commit"
+        return (f"clustering columns {', '.join(self.old_columns) or 'none'} -> {', '.join(self.new_columns) or 'none'}, "
+                f"committed version {self.version}" + (" (protocol upgraded)" if self.protocol_upgraded else ""))
+
 
 def cluster_by(table: DeltaTable, columns: Sequence[str] | None) -> ClusterByResult:
     """Make ``columns`` the clustering columns of ``table`` (``None`` or empty: clear them)."""

@@ -127,16 +127,27 @@ def files_with_dropped_columns(
     storage: Storage, metadata: Metadata, paths: Sequence[str], *, threads: int = FOOTER_THREADS,
 ) -> set[str]:
     """The ``paths`` (as in the log) whose Parquet footer holds a column the table dropped.
-    Reads no footer when ``columns_were_dropped`` says none can. A file missing from storage
-    raises ``MissingDataFileError``, an unreadable footer ``MaintenanceError``."""
+    Reads no footer when ``columns_were_dropped`` says none can (``footer_schemas`` raises for a
+    missing file or an unreadable footer)."""
     if not paths or not columns_were_dropped(metadata):
         return set()
+    schemas = footer_schemas(storage, paths, threads=threads)
+    return {p for p, schema in zip(paths, schemas) if dropped_column_in(schema, metadata) is not None}
 
-    def extra(path: str) -> str | None:
+
+def footer_schemas(storage: Storage, paths: Sequence[str], *, threads: int = FOOTER_THREADS) -> list[pa.Schema]:
+    """The Arrow schema of each data file's Parquet footer (``paths`` as in the log), read a few
+    threads at a time. A file missing from storage raises ``MissingDataFileError``, an unreadable
+    footer ``MaintenanceError``."""
+    if not paths:
+        return []
+
+    def schema_of(path: str) -> pa.Schema:
         key = log_path_to_key(path, storage.root)
         try:
             with storage.open_input(key) as fh:
-                schema = pq.ParquetFile(fh).schema_arrow
+                schema: pa.Schema = pq.ParquetFile(fh).schema_arrow
+                return schema
         except FileNotFoundError:
             raise MissingDataFileError(
                 f"data file {storage.uri(key)} referenced by the log is missing from storage (deleted outside "
@@ -146,8 +157,6 @@ def files_with_dropped_columns(
             raise MaintenanceError(
                 f"cannot read the Parquet footer of {storage.uri(key)}: {exc}. Nothing was written; restore "
                 "the file from a backup or remove it from the table, then re-run", path=storage.uri(key)) from exc
-        return dropped_column_in(schema, metadata)
 
     with ThreadPoolExecutor(max_workers=max(1, min(threads, len(paths)))) as pool:
-        found = list(pool.map(extra, paths))
-    return {p for p, column in zip(paths, found) if column is not None}
+        return list(pool.map(schema_of, paths))

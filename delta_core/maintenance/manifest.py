@@ -72,6 +72,10 @@ class ManifestMetrics(MetricsRecord):
     added_bytes: int
     duration_seconds: float
 
+    def outcome(self) -> str:
+        return (f"manifests of version {self.snapshot_version} ({self.mode}): {self.manifests_written} written, "
+                f"{self.manifests_removed} stale removed, {self.data_files_listed} data files listed")
+
 
 def manifest_key(partition_dir: str) -> str:
     return f"{MANIFEST_DIR}/{partition_dir}/{MANIFEST_NAME}" if partition_dir else f"{MANIFEST_DIR}/{MANIFEST_NAME}"

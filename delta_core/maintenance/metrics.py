@@ -2,8 +2,8 @@
 
 Each operation returns a frozen dataclass deriving from ``MetricsRecord``; ``to_dict()`` gives
 the JSON-ready form the CLI prints with ``--json`` and the Dagster assets show as metadata.
-Every record carries at least ``version`` (the version committed, or ``None``), files and
-bytes removed and added, and ``duration_seconds``.
+Every record satisfies ``delta_core.maintenance.report.Report`` (the fields every operation
+reports, its ``outcome`` in words); ``tests/cli/test_operation_registry.py`` holds each to it.
 """
 
 from __future__ import annotations
@@ -30,6 +30,10 @@ class MetricsRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return cast(dict[str, Any], _jsonable(self))  # a dataclass becomes a dict
+
+    def details(self) -> list[str]:
+        """Facts a person reads after the record's summary line (``report.summary_line``)."""
+        return []
 
 
 class Stopwatch:

@@ -1,21 +1,23 @@
 """The registry of maintenance operations: one entry, one name, per operation.
 
 Each entry holds what every front end needs to know about an operation, so none of them
-spells an operation's name itself: the ``delta-core`` command line builds its commands from
-``cli_command``/``summary``/``description``, the ``tables.yaml`` models use ``policy_key``
-and convert into ``options_type``, and the Dagster code location maps each ``name`` to its
-asset factory (a test asserts every entry has one). ``delta_operations`` are the
-``commitInfo.operation`` values the operation commits (PROTOCOL.md "Commit Provenance
-Information"; spellings in ``delta_core.model.delta_operations``).
+spells an operation's name itself. ``name`` is the one identifier: the tables.yaml section,
+the asset and the job suffix; the ``delta-core`` subcommand is derived from it
+(``delta_core.cli.operations.command_name``: ``_`` written ``-``).
+An entry holds its options record (``options_type``: the command line's flags, the tables.yaml
+keys and the Dagster ``Config``), its run function (``run``, from ``runs``), the record it
+returns (``metrics_type``: a ``report.Report``), which health checks a run repairs (``repairs``,
+names of ``delta_core.health.check_names``) and whether it rewrites data files.
+``delta_operations`` are the ``commitInfo.operation`` values it commits (PROTOCOL.md "Commit
+Provenance Information"; spellings in ``delta_core.model.delta_operations``).
 
-Adding an operation means one entry here, its options record (``options``: fields described with
-``option_fields.option``, from which the command line, tables.yaml and the Dagster configs are
-built) and its ``run_<name>`` in ``runs``. The order of ``OPERATIONS`` is the
-order a full maintenance run does them: rewrite first, then delete what the rewrites left,
-then checkpoint the result.
+Adding an operation means one entry here, its options record and its run function; the command
+line, tables.yaml, the Dagster asset, its jobs and health's remedies follow from the entry. The
+order of ``OPERATIONS`` is the order a full maintenance run does them: rewrite first, then delete
+what the rewrites left, then checkpoint the result.
 
-This module imports no operation: ``metrics_type`` is a dotted name resolved on demand, so
-building the command line does not load pyarrow or Spark.
+This module imports no operation: ``runs`` defers its imports and ``metrics_type`` is a dotted
+name resolved on demand, so building the command line does not load pyarrow or Spark.
 """
 
 from __future__ import annotations
@@ -25,29 +27,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from delta_core.maintenance.options import (
-    AnalyzeOptions,
-    CheckpointOptions,
-    CleanupLogOptions,
-    ClusterOptions,
-    CompactLogOptions,
-    CompactOptions,
-    ManifestOptions,
-    PurgeOptions,
-    RestoreOptions,
-    VacuumOptions,
-    ZOrderOptions,
-)
+from delta_core.maintenance import options, runs
+from delta_core.maintenance.droppable_features import DROP_FEATURE_OPERATION
 from delta_core.model.delta_operations import CLUSTER_BY, COMPUTE_STATS, OPTIMIZE, REORG, VACUUM_END, VACUUM_START
 from delta_core.model.delta_operations import RESTORE as RESTORE_OPERATION
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
-    from delta_core.maintenance.runs import Report, SparkFactory
+    from delta_core.maintenance.report import Report
+    from delta_core.maintenance.runs import SparkFactory
 
-OptionsType = type[CompactOptions] | type[ZOrderOptions] | type[VacuumOptions] | \
-    type[CheckpointOptions] | type[CleanupLogOptions] | type[ManifestOptions] | type[ClusterOptions] | \
-    type[CompactLogOptions] | type[PurgeOptions] | type[RestoreOptions] | type[AnalyzeOptions]
+# (table, options record, Spark factory called only for work that needs Spark) -> its report
+RunFunction = Callable[["DeltaTable", Any, "SparkFactory | None"], "Report"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,8 +46,10 @@ class Operation:
     """One maintenance operation, as every front end names and configures it."""
 
     name: str  # the one name: tables.yaml section, asset name, job suffix; snake_case
-    options_type: OptionsType  # its config type
-    metrics_type_path: str  # "module:Class" of the record it returns
+    options_type: type[Any]  # its options record, a class of ``options``: its config type
+    # Run it on a table with an ``options_type`` record: returns a ``metrics_type`` record.
+    run: RunFunction
+    metrics_type_path: str  # "module:Class" of the record it returns (a ``report.Report``)
     delta_operations: tuple[str, ...]  # commitInfo.operation values it commits; () if none
     summary: str  # one line: CLI help, asset and job descriptions
     title: str  # what a person calls a run of it: UI headings ("Compaction of events")
@@ -73,25 +66,10 @@ class Operation:
     # The operation whose tables.yaml section configures this one (cleanup_log: checkpoint's
     # ``cleanup_log``); None: its own section, named ``name``.
     configured_in: str | None = None
-
-    @property
-    def cli_command(self) -> str:
-        """The ``delta-core`` subcommand: ``name`` with ``_`` written ``-``."""
-        return self.name.replace("_", "-")
-
-    @property
-    def policy_key(self) -> str | None:
-        """Its section in tables.yaml (``name``); None when configured inside another's."""
-        return None if self.configured_in else self.name
-
-    def run(self, table: DeltaTable, options: Any, spark: SparkFactory | None) -> Report:
-        """Run the operation on ``table`` with ``options`` (its ``options_type``): the
-        ``delta_core.maintenance.runs`` function of the same name; ``spark`` is a factory called
-        only when there is work for Spark."""
-        from delta_core.maintenance import runs
-
-        runner: Callable[[DeltaTable, Any, SparkFactory | None], Report] = getattr(runs, f"run_{self.name}")
-        return runner(table, options, spark)
+    rewrites_data: bool = False  # rewrites data files (its cost counts against the fleet's byte budget)
+    # The health checks a run repairs (``delta_core.health.check_names``, a layer above: named
+    # here, held to that module by a test).
+    repairs: tuple[str, ...] = ()
 
     def metrics_type(self) -> type:
         """The class of the record the operation returns (imported now, not at registry load)."""
@@ -101,7 +79,7 @@ class Operation:
 
 
 COMPACT = Operation(
-    name="compact", options_type=CompactOptions,
+    name="compact", options_type=options.CompactOptions, run=runs.run_compact,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:CompactionMetrics",
     delta_operations=(OPTIMIZE,),
     summary=f"bin-pack small files ({OPTIMIZE})",
@@ -110,9 +88,10 @@ COMPACT = Operation(
     title="Compaction",
     cli_spark="always",
     on_by_default=True, scheduled=True, default_cron="0 2 * * *",  # daily 02:00
+    rewrites_data=True, repairs=("small_files",),
 )
 ZORDER = Operation(
-    name="zorder", options_type=ZOrderOptions,
+    name="zorder", options_type=options.ZOrderOptions, run=runs.run_zorder,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:ZOrderMetrics",
     delta_operations=(OPTIMIZE,),
     summary="cluster data along a Z-order or Hilbert curve",
@@ -121,9 +100,10 @@ ZORDER = Operation(
     title="Z-order",
     cli_spark="always",
     scheduled=True,
+    rewrites_data=True, repairs=("data_skipping",),
 )
 VACUUM = Operation(
-    name="vacuum", options_type=VacuumOptions,
+    name="vacuum", options_type=options.VacuumOptions, run=runs.run_vacuum,
     metrics_type_path="delta_core.maintenance.spark.vacuum:VacuumMetrics",
     delta_operations=(VACUUM_START, VACUUM_END),
     summary="delete files no longer referenced",
@@ -132,22 +112,25 @@ VACUUM = Operation(
     title="Vacuum",
     cli_spark="always",
     on_by_default=True, scheduled=True, default_cron="0 3 * * 0",  # weekly, Sunday 03:00
+    repairs=("vacuum_due",),
 )
 CHECKPOINT = Operation(
-    name="checkpoint", options_type=CheckpointOptions,
-    metrics_type_path="delta_core.write.checkpoint_write:CheckpointResult",
+    name="checkpoint", options_type=options.CheckpointOptions, run=runs.run_checkpoint,
+    metrics_type_path="delta_core.maintenance.runs:CheckpointRun",
     delta_operations=(),  # a checkpoint is not a commit
-    summary="write a checkpoint and _last_checkpoint",
-    description="Write a checkpoint of the table (latest version by default).",
+    summary="write a checkpoint and _last_checkpoint once one is due",
+    description="Write a checkpoint of the table's latest version once delta.checkpointInterval commits follow "
+                "the last one; --force: now, --version: of that version.",
     uses_spark=False,
     title="Checkpoint",
     cli_spark="on_request",
     on_by_default=True,
+    repairs=("checkpoint_due",),
 )
 CLEANUP_LOG = Operation(
-    name="cleanup_log",
+    name="cleanup_log", run=runs.run_cleanup_log,
     configured_in="checkpoint",  # tables.yaml: checkpoint.cleanup_log, run after each checkpoint
-    options_type=CleanupLogOptions,
+    options_type=options.CleanupLogOptions,
     metrics_type_path="delta_core.write.log_cleanup:LogCleanupResult",
     delta_operations=(),  # deletes log files; commits nothing
     summary="delete log files older than delta.logRetentionDuration",
@@ -155,9 +138,10 @@ CLEANUP_LOG = Operation(
                 "the retention window makes unnecessary.",
     uses_spark=False,
     title="Log cleanup",
+    repairs=("log_length",),
 )
 MANIFEST = Operation(
-    name="manifest", options_type=ManifestOptions,
+    name="manifest", options_type=options.ManifestOptions, run=runs.run_manifest,
     metrics_type_path="delta_core.maintenance.manifest:ManifestMetrics",
     delta_operations=(),  # files beside the log; commits nothing
     summary="write symlink manifests for Hive/Presto/Athena",
@@ -166,7 +150,7 @@ MANIFEST = Operation(
     title="Manifest",
 )
 CLUSTER = Operation(
-    name="cluster", options_type=ClusterOptions,
+    name="cluster", options_type=options.ClusterOptions, run=runs.run_cluster,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:ClusterMetrics",
     delta_operations=(CLUSTER_BY, OPTIMIZE),  # CLUSTER BY only when the configured columns differ
     summary="liquid clustering on the table's clustering columns (OPTIMIZE)",
@@ -176,10 +160,11 @@ CLUSTER = Operation(
     title="Clustering",
     cli_spark="always",
     scheduled=True,
+    rewrites_data=True, repairs=("data_skipping",),
 )
 
 COMPACT_LOG = Operation(
-    name="compact_log", options_type=CompactLogOptions,
+    name="compact_log", options_type=options.CompactLogOptions, run=runs.run_compact_log,
     metrics_type_path="delta_core.write.log_compaction:LogCompactionResult",
     delta_operations=(),  # a log compaction file is not a commit
     summary="write a log compaction file (x.y.compacted.json)",
@@ -187,10 +172,11 @@ COMPACT_LOG = Operation(
                 "checkpoint) as x.y.compacted.json, which readers load instead of those commits.",
     uses_spark=False,
     title="Log compaction",
+    repairs=("log_length",),
 )
 
 PURGE = Operation(
-    name="purge", options_type=PurgeOptions,
+    name="purge", options_type=options.PurgeOptions, run=runs.run_purge,
     metrics_type_path="delta_core.maintenance.rewrite_metrics:PurgeMetrics",
     delta_operations=(REORG,),
     summary=f"rewrite files with deletion vectors or dropped columns ({REORG} ... APPLY (PURGE))",
@@ -201,10 +187,11 @@ PURGE = Operation(
     title="Purge",
     cli_spark="always",
     scheduled=True,
+    rewrites_data=True, repairs=("deleted_rows",),
 )
 
 ANALYZE = Operation(
-    name="analyze", options_type=AnalyzeOptions,
+    name="analyze", options_type=options.AnalyzeOptions, run=runs.run_analyze,
     metrics_type_path="delta_core.maintenance.spark.analyze:AnalyzeMetrics",
     delta_operations=(COMPUTE_STATS,),
     summary="compute missing file statistics (ANALYZE TABLE ... COMPUTE DELTA STATISTICS)",
@@ -214,10 +201,11 @@ ANALYZE = Operation(
     title="Analyze",
     cli_spark="always",
     scheduled=True,
+    repairs=("stats_coverage",),
 )
 
 RESTORE = Operation(
-    name="restore", options_type=RestoreOptions,
+    name="restore", options_type=options.RestoreOptions, run=runs.run_restore,
     metrics_type_path="delta_core.maintenance.restore:RestoreMetrics",
     delta_operations=(RESTORE_OPERATION,),
     summary="restore the table to an earlier version (RESTORE TABLE ... TO VERSION/TIMESTAMP AS OF)",
@@ -227,12 +215,27 @@ RESTORE = Operation(
     title="Restore",
 )
 
+DROP_FEATURE = Operation(
+    name="drop_feature", options_type=options.DropFeatureOptions, run=runs.run_drop_feature,
+    metrics_type_path="delta_core.maintenance.drop_feature:DropFeatureMetrics",
+    delta_operations=(DROP_FEATURE_OPERATION,),  # and the pre-downgrade commits (drop_feature's module doc)
+    summary="drop a table feature and downgrade the protocol (ALTER TABLE ... DROP FEATURE)",
+    description="Remove the feature's traces (deletionVectors: disable, purge; v2Checkpoint: classic "
+                "checkpoints; typeWidening: rewrite old-type files, drop delta.typeChanges; inCommitTimestamp: "
+                "turn off), then commit the protocol without it. Reader-writer features are dropped fast, "
+                "behind three checkpoints, adding checkpointProtection; --truncate-history truncates the "
+                "history instead (and is how checkpointProtection itself is dropped).",
+    uses_spark=True,
+    title="Drop feature",
+    cli_spark="always",
+)
+
 # The operations of a full maintenance run, in its order (restore is a one-off, launched by hand).
 # Analyze follows the rewrites (their new files have stats already) and precedes vacuum.
 OPERATIONS: tuple[Operation, ...] = (COMPACT, ZORDER, CLUSTER, PURGE, ANALYZE, VACUUM, CHECKPOINT, CLEANUP_LOG,
                                      MANIFEST, COMPACT_LOG)
 # One-offs: launched by hand with their options (a version to restore), never part of a full run.
-ONE_OFFS: tuple[Operation, ...] = (RESTORE,)
+ONE_OFFS: tuple[Operation, ...] = (RESTORE, DROP_FEATURE)
 REGISTRY: tuple[Operation, ...] = (*OPERATIONS, *ONE_OFFS)  # every entry
 BY_NAME: dict[str, Operation] = {op.name: op for op in REGISTRY}
 

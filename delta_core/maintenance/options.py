@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from delta_core.maintenance.droppable_features import truncate_history_help
 from delta_core.maintenance.option_fields import Kind, option
 
 ZORDER_CURVES = ("zorder", "hilbert")
@@ -129,10 +130,17 @@ class VacuumOptions:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointOptions:
-    """``checkpoint``: write a checkpoint at the latest version (``write.checkpoint_write``)."""
+    """``checkpoint``: write a checkpoint at the latest version once one is due, as writers do
+    every ``delta.checkpointInterval`` commits (``runs.run_checkpoint``, ``write.checkpoint_write``);
+    ``force`` or a ``version`` writes one now."""
 
     version: int | None = option(None, kind=Kind.COUNT, minimum=0, in_policy=False,
-                                 help="checkpoint this version (default: the latest)")
+                                 help="checkpoint this version now, due or not (default: the latest, once due)")
+    force: bool = option(False, kind=Kind.FLAG, in_policy=False,
+                         help="write a checkpoint even when fewer commits than the interval follow the last one")
+    interval: int | None = option(
+        None, kind=Kind.COUNT, minimum=1,
+        help="a checkpoint is due once this many commits follow the last one (default delta.checkpointInterval)")
     cleanup_log: bool = option(False, kind=Kind.FLAG,
                                help="then delete expired log files too, as Delta Spark does after a checkpoint")
     sidecar_threshold: int | None = option(
@@ -223,3 +231,17 @@ class AnalyzeOptions:
     full: bool = option(False, kind=Kind.FLAG,
                         help="recompute every selected file's stats, covered or not, as Delta Spark's recompute "
                              "does (e.g. to tighten wide bounds left by deletion vectors)")
+
+
+@dataclass(frozen=True, slots=True)
+class DropFeatureOptions:
+    """``drop_feature``: ALTER TABLE ... DROP FEATURE [TRUNCATE HISTORY]
+    (``delta_core.maintenance.drop_feature.drop_feature``). A one-off: no tables.yaml keys; the
+    feature is given on the command line or at launch."""
+
+    feature: str | None = option(None, kind=Kind.TEXT, flag="FEATURE", in_policy=False,
+                                 help="the table feature to drop, e.g. deletionVectors")
+    truncate_history: bool = option(
+        False, kind=Kind.FLAG, in_policy=False,
+        help="the history-truncation path instead of a fast drop (Delta's TRUNCATE HISTORY); per feature: "
+             + truncate_history_help())

@@ -52,6 +52,7 @@ from delta_core.maintenance.vacuum_plan import log_paths_to_keys
 from delta_core.model.actions import Add
 from delta_core.model.delta_operations import RESTORE
 from delta_core.model.path_identity import TableRoot
+from delta_core.model.sizes import format_size
 from delta_core.model.table_features import check_write_supported
 from delta_core.write.operation_records import RestoreParameters
 from delta_core.write.transaction import Transaction
@@ -82,6 +83,16 @@ class RestoreMetrics(MetricsRecord):
     metadata_restored: bool
     protocol_upgraded: bool
     duration_seconds: float
+
+    def outcome(self) -> str:
+        if self.version is None:
+            return f"version {self.read_version} already matches version {self.restored_version}: nothing to commit"
+        return f"restored version {self.restored_version}, committed version {self.version}"
+
+    def details(self) -> list[str]:
+        return [f"{self.num_files_after} live files ({format_size(self.bytes_after)}) after the restore"
+                + ("; metadata restored" if self.metadata_restored else "")
+                + ("; protocol upgraded" if self.protocol_upgraded else "")]
 
 
 def restore(table: DeltaTable, *, version: int | None = None, timestamp: str | None = None,

@@ -19,6 +19,7 @@ from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.rewrite_commit import RewriteTally
 from delta_core.maintenance.run_bounds import Leftover, QuietSkip
+from delta_core.model.sizes import format_size
 
 if TYPE_CHECKING:
     from delta_core.maintenance.cluster_plan import ClusterPlan
@@ -54,6 +55,41 @@ class RewriteMetrics(MetricsRecord):
     # A dry run: the plan's numbers (files, bytes, batches, deletion vectors: what a run on the
     # unchanged table commits), nothing written, no Spark; the added side is not known before a run.
     dry_run: bool = False
+
+    def outcome(self) -> str:
+        if self.dry_run:  # the plan only: what a run would rewrite
+            return (f"dry run, nothing written: {self.num_removed_files} files in {self.num_batches} batch(es) "
+                    "would be rewritten")
+        if self.version is None:
+            return "nothing to commit"
+        commits = len(self.versions)
+        return f"committed version {self.version}" + (f" ({commits} commits)" if commits > 1 else "")
+
+    def details(self) -> list[str]:
+        """The record's own facts, then its partial progress: batches retried and abandoned (with
+        why), what it left for the next run, and the busy partitions it skipped."""
+        lines = self.facts()
+        if self.batches_retried:
+            lines.append(f"{self.batches_retried} batch(es) re-planned and retried after losing a conflict")
+        if self.batches_aborted:
+            lines.append(f"{self.batches_aborted} batch(es) abandoned by concurrent changes: "
+                         f"{'; '.join(self.abandoned_reasons)}")
+        if self.stopped_by is not None:
+            lines.append(f"stopped by {self.stopped_by}: {self.groups_left} group(s), {self.files_left} files "
+                         f"({format_size(self.bytes_left)}) left for the next run")
+        if self.files_skipped_busy:
+            where = f"{self.partitions_skipped_busy} busy partition(s)" if self.partitions_skipped_busy else "busy files"
+            lines.append(f"{self.files_skipped_busy} files skipped in {where} (quiet_minutes)")
+        return lines
+
+    def facts(self) -> list[str]:
+        """One-line facts about the operation's own fields (each rewrite says its own)."""
+        return []
+
+
+def _skipping(before: float | None, after: float | None) -> str:
+    ratio = "n/a" if after is None else f"{before or 0:.0%} before, {after:.0%} after"
+    return f"point-query skipped-file ratio on the clustering columns: {ratio}"
 
 
 M = TypeVar("M", bound=RewriteMetrics)
@@ -118,6 +154,10 @@ class CompactionMetrics(RewriteMetrics):
     num_bins: int
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
 
+    def facts(self) -> list[str]:
+        return [f"{self.partitions_compacted} of {self.partitions_considered} partitions touched",
+                f"target file size {format_size(self.target_size)}"]
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ZOrderMetrics(RewriteMetrics):
@@ -127,6 +167,13 @@ class ZOrderMetrics(RewriteMetrics):
     predicate: str | None
     partitions_optimized: int
     files_considered: int
+    skipped_file_ratio_before: float | None = None  # point queries on ``columns``
+    skipped_file_ratio_after: float | None = None
+
+    def facts(self) -> list[str]:
+        return [f"clustered on {', '.join(self.columns)} ({self.curve} curve), "
+                f"{self.partitions_optimized} partition(s) rewritten",
+                _skipping(self.skipped_file_ratio_before, self.skipped_file_ratio_after)]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -143,6 +190,14 @@ class ClusterMetrics(RewriteMetrics):
     zcube_id: str | None  # the ZCube the new files form (None: nothing written)
     skipped_file_ratio_before: float | None
     skipped_file_ratio_after: float | None
+
+    def facts(self) -> list[str]:
+        return [f"clustered on {', '.join(self.columns)} (hilbert curve{', full' if self.full else ''}): "
+                f"{self.unclustered_files} unclustered file(s), {self.clustered_files_rewritten} clustered merged, "
+                f"{self.clustered_files_kept} kept",
+                _skipping(self.skipped_file_ratio_before, self.skipped_file_ratio_after),
+                *([f"clustering columns set at version {self.cluster_by_version}"]
+                  if self.cluster_by_version is not None else [])]
 
     @classmethod
     def of(cls, plan: ClusterPlan, run: RewriteRun, *, zcube_id: str | None,
@@ -167,3 +222,7 @@ class PurgeMetrics(RewriteMetrics):
     files_with_deletion_vectors: int
     files_with_dropped_columns: int
     deleted_rows: int  # rows the purged deletion vectors deleted (as planned)
+
+    def facts(self) -> list[str]:
+        return [f"{self.files_with_deletion_vectors} file(s) with deletion vectors ({self.deleted_rows} deleted rows), "
+                f"{self.files_with_dropped_columns} with dropped columns"]

@@ -29,7 +29,8 @@ vectorised array operations, not a million Python objects.
   threshold; above it a UUID-named file (``n.checkpoint.<uuid>.parquet``) holding the non-file
   actions and one ``sidecar`` action per sidecar file (``checkpoint_sidecars``), and
   ``_last_checkpoint`` gets Delta Spark's ``v2Checkpoint`` field (path, size, modification
-  time, non-file actions, sidecar files).
+  time, non-file actions, sidecar files). With ``delta.checkpointPolicy=classic`` they get V1-spec
+  classic checkpoints, as Delta Spark writes them (``writes_v2_spec``).
 - Nothing is written unless the write gate (``table_features.check_write_supported``) accepts
   the protocol of the version checkpointed and the table's current one (checkpointProtection
   rule (b): no checkpoint of a protocol this library does not support).
@@ -230,6 +231,14 @@ def _has_empty_struct(typ: pa.DataType) -> bool:
     return False
 
 
+def writes_v2_spec(snapshot: Snapshot) -> bool:
+    """Whether checkpoints of ``snapshot`` follow the V2 spec: on ``v2Checkpoint`` tables, unless
+    ``delta.checkpointPolicy`` is ``classic`` (Delta Spark's property; PROTOCOL.md "V2 Checkpoint
+    Table Feature" allows V1-spec classic checkpoints there), which DROP FEATURE sets first."""
+    policy = snapshot.configuration.get("delta.checkpointPolicy", "").strip().lower()
+    return has_feature(snapshot.protocol, "v2Checkpoint") and policy != "classic"
+
+
 def _header_rows(snapshot: Snapshot, *, now_ms: int, v2: bool) -> dict[str, pa.Array]:
     """protocol, metaData, txn, domainMetadata (and checkpointMetadata) rows, one action each."""
     p, m = snapshot.protocol, snapshot.metadata
@@ -303,7 +312,7 @@ class CheckpointRows:
             # Tombstones only protect files from vacuum until the retention passes.
             tomb = tomb.filter(pc.fill_null(pc.greater_equal(ts, int_scalar(cutoff)), false_array(1)[0]))
         self._tombstones = tomb
-        v2 = has_feature(snapshot.protocol, "v2Checkpoint")
+        v2 = writes_v2_spec(snapshot)
         header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
         types: dict[str, pa.DataType] = {
             "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
@@ -449,7 +458,7 @@ def write_checkpoint(
     v = snapshot.version
     n_file_actions = rows.num_adds + rows.num_removes
     v2_record: dict[str, Any] | None = None
-    if has_feature(snapshot.protocol, "v2Checkpoint") and uses_sidecars(n_file_actions, threshold=threshold):
+    if writes_v2_spec(snapshot) and uses_sidecars(n_file_actions, threshold=threshold):
         # The sidecar tasks carry their rows (Spark ships them); the slices are not copied.
         body = pa.concat_tables(list(rows.body()))
         tasks = sidecar_tasks(storage, body, version=v, max_actions=threshold)

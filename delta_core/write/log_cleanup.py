@@ -68,6 +68,7 @@ class LogCleanupResult:
     dry_run: bool = False
     duration_seconds: float = 0.0
     skipped_reason: str | None = None  # why nothing was deleted although files may have expired
+    deleted_bytes: int = 0  # the commits, checkpoints and temporary files among ``deleted`` (sidecars uncounted)
 
     @property
     def files_deleted(self) -> int:
@@ -75,7 +76,28 @@ class LogCleanupResult:
 
     @property
     def version(self) -> int | None:
-        return self.checkpoint_version
+        return None  # deleting log files commits nothing
+
+    # The common fields of a report (``delta_core.maintenance.report.Report``).
+    @property
+    def num_removed_files(self) -> int:
+        return 0 if self.dry_run else self.files_deleted
+
+    @property
+    def removed_bytes(self) -> int:
+        return 0 if self.dry_run else self.deleted_bytes
+
+    num_added_files = added_bytes = 0
+
+    def outcome(self) -> str:
+        if self.skipped_reason is not None:
+            return f"nothing deleted: {self.skipped_reason}"
+        done = f"{'would delete' if self.dry_run else 'deleted'} {self.files_deleted} expired log file(s)"
+        return done if self.checkpoint_version is None else \
+            f"{done}; the log starts at the checkpoint of version {self.checkpoint_version}"
+
+    def details(self) -> list[str]:
+        return []
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +193,7 @@ def cleanup_log(
                                 duration_seconds=time.monotonic() - started, skipped_reason=reason)
     listed: list[LogPath] = []
     abandoned: list[str] = []
+    abandoned_bytes = 0
     temp_cutoff = min(cutoff, sidecar_cutoff_ms(now))
     for info in storage.list_from(LOG_DIR, ""):
         lp = parse_log_name(info.name, size=info.size, modification_time=info.modification_time)
@@ -178,6 +201,7 @@ def cleanup_log(
             listed.append(lp)
         elif _ABANDONED_TEMP.match(info.name) and info.modification_time <= temp_cutoff:
             abandoned.append(info.key)
+            abandoned_bytes += info.size
     keep_from, doomed = plan_log_cleanup(listed, cutoff_ms=cutoff)
     skipped_reason = None
     boundary = protected_before(protocol, metadata)
@@ -203,4 +227,5 @@ def cleanup_log(
     return LogCleanupResult(
         checkpoint_version=keep_from, cutoff_ms=cutoff, deleted=tuple(keys), dry_run=dry_run,
         duration_seconds=time.monotonic() - started, skipped_reason=skipped_reason,
+        deleted_bytes=sum(f.size or 0 for f in doomed) + abandoned_bytes,
     )

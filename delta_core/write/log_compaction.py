@@ -56,6 +56,26 @@ class LogCompactionResult:
     def version(self) -> int | None:
         return None  # a compaction file is not a commit
 
+    # The common fields of a report (``delta_core.maintenance.report.Report``): one file written.
+    @property
+    def num_added_files(self) -> int:
+        return 0 if self.path is None else 1
+
+    @property
+    def added_bytes(self) -> int:
+        return self.size_in_bytes
+
+    num_removed_files = removed_bytes = 0
+
+    def outcome(self) -> str:
+        if self.path is None:
+            return f"nothing written: {self.skipped_reason}"
+        return (f"commits {self.start_version}..{self.end_version} compacted into {self.actions} actions "
+                "(x.y.compacted.json)")
+
+    def details(self) -> list[str]:
+        return []
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -108,6 +108,7 @@ class Transaction:
         operation_parameters: CommitInfoFields | None = None,
         isolation_level: str = SERIALIZABLE,
         new_table: bool = False,
+        protocol_downgrade: bool = False,
     ):
         if isolation_level not in ISOLATION_LEVELS:
             raise InvalidTransactionError(
@@ -116,6 +117,8 @@ class Transaction:
         self.operation = operation
         self.operation_parameters = commit_info_fields(operation_parameters)
         self.isolation_level = isolation_level
+        # Only DROP FEATURE (``maintenance.drop_feature``) may lower the protocol's versions.
+        self._protocol_downgrade = protocol_downgrade
         self._snapshot: Snapshot | None
         if new_table:
             self._snapshot = None
@@ -290,7 +293,7 @@ class Transaction:
                               version=target)
         if adds_rows:
             check_new_rows_allowed(metadata.configuration, path=uri, version=target)
-        if self._snapshot is not None and n_proto:
+        if self._snapshot is not None and n_proto and not self._protocol_downgrade:
             old = self._snapshot.protocol
             if (protocol.min_reader_version, protocol.min_writer_version) < (
                     old.min_reader_version, old.min_writer_version):

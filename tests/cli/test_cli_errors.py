@@ -140,7 +140,7 @@ def test_unwritable_log_directory_names_the_path_and_write_access(public_table):
     log_dir = public_table / "_delta_log"
     log_dir.chmod(stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)  # 755
     before = listing(str(public_table))
-    proc = run_unprivileged("checkpoint", str(public_table), "--json")
+    proc = run_unprivileged("checkpoint", str(public_table), "--json", "--force")
     assert proc.returncode == 2, proc.stderr
     error = _one_json(proc.stdout)
     assert error["kind"] == "permission_denied"
@@ -148,6 +148,6 @@ def test_unwritable_log_directory_names_the_path_and_write_access(public_table):
     assert "Traceback" not in proc.stderr and proc.stderr == ""
     assert listing(str(public_table)) == before
     # Without --json: one line of advice on stderr.
-    proc = run_unprivileged("checkpoint", str(public_table))
+    proc = run_unprivileged("checkpoint", str(public_table), "--force")
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.count("\n") == 1 and "error (permission_denied)" in proc.stderr

@@ -169,9 +169,9 @@ def test_table_without_config_uses_the_code_locations_variable(tmp_path, table, 
     assert status == 2 and "--config FILE (or $DELTA_MAINTENANCE_TABLES)" in out["error"]["message"]
     monkeypatch.setenv("DELTA_MAINTENANCE_TABLES",
                        _config(tmp_path, "tables: {events: {uri: data/events, checkpoint: {cleanup_log: true}}}"))
-    status, out = _run(capsys, "checkpoint", "--table", "events")
+    status, out = _run(capsys, "checkpoint", "--table", "events", "--force")
     assert status == 0, out
-    assert out["version"] == 1 and out["cleanup_log"]["dry_run"] is False  # the policy's cleanup_log ran
+    assert out["checkpoint_version"] == 1 and out["cleanup_log"]["dry_run"] is False  # the policy's cleanup_log ran
     assert (table / "_delta_log" / "00000000000000000001.checkpoint.parquet").is_file()
 
 

@@ -62,7 +62,7 @@ def run_on_pty(*args: str) -> tuple[int, str, str]:
 def test_vacuum_shows_listing_and_delete_progress_on_a_terminal(table):
     status, out, screen = run_on_pty("vacuum", str(table), "--retention-hours", "0", "--force")
     assert status == 0, screen
-    assert out.startswith("vacuum: deleted 4 of 5 listed files")
+    assert out.startswith("Vacuum: deleted 4 of 5 listed files")
     listing_line = [s for s in screen.replace("\r", "\n").splitlines() if s.startswith("vacuum: listing")][-1]
     assert "5 files" in listing_line and "files/s" in listing_line  # count, rate, bytes beside
     deleting = [s for s in screen.replace("\r", "\n").splitlines() if s.startswith("vacuum: deleting")][-1]
@@ -71,7 +71,7 @@ def test_vacuum_shows_listing_and_delete_progress_on_a_terminal(table):
 
 
 def test_checkpoint_shows_progress_on_a_terminal(table):
-    status, out, screen = run_on_pty("checkpoint", str(table))
+    status, out, screen = run_on_pty("checkpoint", str(table), "--force")
     assert status == 0, screen
     last = [s for s in screen.replace("\r", "\n").splitlines() if s.startswith("checkpoint v2")][-1]
     assert "actions" in last and "B" in last

@@ -75,8 +75,8 @@ def test_set_properties_and_cluster_by_open_with_a_summary(capsys, tmp_path):
     assert re.fullmatch(rf"set-properties {re.escape(root)}: 1 property \(delta\.appendOnly\) committed as "
                         r"version 1, protocol reader 1 writer 2, 0 data files rewritten \([\d.]+ seconds\)", first)
     first = _out(capsys, "cluster-by", root, "--columns", "x").splitlines()[0]
-    assert re.fullmatch(rf"cluster-by {re.escape(root)}: clustering columns x \(were none\); committed version 2, "
-                        r"protocol upgraded, 0 data files rewritten \([\d.]+ seconds\)", first), first
+    assert re.fullmatch(r"Cluster by: clustering columns none -> x, committed version 2 \(protocol upgraded\); "
+                        r"0 files \(0 B\) removed, 0 files \(0 B\) added; [\d.]+ seconds?", first), first
     again = _out(capsys, "cluster-by", root, "--columns", "x").splitlines()[0]
-    assert again.startswith(f"cluster-by {root}: clustering columns already x; nothing committed (")
+    assert again.startswith("Cluster by: clustering columns already x: nothing to commit; ")
     assert json.loads(_out(capsys, "cluster-by", root, "--none", "--json"))["version"] == 3  # JSON: the record only

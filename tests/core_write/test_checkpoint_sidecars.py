@@ -156,11 +156,11 @@ def test_cli_sidecar_threshold(table_dir, capsys):
     assert main(["checkpoint", table_dir, "--json", "--sidecar-threshold", "0"]) == 2
     assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
     assert listing(table_dir) == before
-    assert main(["checkpoint", table_dir, "--json", "--sidecar-threshold", "2"]) == 0
+    assert main(["checkpoint", table_dir, "--json", "--force", "--sidecar-threshold", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sidecars"] == 2 and ".checkpoint.parquet" not in out["path"]
     assert len(os.listdir(os.path.join(_log(table_dir), "_sidecars"))) == 2
-    _strip_commits(table_dir, out["version"])
+    _strip_commits(table_dir, out["checkpoint_version"])
     assert kernel_rows(table_dir) == kernel_before
 
 

@@ -22,15 +22,21 @@ def _table(table_dir: str, n: int = 3):
 
 def test_checkpoint_json(table_dir, capsys):
     _table(table_dir)
+    # 3 commits, interval 1000: none due, nothing written; --force writes one now
     assert main(["checkpoint", table_dir, "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert set(out) == {"version", "size", "size_in_bytes", "path", "sidecars", "num_add_files"}
-    assert out["version"] == 3 and out["sidecars"] == 0 and out["size"] == 5
+    assert out["checkpoint_written"] is False and "fewer than the interval 1000" in out["checkpoint_skipped_reason"]
+    assert main(["checkpoint", table_dir, "--json", "--force"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert set(out) == {"checkpoint_written", "checkpoint_version", "checkpoint_version_before",
+                        "checkpoint_skipped_reason", "size", "size_in_bytes", "path", "sidecars", "num_add_files",
+                        "duration_seconds"}
+    assert out["checkpoint_version"] == 3 and out["sidecars"] == 0 and out["size"] == 5
     assert out["path"].endswith(f"_delta_log/{3:020d}.checkpoint.parquet")
     assert os.path.getsize(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet")) == out["size_in_bytes"]
     assert main(["checkpoint", table_dir, "--json", "--version", "2"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert out["version"] == 2 and out["path"].endswith(f"{2:020d}.checkpoint.parquet")
+    assert out["checkpoint_version"] == 2 and out["path"].endswith(f"{2:020d}.checkpoint.parquet")
 
 
 def test_checkpoint_error_is_json(tmp_path, capsys):
@@ -40,7 +46,7 @@ def test_checkpoint_error_is_json(tmp_path, capsys):
 
 def test_cleanup_log_dry_run_and_real(table_dir, capsys):
     t = _table(table_dir)
-    main(["checkpoint", table_dir, "--json"])
+    main(["checkpoint", table_dir, "--json", "--force"])
     capsys.readouterr()
     old = time.time() - 40 * 86400
     log_dir = os.path.join(table_dir, "_delta_log")
@@ -58,8 +64,13 @@ def test_cleanup_log_dry_run_and_real(table_dir, capsys):
 
 def test_console_script_human_output(table_dir):
     _table(table_dir, 1)
-    proc = subprocess.run([sys.executable, "-m", "delta_core", "checkpoint", table_dir],
+    proc = subprocess.run([sys.executable, "-m", "delta_core", "checkpoint", table_dir, "--force"],
                           capture_output=True, text=True, timeout=120,
                           cwd=os.path.dirname(os.path.dirname(os.path.dirname(__file__))))
     assert proc.returncode == 0, proc.stderr
-    assert "version: 1" in proc.stdout and "sidecars: 0" in proc.stdout
+    # one summary line first (what was done, files and bytes, how long), then the details
+    first, second = proc.stdout.splitlines()[:2]
+    assert first.startswith("Checkpoint: checkpoint written at version 1 (3 actions); 0 files (0 B) removed, "
+                            "1 file (") and first.endswith("seconds"), first
+    assert second == "previous checkpoint: none"
+    assert "checkpoint_version: 1" in proc.stdout and "sidecars: 0" in proc.stdout

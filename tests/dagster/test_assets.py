@@ -84,7 +84,7 @@ def test_compaction_asset(setup):
     assert meta["files_removed"] > meta["files_added"] > 0
     assert meta["bytes_before"] > 0 and meta["bytes_after"] > 0
     assert meta["size_before"].endswith("iB") and meta["size_after"].endswith("iB")  # sizes a person reads
-    assert meta["partitions_touched"] == 3
+    assert meta["partitions_compacted"] == 3
     assert meta["duration_seconds"] >= 0
     dist = meta["file_size_distribution"]
     assert sum(r.data["files_before"] for r in dist.records) == before.num_files
@@ -121,8 +121,20 @@ def test_checkpoint_asset(setup):
     again = _materialize(config, instance, "checkpoint",
                          {"ops": {"events__checkpoint": {"config": {"cleanup_log": True}}}})
     assert again["checkpoint_version_before"] == latest
-    assert again["log_files_deleted"] == 0  # every commit is younger than the log retention
+    assert again["cleanup_log_files_deleted"] == 0  # every commit is younger than the log retention
     assert (pathlib.Path(table.uri) / "_delta_log" / f"{0:020d}.json").exists()
+
+
+def test_checkpoint_asset_writes_the_version_asked_for(setup):
+    """A ``version`` given at launch is checkpointed, due or not, as the command line does."""
+    table, config, instance = setup
+    latest = table.latest_version()
+    assert latest > 0 and table.last_checkpoint_version() is None
+    meta = _materialize(config, instance, "checkpoint", {"ops": {"events__checkpoint": {"config": {"version": 0}}}})
+    assert meta["checkpoint_written"] is True and meta["checkpoint_version"] == 0
+    assert (pathlib.Path(table.uri) / "_delta_log" / f"{0:020d}.checkpoint.parquet").exists()
+    assert not (pathlib.Path(table.uri) / "_delta_log" / f"{latest:020d}.checkpoint.parquet").exists()
+    assert meta["summary_line"].startswith("Checkpoint: checkpoint written at version 0 (")
 
 
 def test_manifest_asset(setup):
@@ -152,10 +164,11 @@ def test_vacuum_asset_after_compaction(setup):
     dry = _materialize(config, instance, "vacuum",
                        {"ops": {"events__vacuum": {"config": {"retention_hours": 0, "force": True,
                                                               "dry_run": True}}}})
-    assert dry["files_deleted"] == 0 and dry["files_to_delete"] == len(on_disk - live)
+    assert dry["files_removed"] == 0 and dry["num_files_to_delete"] == len(on_disk - live)
     meta = _materialize(config, instance, "vacuum",
                         {"ops": {"events__vacuum": {"config": {"retention_hours": 0, "force": True}}}})
-    assert meta["files_deleted"] == len(on_disk - live)
+    assert meta["files_removed"] == meta["num_deleted_files"] == len(on_disk - live)
+    assert meta["summary_line"].startswith(f"Vacuum: deleted {len(on_disk - live)} of ")
     remaining = {p for p in root.rglob("*.parquet") if "_delta_log" not in p.parts}
     assert {p.resolve() for p in remaining} == {p.resolve() for p in live}
     assert table.snapshot().num_records == rows
@@ -237,9 +250,9 @@ def test_checkpoint_asset_writes_sidecars_on_spark(make_events_table, tables_yam
     with instance_for_test() as instance:
         meta = _materialize(config, instance, "checkpoint",
                             {"ops": {"events__checkpoint": {"config": {"sidecar_threshold": 10}}}})
-    assert meta["checkpoint_sidecars"] >= files // 10
+    assert meta["sidecars"] >= files // 10
     sidecars = list((pathlib.Path(table.uri) / "_delta_log" / "_sidecars").iterdir())
-    assert len(sidecars) == meta["checkpoint_sidecars"]
+    assert len(sidecars) == meta["sidecars"]
     assert table.snapshot().log_segment.checkpoint_files[0].uuid is not None
     version = table.snapshot().log_segment.checkpoint_version
     for v in range(version):  # delta-kernel-rs reads through the sidecars, the commits before gone

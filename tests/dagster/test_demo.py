@@ -75,9 +75,11 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     # The table's writer left checkpoints to maintenance: the job's checkpoint step found one due
     # (tables.yaml's interval 10) and wrote it at the latest version.
     assert table.last_checkpoint_version() == snap.version
-    assert (f"checkpoint written at version {snap.version} ({snap.version} commits since the table "
-            "was created, interval 10)") in text
-    assert "no checkpoint due" not in text
+    # each step's line is the one summary line the command line prints first
+    assert f"  checkpoint  Checkpoint: checkpoint written at version {snap.version} (" in text
+    assert "no checkpoint written" not in text
+    compact = next(line for line in text.splitlines() if line.startswith("  compact "))
+    assert compact.split(None, 1)[1].startswith("Compaction: committed version ") and "removed, " in compact
 
     # The runs it names, in order, are the runs the instance holds, all succeeded.
     printed = [line.split()[:3] for line in text.splitlines()

@@ -138,7 +138,7 @@ def test_checkpoint_asset_honours_the_interval(make_events_table, tables_yaml):
         assert listing(str(root)) == files  # nothing written
         assert meta["checkpoint_written"] is False
         assert "fewer than the interval 5" in meta["checkpoint_skipped_reason"]
-        assert "force: true" in meta["checkpoint_skipped_reason"]
+        assert "run with force to write one anyway" in meta["checkpoint_skipped_reason"]
         assert table.last_checkpoint_version() == table.latest_version() - 1
 
         forced = _materialize(config, instance, "checkpoint",

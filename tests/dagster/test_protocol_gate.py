@@ -67,7 +67,7 @@ def test_checkpoint_asset_never_overrides_disabled_log_cleanup(make_events_table
     (mat,) = result.asset_materializations_for_node("events__checkpoint")
     meta = {k: v.value for k, v in mat.metadata.items()}
     assert meta["checkpoint_version"] == table.latest_version() == table.last_checkpoint_version()
-    assert meta["log_files_deleted"] == 0
-    assert "delta.enableExpiredLogCleanup=false" in meta["log_cleanup_skipped_reason"]
-    assert "log cleanup skipped" in meta["summary"]
+    assert meta["cleanup_log_files_deleted"] == 0
+    assert "delta.enableExpiredLogCleanup=false" in meta["cleanup_log_skipped_reason"]
+    assert "log cleanup: nothing deleted: " in meta["summary"]
     assert sorted(p.name for p in (pathlib.Path(table.uri) / "_delta_log").glob("*.json")) == commits

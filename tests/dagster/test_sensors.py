@@ -122,8 +122,9 @@ def test_sensor_without_manifest_or_downstream_only_checkpoints(make_events_tabl
         tick = _tick(defs, instance, cursor)  # versions 4, 5: 5 >= interval 5
         assert tick.cursor == "5"
         assert _requests(tick) == [("events_checkpoint", "events:checkpoint:v5"), ("events_checks", "events:checks:v5")]
+        # due by the sensor's interval: the run it requests writes the checkpoint (force)
         assert tick.run_requests[0].run_config == {
-            "ops": {"events__checkpoint": {"config": {"cleanup_log": False}}}}
+            "ops": {"events__checkpoint": {"config": {"cleanup_log": False, "interval": 5, "force": True}}}}
 
 
 def test_sensor_resynchronises_after_a_log_gap(make_events_table, tables_yaml):

@@ -260,7 +260,7 @@ def test_log_cleanup_counted_only_with_a_listing(tmp_path):
     report = table_health(far, log_listing=True)
     # Commits 0 and 1 precede the checkpoint at 2 and are past the 30-day log retention.
     assert report.metrics.expired_log_files == 2
-    assert _ops(report)["cleanup-log"].estimated_gain == 2.0
+    assert _ops(report)["cleanup_log"].estimated_gain == 2.0
     assert listing(root) == before
 
 

@@ -63,10 +63,10 @@ def test_cli_checkpoint_on_spark(spark, tmp_path, capsys):
     path = str(tmp_path / "t")
     _v2_table(path, 3)
     kernel_before = kernel_rows(path)
-    assert main(["checkpoint", path, "--json", "--sidecar-threshold", "1", "--spark-master", "local[2]"]) == 0
+    assert main(["checkpoint", path, "--json", "--force", "--sidecar-threshold", "1", "--spark-master", "local[2]"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["sidecars"] == 3 and len(os.listdir(os.path.join(path, "_delta_log", "_sidecars"))) == 3
-    for v in range(out["version"]):
+    for v in range(out["checkpoint_version"]):
         os.unlink(os.path.join(path, "_delta_log", f"{v:020d}.json"))
     assert kernel_rows(path) == kernel_before
 
@@ -75,7 +75,7 @@ def test_cli_checkpoint_starts_no_spark_without_sidecars(tmp_path):
     """An unreachable master is never contacted when the checkpoint needs no sidecars."""
     path = str(tmp_path / "t")
     _v2_table(path, 2)
-    proc = subprocess.run([sys.executable, "-m", "delta_core", "checkpoint", path, "--json",
+    proc = subprocess.run([sys.executable, "-m", "delta_core", "checkpoint", path, "--json", "--force",
                            "--spark-master", "spark://127.0.0.1:9"], capture_output=True, text=True,
                           timeout=120, cwd=REPO)
     assert proc.returncode == 0, proc.stderr

@@ -32,7 +32,8 @@ SHARED = {"version", "versions", "read_version", "num_batches", "batches_committ
 OWN = {
     CompactionMetrics: {"target_size", "min_file_size", "predicate", "files_considered", "partitions_considered",
                         "partitions_compacted", "num_bins", "max_deleted_rows_ratio"},
-    ZOrderMetrics: {"columns", "curve", "target_size", "predicate", "partitions_optimized", "files_considered"},
+    ZOrderMetrics: {"columns", "curve", "target_size", "predicate", "partitions_optimized", "files_considered",
+                    "skipped_file_ratio_before", "skipped_file_ratio_after"},
     ClusterMetrics: {"cluster_by_version", "columns", "full", "target_size", "files_considered",
                      "unclustered_files", "clustered_files_rewritten", "clustered_files_kept",
                      "other_provider_files", "zcube_id", "skipped_file_ratio_before", "skipped_file_ratio_after"},

@@ -68,6 +68,17 @@ class AnalyzeMetrics(MetricsRecord):
     removed_bytes: int = 0
     added_bytes: int = 0
 
+    def outcome(self) -> str:
+        done = f"stats recomputed for {self.files_analyzed} of {self.files_considered} files"
+        return done + ("" if self.version is None else f", {self.files_updated} re-added, committed version "
+                                                           f"{self.version}")
+
+    def details(self) -> list[str]:
+        kept = [f"{self.files_covered} file(s) already covered on {', '.join(self.columns) or 'numRecords'}"]
+        if self.files_changed_meanwhile:
+            kept.append(f"{self.files_changed_meanwhile} file(s) changed by another commit meanwhile: next run")
+        return kept
+
 
 @dataclass(frozen=True, slots=True)
 class AnalyzeFilesTask:

@@ -83,6 +83,7 @@ from delta_core.model.clock import Clock
 from delta_core.model.delta_operations import VACUUM_END, VACUUM_START
 from delta_core.model.durations import format_duration
 from delta_core.model.path_identity import TableRoot, Where
+from delta_core.model.sizes import format_size
 from delta_core.model.table_features import check_write_supported
 from delta_core.storage.base import DeleteOutcome, FileInfo, Storage
 from delta_core.write.operation_records import (
@@ -138,6 +139,32 @@ class VacuumMetrics(MetricsRecord):
     inventory_skipped_outside_root: int = 0  # S3 Inventory rows of the bucket outside the table root
     inventory_skipped_not_latest: int = 0  # S3 Inventory rows of noncurrent versions
     inventory_skipped_delete_markers: int = 0  # S3 Inventory rows of delete markers
+
+    def outcome(self) -> str:
+        if self.dry_run:
+            return (f"dry run: would delete {self.num_files_to_delete} of {self.files_listed} listed files "
+                    f"({format_size(self.bytes_to_delete)})")
+        return (f"deleted {self.num_deleted_files} of {self.files_listed} listed files "
+                f"({format_size(self.bytes_deleted)})") + (
+            "" if self.version is None else f", committed version {self.version}")
+
+    def details(self) -> list[str]:
+        retention = format_duration(dt.timedelta(hours=self.retention_hours))
+        lines = [f"{self.young_kept} unreferenced files younger than the retention ({retention}) kept"
+                 + ("" if self.retention_check_enabled else "; retention check overridden"),
+                 f"mode {self.mode}" + ("" if self.lite_versions is None else
+                                       f" (commits {self.lite_versions[0]}..{self.lite_versions[1]} read)")]
+        if self.num_missing_files:
+            lines.append(f"{self.num_missing_files} planned files were already gone")
+        if self.inventory_shape is not None:
+            skipped = {"directories": self.inventory_skipped_directories,
+                       "duplicates": self.inventory_skipped_duplicates,
+                       "outside the root": self.inventory_skipped_outside_root,
+                       "noncurrent versions": self.inventory_skipped_not_latest,
+                       "delete markers": self.inventory_skipped_delete_markers}
+            lines.append(f"from a {self.inventory_shape} inventory taken {self.inventory_age_hours} hours ago; rows "
+                         "skipped: " + (", ".join(f"{n} {why}" for why, n in skipped.items() if n) or "none"))
+        return lines
 
 
 @dataclass(frozen=True, slots=True)

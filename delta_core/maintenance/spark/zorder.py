@@ -60,8 +60,10 @@ def zorder(
     plan = plan_zorder(snapshot, columns, curve=curve, where=where, target_size=target_size)
     log.info("table=%s version=%d %s on %s: %d files in %d partitions", table.uri, snapshot.version, curve,
              ",".join(plan.columns), plan.num_input_files, len(plan.partitions))
-    run = run_rewrite(table, spark, snapshot, Rewrite(plan, CurveRewrite(plan, sample_rows), curve),
+    run = run_rewrite(table, spark, snapshot, Rewrite(plan, CurveRewrite(plan, sample_rows), curve,
+                                                     skipping_columns=plan.columns),
                       bounds=bounds, watch=watch, dry_run=dry_run)
     return run.metrics(
         ZOrderMetrics, columns=plan.columns, curve=plan.curve, target_size=plan.target_size, predicate=plan.predicate,
-        partitions_optimized=len(plan.partitions), files_considered=plan.files_considered)
+        partitions_optimized=len(plan.partitions), files_considered=plan.files_considered,
+        skipped_file_ratio_before=run.skipped_file_ratio_before, skipped_file_ratio_after=run.skipped_file_ratio_after)
