@@ -79,26 +79,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=200_000)
     args, _unknown = parser.parse_known_args(argv)
-    import pyarrow as pa
     import s3fs
 
-    from benchmarks.bench_vacuum_inventory import _status_mb
+    from benchmarks.bench_vacuum_inventory import _status_mb, orphan_table
     from benchmarks.bench_vacuum_s3 import start_moto
     from delta_core.log.table import DeltaTable
-    from delta_core.write.table_writes import append, create_table
 
     moto, opts = start_moto(indexed_listing=True)
     rows_out = []
     try:
         fs = s3fs.S3FileSystem(**opts)
-        fs.mkdir("bench-inv")
         fs.mkdir("bench-reports")
-        uri = "s3://bench-inv/t"
-        data = pa.table({"x": pa.array(range(100), pa.int64()), "a": pa.array([i % 4 for i in range(100)], pa.int32())})
-        create_table(uri, data.schema, partition_columns=["a"], storage_options=opts)
-        append(DeltaTable(uri, opts), data)
         t0 = time.perf_counter()
-        moto.ask("orphans", "bench-inv", "t", "one", args.files)
+        uri = orphan_table(moto, opts, "bench-inv", args.files)
         now_ms = int(time.time() * 1000)
         table_files = [(k.removeprefix("bench-inv/"), int(v["size"])) for k, v in
                        fs.find("bench-inv/t/_delta_log", detail=True).items()]
