@@ -106,11 +106,11 @@ def open_report(uri: str, storage_options: dict[str, object] | None = None, *, t
     if missing:
         raise InventoryError(f"the S3 Inventory report {manifest_uri} has no {', '.join(missing)} field: configure "
                              "the inventory with Size and LastModifiedDate", path=manifest_uri)
-    read = InventoryRead(manifest_uri, "s3-inventory", taken, iter(()), outside_root="skip")
     prefix = location.path.strip("/") + "/" if location.path.strip("/") else ""
-    read.batches = _rows(files, file_format, columns, storage_options, bucket_of_source, prefix, read.skips,
-                         batch_rows, manifest_uri)
-    return read
+    skips = InventorySkips()
+    return InventoryRead(manifest_uri, "s3-inventory", taken, _rows(
+        files, file_format, columns, storage_options, bucket_of_source, prefix, skips, batch_rows, manifest_uri),
+        outside_root="skip", skips=skips)
 
 
 def _rows(files: list[str], file_format: str, columns: list[str], storage_options: dict[str, object] | None,

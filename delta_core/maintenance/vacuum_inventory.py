@@ -18,7 +18,11 @@ and ``_delta_log`` never touched, live files and their deletion vectors and CDC 
 whatever the inventory says of them. A path outside the table root (an inventory of another
 table, or of the whole bucket) refuses the vacuum before anything is deleted (the plan is
 complete before the first delete): the inventory must be the table's. Files missing from the
-inventory are simply not deleted.
+inventory are simply not deleted. Rows naming a directory (``isDir``, or a trailing ``/``) are
+left out and counted in ``InventorySkips``; a missing or unreadable file or a wrong schema is an
+``InventoryError``. ``open_delta_shape`` gives the whole as an ``InventoryRead`` (with when it
+was taken), the form every inventory shape takes (``s3_inventory`` reads S3 Inventory reports);
+``vacuum_inventory_plan`` plans it.
 """
 
 from __future__ import annotations

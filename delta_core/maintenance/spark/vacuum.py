@@ -8,7 +8,10 @@ deletes in parallel — on a thread pool, or as Spark tasks when a session is gi
 ``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
 ``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
-(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
+(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``, and ours: ``sizeOfDeletedData``,
+``numMissingFiles``, ``numFailedDeletes``) after, counting what was deleted; a delete that fails
+does not stop the others, and ``VACUUM END`` is committed with status ``FAILED`` and the counts
+(then ``VacuumIncompleteError``). A dry run lists only.
 With a Spark session the top-level directories are listed and planned by Spark tasks, and the
 deletes are Spark tasks too: the driver splits the referenced keys' fingerprints by top-level
 directory (``key_fingerprints.by_top_directory``), gives each directory's task its own share with
@@ -25,7 +28,8 @@ first (PROTOCOL.md "VACUUM Protocol Check"). All IO goes through the ``Storage``
 local store's fast listing and directory removal live inside it).
 
 With ``inventory`` (Delta's ``VACUUM ... USING INVENTORY``) the listing comes from a storage
-inventory instead (``vacuum_inventory``), planned by the same rules.
+inventory instead (``inventory_source``: Delta's own shape or an S3 Inventory report), its rows
+made one file each and planned by the same rules (``vacuum_inventory_plan``).
 
 ``mode="lite"`` (Delta Spark's ``VACUUM LITE``) lists nothing: the candidates are the files the
 commits since the last vacuum name (``vacuum_lite``), planned by the same rules, and a
