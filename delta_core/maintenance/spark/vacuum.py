@@ -148,8 +148,7 @@ class VacuumMetrics(MetricsRecord):
         if self.dry_run:
             return (f"dry run: would delete {self.num_files_to_delete} of {self.files_listed} listed files "
                     f"({format_size(self.bytes_to_delete)})")
-        return (f"deleted {self.num_deleted_files} of {self.files_listed} listed files "
-                f"({format_size(self.bytes_deleted)})") + (
+        return f"deleted {self.num_deleted_files} of {self.files_listed} listed files" + (
             "" if self.version is None else f", committed version {self.version}")
 
     def details(self) -> list[str]:
