@@ -214,3 +214,22 @@ def test_a_report_of_another_bucket_or_prefix_is_refused_before_vacuum_start(s3_
         vacuum(table, inventory=f"s3://{destination}/inv/{bucket}/none/2020-01-01T00-00Z/manifest.json",
                inventory_storage_options=s3_storage_options, clock=_far)
     assert table.latest_version() == version and _keys(client, bucket) == before
+
+
+def test_tables_yaml_vacuum_inventory_takes_a_destination_prefix(s3_table_uri, s3_storage_options, tmp_path,
+                                                                  capsys):
+    from delta_core.cli.main import main
+
+    client, bucket, destination, table = _scene(s3_table_uri, s3_storage_options, versioned=False)
+    deliver(client, bucket, _object_rows(client, bucket), "CSV", destination=destination,
+            when=dt.datetime.now(dt.UTC))
+    endpoint = s3_storage_options["client_kwargs"]["endpoint_url"]
+    config = tmp_path / "tables.yaml"
+    config.write_text(f"tables:\n  t:\n    uri: {s3_table_uri}\n    storage_options:\n      key: testing\n"
+                      f"      secret: testing\n      client_kwargs: {{endpoint_url: '{endpoint}'}}\n"
+                      f"    vacuum:\n      inventory: s3://{destination}/inv\n      dry_run: true\n"
+                      "      retention_hours: 0\n      allow_short_retention: true\n")
+    assert main(["vacuum", "--config", str(config), "--table", "t", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["inventory_shape"] == "s3-inventory" and out["num_files_to_delete"] == 5
+    assert out["inventory_skipped_outside_root"] == 1
