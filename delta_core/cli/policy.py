@@ -20,6 +20,7 @@ from delta_core.config.records import EnvRef, TableConfig, nested_options
 from delta_core.config.table_checks import check_tables
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
+from delta_core.maintenance.history_records import HistoryLocation
 from delta_core.maintenance.operations import ZORDER, Operation
 from delta_core.maintenance.options import ZOrderOptions
 
@@ -31,6 +32,7 @@ class TablePolicy:
     table: TableConfig
     uri: str  # its uri, read from the environment when written {env: NAME}
     storage_options: dict[str, Any]  # nested, secrets read from the environment
+    history: HistoryLocation | None = None  # the file's ``history`` table; None: runs not recorded
 
     @property
     def health(self) -> HealthPolicy:
@@ -75,7 +77,8 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
         raise ConfigError(f"{p} has no table {table!r} (tables: {known}); check --table", path=str(p))
     where = f"{p}: table {table!r}"
     storage = {k: _from_env(v, f"{where}: storage_options.{k}") for k, v in found.storage_options}
-    return TablePolicy(table=found, uri=_from_env(found.uri, f"{where}: uri"), storage_options=nested_options(storage))
+    return TablePolicy(table=found, uri=_from_env(found.uri, f"{where}: uri"), storage_options=nested_options(storage),
+                       history=config.history.location() if config.history is not None else None)
 
 
 def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | None:
@@ -102,12 +105,13 @@ def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | 
     return policy
 
 
-def resolve_options(args: argparse.Namespace, op: Operation) -> Any:
+def resolve_options(args: argparse.Namespace, op: Operation) -> tuple[Any, TablePolicy | None]:
     """``op``'s option record for this command: the table's policy (``--config``/``--table``)
-    or the defaults, with every option given on the command line put in (``apply_table_policy``)."""
+    or the defaults, with every option given on the command line put in (``apply_table_policy``);
+    and that policy (None without ``--table``)."""
     policy = apply_table_policy(args, args.command)  # the subcommand as typed
     section = policy.table.policy(op.name) if policy is not None and op.configured_in is None else None
     options = section.options if section is not None else op.options_type()
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(options)
              if getattr(args, f.name, None) is not None}
-    return dataclasses.replace(options, **given)
+    return dataclasses.replace(options, **given), policy

@@ -8,6 +8,7 @@ a section of its own, by the entry's name, and ``TableConfig.options`` reads one
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
+from delta_core.maintenance.history_records import HistoryLocation
 from delta_core.maintenance.operations import OPERATIONS, REGISTRY, VACUUM, Operation, operation
 from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
 
@@ -228,11 +230,34 @@ class SparkSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryConfig:
+    """Where the maintenance history table lives (tables.yaml ``history``), as written."""
+
+    uri: str | EnvRef
+    storage_options: tuple[tuple[str, OptionValue], ...] = ()  # dotted keys for nesting
+
+    def location(self) -> HistoryLocation:
+        """The table's location with every ``{env: NAME}`` read from the environment now."""
+        storage = {k: _env_value(v, f"history.storage_options.{k}") for k, v in self.storage_options}
+        return HistoryLocation(_env_value(self.uri, "history.uri"), nested_options(storage))
+
+
+def _env_value(value: OptionValue, where: str) -> Any:
+    if not isinstance(value, EnvRef):
+        return value
+    if value.name not in os.environ:
+        raise ConfigError(f"tables.yaml {where} reads the environment variable {value.name!r}, which is not set; "
+                          "set it")
+    return os.environ[value.name]
+
+
+@dataclass(frozen=True, slots=True)
 class MaintenanceConfig:
     tables: tuple[TableConfig, ...]
     spark: SparkSettings = field(default_factory=SparkSettings)
     fleet: FleetPolicy = field(default_factory=FleetPolicy)
     source: str | None = None
+    history: HistoryConfig | None = None  # None: runs are not recorded
 
     def table(self, name: str) -> TableConfig:
         for t in self.tables:
