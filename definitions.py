@@ -60,7 +60,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     sensor_inputs = []
     scope = fleet_scope(config.tables)  # what counts as maintenance: the budget's and the advisor's
     placement = Placement(spark_pool=config.spark.pool,
-                          budget=WithinFleetBudget(config, scope) if config.tables else None)
+                          budget=WithinFleetBudget(config, scope) if config.tables else None, history=config.history)
     automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
     for table in config.tables:
         maintenance = build_maintenance_assets(table, placement)
