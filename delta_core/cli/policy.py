@@ -20,7 +20,7 @@ from delta_core.config.records import EnvRef, TableConfig, nested_options
 from delta_core.config.table_checks import check_tables
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.history_records import HistoryLocation
+from delta_core.maintenance.history_records import HistoryLocation, same_location
 from delta_core.maintenance.operations import ZORDER, Operation
 from delta_core.maintenance.options import ZOrderOptions
 
@@ -79,6 +79,38 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     storage = {k: _from_env(v, f"{where}: storage_options.{k}") for k, v in found.storage_options}
     return TablePolicy(table=found, uri=_from_env(found.uri, f"{where}: uri"), storage_options=nested_options(storage),
                        history=config.history.location() if config.history is not None else None)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySource:
+    """Where a command judging a table by URI found its policy: ``table`` of ``file``, or neither
+    (the defaults), with the reason in words."""
+
+    policy: TablePolicy | None
+    file: str | None  # the tables.yaml read; None: none found
+    reason: str  # one line: whose policy, or why the defaults
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "table": self.policy.table.name if self.policy is not None else None,
+                "reason": self.reason}
+
+
+def find_policy_by_uri(uri: str) -> PolicySource:
+    """The entry of ``$DELTA_MAINTENANCE_TABLES`` (else ``./tables.yaml``) whose uri names the
+    location ``uri`` names (local paths compared resolved); the defaults when there is no file or
+    no such entry. Entries whose uri comes from the environment are compared when it is set."""
+    named = os.environ.get(CONFIG_ENV_VAR)
+    path = pathlib.Path(named).expanduser().resolve() if named else pathlib.Path("tables.yaml").resolve()
+    if not named and not path.is_file():
+        return PolicySource(None, None, f"default policy: ${CONFIG_ENV_VAR} is not set and there is no ./tables.yaml")
+    config = load_config(path)
+    for table in config.tables:
+        where = table.uri if isinstance(table.uri, str) else os.environ.get(table.uri.name)
+        if where is not None and same_location(where, uri):
+            return PolicySource(load_table_policy(path, table.name), str(path),
+                                f"policy of table {table.name!r} in {path}")
+    return PolicySource(None, str(path), f"default policy: no table in {path} has this uri; "
+                                         "give --config FILE --table NAME to judge it by a table's policy")
 
 
 def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | None:
