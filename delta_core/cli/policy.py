@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta_core.config.reader import CONFIG_ENV_VAR, load_config
-from delta_core.config.records import EnvRef, TableConfig, nested_options
+from delta_core.config.records import TableConfig, env_value, nested_options
 from delta_core.config.table_checks import check_tables
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
@@ -55,15 +55,6 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
                              "operation's settings are used unless given as arguments")
 
 
-def _from_env(value: object, where: str) -> Any:
-    if not isinstance(value, EnvRef):
-        return value
-    if value.name not in os.environ:
-        raise ConfigError(f"{where} reads the environment variable {value.name!r}, which is not set; "
-                          "set it, or give the value on the command line")
-    return os.environ[value.name]
-
-
 def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     """Table ``table`` of the config file at ``path``, the file checked whole as the code location
     checks it; ``TableConfigError`` naming the file, the table and the field."""
@@ -76,8 +67,8 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
         known = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "") or "none"
         raise ConfigError(f"{p} has no table {table!r} (tables: {known}); check --table", path=str(p))
     where = f"{p}: table {table!r}"
-    storage = {k: _from_env(v, f"{where}: storage_options.{k}") for k, v in found.storage_options}
-    return TablePolicy(table=found, uri=_from_env(found.uri, f"{where}: uri"), storage_options=nested_options(storage),
+    storage = {k: env_value(v, f"{where}: storage_options.{k}") for k, v in found.storage_options}
+    return TablePolicy(table=found, uri=env_value(found.uri, f"{where}: uri"), storage_options=nested_options(storage),
                        history=config.history.location() if config.history is not None else None)
 
 

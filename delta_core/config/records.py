@@ -238,16 +238,18 @@ class HistoryConfig:
 
     def location(self) -> HistoryLocation:
         """The table's location with every ``{env: NAME}`` read from the environment now."""
-        storage = {k: _env_value(v, f"history.storage_options.{k}") for k, v in self.storage_options}
-        return HistoryLocation(_env_value(self.uri, "history.uri"), nested_options(storage))
+        storage = {k: env_value(v, f"tables.yaml history.storage_options.{k}") for k, v in self.storage_options}
+        return HistoryLocation(env_value(self.uri, "tables.yaml history.uri"), nested_options(storage))
 
 
-def _env_value(value: OptionValue, where: str) -> Any:
+def env_value(value: object, where: str) -> Any:
+    """``value``, or the environment variable an ``EnvRef`` names, read now (``where``: its place
+    in the file, for the message when it is not set)."""
     if not isinstance(value, EnvRef):
         return value
     if value.name not in os.environ:
-        raise ConfigError(f"tables.yaml {where} reads the environment variable {value.name!r}, which is not set; "
-                          "set it")
+        raise ConfigError(f"{where} reads the environment variable {value.name!r}, which is not set; "
+                          "set it, or give the value on the command line")
     return os.environ[value.name]
 
 
