@@ -105,12 +105,12 @@ def _metrics(values: dict[str, Any]) -> dict[str, str]:
 
 def _append(history: HistoryLocation, row: HistoryRow) -> None:
     """Append ``row``; a failure is a warning, never the run's outcome."""
-    import pyarrow as pa
-
     from delta_core.maintenance.history_table import append_rows  # deferred: pyarrow
 
     try:
         append_rows(history, [row])
-    except (DeltaError, OSError, pa.ArrowException) as exc:
+    # Any failure (a store that refuses, an fsspec scheme not installed, ...): the record of a run
+    # must not replace the run's own outcome, whatever went wrong with the record.
+    except Exception as exc:  # noqa: BLE001
         log.warning("maintenance history %s: could not record %s of %s (%s): %s", history.uri, row.operation,
                     row.table_uri, row.status, exc)

@@ -19,7 +19,7 @@ from tests.kernel_oracle import kernel_rows_elsewhere
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
-def delta_core(*args: str, history: pathlib.Path | None = None, cwd: pathlib.Path | None = None
+def delta_core(*args: str, history: pathlib.Path | str | None = None, cwd: pathlib.Path | None = None
                ) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if k not in ("DELTA_MAINTENANCE_HISTORY", "DELTA_MAINTENANCE_TABLES")}
     env["PYTHONPATH"] = str(REPO_ROOT)
@@ -91,3 +91,16 @@ def test_config_history_names_the_table(tmp_path: pathlib.Path) -> None:
     listed = delta_core("maintenance-history", "--config", str(config), "--table", "events")
     assert listed.returncode == 0, listed.stderr
     assert listed.stdout.splitlines()[0].startswith("1 run")
+
+
+def test_a_history_that_cannot_be_written_changes_no_outcome(tmp_path: pathlib.Path) -> None:
+    table = _table(tmp_path / "events")
+    blocker = tmp_path / "blocker"
+    blocker.write_text("a file, not a folder", encoding="utf-8")
+    for history in (str(blocker / "history"), "nosuchscheme://bucket/history"):
+        ok = delta_core("checkpoint", str(table), "--force", "--json", history=history)
+        assert ok.returncode == 0 and json.loads(ok.stdout)["checkpoint_written"] is True
+        assert "maintenance history" in ok.stderr and "could not record checkpoint" in ok.stderr
+        failed = delta_core("restore", str(table), "--version", "99", history=history)
+        assert failed.returncode == 2 and "error (version_not_found)" in failed.stderr  # its own error, first
+        assert "could not record restore" in failed.stderr
