@@ -49,6 +49,7 @@ from assets.table import table_asset_key
 from delta_core.config.records import DEFAULT_SPARK_POOL, HistoryConfig
 from delta_core.errors import ConfigError, DeltaError
 from delta_core.health.report import HealthReport
+from delta_core.log.log_segment import LogSegment
 from delta_core.log.snapshot import Snapshot
 from delta_core.maintenance.history_records import HistoryLocation
 from delta_core.maintenance.operations import ONE_OFFS, REGISTRY, Operation
@@ -192,12 +193,13 @@ def _operation_asset(op: Operation) -> AssetFactory:
             options = options_from_config(config, policy.options)
             spark = _spark(context) if _can_use_spark(op) else None  # a factory: Spark starts only with work
             dt = _delta(context, table).open()
-            health: dict[int, HealthReport] = {}  # by version: the history's scores are the metadata's
+            # by log segment (a checkpoint moves it, not the version): the history's scores are the metadata's
+            health: dict[LogSegment, HealthReport] = {}
 
             def health_at(snapshot: Snapshot) -> HealthReport:
-                if snapshot.version not in health:
-                    health[snapshot.version] = table_health_report(dt, table, snapshot=snapshot)
-                return health[snapshot.version]
+                if snapshot.log_segment not in health:
+                    health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot)
+                return health[snapshot.log_segment]
 
             snapshot = dt.snapshot()
             before, health_before = FileStats.of(snapshot), health_at(snapshot)
