@@ -75,12 +75,10 @@ def _utc(timestamp: float) -> str:
 
 def last_maintenance(instance: DagsterInstance, table: TableConfig, history: Sequence[HistoryRow] | None) -> str:
     """The table's newest maintenance: its newest history row (``"<operation> <status> <time>
-    (<trigger>)"``) when the history is kept, else its newest maintenance materialization
-    (``"<operation> <time>"``); ``"never"``."""
-    if history is not None:
-        mine = [r for r in history if r.table_name == table.name]
-        if not mine:
-            return "never"
+    (<trigger>)"``), else (no history kept, or none recorded yet) its newest maintenance
+    materialization (``"<operation> <time>"``); ``"never"``."""
+    mine = [r for r in history or () if r.table_name == table.name]
+    if mine:
         last = max(mine, key=lambda r: r.end_time)
         return f"{last.operation} {last.status} {_utc(last.end_time.timestamp())} ({last.trigger})"
     keys = [maintenance_asset_key(table.name, op) for op in table.operations]
