@@ -1,7 +1,7 @@
 """A run of a registry operation, recorded in the maintenance history (``history_table``).
 
-Every front end runs an operation through ``run_recorded``: the command line, each maintenance
-asset (so every Dagster job, schedule, sensor, automation and advisor run) and the demo. It runs
+Every front end runs an operation through ``run_recorded``: the command line and each maintenance
+asset (so every Dagster job, schedule, sensor, automation and advisor run, and the demo's). It runs
 the entry (``Operation.run``) and appends one row, for a failed run too (status FAILED, its error
 kind), then returns the report or re-raises the run's own error. Writing the row never changes
 the run's outcome: a failure to write it is logged as a warning. Runs on the history table itself
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import DeltaError
-from delta_core.maintenance.history_records import FAILED, SUCCEEDED, HistoryLocation, HistoryRow
+from delta_core.maintenance.history_records import FAILED, SUCCEEDED, TRIGGERS, HistoryLocation, HistoryRow
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -35,11 +35,15 @@ Score = Callable[["DeltaTable"], int]  # the table's health score, from its log
 class RunOrigin:
     """Who started a run and where it is recorded (``history`` None: not recorded)."""
 
-    trigger: str  # one of ``history_table.TRIGGERS``
+    trigger: str  # one of ``history_records.TRIGGERS``
     history: HistoryLocation | None = None
     table_name: str | None = None  # the table's name in tables.yaml, when it has one
     dagster_run_id: str | None = None
     score: Score | None = None  # health before and after; None: not scored
+
+    def __post_init__(self) -> None:
+        if self.trigger not in TRIGGERS:
+            raise ValueError(f"trigger {self.trigger!r} is not one of {', '.join(TRIGGERS)}")
 
 
 def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFactory | None, *,
