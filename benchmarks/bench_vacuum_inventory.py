@@ -21,6 +21,7 @@ import os
 import statistics
 import time
 from collections.abc import Sequence
+from typing import Any
 
 
 def _status_mb(field: str, pid: int | str = "self") -> float:
@@ -38,6 +39,24 @@ def _reset_peak_rss() -> None:
         fh.write("5")
 
 
+def orphan_table(moto: Any, opts: dict[str, Any], bucket: str, files: int) -> str:
+    """A small live table at ``s3://<bucket>/t`` plus ``files`` orphans under 200 partitions
+    (made by the moto child's backend); its URI."""
+    import pyarrow as pa
+    import s3fs
+
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import append, create_table
+
+    s3fs.S3FileSystem(**opts).mkdir(bucket)
+    uri = f"s3://{bucket}/t"
+    data = pa.table({"x": pa.array(range(100), pa.int64()), "a": pa.array([i % 4 for i in range(100)], pa.int32())})
+    create_table(uri, data.schema, partition_columns=["a"], storage_options=opts)
+    append(DeltaTable(uri, opts), data)
+    moto.ask("orphans", bucket, "t", "one", files)
+    return uri
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--files", type=int, default=1_000_000)
@@ -50,18 +69,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from benchmarks.bench_vacuum_s3 import start_moto
     from delta_core.log.table import DeltaTable
     from delta_core.maintenance.spark.vacuum import vacuum
-    from delta_core.write.table_writes import append, create_table
 
     moto, opts = start_moto(indexed_listing=True)
     try:
         fs = s3fs.S3FileSystem(**opts)
-        fs.mkdir("bench-inventory")
-        uri = "s3://bench-inventory/t"
-        data = pa.table({"x": pa.array(range(100), pa.int64()), "a": pa.array([i % 4 for i in range(100)], pa.int32())})
-        create_table(uri, data.schema, partition_columns=["a"], storage_options=opts)
-        append(DeltaTable(uri, opts), data)
         t0 = time.perf_counter()
-        moto.ask("orphans", "bench-inventory", "t", "one", args.files)
+        uri = orphan_table(moto, opts, "bench-inventory", args.files)
         now_ms = int(time.time() * 1000)
         live = [f"{uri}/{p}" for p in DeltaTable(uri, opts).snapshot().file_paths]
         paths = live + [f"{uri}/a={i % 200}/orphan-{i}.parquet" for i in range(args.files)]

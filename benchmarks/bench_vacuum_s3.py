@@ -35,6 +35,13 @@ from moto.server import ThreadedMotoServer
 logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request otherwise
 from moto.s3.models import s3_backends
 from moto.core import DEFAULT_ACCOUNT_ID
+from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+served = [0]  # HTTP requests answered (the "requests" command prints the count)
+_call = DomainDispatcherApplication.__call__
+def _counted(self, environ, start_response):
+    served[0] += 1
+    return _call(self, environ, start_response)
+DomainDispatcherApplication.__call__ = _counted
 port = int(sys.argv[1])
 server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
 server.start()
@@ -51,6 +58,8 @@ for line in sys.stdin:
                 part = f"a={i % 20}/b={(i // 20) % 10}"
             backend.put_object(bucket, f"{prefix}/{part}/orphan-{i}.parquet", b"PAR1")
         print("done", flush=True)
+    elif cmd == "requests":
+        print(f"done {served[0]}", flush=True)
     elif cmd == "quit":
         break
     else:
@@ -123,6 +132,15 @@ class MotoChild:
         self.proc.stdin.write(" ".join(map(str, words)) + "\n")
         self.proc.stdin.flush()
         assert self.proc.stdout.readline().strip() == "done"
+
+    def requests(self) -> int:
+        """HTTP requests the server has answered so far."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write("requests\n")
+        self.proc.stdin.flush()
+        word, count = self.proc.stdout.readline().split()
+        assert word == "done"
+        return int(count)
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the server process so far."""

@@ -256,6 +256,14 @@ class ConfigError(DeltaError):
     kind = "config"
 
 
+class InventoryError(ConfigError):
+    """A vacuum inventory cannot be used: missing, corrupt, of the wrong schema, for another
+    bucket or prefix, or spelling its keys URL-encoded. Raised before anything is committed or
+    deleted."""
+
+    kind = "inventory"
+
+
 class UsageError(ConfigError):
     """The command line itself is wrong: unknown option, missing or malformed argument."""
 
@@ -318,6 +326,14 @@ class VacuumLiteUnavailableError(MaintenanceError):
     up, or no ``_last_vacuum_info`` and the log no longer starts at 0): run a full vacuum."""
 
     kind = "vacuum_lite_unavailable"
+
+
+class VacuumIncompleteError(MaintenanceError):
+    """Some planned deletes of a vacuum failed: ``VACUUM END`` was committed with status
+    ``FAILED`` and the counts so far. Fix the cause (permissions, a directory where a file was
+    expected) and run the vacuum again: it plans what is left."""
+
+    kind = "vacuum_incomplete"
 
 
 class RestoreBeyondRetentionError(MaintenanceError):

@@ -8,6 +8,9 @@ the storage contract's ``list_directories`` (local disk, ``s3://`` and any fsspe
   partition directories and its log are its own); a directory without one never is a table;
 - each directory is listed once; the directories of one depth are listed in parallel threads
   (an object store answers each listing in a round trip);
+- on local disk a symlinked directory is followed, after the real ones, and a place reached
+  twice (a cycle, a second link to a table) is reported and walked once (``_walk``);
+- a root that is a file, that does not exist or that holds no table gives a warning naming it;
 - a table's name is its relative path with ``/`` written ``__`` (``area0/orders`` →
   ``area0__orders``). A path whose name would not be a table name (letters, digits and ``_``,
   not starting with a digit: names become Dagster group names) is skipped with a warning.
@@ -89,24 +92,20 @@ def discover_tables(root: str, storage_options: Mapping[str, Any] | None = None,
                     "Its tables appear on the next load once it exists; fix the root in tables.yaml if it is a typo",
                     root)
         return []
+    local = local_os_path(storage.root) if storage.scheme == "file" else None
+    if local is not None and not os.path.isdir(local):
+        log.warning("discover root %s is a file, not a directory: no tables from it. Give the folder the "
+                    "tables are under (fix the root in tables.yaml)", root)
+        return []
     top = storage.list_directories("")
     if LOG_DIR in top:
         raise ConfigError(f"discover root {root} is itself a Delta table; list it under tables: instead, "
                           "or make the root its parent folder", path=root)
-    found: list[str] = []
-    level = [d for d in top if not _matches(d, exclude)]
-    listed = 1
-    with ThreadPoolExecutor(max_workers=_LISTING_THREADS) as pool:
-        while level:
-            children = list(pool.map(storage.list_directories, level))
-            listed += len(level)
-            deeper: list[str] = []
-            for directory, subdirs in zip(level, children, strict=True):
-                if LOG_DIR in subdirs:
-                    found.append(directory)
-                    continue
-                deeper.extend(p for name in subdirs if not _matches(p := f"{directory}/{name}", exclude))
-            level = deeper
+    found, listed = _walk(storage, local, root, exclude)
+    if not found:
+        log.warning("discover root %s holds no Delta table (no directory with a _delta_log below it%s): no "
+                    "tables from it. Fix the root in tables.yaml if it is not the folder the tables are under",
+                    root, ", after exclude" if exclude else "")
     tables = [DiscoveredTable(name=table_name(p), path=p, root=root, uri=storage.uri(p).removeprefix("file://")
                               if storage.scheme == "file" else storage.uri(p))
               for p in sorted(found) if not include or _matches(p, include)]
@@ -122,6 +121,61 @@ def discover_tables(root: str, storage_options: Mapping[str, Any] | None = None,
     log.info("discover root %s: %d tables in %.2f s (%d directories listed)",
              root, len(kept), time.perf_counter() - started, listed)
     return kept
+
+
+def _walk(storage: Any, local: str | None, root: str, exclude: Sequence[str]) -> tuple[list[str], int]:
+    """The relative paths of the tables below the root, and how many directories were listed.
+
+    Each depth is listed in parallel. On local disk a symlinked directory is followed too, after
+    every real directory (so a table keeps the name of its real path), and never twice: a
+    directory whose real location was walked already (a cycle, or a second link to a table) is
+    reported and not walked again. Only discovery follows links; vacuum's listing never does."""
+    seen: set[str] = set()
+
+    def fresh(path: str) -> bool:
+        place = os.path.realpath(os.path.join(local, path)) if local is not None else path
+        if place in seen:
+            log.warning("discover root %s: %s is a link to %s, which is walked already (a cycle, or a second "
+                        "link to one table): the tables there are discovered once, by their first path", root,
+                        path, place)
+            return False
+        seen.add(place)
+        return True
+
+    def subdirs(directory: str) -> list[tuple[str, bool]]:  # (name, is a symlink)
+        if local is None:
+            return [(name, False) for name in storage.list_directories(directory)]
+        try:
+            with os.scandir(os.path.join(local, directory)) as entries:
+                return sorted((e.name, e.is_symlink()) for e in entries if e.is_dir())
+        except OSError:  # gone, or a dangling or unreadable link
+            return []
+
+    fresh("")
+    found: list[str] = []
+    level: list[str] = []
+    linked: list[str] = []
+    for name, link in subdirs(""):
+        if not _matches(name, exclude):
+            (linked if link else level).append(name)
+    listed = 1
+    with ThreadPoolExecutor(max_workers=_LISTING_THREADS) as pool:
+        while level or linked:
+            if not level:  # every real directory is walked: follow the links found on the way
+                level, linked = linked, []
+            level = [d for d in level if fresh(d)]
+            children = list(pool.map(subdirs, level))
+            listed += len(level)
+            deeper: list[str] = []
+            for directory, entries in zip(level, children, strict=True):
+                if any(name == LOG_DIR for name, _ in entries):
+                    found.append(directory)
+                    continue
+                for name, link in entries:
+                    if not _matches(path := f"{directory}/{name}", exclude):
+                        (linked if link else deeper).append(path)
+            level = deeper
+    return found, listed
 
 
 def _refuse_duplicates(tables: Iterable[DiscoveredTable]) -> None:

@@ -122,8 +122,8 @@ class VacuumOptions:
     inventory: str | None = option(
         None, kind=Kind.TEXT,
         help="plan from this storage inventory instead of listing (Delta's VACUUM ... USING INVENTORY): a Delta "
-             "table or Parquet/CSV files with path, length, isDir, modificationTime, read with the table's "
-             "storage options")
+             "table or Parquet/CSV files with path, length, isDir, modificationTime, or an S3 Inventory report "
+             "(its manifest.json or destination prefix), read with the table's storage options")
     delete_on_spark: bool = option(False, kind=Kind.FLAG, in_policy=False,
                                    help="list and delete as Spark tasks instead of threads")
 

@@ -18,13 +18,18 @@ and ``_delta_log`` never touched, live files and their deletion vectors and CDC 
 whatever the inventory says of them. A path outside the table root (an inventory of another
 table, or of the whole bucket) refuses the vacuum before anything is deleted (the plan is
 complete before the first delete): the inventory must be the table's. Files missing from the
-inventory are simply not deleted.
+inventory are simply not deleted. Rows naming a directory (``isDir``, or a trailing ``/``) are
+left out and counted in ``InventorySkips``; a missing or unreadable file or a wrong schema is an
+``InventoryError``. ``open_delta_shape`` gives the whole as an ``InventoryRead`` (with when it
+was taken), the form every inventory shape takes (``s3_inventory`` reads S3 Inventory reports);
+``vacuum_inventory_plan`` plans it.
 """
 
 from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 import pyarrow as pa
@@ -32,7 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 
-from delta_core.errors import ConfigError, PathEscapesTableError
+from delta_core.errors import InventoryError, PathEscapesTableError
 from delta_core.log.log_path import LOG_DIR
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file
@@ -66,7 +71,7 @@ def read_inventory(uri: str, storage_options: dict[str, object] | None = None, *
         keys = [f.key for f in storage.list_recursive("") if not posixpath.basename(f.key).startswith((".", "_"))]
     files = [k for k in keys if k.endswith(_FILE_SUFFIXES)]
     if not files:
-        raise ConfigError(f"the inventory {uri} holds no Parquet or CSV file: give a Delta table, a "
+        raise InventoryError(f"the inventory {uri} holds no Parquet or CSV file: give a Delta table, a "
                           "Parquet/CSV file or a directory of them", path=uri)
     return (batch for key in files for batch in _file_batches(storage, key, batch_rows))
 
@@ -74,7 +79,7 @@ def read_inventory(uri: str, storage_options: dict[str, object] | None = None, *
 def _check_columns(names: Sequence[str], source: str, what: str = "inventory") -> None:
     missing = [c for c in _COLUMNS if c not in names]
     if missing:
-        raise ConfigError(f"the {what} {source} has no column {', '.join(missing)}: an inventory needs "
+        raise InventoryError(f"the {what} {source} has no column {', '.join(missing)}: an inventory needs "
                           f"{', '.join(_COLUMNS)} (Delta's VACUUM ... USING INVENTORY schema)", path=source)
 
 
@@ -90,16 +95,31 @@ def _conform(batches: Iterable[pa.RecordBatch], source: str, batch_rows: int) ->
         raise _wrong_type(source, exc) from None
 
 
-def _wrong_type(source: str, exc: Exception) -> ConfigError:
-    return ConfigError(f"the inventory {source} has columns of the wrong type ({exc}); expected "
+def _wrong_type(source: str, exc: Exception) -> InventoryError:
+    return InventoryError(f"the inventory {source} has columns of the wrong type ({exc}); expected "
                        "path string, length long, isDir boolean, modificationTime long (ms)", path=source)
+
+
+def unreadable(source: str, exc: Exception) -> InventoryError:
+    """The typed error for an inventory file that is missing or not what its name says."""
+    what = "does not exist" if isinstance(exc, FileNotFoundError) else f"cannot be read ({type(exc).__name__}: {exc})"
+    return InventoryError(f"the inventory file {source} {what}; nothing was committed or deleted. Give the "
+                          "location of a complete inventory (a Delta table, Parquet or CSV files, or an S3 "
+                          "Inventory manifest.json)", path=source)
 
 
 def _file_batches(storage: Storage, key: str, batch_rows: int) -> Iterator[pa.RecordBatch]:
     where = storage.uri(key)
-    with storage.open_input(key) as fh:
+    try:
+        fh = storage.open_input(key)
+    except OSError as exc:
+        raise unreadable(where, exc) from None
+    with fh:
         if key.endswith(".parquet"):
-            parquet = pq.ParquetFile(fh)
+            try:
+                parquet = pq.ParquetFile(fh)
+            except (pa.ArrowInvalid, OSError) as exc:
+                raise unreadable(where, exc) from None
             _check_columns(parquet.schema_arrow.names, where)
             batches: Iterable[pa.RecordBatch] = parquet.iter_batches(batch_size=batch_rows, columns=_COLUMNS)
         else:
@@ -123,20 +143,43 @@ def _delta_inventory(table: DeltaTable, source: str, batch_rows: int) -> Iterato
                        deletion_vector=a.deletion_vector).to_batches(), source, batch_rows))
 
 
-def inventory_listing(inventory: pa.Table | Iterable[pa.RecordBatch], table_root: str) -> Iterator[pa.RecordBatch]:
+@dataclass(slots=True)
+class InventorySkips:
+    """Inventory rows left out of the listing, by reason (each is reported): rows naming a
+    directory, a key's older rows, S3 Inventory rows outside the table root, of noncurrent
+    versions and of delete markers."""
+
+    directories: int = 0
+    duplicates: int = 0
+    outside_root: int = 0
+    not_latest: int = 0
+    delete_markers: int = 0
+
+
+def inventory_listing(inventory: pa.Table | Iterable[pa.RecordBatch], table_root: str, *,
+                      skips: InventorySkips | None = None, outside_root: str = "refuse") -> Iterator[pa.RecordBatch]:
     """The files of ``inventory`` (``INVENTORY_SCHEMA``, a table or batches) as batches of the
-    listing ``plan_vacuum`` takes (``LISTING_SCHEMA``), batch for batch. ``PathEscapesTableError``
-    when a path is not certainly inside ``table_root``: nothing may be planned from another
-    table's inventory."""
+    listing ``plan_vacuum`` takes (``LISTING_SCHEMA``), batch for batch. Rows naming a directory
+    (``isDir``, or a path ending in ``/``) are left out and counted in ``skips``. A path not
+    certainly inside ``table_root`` is ``PathEscapesTableError`` (``outside_root="refuse"``,
+    Delta's own inventory shape: nothing may be planned from another table's inventory) or left
+    out and counted (``"skip"``: an S3 Inventory lists a whole bucket)."""
     root = TableRoot.of(table_root)
     spelled = _RootSpelling(root)
+    counted = skips if skips is not None else InventorySkips()
     rows = 0
     for batch in inventory.to_batches() if isinstance(inventory, pa.Table) else inventory:
         rows += batch.num_rows
-        is_dir = pc.fill_null(batch.column("isDir"), false_array(1)[0])
-        files = batch.filter(pc.invert(is_dir)) if pc.any(is_dir).as_py() else batch
+        is_dir = pc.or_(pc.fill_null(batch.column("isDir"), false_array(1)[0]),
+                        pc.fill_null(pc.ends_with(batch.column("path"), "/"), false_array(1)[0]))
+        dirs = pc.sum(is_dir).as_py() or 0
+        counted.directories += dirs
+        files = batch.filter(pc.invert(is_dir)) if dirs else batch
         keys = _keys(files.column("path"), root, table_root, spelled)
-        if keys.null_count:
+        if keys.null_count and outside_root == "skip":
+            counted.outside_root += keys.null_count
+            files, keys = files.filter(pc.is_valid(keys)), keys.drop_null()
+        elif keys.null_count:
             outside = files.column("path").filter(pc.is_null(keys))
             raise PathEscapesTableError(
                 f"the inventory lists {len(outside)} path(s) outside the table root {root.location.uri} among "
@@ -236,3 +279,45 @@ def _key(path: str, root: TableRoot) -> str | None:
         return None  # a relative path names no place for certain
     placed = root.place(quote(location, safe=":/"))  # place() decodes once: give it the encoded form
     return placed.key if placed.where is Where.INSIDE else None
+
+
+@dataclass(slots=True)
+class InventoryRead:
+    """An inventory being read: its ``shape`` (``"delta"``: Delta's own columns; ``"s3-inventory"``:
+    an S3 Inventory report), when it was taken (ms, ``None`` if unknown), its
+    ``INVENTORY_SCHEMA`` batches, whether rows outside the table root refuse the vacuum or are
+    skipped (``"refuse"``/``"skip"``), and the rows skipped so far."""
+
+    uri: str
+    shape: str
+    taken_ms: int | None
+    batches: Iterator[pa.RecordBatch]
+    outside_root: str = "refuse"
+    skips: InventorySkips = field(default_factory=InventorySkips)
+
+    def listing(self, table_root: str) -> Iterator[pa.RecordBatch]:
+        return inventory_listing(self.batches, table_root, skips=self.skips, outside_root=self.outside_root)
+
+    def age_hours(self, now_ms: int) -> float | None:
+        return None if self.taken_ms is None else round((now_ms - self.taken_ms) / 3_600_000, 2)
+
+
+def open_delta_shape(uri: str, storage_options: dict[str, object] | None = None, *,
+                     batch_rows: int = BATCH_ROWS) -> InventoryRead:
+    """An inventory of Delta's own shape (``read_inventory``), taken when its newest file was
+    written (a Delta table: its latest commit)."""
+    batches = read_inventory(uri, storage_options, batch_rows=batch_rows)
+    try:
+        if uri.endswith(_FILE_SUFFIXES):
+            parent, _, name = uri.rpartition("/")
+            taken: int | None = open_storage(parent or ".", storage_options).head(name).modification_time
+        else:
+            storage = open_storage(uri, storage_options)
+            if any(True for _ in storage.list_from(LOG_DIR)):
+                taken = DeltaTable(storage=storage).snapshot().timestamp
+            else:
+                taken = max((f.modification_time for f in storage.list_recursive("")
+                             if f.key.endswith(_FILE_SUFFIXES)), default=None)
+    except FileNotFoundError as exc:
+        raise unreadable(uri, exc) from None
+    return InventoryRead(uri, "delta", taken, batches)

@@ -52,6 +52,17 @@ class FileInfo:
         return self.key.rsplit("/", 1)[-1]
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteOutcome:
+    """What a ``delete_each`` did with each key: ``deleted`` (gone now, by this call),
+    ``missing`` (already gone: known on local stores only, an object store's bulk delete does
+    not tell) and ``failed`` (still there), each failure with its reason."""
+
+    deleted: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+    failed: tuple[tuple[str, str], ...] = ()
+
+
 @runtime_checkable
 class Storage(Protocol):
     """IO for one table root. See the module docstring for the contract."""
@@ -97,6 +108,10 @@ class Storage(Protocol):
     def delete(self, key: str) -> None: ...
 
     def delete_many(self, keys: list[str]) -> None: ...
+
+    def delete_each(self, keys: list[str]) -> DeleteOutcome:
+        """Delete ``keys`` and say what happened to each; a failure of one key does not stop
+        the others (vacuum reports deleted, missing and failed files apart)."""
 
     def remove_dir_if_empty(self, directory: str) -> bool:
         """Remove ``directory`` if it is empty; ``True`` if it was removed (never on object

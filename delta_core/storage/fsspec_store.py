@@ -42,7 +42,7 @@ from delta_core.errors import (
 from delta_core.model.path_identity import local_os_path
 from delta_core.storage.access import needs_access
 from delta_core.storage.atomic_output import AtomicOutput, local_atomic_output, object_atomic_output
-from delta_core.storage.base import FileInfo, normalize_key
+from delta_core.storage.base import DeleteOutcome, FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
 from delta_core.storage.credentials import without_credentials
 
@@ -492,6 +492,37 @@ class FsspecStorage:
         except FileNotFoundError:
             for key in keys:
                 self.delete(key)
+
+    @needs_access("write")
+    def delete_each(self, keys: list[str]) -> DeleteOutcome:
+        deleted: list[str] = []
+        missing: list[str] = []
+        failed: list[tuple[str, str]] = []
+        fulls = {self._full(k): k for k in keys}  # every key checked before the first delete
+        try:
+            gone = None if self._scheme in ("file", "memory") else self.fs.rm(list(fulls))
+        except FileNotFoundError:  # some key is gone: one by one below
+            gone = None
+        except OSError as exc:  # the whole request failed: nothing known deleted
+            return DeleteOutcome(failed=tuple((k, f"{type(exc).__name__}: {exc}") for k in keys))
+        if gone is None:
+            for full, key in fulls.items():
+                try:
+                    if self._scheme == "file":
+                        os.unlink(full)
+                    else:
+                        self.fs.rm_file(full)
+                    deleted.append(key)
+                except (FileNotFoundError, NotADirectoryError):  # below a file nothing exists
+                    missing.append(key)
+                except OSError as exc:  # a directory, no permission: still there
+                    failed.append((key, f"{type(exc).__name__}: {exc.strerror or exc}"))
+            return DeleteOutcome(tuple(deleted), tuple(missing), tuple(failed))
+        if not isinstance(gone, list):  # a store that does not report: it raised on failure
+            return DeleteOutcome(deleted=tuple(keys))
+        done = {fulls[p] for p in (g.removeprefix(f"{self._scheme}://") for g in gone) if p in fulls}
+        return DeleteOutcome(tuple(k for k in keys if k in done),
+                             failed=tuple((k, "the store did not confirm the delete") for k in keys if k not in done))
 
     @needs_access("write")
     def remove_dir_if_empty(self, directory: str) -> bool:

@@ -257,11 +257,20 @@ class VacuumEndParameters:
 
 @dataclass(frozen=True, slots=True)
 class VacuumEndMetrics:
+    """Delta Spark's ``numDeletedFiles`` and ``numVacuumedDirectories``, plus ours: the bytes
+    deleted (``sizeOfDeletedData``), files already gone (``numMissingFiles``) and deletes that
+    failed (``numFailedDeletes``). ``numDeletedFiles`` counts files this run deleted, only."""
+
     num_deleted_files: int
     num_vacuumed_directories: int
+    size_of_deleted_data: int = 0
+    num_missing_files: int = 0
+    num_failed_deletes: int = 0
 
     def to_commit_info(self) -> dict[str, Any]:
-        return {"numDeletedFiles": self.num_deleted_files, "numVacuumedDirectories": self.num_vacuumed_directories}
+        return {"numDeletedFiles": self.num_deleted_files, "numVacuumedDirectories": self.num_vacuumed_directories,
+                "sizeOfDeletedData": self.size_of_deleted_data, "numMissingFiles": self.num_missing_files,
+                "numFailedDeletes": self.num_failed_deletes}
 
 
 @dataclass(frozen=True, slots=True)

@@ -104,3 +104,49 @@ def test_s3_root(s3_server: str, s3_storage_options: dict) -> None:
         ("hr", f"{root}/hr"), ("sales__eu__returns", f"{root}/sales/eu/returns"),
         ("sales__orders", f"{root}/sales/orders")]
     assert discover_tables(f"s3://{bucket}/nothing_here", s3_storage_options) == []
+
+
+def test_symlinked_tables_are_followed_once_and_cycles_end(lake: pathlib.Path, tmp_path: pathlib.Path,
+                                                            caplog) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    make_table(str(elsewhere / "shared"))
+    (lake / "area2").mkdir()
+    (lake / "area2" / "shared").symlink_to(elsewhere / "shared")  # a table kept outside the root
+    (lake / "orders_again").symlink_to(lake / "area0" / "orders")  # a second path to a table of the root
+    (lake / "area0" / "sub" / "loop").symlink_to(lake / "area0")  # a cycle
+    found = discover_tables(str(lake))
+    assert [t.path for t in found] == ["area0/orders", "area0/sub/deep", "area1/rs_table", "area1/users",
+                                       "area2/shared", "top"]
+    assert found[4].uri == str(lake / "area2" / "shared")
+    assert "orders_again is a link to" in caplog.text and "area0/sub/loop is a link to" in caplog.text
+
+
+def test_vacuum_listing_never_follows_a_symlink(tmp_path: pathlib.Path) -> None:
+    import os
+    import time
+
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.vacuum import vacuum
+
+    uri = str(tmp_path / "t")
+    make_table(uri)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    victim = outside / "old.parquet"
+    victim.write_bytes(b"x" * 10)
+    os.utime(victim, (0, 0))
+    (tmp_path / "t" / "linked").symlink_to(outside)
+    far = int((time.time() + 30 * 86400) * 1000)
+    done = vacuum(DeltaTable(uri), clock=lambda: far)
+    assert victim.exists() and done.files_listed == 1  # the table's one data file, nothing below the link
+
+
+def test_a_root_that_is_a_file_or_holds_no_table_is_reported(tmp_path: pathlib.Path, caplog) -> None:
+    a_file = tmp_path / "tables.txt"
+    a_file.write_text("not a folder\n")
+    assert discover_tables(str(a_file)) == []
+    assert f"discover root {a_file} is a file, not a directory" in caplog.text
+    empty = tmp_path / "empty"
+    (empty / "landing").mkdir(parents=True)
+    assert discover_tables(str(empty)) == []
+    assert f"discover root {empty} holds no Delta table" in caplog.text

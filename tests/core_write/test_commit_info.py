@@ -78,11 +78,13 @@ def test_transaction_commits_typed_vacuum_records(tmp_path):
         ("retentionCheckEnabled", "false"), ("defaultRetentionMillis", "604800000"), ("specifiedRetentionMillis", "0")]
     assert first["operationMetrics"] == {"numFilesToDelete": "3", "sizeOfDataToDelete": "30"}
     assert second["operationParameters"] == {"status": "COMPLETED"}
-    assert second["operationMetrics"] == {"numDeletedFiles": "3", "numVacuumedDirectories": "1"}
+    assert second["operationMetrics"] == {"numDeletedFiles": "3", "numVacuumedDirectories": "1",
+                                             "sizeOfDeletedData": "0", "numMissingFiles": "0", "numFailedDeletes": "0"}
     # another engine reads the same provenance
     history = {h["version"]: h for h in deltalake.DeltaTable(uri).history()}
     assert history[v1]["operation"] == "VACUUM START"
-    assert history[v2]["operationMetrics"] == {"numDeletedFiles": "3", "numVacuumedDirectories": "1"}
+    assert history[v2]["operationMetrics"] == {"numDeletedFiles": "3", "numVacuumedDirectories": "1",
+                                             "sizeOfDeletedData": "0", "numMissingFiles": "0", "numFailedDeletes": "0"}
 
 
 def test_plain_writes_commit_their_records_under_delta_spark_keys(tmp_path):

@@ -196,3 +196,25 @@ def test_a_discovered_table_that_misfits_the_defaults_is_logged_not_fatal(
                             "    zorder: {columns: [id]}")
     with pytest.raises(TableConfigError, match="area1__users"):
         build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", explicit)))
+
+
+@pytest.mark.parametrize("bad", ["file", "empty"])
+def test_a_root_that_is_a_file_or_holds_no_table_is_reported_by_both_readers(
+        lake: pathlib.Path, caplog: pytest.LogCaptureFixture, capsys: pytest.CaptureFixture[str], bad: str) -> None:
+    from definitions import build_definitions
+
+    if bad == "file":
+        (lake.parent / "bad").write_text("a file\n")
+        said = f"discover root {lake.parent / 'bad'} is a file, not a directory"
+    else:
+        (lake.parent / "bad" / "landing").mkdir(parents=True)
+        said = f"discover root {lake.parent / 'bad'} holds no Delta table"
+    text = DISCOVER.replace("discover:\n", "discover:\n  - root: bad\n")
+    path = write_yaml(lake.parent / "tables.yaml", text)
+    with caplog.at_level("WARNING", logger="delta_core.log.discovery"):
+        assert main(["health", "--config", str(path), "--table", "area0__orders", "--json"]) == 0
+    assert said in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="delta_core.log.discovery"):
+        defs = build_definitions(load_config(path))
+    assert said in caplog.text and defs.resolve_assets_def(AssetKey(["area0__orders", "checkpoint"])) is not None

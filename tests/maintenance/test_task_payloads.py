@@ -106,8 +106,10 @@ def test_delete_chunk_task_deletes_exactly_its_keys_after_the_trip(table_uri):
     table = make_table(table_uri, appends=1, rows=4)
     for key in ("region=eu/orphan-1.parquet", "region=eu/orphan-2.parquet", "keep.parquet"):
         table.storage.write(key, b"PAR1")
-    task = DeleteChunkTask(table.storage, ("region=eu/orphan-1.parquet", "region=eu/orphan-2.parquet"))
-    assert _delete_chunk(shipped(task)) == ["2"]
+    task = DeleteChunkTask(table.storage, ("region=eu/orphan-1.parquet", "region=eu/orphan-2.parquet",
+                                           "region=eu/gone.parquet"), (4, 4, 9))
+    # deleted, their bytes, already gone, failed, first failure
+    assert _delete_chunk(shipped(task)) == ["2", "8", "1", "0", ""]
     assert not table.storage.exists("region=eu/orphan-1.parquet")
     assert not table.storage.exists("region=eu/orphan-2.parquet")
     assert table.storage.exists("keep.parquet")

@@ -103,7 +103,9 @@ def test_a_stale_inventory_row_and_a_delta_table_inventory(scene, table_uri, tmp
     inv = str(tmp_path / "inventory_table")
     deltalake.write_deltalake(inv, inv_table)
     done = vacuum(table, inventory=inv, clock=lambda: _later(now))
-    assert done.num_deleted_files == 5 and extra["orphan_old"] not in all_files(table_uri)
+    assert done.num_deleted_files == 4 and extra["orphan_old"] not in all_files(table_uri)
+    assert done.num_missing_files == 1  # the stale row: counted apart, not as deleted
+    assert done.inventory_shape == "delta" and done.inventory_age_hours is not None
 
 
 def test_bad_inventories_are_typed_errors(scene, table_uri, tmp_path):
@@ -127,8 +129,11 @@ def test_cli_and_policy(scene, table_uri, tmp_path, capsys):
     table, removed, extra, now = scene
     inv = str(tmp_path / "inventory.parquet")
     pq.write_table(inventory_of(table_uri), inv)
+    assert main(["vacuum", table_uri, "--inventory", inv, "--dry-run"]) == 0
+    assert "from a delta inventory taken " in capsys.readouterr().out
     assert main(["vacuum", table_uri, "--inventory", inv, "--dry-run", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
+    assert out["inventory_shape"] == "delta" and 0 <= out["inventory_age_hours"] < 1
     assert out["dry_run"] is True and out["files_listed"] == len(inventory_of(table_uri).filter(
         pa.compute.invert(inventory_of(table_uri).column("isDir"))))
     config = tmp_path / "tables.yaml"

@@ -8,7 +8,10 @@ deletes in parallel — on a thread pool, or as Spark tasks when a session is gi
 ``VACUUM START`` commit (``operationParameters``: ``retentionCheckEnabled``,
 ``specifiedRetentionMillis``, ``defaultRetentionMillis``; ``operationMetrics``:
 ``numFilesToDelete``, ``sizeOfDataToDelete``) before deleting and a ``VACUUM END`` commit
-(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``) after. A dry run lists only.
+(``status``; ``numDeletedFiles``, ``numVacuumedDirectories``, and ours: ``sizeOfDeletedData``,
+``numMissingFiles``, ``numFailedDeletes``) after, counting what was deleted; a delete that fails
+does not stop the others, and ``VACUUM END`` is committed with status ``FAILED`` and the counts
+(then ``VacuumIncompleteError``). A dry run lists only.
 With a Spark session the top-level directories are listed and planned by Spark tasks, and the
 deletes are Spark tasks too: the driver splits the referenced keys' fingerprints by top-level
 directory (``key_fingerprints.by_top_directory``), gives each directory's task its own share with
@@ -25,7 +28,8 @@ first (PROTOCOL.md "VACUUM Protocol Check"). All IO goes through the ``Storage``
 local store's fast listing and directory removal live inside it).
 
 With ``inventory`` (Delta's ``VACUUM ... USING INVENTORY``) the listing comes from a storage
-inventory instead (``vacuum_inventory``), planned by the same rules.
+inventory instead (``inventory_source``: Delta's own shape or an S3 Inventory report), its rows
+made one file each and planned by the same rules (``vacuum_inventory_plan``).
 
 ``mode="lite"`` (Delta Spark's ``VACUUM LITE``) lists nothing: the candidates are the files the
 commits since the last vacuum name (``vacuum_lite``), planned by the same rules, and a
@@ -48,12 +52,20 @@ from typing import TYPE_CHECKING, Any, Literal
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.errors import ConfigError, RetentionTooShortError, UnplaceablePathError
+from delta_core.errors import (
+    ConfigError,
+    DeltaError,
+    RetentionTooShortError,
+    UnplaceablePathError,
+    VacuumIncompleteError,
+)
 from delta_core.log.deletion_vectors import dv_relative_path
 from delta_core.log.log_path import LOG_DIR
+from delta_core.maintenance.inventory_source import open_inventory
 from delta_core.maintenance.key_fingerprints import KeySet, by_top_directory
 from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
-from delta_core.maintenance.vacuum_inventory import inventory_listing, read_inventory
+from delta_core.maintenance.vacuum_inventory import InventoryRead, InventorySkips
+from delta_core.maintenance.vacuum_inventory_plan import plan_inventory
 from delta_core.maintenance.vacuum_lite import lite_candidates, lite_range, write_last_vacuum_version
 from delta_core.maintenance.vacuum_plan import (
     CANDIDATES_SCHEMA,
@@ -77,7 +89,7 @@ from delta_core.model.durations import format_duration
 from delta_core.model.path_identity import TableRoot, Where
 from delta_core.model.sizes import format_size
 from delta_core.model.table_features import check_write_supported
-from delta_core.storage.base import FileInfo, Storage
+from delta_core.storage.base import DeleteOutcome, FileInfo, Storage
 from delta_core.write.operation_records import (
     VacuumEndMetrics,
     VacuumEndParameters,
@@ -122,6 +134,15 @@ class VacuumMetrics(MetricsRecord):
     duration_seconds: float
     mode: str = "full"  # "full" lists the table; "lite" reads the log since the last vacuum
     lite_versions: tuple[int, int] | None = None  # lite: the commits read (inclusive)
+    bytes_deleted: int = 0  # the size of the files this run deleted (VACUUM END's sizeOfDeletedData)
+    num_missing_files: int = 0  # planned, but already gone when deleted (VACUUM END's numMissingFiles)
+    inventory_shape: str | None = None  # "delta" (path, length, isDir, modificationTime) or "s3-inventory"
+    inventory_age_hours: float | None = None  # how long before this run the inventory was taken
+    inventory_skipped_directories: int = 0  # inventory rows naming a directory (flag, "/" or a prefix of keys)
+    inventory_skipped_duplicates: int = 0  # rows of a key listed before (its newest row counts)
+    inventory_skipped_outside_root: int = 0  # S3 Inventory rows of the bucket outside the table root
+    inventory_skipped_not_latest: int = 0  # S3 Inventory rows of noncurrent versions
+    inventory_skipped_delete_markers: int = 0  # S3 Inventory rows of delete markers
 
     def outcome(self) -> str:
         if self.dry_run:
@@ -132,10 +153,21 @@ class VacuumMetrics(MetricsRecord):
 
     def details(self) -> list[str]:
         retention = format_duration(dt.timedelta(hours=self.retention_hours))
-        return [f"{self.young_kept} unreferenced files younger than the retention ({retention}) kept"
-                + ("" if self.retention_check_enabled else "; retention check overridden"),
-                f"mode {self.mode}" + ("" if self.lite_versions is None else
-                                      f" (commits {self.lite_versions[0]}..{self.lite_versions[1]} read)")]
+        lines = [f"{self.young_kept} unreferenced files younger than the retention ({retention}) kept"
+                 + ("" if self.retention_check_enabled else "; retention check overridden"),
+                 f"mode {self.mode}" + ("" if self.lite_versions is None else
+                                       f" (commits {self.lite_versions[0]}..{self.lite_versions[1]} read)")]
+        if self.num_missing_files:
+            lines.append(f"{self.num_missing_files} planned files were already gone")
+        if self.inventory_shape is not None:
+            skipped = {"directories": self.inventory_skipped_directories,
+                       "duplicates": self.inventory_skipped_duplicates,
+                       "outside the root": self.inventory_skipped_outside_root,
+                       "noncurrent versions": self.inventory_skipped_not_latest,
+                       "delete markers": self.inventory_skipped_delete_markers}
+            lines.append(f"from a {self.inventory_shape} inventory taken {self.inventory_age_hours} hours ago; rows "
+                         "skipped: " + (", ".join(f"{n} {why}" for why, n in skipped.items() if n) or "none"))
+        return lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +176,7 @@ class DeleteChunkTask:
 
     storage: Storage
     keys: tuple[str, ...]
+    sizes: tuple[int, ...] = ()  # of each key, in its order (none: bytes not counted)
 
 
 def _keys(paths: pa.Array | pa.ChunkedArray, root: TableRoot, ignored: list[str], uncertain: list[str]) -> list[pa.Array]:
@@ -351,39 +384,72 @@ def plan_on_spark(storage: Storage, spark: Any, *, referenced: pa.Array | pa.Chu
     return assemble_plan([*root, BatchPlan(candidates, counts)], rules)
 
 
+@dataclass(frozen=True, slots=True)
+class DeleteCounts:
+    """What deleting a plan's files did: files and bytes deleted, files already gone, deletes
+    that failed (with the first failure's key and reason)."""
+
+    deleted: int = 0
+    deleted_bytes: int = 0
+    missing: int = 0
+    failed: int = 0
+    first_failure: str = ""
+
+    def __add__(self, other: DeleteCounts) -> DeleteCounts:
+        return DeleteCounts(self.deleted + other.deleted, self.deleted_bytes + other.deleted_bytes,
+                            self.missing + other.missing, self.failed + other.failed,
+                            self.first_failure or other.first_failure)
+
+    def as_row(self) -> list[str]:  # a Spark task's result
+        return [str(self.deleted), str(self.deleted_bytes), str(self.missing), str(self.failed), self.first_failure]
+
+    @classmethod
+    def of_row(cls, row: Sequence[str]) -> DeleteCounts:
+        return cls(int(row[0]), int(row[1]), int(row[2]), int(row[3]), row[4])
+
+
 def _delete_chunk(task: DeleteChunkTask) -> list[str]:
-    """Spark task (or thread): delete one chunk of keys; returns how many as a one-element list."""
-    task.storage.delete_many(list(task.keys))
-    return [str(len(task.keys))]
+    """Spark task (or thread): delete one chunk of keys; returns its ``DeleteCounts`` as a row."""
+    try:
+        outcome = task.storage.delete_each(list(task.keys))
+    except DeltaError as exc:  # refused as a whole (no write access): every key still there
+        outcome = DeleteOutcome(failed=tuple((k, f"{type(exc).__name__}: {exc}") for k in task.keys))
+    size = dict(zip(task.keys, task.sizes, strict=False))
+    first = f"{outcome.failed[0][0]}: {outcome.failed[0][1]}" if outcome.failed else ""
+    return DeleteCounts(len(outcome.deleted), sum(size.get(k, 0) for k in outcome.deleted), len(outcome.missing),
+                        len(outcome.failed), first).as_row()
 
 
 def delete_files(storage: Storage, keys: Sequence[str], *, threads: int = DEFAULT_THREADS, spark: Any = None,
-                 table_uri: str = "", sizes: Sequence[int] | None = None) -> int:
+                 table_uri: str = "", sizes: Sequence[int] | None = None) -> DeleteCounts:
     """Delete ``keys`` in parallel chunks (threads, or Spark tasks: ``spark`` is a session or a
-    factory called only when there is something to delete); logs progress, and reports
-    it (``delta_core.model.progress``) in files and, given each key's size in ``sizes``, bytes."""
-    chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK])) for i in range(0, len(keys), DELETE_CHUNK)]
+    factory called only when there is something to delete); a failed delete does not stop the
+    others. Logs progress, and reports it (``delta_core.model.progress``) in files and, given
+    each key's size in ``sizes``, bytes; returns what was deleted, missing and failed."""
+    chunks = [DeleteChunkTask(storage, tuple(keys[i:i + DELETE_CHUNK]),
+                              tuple(sizes[i:i + DELETE_CHUNK]) if sizes is not None else ())
+              for i in range(0, len(keys), DELETE_CHUNK)]
+    total = DeleteCounts()
     if not chunks:
-        return 0
-    chunk_bytes = [sum(sizes[i:i + DELETE_CHUNK]) if sizes is not None else 0
-                   for i in range(0, len(keys), DELETE_CHUNK)]
+        return total
     with progress.stage("vacuum: deleting", total_items=len(keys),
-                        total_bytes=sum(chunk_bytes) if sizes is not None else None) as deleting:
+                        total_bytes=sum(sizes) if sizes is not None else None) as deleting:
         if spark is not None:
             from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
 
             results = run_tasks(resolve_spark(spark), _delete_chunk, chunks, description=f"vacuum delete of {table_uri}")
-            deleted = sum(int(r[0]) for r in results if r)
-            deleting.advance(items=deleted, nbytes=sum(chunk_bytes))
-            return deleted
-        done = 0
+            for row in results:
+                total += DeleteCounts.of_row(row)
+            deleting.advance(items=total.deleted, nbytes=total.deleted_bytes)
+            return total
         with ThreadPoolExecutor(max_workers=max(1, threads)) as pool:
-            for result, nbytes in zip(pool.map(_delete_chunk, chunks), chunk_bytes):
-                done += int(result[0])
-                deleting.advance(items=int(result[0]), nbytes=nbytes)
+            for row in pool.map(_delete_chunk, chunks):
+                done = DeleteCounts.of_row(row)
+                total += done
+                deleting.advance(items=done.deleted, nbytes=done.deleted_bytes)
                 if len(chunks) > 1:
-                    log.info("table=%s vacuum: deleted %d/%d files", table_uri, done, len(keys))
-        return done
+                    log.info("table=%s vacuum: deleted %d/%d files", table_uri, total.deleted, len(keys))
+        return total
 
 
 def remove_empty_directories(storage: Storage, deleted: Sequence[str], *, threads: int = DEFAULT_THREADS) -> int:
@@ -452,6 +518,8 @@ def vacuum(
     for p in ignored[:10]:
         log.warning("table=%s vacuum ignores %r from the log: it is outside the table root", table.uri, p)
     lite = None
+    source: InventoryRead | None = None
+    listed: Iterable[pa.RecordBatch] | pa.Table | None
     if mode == "lite":
         span = lite_range(storage, cutoff_ms=cutoff, latest_version=snapshot.version,
                           configuration=snapshot.metadata.configuration,
@@ -461,12 +529,18 @@ def vacuum(
             log.warning("table=%s vacuum lite leaves %r alone: it is not certainly a file of the table", table.uri, p)
         listed = lite.listed if lite else empty_table(LISTING_SCHEMA)
     elif inventory is not None:
-        listed = inventory_listing(read_inventory(inventory, inventory_storage_options), storage.root)
+        source = open_inventory(inventory, inventory_storage_options, table_root=storage.root)
+        listed = None  # planned by plan_inventory
     elif spark is None:  # batches as the listing goes: planned as they come, never held whole
         listed = list_table_files(storage, snapshot.partition_columns, threads=threads)
     else:  # each directory listed and planned by a Spark task: the listing never reaches the driver
         listed = None
-    if listed is None:
+    if source is not None:
+        plan = plan_inventory(source.listing(storage.root), referenced=referenced, rules=VacuumRules.of(
+            snapshot.partition_columns, now_ms=now_ms, retention=retention), skips=source.skips, source=source.uri)
+        log.info("table=%s vacuum from a %s inventory taken %s hours ago; rows skipped: %s", table.uri, source.shape,
+                 source.age_hours(now_ms), source.skips)
+    elif listed is None:
         plan = plan_on_spark(storage, spark, referenced=referenced, rules=VacuumRules.of(
             snapshot.partition_columns, now_ms=now_ms, retention=retention))
     else:
@@ -479,25 +553,37 @@ def vacuum(
     default_ms = int(table_retention.total_seconds() * 1000)
     versions = (lite.start, lite.end) if lite else None
     if dry_run:
-        return _metrics(snapshot, plan, retention, None, None, True, not force, 0, 0, ignored,
-                        tuple(storage.uri(k) for k in plan.to_delete), watch, mode, versions)
+        return _metrics(snapshot, plan, retention, None, None, True, not force, DeleteCounts(), 0, ignored,
+                        tuple(storage.uri(k) for k in plan.to_delete), watch, mode, versions, source)
     params = VacuumStartParameters(retention_check_enabled=not force, default_retention_millis=default_ms,
                                    specified_retention_millis=retention_ms if retention_hours is not None else None)
     start = _commit(table, snapshot, VACUUM_START, params,
                     VacuumStartMetrics(num_files_to_delete=plan.num_files_to_delete,
                                        size_of_data_to_delete=plan.bytes_to_delete))
-    deleted = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri,
-                           sizes=plan.sizes)
-    dirs = remove_empty_directories(storage, plan.to_delete, threads=threads)
-    end = _commit(table, snapshot, VACUUM_END, VacuumEndParameters(status="COMPLETED"),
-                  VacuumEndMetrics(num_deleted_files=deleted, num_vacuumed_directories=dirs))
+    done, dirs, status = DeleteCounts(), 0, "FAILED"
+    try:  # VACUUM END whatever happens once VACUUM START is in (Delta Spark's VacuumCommand too)
+        done = delete_files(storage, plan.to_delete, threads=threads, spark=spark, table_uri=table.uri,
+                            sizes=plan.sizes)
+        dirs = remove_empty_directories(storage, plan.to_delete, threads=threads)
+        status = "FAILED" if done.failed else "COMPLETED"
+    finally:
+        end = _commit(table, snapshot, VACUUM_END, VacuumEndParameters(status=status),
+                      VacuumEndMetrics(num_deleted_files=done.deleted, num_vacuumed_directories=dirs,
+                                       size_of_deleted_data=done.deleted_bytes, num_missing_files=done.missing,
+                                       num_failed_deletes=done.failed))
+    if done.failed:
+        raise VacuumIncompleteError(
+            f"vacuum of {table.uri}: {done.failed} of {plan.num_files_to_delete} deletes failed (first: "
+            f"{done.first_failure}); {done.deleted} files ({done.deleted_bytes} bytes) deleted, {done.missing} "
+            f"already gone. VACUUM END (version {end}) records status FAILED with these counts; fix the cause "
+            "and run the vacuum again", path=table.uri, version=end)
     if lite:
         # Only after every candidate is gone: a failed run must be read again by the next one.
         write_last_vacuum_version(storage, lite.end)
-    log.info("table=%s vacuum done: %d files deleted, %d directories removed (versions %s..%s)",
-             table.uri, deleted, dirs, start, end)
-    return _metrics(snapshot, plan, retention, start, end, False, not force, deleted, dirs, ignored, (), watch,
-                    mode, versions)
+    log.info("table=%s vacuum done: %d files deleted (%d bytes), %d already gone, %d directories removed "
+             "(versions %s..%s)", table.uri, done.deleted, done.deleted_bytes, done.missing, dirs, start, end)
+    return _metrics(snapshot, plan, retention, start, end, False, not force, done, dirs, ignored, (), watch,
+                    mode, versions, source)
 
 
 def _commit(table: DeltaTable, snapshot: Snapshot, operation: str, params: VacuumStartParameters | VacuumEndParameters,
@@ -510,16 +596,23 @@ def _commit(table: DeltaTable, snapshot: Snapshot, operation: str, params: Vacuu
 
 
 def _metrics(snapshot: Snapshot, plan: VacuumPlan, retention: dt.timedelta, start: int | None, end: int | None,
-             dry_run: bool, check: bool, deleted: int, dirs: int, ignored: list[str], paths: tuple[str, ...],
-             watch: Stopwatch, mode: str, versions: tuple[int, int] | None) -> VacuumMetrics:
+             dry_run: bool, check: bool, done: DeleteCounts, dirs: int, ignored: list[str], paths: tuple[str, ...],
+             watch: Stopwatch, mode: str, versions: tuple[int, int] | None,
+             source: InventoryRead | None) -> VacuumMetrics:
+    skips = source.skips if source is not None else InventorySkips()
     return VacuumMetrics(
         version=end, start_version=start, read_version=snapshot.version, dry_run=dry_run,
         retention_hours=retention.total_seconds() / 3600, retention_check_enabled=check,
         files_listed=plan.files_listed, num_files_to_delete=plan.num_files_to_delete,
         bytes_to_delete=plan.bytes_to_delete, young_kept=plan.young_kept,
-        num_deleted_files=deleted, num_vacuumed_directories=dirs,
-        num_removed_files=deleted, num_added_files=0,
-        removed_bytes=plan.bytes_to_delete if not dry_run else 0, added_bytes=0,
+        num_deleted_files=done.deleted, num_vacuumed_directories=dirs,
+        num_removed_files=done.deleted, num_added_files=0,
+        removed_bytes=done.deleted_bytes, added_bytes=0,
         ignored_log_paths=len(ignored), paths=paths, duration_seconds=watch.seconds(),
-        mode=mode, lite_versions=versions,
+        mode=mode, lite_versions=versions, bytes_deleted=done.deleted_bytes, num_missing_files=done.missing,
+        inventory_shape=source.shape if source is not None else None,
+        inventory_age_hours=source.age_hours(plan.cutoff_ms + plan.retention_ms) if source is not None else None,
+        inventory_skipped_directories=skips.directories, inventory_skipped_duplicates=skips.duplicates,
+        inventory_skipped_outside_root=skips.outside_root, inventory_skipped_not_latest=skips.not_latest,
+        inventory_skipped_delete_markers=skips.delete_markers,
     )
