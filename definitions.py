@@ -12,7 +12,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from dagster import AssetKey, AssetsDefinition, Definitions, in_process_executor
+from dagster import (
+    AssetKey,
+    AssetsDefinition,
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    Definitions,
+    in_process_executor,
+)
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
 from assets.automation import build_automation_sensors
@@ -60,7 +67,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     sensor_inputs = []
     scope = fleet_scope(config.tables)  # what counts as maintenance: the budget's and the advisor's
     placement = Placement(spark_pool=config.spark.pool,
-                          budget=WithinFleetBudget(config, scope) if config.tables else None)
+                          budget=WithinFleetBudget(config, scope) if config.tables else None, history=config.history)
     automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
     for table in config.tables:
         maintenance = build_maintenance_assets(table, placement)
@@ -78,8 +85,11 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
                 jobs[job.name] = job
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
+    sensors = [*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated)]
     if config.tables:
-        report, report_job, report_schedule = build_fleet_report(config, clock=clock)
+        running = frozenset({s.name for s in schedules if s.default_status == DefaultScheduleStatus.RUNNING}
+                            | {s.name for s in sensors if s.default_status == DefaultSensorStatus.RUNNING})
+        report, report_job, report_schedule = build_fleet_report(config, running_by_default=running, clock=clock)
         assets.append(report)
         jobs[report_job.name] = report_job
         schedules.append(report_schedule)
@@ -88,7 +98,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         asset_checks=checks,
         jobs=list(jobs.values()),
         schedules=schedules,
-        sensors=[*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated)],
+        sensors=sensors,
         resources=build_resources(config),
         executor=in_process_executor,
     )

@@ -1,7 +1,8 @@
 """Maintenance assets: per table, one asset per enabled operation, grouped by table name.
 
 Each asset runs one registry entry (``delta_core.maintenance.operations``: ``Operation.run``,
-as the command line does) and turns its report into UI metadata: the summary line every surface
+through ``recorded_run.run_recorded`` as the command line does, so each run is a row of the
+maintenance history, its trigger read from the run's tags) and turns its report into UI metadata: the summary line every surface
 shows, the report's values, file statistics and health before and after. One factory serves
 every entry. The assets form a chain in the order a full maintenance run does them (the order
 of ``OPERATIONS``), starting from the table's observable asset, so a job that selects several
@@ -23,7 +24,7 @@ running at once; the other steps run in no pool.
 """
 
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -39,21 +40,27 @@ from dagster import (
 )
 from dagster import Field as DagsterField
 
-from assets.automation import maintenance_condition
+from assets.automation import TRIGGER_TAG, maintenance_condition
 from assets.health_view import health_before_after, table_health_report
 from assets.metadata import FileStats, before_after_markdown, before_after_metadata, scalar_metadata, summary_markdown
 from assets.metrics_view import listed_markdown, report_json, report_lines, report_values
 from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
-from delta_core.config.records import DEFAULT_SPARK_POOL
-from delta_core.errors import DeltaError
+from delta_core.config.records import DEFAULT_SPARK_POOL, HistoryConfig
+from delta_core.errors import ConfigError, DeltaError
+from delta_core.health.report import HealthReport
+from delta_core.log.log_segment import LogSegment
+from delta_core.log.snapshot import Snapshot
+from delta_core.maintenance.history_records import HistoryLocation
 from delta_core.maintenance.operations import ONE_OFFS, REGISTRY, Operation
+from delta_core.maintenance.recorded_run import RunOrigin, run_recorded
 from delta_core.maintenance.report import Report, summary_line
 from resources import SPARK_RESOURCE_KEY, DeltaTableResource, resource_key_of, table_resource
 from resources.config import TableConfig
 
 OPERATION_TAG = "delta_maintenance/operation"
 TABLE_TAG = "delta_maintenance/table"
+SCHEDULE_NAME_TAG, SENSOR_NAME_TAG = "dagster/schedule_name", "dagster/sensor_name"  # Dagster's own run tags
 SUMMARY_LINE_KEY = "summary_line"  # the report's one line (``report.summary_line``), as the CLI prints it
 
 
@@ -83,6 +90,31 @@ class Placement:
 
     spark_pool: str = DEFAULT_SPARK_POOL
     budget: AutomationCondition | None = None
+    history: HistoryConfig | None = None  # tables.yaml ``history``: where every run is recorded
+
+
+def run_trigger(tags: Mapping[str, str]) -> str:
+    """Who started the run (``history_records.TRIGGERS``), from its tags: a schedule, the automation
+    sensor and the advisor tag their runs (``TRIGGER_TAG``); the log sensor tags its reason; a run
+    launched by hand (UI, ``materialize``, a job) has none."""
+    tag = tags.get(TRIGGER_TAG)
+    if tag in ("schedule", "automation", "advisor"):
+        return tag
+    if tag is not None or SENSOR_NAME_TAG in tags:
+        return "sensor"
+    return "schedule" if SCHEDULE_NAME_TAG in tags else "job"
+
+
+def _history(placement: Placement, context: AssetExecutionContext) -> HistoryLocation | None:
+    """The history table of the code location; None (a warning) when its location cannot be read:
+    the run goes on unrecorded."""
+    if placement.history is None:
+        return None
+    try:
+        return placement.history.location()
+    except ConfigError as exc:
+        context.log.warning(f"maintenance history not recorded: {exc}")
+        return None
 
 
 AssetFactory = Callable[[TableConfig, list[AssetKey], Placement], AssetsDefinition]
@@ -161,12 +193,23 @@ def _operation_asset(op: Operation) -> AssetFactory:
             options = options_from_config(config, policy.options)
             spark = _spark(context) if _can_use_spark(op) else None  # a factory: Spark starts only with work
             dt = _delta(context, table).open()
+            # by log segment (a checkpoint moves it, not the version): the history's scores are the metadata's
+            health: dict[LogSegment, HealthReport] = {}
+
+            def health_at(snapshot: Snapshot) -> HealthReport:
+                if snapshot.log_segment not in health:
+                    health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot)
+                return health[snapshot.log_segment]
+
             snapshot = dt.snapshot()
-            before, health = FileStats.of(snapshot), table_health_report(dt, table, snapshot=snapshot)
-            report = op.run(dt, options, spark)
+            before, health_before = FileStats.of(snapshot), health_at(snapshot)
+            origin = RunOrigin(trigger=run_trigger(context.run.tags), history=_history(placement, context),
+                               table_name=table.name, dagster_run_id=context.run.run_id,
+                               score=lambda d: health_at(d.snapshot()).score)
+            report = run_recorded(op, dt, options, spark, origin=origin)
             snapshot = dt.snapshot()
             return _result(table.name, op, report, before, FileStats.of(snapshot),
-                           health=health_before_after(health, table_health_report(dt, table, snapshot=snapshot)))
+                           health=health_before_after(health_before, health_at(snapshot)))
 
         return _asset
 

@@ -54,7 +54,8 @@ class FileStats:
             counts.append(int(pc.sum(pc.cast(mask, pa.int64())).as_py() or 0) if n else 0)
             lower = upper or lower
         typed = snapshot.partition_values_typed() if snapshot.partition_columns and n else None
-        partitions = count_partitions(typed.columns if typed is not None else [], n)
+        # the partition columns' values only: the table also holds each file's ``path``
+        partitions = count_partitions([typed.column(c) for c in snapshot.partition_columns] if typed else [], n)
         return cls(version=snapshot.version, num_files=n, total_bytes=total,
                    num_partitions=partitions, median_file_bytes=median, buckets=tuple(counts))
 

@@ -6,8 +6,10 @@ other plain value of ``to_dict()`` under its own name; the lines are the one sum
 surface shows (``report.summary_line``) and the record's own ``details()``.
 """
 
+import dataclasses
 from typing import Any
 
+from delta_core.maintenance.metrics import OperationMetrics
 from delta_core.maintenance.report import Report, summary_line
 
 Value = int | float | str | bool | None
@@ -15,8 +17,7 @@ Value = int | float | str | bool | None
 # the bytes it rewrote, which the fleet budget counts (``fleet.usage``).
 BYTES_REMOVED_KEY = "bytes_removed"
 # The common fields, shown under the names above rather than again under their own.
-_COMMON_FIELDS = frozenset({"version", "num_removed_files", "num_added_files", "removed_bytes", "added_bytes",
-                            "duration_seconds"})
+_COMMON_FIELDS = frozenset(f.name for f in dataclasses.fields(OperationMetrics))
 LISTED_SHOWN = 20  # a list longer than this (vacuum's paths) is left to the JSON, with a sample in the summary
 
 

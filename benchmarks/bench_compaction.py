@@ -66,6 +66,13 @@ def build(uri: str, gb: float, files: int, partitions: int) -> tuple[int, int]:
     return written, snap.size_in_bytes
 
 
+def add_build_arguments(parser: argparse.ArgumentParser, *, gb: float, files: int) -> None:
+    """The command-line arguments of ``build``: ``--gb``, ``--files`` and ``--partitions``."""
+    parser.add_argument("--gb", type=float, default=gb, help=f"table size in GB (default {gb})")
+    parser.add_argument("--files", type=int, default=files, help=f"number of small files (default {files})")
+    parser.add_argument("--partitions", type=int, default=4)
+
+
 def _median(xs: Sequence[float]) -> float:
     ys = sorted(xs)
     mid = len(ys) // 2
@@ -74,9 +81,7 @@ def _median(xs: Sequence[float]) -> float:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gb", type=float, default=0.5, help="table size in GB (default 0.5)")
-    parser.add_argument("--files", type=int, default=1000, help="number of small files (default 1000)")
-    parser.add_argument("--partitions", type=int, default=4)
+    add_build_arguments(parser, gb=0.5, files=1000)
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per engine (default 5)")
     parser.add_argument("--spark-master", default="local[*]")
     args, _unknown = parser.parse_known_args(argv)

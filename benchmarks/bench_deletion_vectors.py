@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from benchmarks.bench_compaction import TARGET_SIZE, _median, build
+from benchmarks.bench_compaction import TARGET_SIZE, _median, add_build_arguments, build
 from benchmarks.harness import scratch_dir, warm_spark
 
 VECTORS_PER_FILE = 100  # Delta Spark writes one DV file per task, holding many vectors
@@ -74,9 +74,7 @@ def add_deletion_vectors(uri: str, share: float, seed: int = 7) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--gb", type=float, default=0.2, help="table size in GB (default 0.2)")
-    parser.add_argument("--files", type=int, default=200, help="number of small files (default 200)")
-    parser.add_argument("--partitions", type=int, default=4)
+    add_build_arguments(parser, gb=0.2, files=200)
     parser.add_argument("--deleted", type=float, default=0.1, help="share of rows deleted per file (default 0.1)")
     parser.add_argument("--rounds", type=int, default=3, help="timed rounds per table (default 3)")
     parser.add_argument("--spark-master", default="local[*]")

@@ -222,7 +222,7 @@ def _maintain_lake(defs, instance, config, lake: list[str]) -> bool:
     maintenance (``all_tables_maintenance`` selecting their assets), their checks again; then the
     fleet report over every table, printed."""
     from assets.maintenance import maintenance_asset_key
-    from fleet.report import FLEET_REPORT_JOB
+    from fleet.report import FLEET_REPORT_JOB, report_text
     from jobs import ALL_TABLES_CHECKS_JOB, ALL_TABLES_MAINTENANCE_JOB
 
     keys = [maintenance_asset_key(name, op) for name in lake for op in config.table(name).operations]
@@ -244,7 +244,7 @@ def _maintain_lake(defs, instance, config, lake: list[str]) -> bool:
         return False
     (materialization,) = [e.materialization for e in report.get_asset_materialization_events()]
     print("Fleet report (asset fleet/report):")
-    print(materialization.metadata["report"].value)
+    print(report_text(materialization.metadata["report"].value.records))
     print()
     return True
 

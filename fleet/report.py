@@ -1,12 +1,16 @@
 """The fleet report: one asset (``fleet/report``, group ``fleet``) listing every table with its
 health score, failing checks, last and next maintenance and the gain its advised runs would bring,
-as a Markdown table in the UI, with the counts as numbers Dagster plots.
+as a Dagster table (``MetadataValue.table``, a few words a cell), with the counts as numbers
+Dagster plots.
 
 Cheap: each table's health and failing checks come from its log alone
 (``delta_core.health.checks.evaluate_checks``, the functions of the table's asset checks, with the
-thresholds the UI and the advisor use; no data file read, no Spark), the last maintenance from the
-instance's latest materializations of the table's maintenance assets, the next from the crons
-in tables.yaml (``schedules.next_tick``). The ``fleet_report`` job refreshes it from the UI; the
+thresholds the UI and the advisor use; no data file read, no Spark). The last maintenance is the
+table's newest row of the maintenance history (tables.yaml ``history``: whoever ran it), else the
+instance's latest materialization of its maintenance assets. The next comes only from what runs
+in the instance: the table's running schedules (their crons, ``schedules.next_tick``), the
+automation or advisor sensors for an advised table, its log sensor for checkpoints and manifests;
+with none of them, "nothing scheduled". The ``fleet_report`` job refreshes it from the UI; the
 ``fleet_report_schedule`` (``fleet.report_cron``, hourly by default; stopped at first) on a cadence.
 
 No ``from __future__ import annotations``: Dagster reads the asset's ``context`` annotation as a type.
@@ -14,7 +18,7 @@ No ``from __future__ import annotations``: Dagster reads the asset's ``context``
 
 import datetime
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dagster import (
@@ -27,23 +31,32 @@ from dagster import (
     MaterializeResult,
     MetadataValue,
     ScheduleDefinition,
+    TableColumn,
+    TableRecord,
+    TableSchema,
     asset,
     define_asset_job,
 )
 
+from assets.automation import DEFAULT_SENSOR_NAME as AUTOMATION_SENSOR_NAME
 from assets.health_view import health_columns, health_policy
 from assets.maintenance import maintenance_asset_key
 from delta_core.config.generated_names import FLEET_GROUP, FLEET_REPORT_ASSET_NAME, FLEET_REPORT_JOB
-from delta_core.errors import NotADeltaTableError
+from delta_core.errors import DeltaError, NotADeltaTableError
 from delta_core.health.checks import TableChecks, evaluate_checks
-from delta_core.health.priority import restored_points, rewrite_bytes
+from delta_core.health.priority import restored_points
 from delta_core.health.report import HealthReport
+from delta_core.maintenance.history_records import HistoryRow
+from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.sizes import format_size
+from fleet.budget import DAY_SECONDS
 from jobs import AssetJob
 from resources import resource_key_of, table_resource
 from resources.config import MaintenanceConfig, TableConfig
-from schedules import SCHEDULE_TIMEZONE
+from schedules import SCHEDULE_TIMEZONE, schedule_name
 from schedules.next_tick import next_tick
+from sensors import sensor_name
+from sensors.advisor import FLEET_ADVISOR_SENSOR
 
 FLEET_REPORT_KEY = AssetKey([FLEET_GROUP, FLEET_REPORT_ASSET_NAME])
 FLEET_REPORT_SCHEDULE = "fleet_report_schedule"
@@ -60,8 +73,14 @@ def _utc(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def last_maintenance(instance: DagsterInstance, table: TableConfig) -> str:
-    """The table's newest maintenance materialization: ``"<operation> <time>"``, or ``"never"``."""
+def last_maintenance(instance: DagsterInstance, table: TableConfig, history: Sequence[HistoryRow] | None) -> str:
+    """The table's newest maintenance: its newest history row (``"<operation> <status> <time>
+    (<trigger>)"``), else (no history kept, or none recorded yet) its newest maintenance
+    materialization (``"<operation> <time>"``); ``"never"``."""
+    mine = [r for r in history or () if r.table_name == table.name]
+    if mine:
+        last = max(mine, key=lambda r: r.end_time)
+        return f"{last.operation} {last.status} {_utc(last.end_time.timestamp())} ({last.trigger})"
     keys = [maintenance_asset_key(table.name, op) for op in table.operations]
     latest = [(entry.timestamp, key.path[-1]) for key, entry in instance.get_latest_materialization_events(keys).items()
               if entry is not None]
@@ -71,65 +90,109 @@ def last_maintenance(instance: DagsterInstance, table: TableConfig) -> str:
     return f"{op} {_utc(when)}"
 
 
-def next_maintenance(table: TableConfig, now: float) -> str:
-    """The table's earliest schedule tick after ``now`` (``"<operation> <time>"``; its schedule
-    must be running); else ``"on health"`` when the fleet advisor watches it, else ``"by hand"``."""
+def written_last_day(history: Sequence[HistoryRow] | None, table: TableConfig, now: float) -> int | None:
+    """Bytes the table's maintenance wrote in the 24 hours before ``now`` (its history rows); None
+    without a history."""
+    if history is None:
+        return None
+    return sum(r.bytes_written for r in history
+               if r.table_name == table.name and 0 <= now - r.end_time.timestamp() <= DAY_SECONDS)
+
+
+def running_instigators(instance: DagsterInstance, *, running_by_default: frozenset[str]) -> frozenset[str]:
+    """Names of the schedules and sensors running in ``instance``: those whose stored state is not
+    stopped, and those running by default (``running_by_default``) never switched in the UI."""
+    states = {state.name: state for state in instance.all_instigator_state()}
+    return frozenset({name for name, state in states.items() if state.is_running}
+                     | {name for name in running_by_default if name not in states})
+
+
+def next_maintenance(table: TableConfig, now: float, running: frozenset[str]) -> str:
+    """What maintains the table next, from the schedules and sensors in ``running`` only: its
+    earliest running schedule's tick after ``now`` (``"<operation> <time>"``), ``"on health"``
+    when it is advised and an automation or advisor sensor runs, ``"on commits (<operations>)"``
+    when its log sensor runs; ``"nothing scheduled"`` without any of them."""
     after = datetime.datetime.fromtimestamp(now, tz=datetime.UTC)
     ticks = [(next_tick(cron, after), op) for op in table.operations
-             if (cron := getattr(table.policy(op), "cron", None)) is not None]
+             if (cron := getattr(table.policy(op), "cron", None)) is not None and schedule_name(table.name, op) in running]
+    parts = []
     if ticks:
         when, op = min(ticks)
-        return f"{op} {when.strftime('%Y-%m-%d %H:%M')} {SCHEDULE_TIMEZONE}" + (
-            "; on health" if table.advisor.auto else "")
-    return "on health" if table.advisor.auto else "by hand"
+        parts.append(f"{op} {when.strftime('%Y-%m-%d %H:%M')} {SCHEDULE_TIMEZONE}")
+    if table.advisor.auto and any(name == FLEET_ADVISOR_SENSOR or name.startswith(AUTOMATION_SENSOR_NAME)
+                                  for name in running):
+        parts.append("on health")
+    on_commits = [op for op in (CHECKPOINT.name, MANIFEST.name) if table.enabled(op)]
+    if on_commits and sensor_name(table.name) in running:
+        parts.append(f"on commits ({', '.join(on_commits)})")
+    return "; ".join(parts) or "nothing scheduled"
 
 
 def gain_summary(report: HealthReport) -> tuple[float, str]:
-    """Health points the recommended runs would restore in total, and each run's gain in its own
-    unit, points and the bytes it would rewrite (``delta_core.health.priority``)."""
+    """Health points the recommended runs would restore in total, and each run with its points
+    (``compact +12.3``; ``delta_core.health.priority``)."""
     total = 0.0
     runs = []
     for r in report.recommendations:
         points = restored_points(report.parts, r.part)
         total += points
-        runs.append(f"{r.operation}: {r.estimated_gain:g} {r.unit}, +{points:.1f} pts, "
-                    f"rewrites {format_size(rewrite_bytes(r))}")
-    return round(total, 1), "; ".join(runs) or "nothing to do"
+        runs.append(f"{r.operation} +{points:.1f}")
+    return round(total, 1), ", ".join(runs) or "none"
+
+
+# The report's columns, each cell a few words, so that the table fits the asset page.
+REPORT_SCHEMA = TableSchema(columns=[
+    TableColumn("table", "string"),
+    TableColumn("health", "int", description="0-100, from the log (empty: not readable)"),
+    TableColumn("failing_checks", "string", description="failing health checks, with their severity"),
+    TableColumn("last_maintenance", "string", description="newest run: the maintenance history, else Dagster's"),
+    TableColumn("next_maintenance", "string", description="from running schedules and sensors only"),
+    TableColumn("written_24h", "string", description="bytes maintenance wrote in 24 hours (maintenance history)"),
+    TableColumn("gain_points", "float", description="health points the advised runs would restore"),
+    TableColumn("advised", "string", description="the advised runs, each with its points"),
+])
 
 
 @dataclass(frozen=True, slots=True)
 class TableRow:
-    """One table's line of the report (``report`` None: the log could not be read)."""
+    """One table's line of the report (``checks`` None: the log could not be read)."""
 
     name: str
     checks: TableChecks | None
     problem: str | None
     last: str
     next: str
+    written: int | None = None  # bytes maintenance wrote in the last day; None: no history
 
     @property
     def report(self) -> HealthReport | None:
         return self.checks.report if self.checks is not None else None
 
-    def cells(self) -> list[str]:
+    def record(self) -> TableRecord:
+        common = {"table": self.name, "last_maintenance": self.last, "next_maintenance": self.next,
+                  "written_24h": format_size(self.written) if self.written is not None else "n/a"}
         if self.checks is None or self.report is None:
             failing = ", ".join(failing_checks(self.checks)) if self.checks is not None else ""
-            return [self.name, "n/a", failing or self.problem or "", self.last, self.next, "n/a"]
+            return TableRecord({**common, "health": None, "failing_checks": failing or self.problem or "",
+                                "gain_points": None, "advised": "n/a"})
         points, runs = gain_summary(self.report)
-        checks = ", ".join(failing_checks(self.checks)) or "none"
-        return [self.name, str(self.report.score), checks, self.last, self.next, f"+{points:g} pts ({runs})"]
+        return TableRecord({**common, "health": self.report.score,
+                            "failing_checks": ", ".join(failing_checks(self.checks)) or "none",
+                            "gain_points": points, "advised": runs})
 
 
-def report_markdown(rows: list[TableRow]) -> str:
-    lines = ["| table | health | failing checks | last maintenance | next maintenance | estimated gain |",
-             "|---|---:|---|---|---|---|"]
-    lines += ["| " + " | ".join(c.replace("|", "/") for c in row.cells()) + " |" for row in rows]
+def report_text(records: Sequence[TableRecord]) -> str:
+    """The report as lines of ``|``-separated cells under a header row (the demo prints it)."""
+    names = [c.name for c in REPORT_SCHEMA.columns]
+    lines = [" | ".join(names), " | ".join("-" * len(n) for n in names)]
+    lines += [" | ".join("n/a" if r.data[n] is None else str(r.data[n]) for n in names) for r in records]
     return "\n".join(lines)
 
 
-def build_fleet_report(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time
-                       ) -> tuple[AssetsDefinition, AssetJob, ScheduleDefinition]:
-    """The report asset, its job (``fleet_report``) and its schedule (``fleet_report_schedule``)."""
+def build_fleet_report(config: MaintenanceConfig, *, running_by_default: frozenset[str] = frozenset(),
+                       clock: Callable[[], float] = time.time) -> tuple[AssetsDefinition, AssetJob, ScheduleDefinition]:
+    """The report asset, its job (``fleet_report``) and its schedule (``fleet_report_schedule``);
+    ``running_by_default``: the code location's schedules and sensors that run unless stopped."""
     tables = config.tables
 
     # No "delta" kind: the all-tables maintenance job selects assets of that kind.
@@ -139,20 +202,23 @@ def build_fleet_report(config: MaintenanceConfig, *, clock: Callable[[], float] 
                        "the gain of its advised runs (from the Delta logs and this instance; no Spark).")
     def fleet_report(context: AssetExecutionContext) -> MaterializeResult:
         now = clock()
+        running = running_instigators(context.instance, running_by_default=running_by_default)
+        history = _history_rows(config, context)
         rows = []
         for table in tables:
-            last, upcoming = last_maintenance(context.instance, table), next_maintenance(table, now)
+            last, upcoming = last_maintenance(context.instance, table, history), next_maintenance(table, now, running)
+            written = written_last_day(history, table, now)
             dt = table_resource(context.resources, table).open()
             try:
                 checks = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table))
             except NotADeltaTableError as missing:
-                rows.append(TableRow(table.name, None, f"not readable: {missing}", last, upcoming))
+                rows.append(TableRow(table.name, None, f"not readable: {missing}", last, upcoming, written))
                 continue
-            rows.append(TableRow(table.name, checks, None, last, upcoming))
+            rows.append(TableRow(table.name, checks, None, last, upcoming, written))
         failing = sum(1 for r in rows if r.checks is None or failing_checks(r.checks))
         scores = [r.report.score for r in rows if r.report is not None]
         return MaterializeResult(metadata={
-            "report": MetadataValue.md(report_markdown(rows)),
+            "report": MetadataValue.table([r.record() for r in rows], schema=REPORT_SCHEMA),
             "tables": MetadataValue.int(len(rows)),
             "failing_tables": MetadataValue.int(failing),
             "lowest_score": MetadataValue.int(min(scores)) if scores else MetadataValue.text("n/a"),
@@ -165,3 +231,17 @@ def build_fleet_report(config: MaintenanceConfig, *, clock: Callable[[], float] 
         job=job, default_status=DefaultScheduleStatus.STOPPED,
         description=f"Refresh the fleet report on '{config.fleet.report_cron}' ({SCHEDULE_TIMEZONE}).")
     return fleet_report, job, schedule
+
+
+def _history_rows(config: MaintenanceConfig, context: AssetExecutionContext) -> list[HistoryRow] | None:
+    """Every row of the maintenance history; None when tables.yaml keeps none, or (a warning)
+    when it cannot be read: the report then falls back on Dagster's materializations."""
+    from delta_core.maintenance.history_table import read_rows
+
+    if config.history is None:
+        return None
+    try:
+        return read_rows(config.history.location())
+    except DeltaError as exc:
+        context.log.warning(f"maintenance history not read: {exc}")
+        return None

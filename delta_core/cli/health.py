@@ -4,7 +4,9 @@
 ``--json`` prints ``HealthReport.to_dict()`` (keys ``score``, ``metrics``, ``recommendations``,
 ``score_parts``) and ``checks``, the named health checks (``delta_core.health.checks``, as the
 Dagster asset checks show them; ``log_length`` needs ``--list-log``); without it, a short
-readable report opening with a summary line. Times are ISO 8601 (``last_optimize_timestamp``
+readable report opening with a summary line. A table named by URI alone is judged by the entry
+of ``$DELTA_MAINTENANCE_TABLES`` (else ``./tables.yaml``) with that uri; the first line (``policy``
+in JSON) says which, or that the default policy judged it. Times are ISO 8601 (``last_optimize_timestamp``
 included). Reading only: nothing is written.
 """
 
@@ -18,7 +20,7 @@ from typing import Any
 from delta_core.cli.arguments import byte_size, column_list
 from delta_core.cli.common import add_table_arguments, counted, emit, open_table
 from delta_core.cli.operations import command_name
-from delta_core.cli.policy import apply_table_policy
+from delta_core.cli.policy import apply_table_policy, find_policy_by_uri
 from delta_core.maintenance.operations import operation
 from delta_core.model.clock import iso_time
 from delta_core.model.durations import format_duration
@@ -102,8 +104,13 @@ def cmd_health(args: argparse.Namespace) -> int:
     from delta_core.health.report import table_health
 
     # With --table, the table's policy from tables.yaml: the thresholds and Z-order columns the UI
-    # and the advisor use, so all three give the same score and advice; flags win over it.
+    # and the advisor use, so all three give the same score and advice; flags win over it. With a
+    # URI alone, the entry of $DELTA_MAINTENANCE_TABLES (or ./tables.yaml) with that uri, if any.
     table_policy = apply_table_policy(args, "health")
+    source = None if table_policy is not None else find_policy_by_uri(args.table_uri)
+    if source is not None and source.policy is not None:
+        table_policy = source.policy
+        args.policy_storage_options = source.policy.storage_options  # the entry's, for its own uri
     table = open_table(args)
     policy = table_policy.health if table_policy is not None else HealthPolicy()
     policy = dataclasses.replace(policy, **{k: v for k, v in (("target_file_size", args.target_size),
@@ -119,5 +126,9 @@ def cmd_health(args: argparse.Namespace) -> int:
     if args.json:
         checks = health_checks(health, protocol=snapshot.protocol, metadata=snapshot.metadata)
         report["checks"] = [c.to_dict() for c in checks]
-    emit(report if args.json else render_text(report), args.json)
+        if source is not None:
+            report["policy"] = source.to_dict()
+        emit(report, True)
+    else:  # whose policy judged it comes first, when the command line did not name one
+        emit("\n".join([*([source.reason] if source is not None else []), render_text(report)]), False)
     return 0

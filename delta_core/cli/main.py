@@ -1,6 +1,6 @@
 """The ``delta-core`` entry point: one parser, with the commands of ``delta_core.cli.read``,
 ``delta_core.cli.operations`` (one per registry entry), ``delta_core.cli.maintenance``,
-``delta_core.cli.write`` and ``delta_core.cli.health``, registered explicitly.
+``delta_core.cli.write``, ``delta_core.cli.health`` and ``delta_core.cli.maintenance_history``, registered explicitly.
 
 Every ``DeltaError`` ends the command with exit status 2 (see ``delta_core.cli.common``);
 other exceptions are bugs and keep their traceback.
@@ -12,14 +12,14 @@ import argparse
 import sys
 from collections.abc import Callable, Sequence
 
-from delta_core.cli import health, maintenance, operations, read, write
+from delta_core.cli import health, maintenance, maintenance_history, operations, read, write
 from delta_core.cli.common import EXIT_ERROR, EXIT_OK, report_error
 from delta_core.cli.parser import Parser
 from delta_core.cli.progress import progress_for
 from delta_core.cli.version import VersionAction
 from delta_core.errors import DeltaError, UsageError
 
-COMMAND_MODULES = (read, operations, maintenance, write, health)
+COMMAND_MODULES = (read, operations, maintenance, write, health, maintenance_history)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -4,8 +4,8 @@ Each entry of ``delta_core.maintenance.operations.REGISTRY`` becomes one subcomm
 help and description, the table arguments (``--config``/``--table``: the table's uri and storage
 options, and its section's options when it has one), ``--spark-master`` when it can use Spark, and one flag per option of its options
 record (``operation_args``). The command resolves the options (the table's policy, then the
-flags; ``policy.resolve_options``), opens the table and runs the entry (``Operation.run``),
-printing the record it returns: as text, first the one summary line every surface shows
+flags; ``policy.resolve_options``), opens the table and runs the entry (``Operation.run``,
+recorded in the maintenance history: ``recorded_run``), printing the record it returns: as text, first the one summary line every surface shows
 (``report.summary_line``), then the record's facts and fields; ``--json``: one document
 (``version`` is the version committed, or null). Spark starts only when the operation has work
 for it (a factory is passed). Errors are reported by ``delta_core.cli.main.main`` (exit status 2).
@@ -20,9 +20,28 @@ from typing import Any
 
 from delta_core.cli.common import add_table_arguments, emit, open_table
 from delta_core.cli.operation_args import add_option_arguments
-from delta_core.cli.policy import resolve_options
+from delta_core.cli.policy import TablePolicy, resolve_options
+from delta_core.maintenance.history_records import location_from_env
 from delta_core.maintenance.operations import REGISTRY, Operation
+from delta_core.maintenance.recorded_run import RunOrigin, Score, run_recorded
 from delta_core.maintenance.report import summary_line
+
+
+def _origin(policy: TablePolicy | None) -> RunOrigin:
+    """A command-line run, recorded in the config's ``history`` table (with ``--table``) or else in
+    ``$DELTA_MAINTENANCE_HISTORY``, scored by the table's health policy (the defaults without one)."""
+    if policy is None:
+        return RunOrigin(trigger="cli", history=location_from_env(), score=_scorer(None))
+    return RunOrigin(trigger="cli", history=policy.history, table_name=policy.table.name, score=_scorer(policy))
+
+
+def _scorer(policy: TablePolicy | None) -> Score:
+    from delta_core.health.policy import HealthPolicy
+    from delta_core.health.report import table_health
+
+    health = policy.health if policy is not None else HealthPolicy()
+    columns = list(policy.zorder_columns) if policy is not None else []
+    return lambda table: table_health(table, policy=health, columns=columns or None).score
 
 
 def spark_argument(parser: argparse.ArgumentParser) -> None:
@@ -55,10 +74,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def run_command(args: argparse.Namespace, *, op: Operation) -> int:
-    options = resolve_options(args, op)
+    options, policy = resolve_options(args, op)
     table = open_table(args)
     wants_spark = op.cli_spark == "always" or (op.cli_spark == "on_request" and args.spark_master is not None)
-    report = op.run(table, options, spark_factory(args) if wants_spark else None)
+    report = run_recorded(op, table, options, spark_factory(args) if wants_spark else None,
+                          origin=_origin(policy))
     if not args.json:  # a person reads the gist first; the facts and the record follow
         emit("\n".join([summary_line(op.title, report), *report.details()]), False)
     emit(report.to_dict(), args.json)

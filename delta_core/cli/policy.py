@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta_core.config.reader import CONFIG_ENV_VAR, load_config
-from delta_core.config.records import EnvRef, TableConfig, nested_options
+from delta_core.config.records import TableConfig, env_value, nested_options
 from delta_core.config.table_checks import check_tables
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
+from delta_core.maintenance.history_records import HistoryLocation, same_location
 from delta_core.maintenance.operations import ZORDER, Operation
 from delta_core.maintenance.options import ZOrderOptions
 
@@ -31,6 +32,7 @@ class TablePolicy:
     table: TableConfig
     uri: str  # its uri, read from the environment when written {env: NAME}
     storage_options: dict[str, Any]  # nested, secrets read from the environment
+    history: HistoryLocation | None = None  # the file's ``history`` table; None: runs not recorded
 
     @property
     def health(self) -> HealthPolicy:
@@ -53,15 +55,6 @@ def add_policy_arguments(parser: argparse.ArgumentParser) -> None:
                              "operation's settings are used unless given as arguments")
 
 
-def _from_env(value: object, where: str) -> Any:
-    if not isinstance(value, EnvRef):
-        return value
-    if value.name not in os.environ:
-        raise ConfigError(f"{where} reads the environment variable {value.name!r}, which is not set; "
-                          "set it, or give the value on the command line")
-    return os.environ[value.name]
-
-
 def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     """Table ``table`` of the config file at ``path``, the file checked whole as the code location
     checks it; ``TableConfigError`` naming the file, the table and the field."""
@@ -74,8 +67,41 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
         known = ", ".join(names[:20]) + (f", ... ({len(names)} in all)" if len(names) > 20 else "") or "none"
         raise ConfigError(f"{p} has no table {table!r} (tables: {known}); check --table", path=str(p))
     where = f"{p}: table {table!r}"
-    storage = {k: _from_env(v, f"{where}: storage_options.{k}") for k, v in found.storage_options}
-    return TablePolicy(table=found, uri=_from_env(found.uri, f"{where}: uri"), storage_options=nested_options(storage))
+    storage = {k: env_value(v, f"{where}: storage_options.{k}") for k, v in found.storage_options}
+    return TablePolicy(table=found, uri=env_value(found.uri, f"{where}: uri"), storage_options=nested_options(storage),
+                       history=config.history.location() if config.history is not None else None)
+
+
+@dataclass(frozen=True, slots=True)
+class PolicySource:
+    """Where a command judging a table by URI found its policy: ``table`` of ``file``, or neither
+    (the defaults), with the reason in words."""
+
+    policy: TablePolicy | None
+    file: str | None  # the tables.yaml read; None: none found
+    reason: str  # one line: whose policy, or why the defaults
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "table": self.policy.table.name if self.policy is not None else None,
+                "reason": self.reason}
+
+
+def find_policy_by_uri(uri: str) -> PolicySource:
+    """The entry of ``$DELTA_MAINTENANCE_TABLES`` (else ``./tables.yaml``) whose uri names the
+    location ``uri`` names (local paths compared resolved); the defaults when there is no file or
+    no such entry. Entries whose uri comes from the environment are compared when it is set."""
+    named = os.environ.get(CONFIG_ENV_VAR)
+    path = pathlib.Path(named).expanduser().resolve() if named else pathlib.Path("tables.yaml").resolve()
+    if not named and not path.is_file():
+        return PolicySource(None, None, f"default policy: ${CONFIG_ENV_VAR} is not set and there is no ./tables.yaml")
+    config = load_config(path)
+    for table in config.tables:
+        where = table.uri if isinstance(table.uri, str) else os.environ.get(table.uri.name)
+        if where is not None and same_location(where, uri):
+            return PolicySource(load_table_policy(path, table.name), str(path),
+                                f"policy of table {table.name!r} in {path}")
+    return PolicySource(None, str(path), f"default policy: no table in {path} has this uri; "
+                                         "give --config FILE --table NAME to judge it by a table's policy")
 
 
 def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | None:
@@ -102,12 +128,13 @@ def apply_table_policy(args: argparse.Namespace, command: str) -> TablePolicy | 
     return policy
 
 
-def resolve_options(args: argparse.Namespace, op: Operation) -> Any:
+def resolve_options(args: argparse.Namespace, op: Operation) -> tuple[Any, TablePolicy | None]:
     """``op``'s option record for this command: the table's policy (``--config``/``--table``)
-    or the defaults, with every option given on the command line put in (``apply_table_policy``)."""
+    or the defaults, with every option given on the command line put in (``apply_table_policy``);
+    and that policy (None without ``--table``)."""
     policy = apply_table_policy(args, args.command)  # the subcommand as typed
     section = policy.table.policy(op.name) if policy is not None and op.configured_in is None else None
     options = section.options if section is not None else op.options_type()
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(options)
              if getattr(args, f.name, None) is not None}
-    return dataclasses.replace(options, **given)
+    return dataclasses.replace(options, **given), policy

@@ -24,6 +24,7 @@ from delta_core.config.records import (
     DownstreamPolicy,
     EnvRef,
     FleetPolicy,
+    HistoryConfig,
     MaintenanceConfig,
     OperationPolicy,
     SensorPolicy,
@@ -87,7 +88,14 @@ def parse_config(raw: Any, *, source: str | None = None, base_dir: pathlib.Path 
         tables=tables, source=source,
         spark=SparkSettings(master=spark["master"], app_name=spark["app_name"], conf=tuple(spark["conf"].items()),
                             pool=spark["pool"]),
-        fleet=FleetPolicy(**doc["fleet"]))
+        fleet=FleetPolicy(**doc["fleet"]),
+        history=_history(doc["history"], base_dir))
+
+
+def _history(section: Mapping[str, Any] | None, base_dir: pathlib.Path | None) -> HistoryConfig | None:
+    if section is None:
+        return None
+    return HistoryConfig(uri=_uri(section["uri"], base_dir), storage_options=section["storage_options"])
 
 
 def _error(keys: Keys, message: str, source: str | None) -> TableConfigError:

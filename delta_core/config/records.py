@@ -8,6 +8,7 @@ a section of its own, by the entry's name, and ``TableConfig.options`` reads one
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
+from delta_core.maintenance.history_records import HistoryLocation
 from delta_core.maintenance.operations import OPERATIONS, REGISTRY, VACUUM, Operation, operation
 from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
 
@@ -228,11 +230,36 @@ class SparkSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class HistoryConfig:
+    """Where the maintenance history table lives (tables.yaml ``history``), as written."""
+
+    uri: str | EnvRef
+    storage_options: tuple[tuple[str, OptionValue], ...] = ()  # dotted keys for nesting
+
+    def location(self) -> HistoryLocation:
+        """The table's location with every ``{env: NAME}`` read from the environment now."""
+        storage = {k: env_value(v, f"tables.yaml history.storage_options.{k}") for k, v in self.storage_options}
+        return HistoryLocation(env_value(self.uri, "tables.yaml history.uri"), nested_options(storage))
+
+
+def env_value(value: object, where: str) -> Any:
+    """``value``, or the environment variable an ``EnvRef`` names, read now (``where``: its place
+    in the file, for the message when it is not set)."""
+    if not isinstance(value, EnvRef):
+        return value
+    if value.name not in os.environ:
+        raise ConfigError(f"{where} reads the environment variable {value.name!r}, which is not set; "
+                          "set it, or give the value on the command line")
+    return os.environ[value.name]
+
+
+@dataclass(frozen=True, slots=True)
 class MaintenanceConfig:
     tables: tuple[TableConfig, ...]
     spark: SparkSettings = field(default_factory=SparkSettings)
     fleet: FleetPolicy = field(default_factory=FleetPolicy)
     source: str | None = None
+    history: HistoryConfig | None = None  # None: runs are not recorded
 
     def table(self, name: str) -> TableConfig:
         for t in self.tables:

@@ -272,11 +272,19 @@ FLEET = Section({
     "report_cron": Key(CRON, DEFAULT_FLEET_REPORT_CRON, "Schedule (UTC) of the fleet report."),
 }, help="Limits across all tables, for the fleet advisor.")
 
+HISTORY = Section({
+    "uri": Key(TEXT_OR_ENV, required=True,
+               help="The history table's root: a local path (relative to this file) or an fsspec URI."),
+    "storage_options": Key(StorageOptions(), (), "fsspec options; nested mappings allowed; secrets as {env: NAME}."),
+}, help="The maintenance history: a Delta table with one row per maintenance run; none: runs are not recorded.",
+    name="HistorySection")
+
 TABLE_NAME_ERROR = ("table names must be letters, digits and underscores, not starting with a digit "
                     "(they become Dagster group names)")
 TABLES_FILE = Section({
     "spark": _filled(SPARK),
     "fleet": _filled(FLEET),
+    "history": Key(HISTORY),
     "discover": Key(ListOf(DISCOVER), (), "Roots whose Delta tables are all managed, each with a default policy."),
     "tables": Key(MapOf(TABLE, Text(NAME_PATTERN), TABLE_NAME_ERROR), {},
                   "Table name (letters, digits, _; the Dagster group name) to its settings."),

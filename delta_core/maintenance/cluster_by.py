@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.maintenance.zorder_plan import validate_columns
 from delta_core.model.clustering import (
     CLUSTERING_FEATURES,
@@ -44,20 +44,14 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 
-@dataclass(frozen=True, slots=True)
-class ClusterByResult(MetricsRecord):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClusterByResult(OperationMetrics):
     """What ``cluster_by`` committed: ``version`` (None: nothing to change), the logical columns
     before and after, and whether the protocol was upgraded to a clustered table's."""
 
-    version: int | None
     old_columns: tuple[str, ...]
     new_columns: tuple[str, ...]
     protocol_upgraded: bool
-    num_removed_files: int
-    num_added_files: int
-    removed_bytes: int
-    added_bytes: int
-    duration_seconds: float
 
     def outcome(self) -> str:
         if self.version is None:
@@ -78,8 +72,10 @@ def cluster_by(table: DeltaTable, columns: Sequence[str] | None) -> ClusterByRes
     new = _new_columns(snapshot, list(columns or ()), old, path=table.uri) if columns else ()
 
     def result(version: int | None, upgraded: bool) -> ClusterByResult:
-        return ClusterByResult(version, tuple(c.name for c in old), tuple(c.name for c in new), upgraded,
-                               0, 0, 0, 0, watch.seconds())
+        return ClusterByResult(version=version, old_columns=tuple(c.name for c in old),
+                               new_columns=tuple(c.name for c in new), protocol_upgraded=upgraded,
+                               num_removed_files=0, num_added_files=0, removed_bytes=0, added_bytes=0,
+                               duration_seconds=watch.seconds())
 
     if new == old:
         return result(None, False)  # already so (CLUSTER BY NONE on an unclustered table included)

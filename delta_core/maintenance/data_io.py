@@ -55,7 +55,7 @@ from delta_core.model.type_widening import readable_as
 from delta_core.model.variant import has_variant, stored_layout_problem
 from delta_core.model.variant_shredding import has_shredded, unshred_column
 from delta_core.storage.base import Storage
-from delta_core.write.data_writer import data_fields, new_data_file_key, table_schema, write_data_file_batches
+from delta_core.write.data_writer import DataFileWriter, data_fields, new_data_file_key, table_schema
 from delta_core.write.row_tracking import FileRowIds, materialized_columns, materialized_fields, stable_row_tracking
 
 # Reader threads per bin. Object-store reads are latency-bound, so many requests in flight pay;
@@ -359,11 +359,12 @@ def write_rewritten(
     ``table_schema(metadata)``, when parsed already. ``partition_columns``: the file also holds
     the partition columns (``materialized_partitions.stores_partition_columns``)."""
     chunks = [data] if isinstance(data, pa.Table) else data
-    add = write_data_file_batches(
-        storage, chunks, metadata=metadata,
+    writer = DataFileWriter(
+        storage, metadata=metadata,
         partition_values=logical_partition_values(metadata, partition_values, schema=schema), data_change=False,
         key=key, row_tracking_columns=True, partition_columns=partition_columns, schema=schema,
     )
+    add = writer.write_all(chunks)
     return dataclasses.replace(add, partition_values=dict(partition_values))
 
 

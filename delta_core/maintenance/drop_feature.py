@@ -59,7 +59,7 @@ from delta_core.maintenance.droppable_features import (
     DroppableFeature,
 )
 from delta_core.maintenance.dropped_columns import footer_schemas
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.model.actions import Action, Remove
 from delta_core.model.delta_operations import SET_TBLPROPERTIES
 from delta_core.model.schema import schema_to_arrow
@@ -101,25 +101,22 @@ class Fields:
         return dict(self.values)
 
 
-@dataclass(frozen=True, slots=True)
-class DropFeatureMetrics(MetricsRecord):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DropFeatureMetrics(OperationMetrics):
     """What ``drop_feature`` did: ``version`` of the protocol commit, every commit before it
-    (``steps``: step name and version), the checkpoints it wrote, the protocol before and after."""
+    (``steps``: step name and version), the checkpoints it wrote, the protocol before and after.
+    The files removed and added are the data files the pre-downgrade rewrote (purge, old types)
+    and their output."""
 
+    version: int  # the protocol commit: a drop always commits
     feature: str
     truncate_history: bool
-    version: int
     read_version: int
     steps: tuple[tuple[str, int], ...]
     checkpoints: tuple[int, ...]
-    num_removed_files: int  # the data files the pre-downgrade rewrote (purge, old types), and their output
-    num_added_files: int
-    removed_bytes: int
-    added_bytes: int
     protocol_before: dict[str, Any]
     protocol_after: dict[str, Any]
     protected_before_version: int | None  # delta.requireCheckpointProtectionBeforeVersion set (fast drop)
-    duration_seconds: float
 
     def outcome(self) -> str:
         return f"dropped {self.feature}, committed version {self.version}"

@@ -37,7 +37,7 @@ from delta_core.errors import (
     UnsupportedTableForOperationError,
     VersionNotFoundError,
 )
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.model.actions import Add, Metadata, Remove
 from delta_core.model.partition_values import partition_path, url_decode_path
 from delta_core.model.table_features import check_write_supported
@@ -57,9 +57,8 @@ STATE_KEY = f"{MANIFEST_DIR}/_delta_core_state.json"
 WRITE_THREADS = 16
 
 
-@dataclass(frozen=True, slots=True)
-class ManifestMetrics(MetricsRecord):
-    version: int | None  # manifests never commit to the log
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ManifestMetrics(OperationMetrics):  # version: None, manifests never commit to the log
     snapshot_version: int
     mode: str  # "full" | "incremental" | "up_to_date"
     num_partitions: int

@@ -3,7 +3,8 @@
 Each operation returns a frozen dataclass deriving from ``MetricsRecord``; ``to_dict()`` gives
 the JSON-ready form the CLI prints with ``--json`` and the Dagster assets show as metadata.
 Every record satisfies ``delta_core.maintenance.report.Report`` (the fields every operation
-reports, its ``outcome`` in words); ``tests/cli/test_operation_registry.py`` holds each to it.
+reports, its ``outcome`` in words); ``OperationMetrics`` declares those fields once for the
+records that derive from it. ``tests/cli/test_operation_registry.py`` holds each record to it.
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ class MetricsRecord:
     def details(self) -> list[str]:
         """Facts a person reads after the record's summary line (``report.summary_line``)."""
         return []
+
+
+@dataclasses.dataclass(frozen=True, slots=True, kw_only=True)
+class OperationMetrics(MetricsRecord):
+    """The fields ``report.Report`` asks of every operation's record: the version committed
+    (``None``: no commit), the files and bytes removed and added, and how long the run took.
+    A record adds its own fields after them (keyword-only, like these)."""
+
+    version: int | None
+    num_removed_files: int
+    num_added_files: int
+    removed_bytes: int
+    added_bytes: int
+    duration_seconds: float
 
 
 class Stopwatch:

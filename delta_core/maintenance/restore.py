@@ -46,7 +46,7 @@ from delta_core.errors import (
 )
 from delta_core.log.deletion_vectors import dv_file_key
 from delta_core.log.history import to_epoch_ms
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.maintenance.restore_plan import RestorePlan, plan_restore
 from delta_core.maintenance.vacuum_plan import log_paths_to_keys
 from delta_core.model.actions import Add
@@ -64,25 +64,19 @@ if TYPE_CHECKING:
 MAX_NAMED_MISSING = 100  # Delta Spark names at most this many missing files
 
 
-@dataclass(frozen=True, slots=True)
-class RestoreMetrics(MetricsRecord):
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RestoreMetrics(OperationMetrics):
     """What ``restore`` committed: ``version`` (None: nothing to change), the version read and
     the one restored, the files and bytes re-added and removed, the table after it, and whether
     the target's metadata came back and the protocol gained features."""
 
-    version: int | None
     read_version: int
     restored_version: int
     timestamp: str | None  # as asked, when restoring by timestamp
-    num_removed_files: int
-    num_added_files: int
-    removed_bytes: int
-    added_bytes: int
     num_files_after: int
     bytes_after: int
     metadata_restored: bool
     protocol_upgraded: bool
-    duration_seconds: float
 
     def outcome(self) -> str:
         if self.version is None:

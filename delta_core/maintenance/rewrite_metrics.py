@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.rewrite_commit import RewriteTally
 from delta_core.maintenance.run_bounds import Leftover, QuietSkip
@@ -26,10 +26,9 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RewriteMetrics(MetricsRecord):
+class RewriteMetrics(OperationMetrics):
     """The fields every rewrite reports (filled by ``RewriteRun.metrics``)."""
 
-    version: int | None  # the last version committed, None when nothing was committed
     versions: tuple[int, ...]  # one commit per batch committed
     read_version: int  # the snapshot the plan was made on
     num_batches: int  # batches planned
@@ -37,12 +36,7 @@ class RewriteMetrics(MetricsRecord):
     batches_aborted: int  # abandoned because a concurrent commit changed their inputs
     batches_retried: int  # re-planned on a newer snapshot after losing a conflict (each counted once)
     abandoned_reasons: tuple[str, ...]  # why each aborted batch was abandoned: "batch 2/3: ConcurrentDeleteRead"
-    num_removed_files: int
-    num_added_files: int
-    removed_bytes: int
-    added_bytes: int
     num_deletion_vectors_removed: int  # inputs whose deletion vector the rewrite applied
-    duration_seconds: float
     # Left for the next run by max_bytes/max_files (not started) or max_duration (batches not
     # started): file groups, their input files and bytes, and the bound that stopped the run.
     groups_left: int = 0

@@ -103,9 +103,16 @@ class AtomicOutput:
         self._drop()
 
 
+def temp_path_beside(full: str) -> str:
+    """A fresh hidden temporary file name in ``full``'s directory (same filesystem, so a rename
+    or link onto ``full`` is atomic): ``.<name>.<uuid>.tmp``."""
+    return os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+
+
 def local_atomic_output(full: str) -> AtomicOutput:
-    """Write to ``.<name>.<uuid>.tmp`` beside ``full``; rename it over ``full`` on commit."""
-    tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+    """Write to a temporary file beside ``full`` (``temp_path_beside``); rename it over ``full``
+    on commit."""
+    tmp = temp_path_beside(full)
     raw = open(tmp, "wb")  # noqa: SIM115 - closed by AtomicOutput
 
     def publish() -> None:

@@ -26,7 +26,6 @@ import errno
 import logging
 import os
 import threading
-import uuid
 from collections.abc import Iterator, Mapping
 from typing import IO, Any, cast
 
@@ -41,7 +40,12 @@ from delta_core.errors import (
 )
 from delta_core.model.path_identity import local_os_path
 from delta_core.storage.access import needs_access
-from delta_core.storage.atomic_output import AtomicOutput, local_atomic_output, object_atomic_output
+from delta_core.storage.atomic_output import (
+    AtomicOutput,
+    local_atomic_output,
+    object_atomic_output,
+    temp_path_beside,
+)
 from delta_core.storage.base import DeleteOutcome, FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
 from delta_core.storage.credentials import without_credentials
@@ -354,7 +358,7 @@ class FsspecStorage:
         full = self._full(key)
         if self._scheme == "file":
             self._makedirs_for(full)
-            tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            tmp = temp_path_beside(full)
             with open(tmp, "wb") as fh:
                 fh.write(data)
                 fh.flush()
@@ -431,14 +435,13 @@ class FsspecStorage:
         full = self._full(key)
         if self._scheme == "file":
             self._makedirs_for(full)
-            tmp = os.path.join(os.path.dirname(full), f".{os.path.basename(full)}.{uuid.uuid4().hex}.tmp")
+            out = local_atomic_output(full)  # written beside, then renamed over the key
             try:
-                with open(tmp, "wb") as fh:
-                    fh.write(data)
-                os.replace(tmp, full)
-            finally:
-                if os.path.exists(tmp):
-                    os.unlink(tmp)
+                out.write(data)
+                out.commit()
+            except BaseException:
+                out.discard()
+                raise
             return
         self._makedirs_for(full)
         self.fs.pipe_file(full, data)

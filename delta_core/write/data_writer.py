@@ -11,9 +11,9 @@ Serialization", "Column Mapping").
   mode), ``partitionValues`` and stats are keyed by physical names; in mode ``none`` leftover
   mapping metadata in the schema is ignored.
 - Every file gets full stats (``stats_collect``), collected row group by row group.
-- Files are streamed: ``DataFileWriter`` (and ``write_data_file_batches``) takes rows chunk by
-  chunk and encodes each full row group straight into the table's ``Storage`` output stream
-  (``parquet_stream``; same code path for local disk and object stores), so memory stays at
+- Files are streamed: ``DataFileWriter`` takes rows chunk by chunk (``write``, or ``write_all``
+  for an iterable) and encodes each full row group straight into the table's ``Storage`` output
+  stream (``parquet_stream``; same code path for local disk and object stores), so memory stays at
   about one row group however large the file. ``write_data_file`` is the one-table case.
   An ``add.path`` is the URI-encoded key relative to the table root.
 """
@@ -289,38 +289,16 @@ class DataFileWriter:
     def abort(self) -> None:
         self._stream.abort()
 
-
-def write_data_file_batches(
-    storage: Storage,
-    batches: Iterable[pa.Table | pa.RecordBatch],
-    *,
-    metadata: Metadata,
-    partition_values: Mapping[str, Any],
-    directory: str | None = None,
-    data_change: bool = True,
-    tags: Mapping[str, str] | None = None,
-    row_group_rows: int | None = None,
-    row_group_bytes: int | None = None,
-    key: str | None = None,
-    row_tracking_columns: bool = False,
-    partition_columns: bool = False,
-    schema: StructType | None = None,
-) -> Add:
-    """Write one Parquet file from ``batches`` (rows that all share ``partition_values``, logical
-    names), consumed one at a time; return its ``add``. A failure part-way removes the file.
-    ``schema`` is ``table_schema(metadata)`` when the caller has parsed it already;
-    ``partition_columns`` as for ``DataFileWriter``."""
-    writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
-                            data_change=data_change, tags=tags, row_group_rows=row_group_rows,
-                            row_group_bytes=row_group_bytes, key=key, row_tracking_columns=row_tracking_columns,
-                            partition_columns=partition_columns, schema=schema)
-    try:
-        for batch in batches:
-            writer.write(batch)
-        return writer.close()
-    except BaseException:
-        writer.abort()
-        raise
+    def write_all(self, batches: Iterable[pa.Table | pa.RecordBatch]) -> Add:
+        """Write ``batches`` (consumed one at a time) and close the file; return its ``add``. A
+        failure part-way removes the file."""
+        try:
+            for batch in batches:
+                self.write(batch)
+            return self.close()
+        except BaseException:
+            self.abort()
+            raise
 
 
 def write_data_file(
@@ -340,9 +318,9 @@ def write_data_file(
     columns present in ``data`` are dropped from the file, unless ``partition_columns`` asks to
     store them (as for ``DataFileWriter``).
     """
-    return write_data_file_batches(storage, [data], metadata=metadata, partition_values=partition_values,
-                                   directory=directory, data_change=data_change, tags=tags,
-                                   partition_columns=partition_columns)
+    writer = DataFileWriter(storage, metadata=metadata, partition_values=partition_values, directory=directory,
+                            data_change=data_change, tags=tags, partition_columns=partition_columns)
+    return writer.write_all([data])
 
 
 def write_parquet(storage: Storage, key: str, data: pa.Table) -> int:
@@ -451,5 +429,5 @@ def write_table_data(
 
 __all__ = [
     "DataFileWriter", "conform_to_schema", "data_fields", "partition_groups", "table_schema",
-    "write_data_file", "write_data_file_batches", "write_parquet", "write_table_data",
+    "write_data_file", "write_parquet", "write_table_data",
 ]

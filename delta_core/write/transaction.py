@@ -321,15 +321,16 @@ class Transaction:
         uri = self.table.uri
         schema = table_schema(metadata)  # mode none: leftover physical names do not count
         expected = {schema[c].physical_name for c in metadata.partition_columns}
-        seen_add: set[tuple[str, str | None]] = set()
-        seen_rm: set[tuple[str, str | None]] = set()
+        seen: set[tuple[bool, str, str | None]] = set()  # (an add?, path, deletion vector)
         for a in self._actions:
-            if isinstance(a, Add):
-                key = (a.path, a.dv_unique_id)
-                if key in seen_add:
-                    raise InvalidTransactionError(f"file {a.path!r} is added twice in one commit",
+            if isinstance(a, (Add, Remove)):
+                key = (isinstance(a, Add), a.path, a.dv_unique_id)
+                if key in seen:
+                    done = "added" if isinstance(a, Add) else "removed"
+                    raise InvalidTransactionError(f"file {a.path!r} is {done} twice in one commit",
                                                   path=uri, version=target)
-                seen_add.add(key)
+                seen.add(key)
+            if isinstance(a, Add):
                 keys = set(a.partition_values)
                 if keys != expected:
                     missing, extra = sorted(expected - keys), sorted(keys - expected)
@@ -340,12 +341,6 @@ class Transaction:
                         path=uri, version=target)
                 if a.size < 0:
                     raise InvalidTransactionError(f"add {a.path!r} has a negative size", path=uri, version=target)
-            elif isinstance(a, Remove):
-                key = (a.path, a.dv_unique_id)
-                if key in seen_rm:
-                    raise InvalidTransactionError(f"file {a.path!r} is removed twice in one commit",
-                                                  path=uri, version=target)
-                seen_rm.add(key)
             elif isinstance(a, AddCDCFile) and not any(
                     isinstance(x, (Add, Remove)) and x.data_change for x in self._actions):
                 raise InvalidTransactionError("cdc files belong to commits that change data",

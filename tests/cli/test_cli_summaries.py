@@ -58,9 +58,12 @@ def test_history_opens_with_a_summary_and_gives_iso_times(capsys, table):
         {k: v for k, v in r.items() if k != "commit_info"} for r in records]))
 
 
-def test_health_opens_with_a_summary_and_gives_the_last_optimize_in_iso(capsys, table):
+def test_health_opens_with_a_summary_and_gives_the_last_optimize_in_iso(capsys, table, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no tables.yaml here, none named: the default policy, said first
+    monkeypatch.delenv("DELTA_MAINTENANCE_TABLES", raising=False)
     optimized = iso_time(DeltaTable(table).history(1)[0].timestamp)
-    first = _out(capsys, "health", table).splitlines()[0]
+    policy, first = _out(capsys, "health", table).splitlines()[:2]
+    assert policy.startswith("default policy: ")
     assert re.fullmatch(rf"{re.escape(table)} at version 2: health \d+/100; 1 file, [\d.]+ \w*B; "
                         r"recommended: [\w, ]+ \([\d.]+ seconds\)", first), first
     report = json.loads(_out(capsys, "health", table, "--json"))

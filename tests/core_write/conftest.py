@@ -6,12 +6,15 @@ import datetime as dt
 import decimal
 import json
 import os
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from delta_core.log.table import DeltaTable
 from delta_core.model.partition_values import url_decode_path
+from delta_core.write.table_writes import append, create_table
 
 
 def listing(root: str) -> list[tuple[str, int]]:
@@ -24,6 +27,16 @@ def listing(root: str) -> list[tuple[str, int]]:
             p = os.path.join(dirpath, name)
             out.append((os.path.relpath(p, root), os.path.getsize(p)))
     return sorted(out)
+
+
+def appended_table(table_dir: str, rows: Callable[[list[int]], pa.Table], n: int, **props: str) -> DeltaTable:
+    """A table partitioned by ``day`` (the schema of ``rows([])``) with ``n`` appends of two rows
+    each, ``rows(ids)``, and ``props``; no checkpoint unless asked (an interval of 1000)."""
+    t = create_table(table_dir, rows([]).schema, partition_columns=["day"],
+                     properties={"delta.checkpointInterval": "1000", **props})
+    for i in range(n):
+        append(t, rows([2 * i, 2 * i + 1]))
+    return t
 
 
 def _norm(value: Any) -> Any:

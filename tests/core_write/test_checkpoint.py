@@ -20,6 +20,7 @@ from delta_core.log.table import DeltaTable
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
+from tests.core_write.conftest import appended_table
 from tests.kernel_oracle import kernel_rows
 from tests.multipart import spark_string_hash, write_multipart_checkpoint
 
@@ -36,11 +37,7 @@ def _data(ids: list[int]) -> pa.Table:
 
 
 def _build(table_dir: str, n: int, **props: str) -> DeltaTable:
-    t = create_table(table_dir, SCHEMA, partition_columns=["day"],
-                     properties={"delta.checkpointInterval": "1000", **props})
-    for i in range(n):
-        append(t, _data([2 * i, 2 * i + 1]))
-    return t
+    return appended_table(table_dir, _data, n, **props)
 
 
 def _strip_commits(src: str, dst: str, upto: int) -> None:

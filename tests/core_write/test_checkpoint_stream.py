@@ -17,7 +17,7 @@ from delta_core.log.table import DeltaTable
 from delta_core.storage import open_storage
 from delta_core.write.checkpoint_write import CheckpointRows, build_checkpoint_table, write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
-from tests.core_write.conftest import listing
+from tests.core_write.conftest import appended_table, listing
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.string())])
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,11 +29,7 @@ def _data(ids: list[int]) -> pa.Table:
 
 
 def _build(table_dir: str, n: int, **props: str) -> DeltaTable:
-    t = create_table(table_dir, SCHEMA, partition_columns=["day"],
-                     properties={"delta.checkpointInterval": "1000", **props})
-    for i in range(n):
-        append(t, _data([2 * i, 2 * i + 1]))
-    return t
+    return appended_table(table_dir, _data, n, **props)
 
 
 def test_rows_built_in_slices_equal_the_whole_checkpoint(table_dir):

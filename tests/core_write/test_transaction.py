@@ -114,7 +114,12 @@ def test_structural_rules(table):
     a = Add("p=a/f.parquet", {"p": "a"}, 1, 0, True)
     txn = Transaction(table, operation="X")
     txn.add_actions([a, a])
-    with pytest.raises(InvalidTransactionError):
+    with pytest.raises(InvalidTransactionError, match="'p=a/f.parquet' is added twice in one commit"):
+        txn.commit()
+    rm = next(table.snapshot().add_actions()).to_remove(0)
+    txn = Transaction(table, operation="DELETE")
+    txn.add_actions([rm, rm])
+    with pytest.raises(InvalidTransactionError, match=f"{rm.path!r} is removed twice in one commit"):
         txn.commit()
     # a rewrite claiming dataChange=false must keep the row count
     snap = table.snapshot()

@@ -71,25 +71,28 @@ WRITES = {
 }
 
 
-@pytest.mark.parametrize("operation", sorted(WRITES))
-def test_unknown_writer_feature_refused_by_every_write(tmp_path, operation):
-    table = _other_engines_table(str(tmp_path / "t"), FOO_BAR)
-    before = listing(table.uri)
-    with pytest.raises(UnsupportedWriterFeatureError, match="fooBarWriter") as ei:
-        WRITES[operation](table)
-    assert ei.value.kind == "unsupported_protocol" and ei.value.path == table.uri
-    assert "use a Delta engine that supports them" in str(ei.value)
-    assert listing(table.uri) == before
+# The protocols every write refuses: the error raised, what its message must say, and whether
+# its ``path`` is the table's uri as given (the read gate, which refuses a catalog-managed table
+# first, names it by its ``file://`` URI instead). For writes the message says why.
+REFUSED = {
+    "unknown_writer_feature": (FOO_BAR, UnsupportedWriterFeatureError,
+                               ("fooBarWriter", "use a Delta engine that supports them"), True),
+    "catalog_managed": (CATALOG, UnsupportedProtocolError, ("commits must go through the catalog",), False),
+}
 
 
 @pytest.mark.parametrize("operation", sorted(WRITES))
-def test_catalog_managed_table_refused_by_every_write(tmp_path, operation):
-    # Pinned: the read gate already refused these tables; the message now says why for writes.
-    table = _other_engines_table(str(tmp_path / "t"), CATALOG)
+@pytest.mark.parametrize("protocol", sorted(REFUSED))
+def test_every_write_refuses_the_table(tmp_path, protocol, operation):
+    action, error, says, path_as_given = REFUSED[protocol]
+    table = _other_engines_table(str(tmp_path / "t"), action)
     before = listing(table.uri)
-    with pytest.raises(UnsupportedProtocolError, match="commits must go through the catalog") as ei:
+    with pytest.raises(error) as ei:
         WRITES[operation](table)
     assert ei.value.kind == "unsupported_protocol"
+    assert all(text in str(ei.value) for text in says), str(ei.value)
+    if path_as_given:
+        assert ei.value.path == table.uri
     assert listing(table.uri) == before
 
 

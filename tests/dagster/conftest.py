@@ -29,6 +29,28 @@ def make_events_table(tmp_path):
 
 
 @pytest.fixture()
+def s3_env_tables_yaml(tables_yaml, s3_server, monkeypatch):
+    """``make(name, uri, key=..., secret=..., sections=...)``: a loaded tables.yaml with one table
+    ``name`` at ``uri`` on the moto server whose key and secret it only names (``{env: ...}``;
+    this test's environment holds them), then ``sections`` (the table's YAML lines)."""
+
+    def make(name: str, uri: str, *, key: str, secret: str, sections: str):
+        monkeypatch.setenv("DM_S3_KEY", key)
+        monkeypatch.setenv("DM_S3_SECRET", secret)
+        return tables_yaml(
+            "tables:\n"
+            f"  {name}:\n"
+            f"    uri: {uri}\n"
+            "    storage_options:\n"
+            "      key: {env: DM_S3_KEY}\n"
+            "      secret: {env: DM_S3_SECRET}\n"
+            f'      client_kwargs: {{endpoint_url: "{s3_server}"}}\n'
+            + textwrap.indent(textwrap.dedent(sections).strip() + "\n", "    "))
+
+    return make
+
+
+@pytest.fixture()
 def tables_yaml(tmp_path):
     """Write a tables.yaml into tmp_path and return its loaded MaintenanceConfig."""
     from resources.config import load_config

@@ -79,6 +79,8 @@ def test_env_var_selects_the_file(tmp_path, monkeypatch):
 def test_repository_tables_yaml_is_valid():
     cfg = load_config(REPO_ROOT / "tables.yaml")
     assert cfg.table("events").enabled(MANIFEST.name)
+    # the demo records its runs
+    assert cfg.history is not None and cfg.history.location().holds(str(REPO_ROOT / "demo_data/_maintenance_history"))
 
 
 @pytest.mark.parametrize("body, table, field, words", [

@@ -19,8 +19,7 @@ from delta_core.write.table_writes import append, create_table
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 
 
-def test_secrets_stay_out_of_task_payloads_and_the_event_log(spark, s3_server, s3_table_uri, tables_yaml,
-                                                            monkeypatch):
+def test_secrets_stay_out_of_task_payloads_and_the_event_log(spark, s3_server, s3_table_uri, s3_env_tables_yaml):
     secret = f"secret-{uuid.uuid4().hex}"  # moto accepts any key pair; the driver signs with this one
     options = {"key": "AKIDRIVERONLY", "secret": secret, "client_kwargs": {"endpoint_url": s3_server}}
     data = pa.table({"id": pa.array(range(40), pa.int64())})
@@ -35,20 +34,11 @@ def test_secrets_stay_out_of_task_payloads_and_the_event_log(spark, s3_server, s
     assert all(secret.encode() not in p and b"AKIDRIVERONLY" not in p for p in payloads)
     assert all(s3_server.encode() in p for p in payloads)  # what is not a secret still travels
 
-    monkeypatch.setenv("DM_SCALE_KEY", "AKIDRIVERONLY")
-    monkeypatch.setenv("DM_SCALE_SECRET", secret)
-    config = tables_yaml(f"""
-tables:
-  s3t:
-    uri: {s3_table_uri}
-    storage_options:
-      key: {{env: DM_SCALE_KEY}}
-      secret: {{env: DM_SCALE_SECRET}}
-      client_kwargs: {{endpoint_url: "{s3_server}"}}
-    compact: {{target_size: 128MB}}
-    vacuum: false
-    checkpoint: false
-""")
+    config = s3_env_tables_yaml("s3t", s3_table_uri, key="AKIDRIVERONLY", secret=secret, sections="""
+        compact: {target_size: 128MB}
+        vacuum: false
+        checkpoint: false
+    """)
     with instance_for_test() as instance:
         result = materialize(build_definitions(config).assets, selection=[AssetKey(["s3t", "compact"])],
                              resources=build_resources(config), instance=instance)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 
+import deltalake
 import pytest
 
 from tests.dagster.conftest import REPO_ROOT
@@ -65,6 +66,16 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     report = text[text.index("Fleet report (asset fleet/report):"):].splitlines()[3:7]
     assert sorted(row.split(" | ")[0].lstrip("| ") for row in report) == sorted(["events", *LAKE])
     assert all(row.split(" | ")[2] == "none" for row in report)
+
+    # the table has 3 partitions (days) before and after, whatever its files
+    partitions = next(line.split() for line in text.splitlines() if line.startswith("  partitions "))
+    assert partitions[1:] == ["3", "->", "3"]
+    # every run of the demo is a row of its maintenance history, readable by delta-rs
+    history = deltalake.DeltaTable(str(tmp_path / "demo_data" / "_maintenance_history")).to_pyarrow_table()
+    mine = [r for r in history.to_pylist() if r["table_name"] == "events"]
+    assert sorted(r["operation"] for r in mine) == sorted(load_config(tmp_path / "tables.yaml").table("events").operations)
+    assert {(r["status"], r["trigger"]) for r in history.to_pylist()} == {("SUCCEEDED", "job")}
+    assert set(history.column("table_name").to_pylist()) == {"events", *LAKE}
 
     table = DeltaTable(str(tmp_path / "demo_data" / "events"))
     snap = table.snapshot()

@@ -253,21 +253,23 @@ def test_fleet_report_lists_every_table(fleet_tables, tables_yaml):
         (mat,) = result.asset_materializations_for_node("fleet__report")
     meta = {k: v.value for k, v in mat.metadata.items()}
     assert meta["tables"] == 4
-    rows = {line.split(" | ")[0].lstrip("| "): line.split(" | ") for line in meta["report"].splitlines()[2:]}
+    rows = {r.data["table"]: r.data for r in meta["report"].records}
     assert sorted(rows) == ["a", "b", "c", "missing"]
     for name in "abc":
         checks = evaluate_checks(DeltaTable(fleet_tables[name].uri), policy=config.table(name).advisor.health)
-        assert rows[name][1] == str(checks.report.score)
-        assert rows[name][2] == (", ".join(failing_checks(checks)) or "none")
-    assert rows["a"][2].startswith("small_files (")
-    assert rows["b"][2].startswith("small_files (") and "vacuum_due (" in rows["b"][2]
-    assert rows["a"][4] == "compact 2026-11-27 02:00 UTC; on health"  # its next schedule tick, and the advisor
-    assert rows["missing"][4] == "compact 2026-11-27 02:00 UTC"
-    assert rows["c"][3].startswith("vacuum 20")  # the latest maintenance materialization
-    assert rows["a"][3] == "never"
-    assert rows["missing"][1] == "n/a" and rows["missing"][2].startswith("not readable")
+        assert rows[name]["health"] == checks.report.score
+        assert rows[name]["failing_checks"] == (", ".join(failing_checks(checks)) or "none")
+    assert rows["a"]["failing_checks"].startswith("small_files (")
+    assert rows["b"]["failing_checks"].startswith("small_files (") and "vacuum_due (" in rows["b"]["failing_checks"]
+    # every schedule, the advisor and the automation sensor are stopped in this instance, and a, b and
+    # c have no log sensor: nothing will run them; missing's log sensor runs by default
+    assert {rows[name]["next_maintenance"] for name in "abc"} == {"nothing scheduled"}
+    assert rows["missing"]["next_maintenance"] == "on commits (checkpoint)"
+    assert rows["c"]["last_maintenance"].startswith("vacuum 20")  # the latest maintenance materialization
+    assert rows["a"]["last_maintenance"] == "never"
+    assert rows["missing"]["health"] is None and rows["missing"]["failing_checks"].startswith("not readable")
     assert meta["failing_tables"] == 4  # three with small files, one unreadable
-    assert "compact: " in rows["b"][5] and "vacuum: " in rows["b"][5]
+    assert "compact +" in rows["b"]["advised"] and "vacuum +" in rows["b"]["advised"]
 
 
 def _append_rows(uri: str) -> None:

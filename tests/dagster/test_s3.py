@@ -14,27 +14,17 @@ from resources import DeltaTableResource
 pytestmark = pytest.mark.s3
 
 
-def test_s3_table_with_env_secrets(s3_server, s3_storage_options, s3_table_uri, deltalake_s3_options,
-                                   tables_yaml, monkeypatch):
+def test_s3_table_with_env_secrets(s3_storage_options, s3_table_uri, deltalake_s3_options, s3_env_tables_yaml):
     table = create_table(s3_table_uri, SCHEMA, partition_columns=PARTITION_COLUMNS,
                          storage_options=s3_storage_options,
                          properties={"delta.checkpointInterval": "1000"})
     for i in range(3):
         append(table, event_batch(40, days=2, seed=i))
-    monkeypatch.setenv("DM_S3_KEY", "testing")
-    monkeypatch.setenv("DM_S3_SECRET", "testing")
-    config = tables_yaml(f"""
-tables:
-  s3events:
-    uri: {s3_table_uri}
-    storage_options:
-      key: {{env: DM_S3_KEY}}
-      secret: {{env: DM_S3_SECRET}}
-      client_kwargs: {{endpoint_url: "{s3_server}"}}
-    compact: false
-    vacuum: false
-    checkpoint: {{interval: 3}}
-""")
+    config = s3_env_tables_yaml("s3events", s3_table_uri, key="testing", secret="testing", sections="""
+        compact: false
+        vacuum: false
+        checkpoint: {interval: 3}
+    """)
     # the YAML holds no secret; the resource holds only the variable names until run time
     assert "testing" not in repr(DeltaTableResource.from_table_config(config.table("s3events")).storage_options)
 

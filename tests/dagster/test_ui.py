@@ -232,32 +232,11 @@ def _skip_welcome(driver) -> None:
 
 @pytest.mark.browser
 def test_browser_shows_the_asset_graph(server):
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
-
     dev, _ = server
+    wanted = ("compact", "zorder", "vacuum", "checkpoint", "manifest", "delta_table")
     with _chromium() as driver:
-        driver.get(f"{dev.url}/locations/{LOCATION}/asset-groups/events")
-        wanted = ("compact", "zorder", "vacuum", "checkpoint", "manifest", "delta_table")
-
-        def graph_loaded(d) -> bool:
-            _skip_welcome(d)
-            text = d.find_element("tag name", "body").text
-            return all(w in text for w in wanted) and "Join the Dagster community" not in text
-
-        ARTIFACTS.mkdir(parents=True, exist_ok=True)
-        shot = ARTIFACTS / "ui_asset_graph_events.png"
-        try:
-            WebDriverWait(driver, 120, poll_frequency=1).until(graph_loaded)
-        except TimeoutException:
-            driver.save_screenshot(str(ARTIFACTS / "ui_asset_graph_events_timeout.png"))
-            (ARTIFACTS / "ui_asset_graph_events_timeout.txt").write_text(
-                driver.current_url + "\n" + driver.find_element("tag name", "body").text)
-            raise
-        time.sleep(2)  # let the layout settle before the picture
-        driver.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000
-        body = driver.find_element("tag name", "body").text
+        body = _screenshot_when(driver, f"{dev.url}/locations/{LOCATION}/asset-groups/events",
+                                ARTIFACTS / "ui_asset_graph_events.png", lambda t: all(w in t for w in wanted))
         assert "Asset Group in" in body and LOCATION in body
 
 
@@ -280,9 +259,6 @@ def _observe_through_instance(dev: DagsterDev) -> None:
 @pytest.mark.browser
 def test_browser_plots_the_table_health(server):
     """Item 7: three observations at three versions; the asset page's metadata plots show them."""
-    from selenium.common.exceptions import TimeoutException
-    from selenium.webdriver.support.ui import WebDriverWait
-
     from delta_core.write.table_writes import append
     from demo.data import event_batch
 
@@ -308,21 +284,10 @@ def test_browser_plots_the_table_health(server):
             text = d.find_element("tag name", "body").text
             return all(name in text for name in plotted) and len(d.find_elements("tag name", "canvas")) >= len(plotted)
 
-        try:
-            WebDriverWait(driver, 120, poll_frequency=1).until(plots_button).click()
-            WebDriverWait(driver, 60, poll_frequency=1).until(plots_drawn)
-        except TimeoutException:
-            driver.save_screenshot(str(ARTIFACTS / "ui_health_plots_timeout.png"))
-            (ARTIFACTS / "ui_health_plots_timeout.txt").write_text(
-                driver.current_url + "\n" + driver.find_element("tag name", "body").text)
-            raise
-        time.sleep(2)  # let the charts finish drawing before the picture
-        # bring the score's chart into view for the screenshot
-        score = driver.find_element("xpath", "//*[normalize-space()='health_score']")
-        driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", score)
-        time.sleep(1)
-        driver.save_screenshot(str(shot))
-        assert shot.stat().st_size > 10_000
+        _wait_until(driver, plots_button, shot).click()
+        _wait_until(driver, plots_drawn, shot, seconds=60)
+        # the charts finish drawing; the score's chart is brought into view for the picture
+        _save_settled(driver, shot, scroll_to="health_score")
         canvases = driver.find_elements("tag name", "canvas")
         assert len(canvases) >= len(plotted)
         assert all(c.size["width"] > 100 and c.size["height"] > 50 for c in canvases[:len(plotted)])
@@ -341,11 +306,34 @@ def _run_in_server_instance(dev: DagsterDev, job_name: str) -> None:
         assert defs.resolve_job_def(job_name).execute_in_process(instance=instance).success
 
 
-def _screenshot_when(driver, url: str, shot: pathlib.Path, ready, *, scroll_to: str | None = None) -> str:
-    """Open ``url``, wait until ``ready(body text)``, save ``shot``; the page's text."""
+def _wait_until(driver, condition, shot: pathlib.Path, *, seconds: int = 120):
+    """``condition(driver)``'s first true value, polled each second for up to ``seconds``; on a
+    timeout the page's picture and text are saved beside ``shot`` (``<name>_timeout.png/.txt``)."""
     from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
+    try:
+        return WebDriverWait(driver, seconds, poll_frequency=1).until(condition)
+    except TimeoutException:
+        timeout = shot.with_name(shot.stem + "_timeout.png")
+        driver.save_screenshot(str(timeout))
+        timeout.with_suffix(".txt").write_text(driver.current_url + "\n" + driver.find_element("tag name", "body").text)
+        raise
+
+
+def _save_settled(driver, shot: pathlib.Path, *, scroll_to: str | None = None) -> None:
+    """Save ``shot`` once the page has settled, scrolled to the element whose text is ``scroll_to``."""
+    time.sleep(2)  # let the layout settle before the picture
+    if scroll_to is not None:
+        target = driver.find_element("xpath", f"//*[normalize-space()='{scroll_to}']")
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", target)
+        time.sleep(1)
+    driver.save_screenshot(str(shot))
+    assert shot.stat().st_size > 10_000
+
+
+def _screenshot_when(driver, url: str, shot: pathlib.Path, ready, *, scroll_to: str | None = None) -> str:
+    """Open ``url``, wait until ``ready(body text)``, save ``shot``; the page's text."""
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     driver.get(url)
 
@@ -357,20 +345,8 @@ def _screenshot_when(driver, url: str, shot: pathlib.Path, ready, *, scroll_to: 
         seen.append(text)
         return "Join the Dagster community" not in text and ready(text)
 
-    try:
-        WebDriverWait(driver, 120, poll_frequency=1).until(loaded)
-    except TimeoutException:
-        timeout = shot.with_name(shot.stem + "_timeout.png")
-        driver.save_screenshot(str(timeout))
-        timeout.with_suffix(".txt").write_text(driver.current_url + "\n" + driver.find_element("tag name", "body").text)
-        raise
-    time.sleep(2)  # let the layout settle before the picture
-    if scroll_to is not None:
-        target = driver.find_element("xpath", f"//*[normalize-space()='{scroll_to}']")
-        driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", target)
-        time.sleep(1)
-    driver.save_screenshot(str(shot))
-    assert shot.stat().st_size > 10_000
+    _wait_until(driver, loaded, shot)
+    _save_settled(driver, shot, scroll_to=scroll_to)
     return seen[-1]  # the page's text when it was ready (it may re-render after)
 
 
@@ -396,11 +372,11 @@ def test_browser_shows_the_health_checks(server):
 
 @pytest.mark.browser
 def test_browser_shows_the_fleet_report(server):
-    """Issue 29: the fleet report asset's Markdown table of every table's health and checks."""
+    """The fleet report asset's table of every table's health and checks."""
     dev, _ = server
     _run_in_server_instance(dev, "fleet_report")
     with _chromium() as driver:
         text = _screenshot_when(driver, f"{dev.url}/assets/fleet/report",
                                 ARTIFACTS / "ui_fleet_report.png",
-                                lambda t: "failing checks" in t and "next maintenance" in t, scroll_to="report")
-        assert "events" in text and "estimated gain" in text
+                                lambda t: "failing_checks" in t and "next_maintenance" in t, scroll_to="report")
+        assert "events" in text and "gain_points" in text

@@ -4,11 +4,12 @@ commit inspection. Data sizes stay tiny: two shared cores."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import datetime as dt
 import json
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import pyarrow as pa
@@ -17,6 +18,7 @@ import pytest
 from delta_core.log.log_path import commit_key
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.table_writes import delete_files
+from tests.kernel_oracle import kernel_rows
 
 SCHEMA = pa.schema([
     ("id", pa.int64()),
@@ -74,6 +76,17 @@ def deltars_rows(uri: str, *, version: int | None = None, storage_options: dict 
 
     dt_ = deltalake.DeltaTable(uri, version=version, storage_options=storage_options)
     return dt_.to_pyarrow_table()
+
+
+@contextlib.contextmanager
+def rows_kept(uri: str) -> Iterator[None]:
+    """The block leaves the table at ``uri`` holding the same rows: delta-rs and delta-kernel-rs
+    each read after it what they read before."""
+    before = multiset(deltars_rows(uri))
+    kernel_before = kernel_rows(uri)
+    yield
+    assert multiset(deltars_rows(uri)) == before
+    assert kernel_rows(uri) == kernel_before
 
 
 def commit_lines(table: Any, version: int) -> list[dict]:

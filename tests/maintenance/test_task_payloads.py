@@ -11,6 +11,7 @@ import pickle
 import pyarrow as pa
 import pytest
 
+from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file, rewrite_output_key
 from delta_core.maintenance.ipc_chunks import unpack
 from delta_core.maintenance.spark.bin_rewrite import BinTask, rewrite_bin
@@ -27,6 +28,7 @@ from delta_core.maintenance.spark.curve_rewrite import (
 )
 from delta_core.maintenance.spark.tasks import add_from_json
 from delta_core.maintenance.spark.vacuum import DeleteChunkTask, _delete_chunk
+from delta_core.model.actions import Add
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.rewrite_proof import InputSummary
 from tests.maintenance.conftest import make_table, multiset
@@ -61,12 +63,20 @@ def test_bin_task_rewrites_its_group_after_the_trip(table_uri):
     assert [(s.path, num_records(s.stats)) for s in summaries] == [(eu[0].path, num_records(eu[0].stats))]
 
 
-def test_zorder_file_task_samples_its_file_after_the_trip(table_uri):
-    table = make_table(table_uri, appends=1, rows=20)
+def one_file_task(table_uri: str, *, rows: int, part: int, fraction: float,
+                  summarise: bool) -> tuple[DeltaTable, Add, ZOrderFileTask]:
+    """A table of one file of ``rows`` rows, its ``add``, and the Z-order task over that file
+    (columns ``x``, ``id``)."""
+    table = make_table(table_uri, appends=1, rows=rows)
     snap = table.snapshot()
     add = next(snap.add_actions())
-    task = ZOrderFileTask(storage=table.storage, metadata=snap.metadata, path=add.path, size=add.size, part=3,
-                          columns=("x", "id"), fraction=0.5, summarise=True)
+    task = ZOrderFileTask(storage=table.storage, metadata=snap.metadata, path=add.path, size=add.size, part=part,
+                          columns=("x", "id"), fraction=fraction, summarise=summarise)
+    return table, add, task
+
+
+def test_zorder_file_task_samples_its_file_after_the_trip(table_uri):
+    _, add, task = one_file_task(table_uri, rows=20, part=3, fraction=0.5, summarise=True)
     sample = pa.Table.from_batches(list(_sample_file(shipped(task))))
     rows = sample.filter(sample.column(SUMMARY_COL).is_null())
     assert rows.num_rows == math.ceil(num_records(add.stats) * 0.5)
@@ -80,11 +90,7 @@ def test_zorder_file_task_samples_its_file_after_the_trip(table_uri):
 
 
 def test_zorder_key_task_packs_each_output_files_rows_in_key_order(table_uri):
-    table = make_table(table_uri, appends=1, rows=60)
-    snap = table.snapshot()
-    add = next(snap.add_actions())
-    task = ZOrderFileTask(storage=table.storage, metadata=snap.metadata, path=add.path, size=add.size, part=0,
-                          columns=("x", "id"), fraction=1.0, summarise=False)
+    table, add, task = one_file_task(table_uri, rows=60, part=0, fraction=1.0, summarise=False)
     sample = pa.Table.from_batches(list(_sample_file(task))).drop_columns([SUMMARY_COL])
     layout = layout_from_sample(sample, columns=("x", "id"), curve="zorder", bits=8, files_per_partition=[3])
     batches = list(_keyed_reader(layout)(shipped(task)))
@@ -99,7 +105,7 @@ def test_zorder_key_task_packs_each_output_files_rows_in_key_order(table_uri):
         assert set(layout.file_ids(0, keys.astype("uint64")).tolist()) == {file_id}
     # Together the runs hold exactly the file's rows.
     rows = pa.concat_tables(runs).drop_columns([KEY_COL])
-    assert multiset(rows) == multiset(read_data_file(table.storage, add.path, snap.metadata))
+    assert multiset(rows) == multiset(read_data_file(table.storage, add.path, table.snapshot().metadata))
 
 
 def test_delete_chunk_task_deletes_exactly_its_keys_after_the_trip(table_uri):

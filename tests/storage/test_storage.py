@@ -87,6 +87,16 @@ def test_write_read_delete_and_recursive_listing(store):
         store.read("a=1/part-0.parquet")
 
 
+def test_local_write_replaces_whole_and_leaves_no_temporary_file(tmp_path):
+    store = open_storage(str(tmp_path / "t"))
+    store.write("_delta_log/_last_checkpoint", b"old")
+    store.write("_delta_log/_last_checkpoint", b"new")
+    with pytest.raises(TypeError):
+        store.write("_delta_log/_last_checkpoint", "not bytes")  # type: ignore[arg-type]
+    assert store.read("_delta_log/_last_checkpoint") == b"new"  # the failed write left the file as it was
+    assert sorted(p.name for p in (tmp_path / "t" / "_delta_log").iterdir()) == ["_last_checkpoint"]
+
+
 def test_storage_is_picklable(store):
     store.write("x/y.bin", b"payload")
     clone = pickle.loads(pickle.dumps(store))

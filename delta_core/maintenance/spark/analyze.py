@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_core.maintenance.analyze_commit import commit_stats, still_live
 from delta_core.maintenance.analyze_plan import AnalyzePlan, plan_analyze
-from delta_core.maintenance.metrics import MetricsRecord, Stopwatch
+from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.spark.tasks import resolve_spark, run_tasks
 from delta_core.maintenance.stats_recompute import files_stats_json
@@ -44,9 +44,8 @@ TASK_FILES = 64
 TASK_BYTES = 256 * 1024 * 1024
 
 
-@dataclass(frozen=True, slots=True)
-class AnalyzeMetrics(MetricsRecord):
-    version: int | None  # last version committed, None when nothing was committed
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AnalyzeMetrics(OperationMetrics):  # version: the last committed; no data file written or removed
     versions: tuple[int, ...]
     read_version: int
     predicate: str | None
@@ -61,12 +60,6 @@ class AnalyzeMetrics(MetricsRecord):
     num_batches: int
     batches_committed: int
     batches_aborted: int
-    duration_seconds: float
-    # No data file is written or removed: kept at 0 for the common metrics contract.
-    num_removed_files: int = 0
-    num_added_files: int = 0
-    removed_bytes: int = 0
-    added_bytes: int = 0
 
     def outcome(self) -> str:
         done = f"stats recomputed for {self.files_analyzed} of {self.files_considered} files"
@@ -171,6 +164,7 @@ def analyze(
         num_batches=len(batches),
         batches_committed=len(versions),
         batches_aborted=aborted,
+        num_removed_files=0, num_added_files=0, removed_bytes=0, added_bytes=0,  # stats only: no data file
         duration_seconds=watch.seconds(),
     )
 

@@ -1,0 +1,89 @@
+"""The records of the maintenance history: where its table lives and one row of it.
+
+``HistoryLocation`` is tables.yaml's ``history`` (or ``$DELTA_MAINTENANCE_HISTORY`` for the
+command line without ``--config``); ``HistoryRow`` is one run of one registry operation on one
+table, the columns of ``history_table.HISTORY_SCHEMA``. No pyarrow here: the command line
+imports it while building its parser.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from delta_core.model.path_identity import local_os_path
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
+
+HISTORY_ENV_VAR = "DELTA_MAINTENANCE_HISTORY"  # the history table's URI for the CLI without --config
+SUCCEEDED, FAILED = "SUCCEEDED", "FAILED"
+# Who started a run: the command line, a Dagster job launched by hand, a schedule, the log
+# sensor, the automation sensor (declarative automation) or the fleet advisor.
+TRIGGERS = ("cli", "job", "schedule", "sensor", "automation", "advisor")
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryLocation:
+    """Where the history table lives (tables.yaml ``history``, or ``$DELTA_MAINTENANCE_HISTORY``)."""
+
+    uri: str
+    storage_options: Mapping[str, Any] = field(default_factory=dict, hash=False)
+
+    def holds(self, uri: str) -> bool:
+        """Whether ``uri`` names this table (local paths compared resolved, URIs without a trailing /)."""
+        return same_location(self.uri, uri)
+
+    def open(self) -> DeltaTable:
+        from delta_core.log.table import DeltaTable  # deferred: the read path loads pyarrow
+
+        return DeltaTable(self.uri, dict(self.storage_options) or None)
+
+
+def same_location(a: str, b: str) -> bool:
+    """Whether two table roots name one location: local ones by their resolved OS paths."""
+    la, lb = local_os_path(a), local_os_path(b)
+    if la is not None and lb is not None:
+        return os.path.realpath(la) == os.path.realpath(lb)
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def location_from_env() -> HistoryLocation | None:
+    """The history table named by ``$DELTA_MAINTENANCE_HISTORY``; None when unset or empty."""
+    uri = os.environ.get(HISTORY_ENV_VAR, "").strip()
+    return HistoryLocation(uri) if uri else None
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRow:
+    """One run of one operation on one table."""
+
+    start_time: dt.datetime  # aware, UTC
+    end_time: dt.datetime
+    table_name: str | None
+    table_uri: str
+    operation: str
+    status: str
+    trigger: str
+    dagster_run_id: str | None = None
+    version: int | None = None
+    files_read: int = 0
+    bytes_read: int = 0
+    files_written: int = 0
+    bytes_written: int = 0
+    health_before: int | None = None
+    health_after: int | None = None
+    health_note: str | None = None
+    error_kind: str | None = None
+    error_message: str | None = None
+    core_seconds: float = 0.0
+    operation_metrics: Mapping[str, str] = field(default_factory=dict, hash=False)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["start_time"], out["end_time"] = self.start_time.isoformat(), self.end_time.isoformat()
+        out["operation_metrics"] = dict(self.operation_metrics)
+        return out
