@@ -86,6 +86,9 @@ def check_metadata(check: HealthCheck, *, version: int) -> dict[str, MetadataVal
     }
     if check.skipped_reason is not None:
         meta["skipped_reason"] = MetadataValue.text(check.skipped_reason)
+    if not check.reachable:
+        meta["reachable"] = MetadataValue.bool(False)
+        meta["unreachable_reason"] = MetadataValue.text(check.unreachable_reason or "")
     if rows:
         meta["figures"] = MetadataValue.md(table)
     meta.update({f.name: _number(f) for _, f in rows})

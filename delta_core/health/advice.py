@@ -6,10 +6,9 @@ one small file has nothing to compact (the compaction plan drops single-file bin
 checkpoint needs no other, a single file cannot be clustered better.
 
 Gains, each in its own unit: compact — files fewer after the rewrite; purge — deleted rows
-dropped; analyze — files whose stats it completes; zorder/cluster — rise of the point-query skip ratio towards what a perfectly clustered
-layout of the same number of files reaches (``1 - n ** (-1 / k)`` for ``n`` files per partition
-on ``k`` columns: rewrites cluster within a partition, where each column splits into
-``n ** (1/k)`` slabs, so a table of one file per partition has nothing to gain); checkpoint — commits a reader no longer
+dropped; analyze — files whose stats it completes; zorder/cluster — rise of the point-query skip
+ratio to what the run's own plan predicts (``layout_estimate``), advised only when it reaches the
+floor or rises by ``MIN_SKIP_RISE`` (``metrics.skip_unreachable`` says why not otherwise); checkpoint — commits a reader no longer
 replays; vacuum — bytes of expired tombstones; cleanup_log — log files deletable; manifest —
 versions the manifests lag behind. Each recommendation names its operation by its registry name
 (``delta_core.maintenance.operations``), the score part (``score``) its run raises, and the bytes
@@ -21,7 +20,6 @@ others rewrite no data file.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from delta_core.health.metrics import HealthMetrics
@@ -60,13 +58,6 @@ class Recommendation:
     rewrite_bytes: int = 0  # the bytes its run would rewrite, by the module's estimate
 
 
-def ideal_skip_ratio(num_files: int, num_columns: int) -> float:
-    """Point-query skip ratio of a perfectly clustered layout of ``num_files`` files."""
-    if num_files <= 1 or num_columns <= 0:
-        return 0.0
-    return round(1.0 - math.pow(num_files, -1.0 / num_columns), 4)
-
-
 def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool = False) -> tuple[Recommendation, ...]:
     """What to run, in the order a maintenance run would (rewrites, then deletes, then log)."""
     m = metrics
@@ -92,14 +83,15 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
                      f"columns the table indexes ({', '.join(m.stats_columns) or 'numRecords only'}), so queries "
                      f"cannot skip them; coverage {m.stats_coverage:.0%} is under {policy.stats_coverage_floor:.0%}",
             float(uncovered), "files", PART_STATS_COVERAGE))
-    if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor:
-        per_partition = round(m.num_files / max(1, m.num_partitions))
-        rise = round(ideal_skip_ratio(per_partition, len(m.columns)) - m.skip_ratio, 4)
+    if m.skip_ratio is not None and m.skip_ratio < policy.skip_ratio_floor and m.skip_unreachable is None \
+            and m.predicted_skip_ratio is not None:
+        rise = round(m.predicted_skip_ratio - m.skip_ratio, 4)
         if rise > 0:
             out.append(Recommendation(
                 (CLUSTER if clustered else ZORDER).name,
                 f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
-                f"(floor {policy.skip_ratio_floor:.0%}; average overlap depth {m.overlap_depth})",
+                f"(floor {policy.skip_ratio_floor:.0%}; average overlap depth {m.overlap_depth}); its plan "
+                f"predicts {m.predicted_skip_ratio:.0%}",
                 rise, "skip ratio", PART_SKIPPING, m.total_bytes))
     if m.reclaimable_bytes > 0 and m.reclaimable_bytes >= policy.vacuum_min_reclaimable_bytes:
         out.append(Recommendation(

@@ -12,7 +12,9 @@ table's size. Log cleanup has no threshold to double (any expired log file is du
 (``model.table_features.check_write_supported``): ERROR when it refuses even rewrites (no
 maintenance can run), WARN when only rewrites pass (checkpoints, log cleanup and vacuum are
 refused), naming each blocking feature and what to do about it. A part that cannot be computed (no clustering columns, log not listed, an unreadable
-table) passes with the reason it was skipped.
+table) passes with the reason it was skipped; a target no run can reach with this data (the
+run's own plan predicts too little: ``layout_estimate``) passes with ``reachable: false`` and the
+reason, so it requests no run.
 
 Nothing here reads the table beyond what ``report.table_health`` reads: ``evaluate_checks`` is
 one health evaluation (one log replay) for all eight checks.
@@ -95,6 +97,11 @@ class HealthCheck:
     thresholds: tuple[Figure, ...]
     operation: str | None = None
     skipped_reason: str | None = None
+    unreachable_reason: str | None = None  # why no run can reach the threshold (then it passes)
+
+    @property
+    def reachable(self) -> bool:
+        return self.unreachable_reason is None
 
     @property
     def passed(self) -> bool:
@@ -106,7 +113,8 @@ class HealthCheck:
 
         return {"name": self.name, "status": self.status.value, "description": self.description,
                 "figures": figures(self.figures), "thresholds": figures(self.thresholds),
-                "operation": self.operation, "skipped_reason": self.skipped_reason}
+                "operation": self.operation, "skipped_reason": self.skipped_reason,
+                "reachable": self.reachable, "unreachable_reason": self.unreachable_reason}
 
 
 def _recommended(report: HealthReport, check: str) -> Recommendation | None:
@@ -221,6 +229,13 @@ def check_data_skipping(report: HealthReport) -> HealthCheck:
     figures = [Figure("skip_ratio", m.skip_ratio, RATIO)]
     if m.overlap_depth is not None:
         figures.append(Figure("overlap_depth", m.overlap_depth, FILES))
+    if m.predicted_skip_ratio is not None:
+        figures.append(Figure("predicted_skip_ratio", m.predicted_skip_ratio, RATIO))
+    if m.skip_unreachable is not None:
+        return HealthCheck(name=DATA_SKIPPING, status=CheckStatus.PASS, figures=tuple(figures), thresholds=thresholds,
+                           description=f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
+                                       f"(floor {floor:.0%}), which no run can raise: {m.skip_unreachable}",
+                           unreachable_reason=m.skip_unreachable)
     return _verdict(
         DATA_SKIPPING, report, severe=m.skip_ratio <= floor / 2,
         passing=(f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files (floor {floor:.0%}), "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
-from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size
+from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size, zcube_files
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.model.arrow_values import numbers_or_zero
 
@@ -44,7 +44,8 @@ def estimate_compaction(
     names = partition_key_names(snapshot)
     keys = partition_key_columns(files, names)
     found = pack_candidates(files, keys, target_size=target, min_file_size=minimum,
-                            max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False)
+                            max_deleted_rows_ratio=max_deleted_rows_ratio, exact=False,
+                            zcubes=zcube_files(snapshot))
     packing = found.packing
     input_bytes = int(numbers_or_zero(found.files.column("size"))[packing.rows].sum()) if packing.num_files else 0
     return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, input_bytes, found.partitions)

@@ -84,6 +84,9 @@ class HealthMetrics:
     columns: tuple[str, ...]  # clustering / Z-order columns measured
     skip_ratio: float | None
     overlap_depth: float | None
+    # what a clustering run's own plan predicts (``layout_estimate``; only under the floor)
+    predicted_skip_ratio: float | None = None
+    skip_unreachable: str | None = None  # why no run reaches the floor (None: one does, or not judged)
     last_optimize_version: int | None = None
     last_optimize_timestamp: int | None = None
     manifest_version: int | None = None  # version the manifests were generated for (if asked)

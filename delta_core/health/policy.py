@@ -34,6 +34,8 @@ class HealthPolicy:
     checkpoint_interval: int | None = None  # None: delta.checkpointInterval (default 10)
     vacuum_min_reclaimable_bytes: int = 1  # vacuum when at least this many bytes are reclaimable
     optimize_lookback: int = DEFAULT_OPTIMIZE_LOOKBACK
+    # the Z-order run's target file size, which its predicted layout follows (None: the table's)
+    zorder_target_size: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("compact_small_file_ratio", "purge_deleted_rows_ratio", "skip_ratio_floor",
@@ -41,7 +43,7 @@ class HealthPolicy:
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ConfigError(f"health policy {name} must be between 0 and 1, got {value}")
-        for name in ("target_file_size", "min_file_size", "checkpoint_interval"):
+        for name in ("target_file_size", "min_file_size", "checkpoint_interval", "zorder_target_size"):
             value = getattr(self, name)
             if value is not None and value <= 0:
                 raise ConfigError(f"health policy {name} must be positive, got {value}")
@@ -51,7 +53,7 @@ class HealthPolicy:
 
 
 def table_health_policy(thresholds: Mapping[str, object], *, target_size: int | None, min_file_size: int | None,
-                        checkpoint_interval: int | None) -> HealthPolicy:
+                        checkpoint_interval: int | None, zorder_target_size: int | None = None) -> HealthPolicy:
     """One table's policy from its tables.yaml: the ``advisor`` section's ``thresholds``
     (``ADVISOR_THRESHOLDS``, parsed; missing ones keep their defaults), compaction's target and
     small-file sizes, and ``checkpoint.interval`` when written (None: the table's
@@ -61,4 +63,5 @@ def table_health_policy(thresholds: Mapping[str, object], *, target_size: int | 
     if unknown:
         raise ConfigError(f"not health thresholds: {', '.join(sorted(unknown))}")
     return HealthPolicy(target_file_size=target_size, min_file_size=min_file_size,
-                        checkpoint_interval=checkpoint_interval, **thresholds)  # type: ignore[arg-type]
+                        checkpoint_interval=checkpoint_interval, zorder_target_size=zorder_target_size,
+                        **thresholds)  # type: ignore[arg-type]

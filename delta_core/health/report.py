@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError, VersionNotFoundError
 from delta_core.health.advice import Recommendation, recommend
+from delta_core.health.layout_estimate import estimate_layout, skip_target
 from delta_core.health.metrics import HealthMetrics, compute_metrics
 from delta_core.health.overlap import clustering_columns
 from delta_core.health.policy import HealthPolicy
@@ -173,6 +174,11 @@ def table_health(
     opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
                                           ict_from=_ict_from(snapshot))
     metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
+    if metrics.skip_ratio is not None and metrics.skip_ratio < policy.skip_ratio_floor:
+        estimate = estimate_layout(snapshot, measured, clustered=bool(clustered) and measured == clustered,
+                                   target_size=policy.zorder_target_size)
+        metrics = replace(metrics, predicted_skip_ratio=estimate.skip_ratio,
+                          skip_unreachable=skip_target(estimate, metrics.skip_ratio, policy.skip_ratio_floor))
     # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
     if (manifests or snapshot.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true") \
             and _manifests_possible(snapshot):

@@ -37,7 +37,7 @@ batch, a commit), keeping an int32 per file and key and the distinct values.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -52,14 +52,11 @@ from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_s
 from delta_core.maintenance.curves import bits_per_column
 from delta_core.maintenance.file_groups import group_file_list
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
+from delta_core.maintenance.tag_codes import TagCodes, tag_codes
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
 from delta_core.model.arrow_values import (
-    chunks_of,
-    false_array,
-    int_scalar,
     numbers_of,
     numbers_or_zero,
-    string_scalar,
     take_rows,
 )
 from delta_core.model.clustering import (
@@ -183,55 +180,6 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
 # Each kind of file as a small integer, so the kinds of millions of files are one NumPy array.
 _KINDS = tuple(FileClustering)
 _KIND_CODES = {k: i for i, k in enumerate(_KINDS)}
-
-
-TagCodes = tuple[np.ndarray, list[str]]  # per file, a code (int32; -1: none) into the values
-
-
-def tag_codes(pieces: Iterable[pa.Array | pa.ChunkedArray], keys: Sequence[str], num_files: int) -> list[TagCodes]:
-    """For each tag ``key``: per file, the code (int32) of its value among the distinct values
-    (-1: no such tag, or a null value; a key twice in one map: the first), codes numbered in
-    order of first appearance, and those values. ``pieces`` are the ``tags`` maps of the
-    ``num_files`` files in order (``Snapshot.iter_tags``), read one at a time: only a piece's
-    tags exist at once, never the column (760 MB at 10M clustered files), and no value string
-    is copied but the distinct ones."""
-    codes = [np.full(num_files, -1, dtype=np.int32) for _ in keys]
-    values: list[dict[str, int]] = [{} for _ in keys]
-    start = 0
-    for piece in pieces:
-        for maps in chunks_of(piece):
-            if maps.null_count < len(maps):
-                _code_chunk(maps, keys, [out[start:start + len(maps)] for out in codes], values)
-            start += len(maps)
-    if start != num_files:
-        raise AssertionError(f"{start} tag maps for {num_files} files")
-    return [(out, list(seen)) for out, seen in zip(codes, values)]
-
-
-def _code_chunk(maps: pa.MapArray, keys: Sequence[str], codes: list[np.ndarray], values: list[dict[str, int]]) -> None:
-    """``tag_codes`` of one chunk of maps into ``codes`` (one view per key, of the chunk's rows),
-    numbering values not seen before in ``values``. The chunk's items are dictionary-encoded
-    once, for every key; a map's entries are found by its offsets."""
-    offsets = numbers_of(maps.offsets)
-    lo, hi = int(offsets[0]), int(offsets[-1])
-    offsets = offsets - lo
-    entries = maps.keys.slice(lo, hi - lo)
-    encoded = pc.dictionary_encode(maps.items.slice(lo, hi - lo))
-    items = numbers_of(pc.fill_null(encoded.indices, int_scalar(-1, pa.int32())))
-    valid = numbers_of(maps.is_valid()).astype(bool) if maps.null_count else None
-    for key, out, seen in zip(keys, codes, values):
-        hits = np.flatnonzero(numbers_of(pc.fill_null(pc.equal(entries, string_scalar(key)), false_array(1)[0])))
-        rows = np.searchsorted(offsets, hits, side="right") - 1  # the map of each hit
-        first = np.concatenate([[True], rows[1:] != rows[:-1]]) if len(rows) else np.zeros(0, dtype=bool)
-        if valid is not None:  # a null map holds no tags, whatever its offsets span
-            first &= valid[rows]
-        rows, local = rows[first], items[hits[first]]
-        rows, local = rows[local >= 0], local[local >= 0]
-        used, at = np.unique(local, return_index=True)
-        used = used[np.argsort(at)]  # the values this key uses, in order of first appearance
-        ids = np.full(len(encoded.dictionary), -1, dtype=np.int32)
-        ids[used] = [seen.setdefault(v, len(seen)) for v in take_rows(encoded.dictionary, used).to_pylist()]
-        out[rows] = ids[local]
 
 
 def _file_kinds(provider: pa.ChunkedArray, has_cube: np.ndarray, zorder_by: TagCodes,

@@ -21,6 +21,10 @@ Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, el
 target size is left alone, which also keeps the output of one run from being re-packed by the
 next when Parquet compresses the merged data better than the parts.
 
+Files of a Z-order ZCube (``ZCUBE_ID`` tag, no ``clusteringProvider``) are left to Z-order,
+which merges small cubes itself: bin-packing them would drop their layout and their tags, and the
+next Z-order would rewrite them again (``zcube_files``). Deleted rows still make them candidates.
+
 The packing itself is ``bin_packing.pack`` (vectorised, shared with the health model's estimate):
 no Python object is made per file, only one ``Bin`` per bin holding its row numbers in the
 candidates' file list (``file_groups``).
@@ -50,6 +54,7 @@ from delta_core.maintenance.bin_packing import (
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
+from delta_core.maintenance.tag_codes import tag_codes
 from delta_core.model.arrow_values import (
     false_array,
     float_scalar,
@@ -58,6 +63,7 @@ from delta_core.model.arrow_values import (
     take_rows,
     true_array,
 )
+from delta_core.model.clustering import ZCUBE_ID_TAG
 from delta_core.model.table_properties import DEFAULT_TARGET_FILE_SIZE, TARGET_FILE_SIZE
 from delta_core.write.operation_records import OptimizeParameters
 
@@ -203,6 +209,7 @@ def pack_candidates(
     min_file_size: int,
     max_deleted_rows_ratio: float,
     exact: bool = True,
+    zcubes: np.ndarray | None = None,
 ) -> Candidates:
     """Select and pack the candidates among ``files`` (``Snapshot.files`` columns: ``path``,
     ``size``; ``num_records`` and ``deletion_vector`` when present) whose partition values are
@@ -210,12 +217,16 @@ def pack_candidates(
     paths are not copied (their ranks are, when ties need them).
 
     ``exact`` breaks ties of equal size by path, as the plan's bins need; without it the paths
-    are sorted only when that can change the counts (a due file among the candidates)."""
+    are sorted only when that can change the counts (a due file among the candidates).
+    ``zcubes`` marks the files of Z-order cubes (``zcube_files``): only due ones are candidates."""
     n = files.num_rows
     due_column = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
     sizes = numbers_or_zero(files.column("size"))
     due = numbers_of(due_column).astype(bool, copy=False) if n else np.zeros(0, bool)
-    chosen = np.flatnonzero((sizes < min_file_size) | due)
+    small = sizes < min_file_size
+    if zcubes is not None:
+        small &= ~zcubes
+    chosen = np.flatnonzero(small | due)
     every = len(chosen) == n  # the usual case at scale: then nothing is filtered, not even integers
     ties = None
     if exact or due[chosen].any():
@@ -238,6 +249,17 @@ def kept_rows(rows: T, mask: pa.Array | pa.ChunkedArray) -> T:
     return rows if mask.null_count == 0 and pc.all(mask).as_py() else rows.filter(mask)
 
 
+def zcube_files(snapshot: Snapshot) -> np.ndarray:
+    """Per live file (``files`` order), whether it belongs to a Z-order ZCube: a ``ZCUBE_ID``
+    tag and no ``clusteringProvider`` (liquid files are clustering's)."""
+    (cubes, _), = tag_codes(snapshot.iter_tags(), (ZCUBE_ID_TAG,), snapshot.num_files)
+    in_cube: np.ndarray = cubes >= 0
+    if in_cube.any():
+        in_cube &= ~numbers_of(pc.is_valid(snapshot.file_columns("clustering_provider")
+                                           .column("clustering_provider"))).astype(bool)
+    return in_cube
+
+
 def pack_files(
     files: pa.Table,
     *,
@@ -246,15 +268,18 @@ def pack_files(
     min_file_size: int,
     selected: pa.Array | None = None,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
+    zcubes: np.ndarray | None = None,
 ) -> tuple[list[Bin], int, int]:
     """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``
     (``selected``: the rows of ``files`` to consider; ``partition_columns``: the keys of their
     ``partition_values``, physical names under column mapping)."""
     if selected is not None:
+        if zcubes is not None and files.num_rows != 0 and not pc.all(selected).as_py():
+            zcubes = zcubes[numbers_of(pc.indices_nonzero(pc.fill_null(selected, False)))]
         files = kept_rows(files, selected)
     keys = partition_key_columns(files, partition_columns)
     found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
-                            max_deleted_rows_ratio=max_deleted_rows_ratio)
+                            max_deleted_rows_ratio=max_deleted_rows_ratio, zcubes=zcubes)
     packing = found.packing
     values = list(zip(*(take_rows(k, packing.first_rows()).to_pylist() for k in found.keys))) if found.keys \
         else [()] * packing.num_bins
@@ -284,7 +309,7 @@ def plan_compaction(
     mask = selection_mask(files, typed, predicate)
     bins, considered, partitions = pack_files(
         files, partition_columns=partition_key_names(snapshot), target_size=target, min_file_size=minimum,
-        selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio,
+        selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio, zcubes=zcube_files(snapshot),
     )
     return CompactionPlan(
         read_version=snapshot.version,

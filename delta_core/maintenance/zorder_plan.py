@@ -1,13 +1,25 @@
-"""Z-order planning (pure): which partitions are rewritten, on which columns, into how many files.
+"""Z-order planning (pure): which files are rewritten, on which columns, into how many files.
 
-Z-order rewrites *every* file of the selected partitions (clustering is about all rows, not
-just small files), so the plan is the list of partitions with their files, the validated
-clustering columns and the number of output files (input bytes / target size, at least one per
-partition). Columns are checked as Delta does: they must exist, must not be partition columns
+Z-order is incremental, as Databricks documents it, and works per ZCube: each run's output in a
+partition forms a new ZCube, its files tagged ``ZCUBE_ID`` (the cube) and ``ZCUBE_ZORDER_BY``
+(the columns; ``delta_core.model.clustering``), as Delta Spark tags them. In each selected
+partition a run takes
+
+- every file not Z-ordered on these columns (no ZCube tags naming exactly them: new data, or
+  data Z-ordered on other columns), together with the files of the partition's *small* cubes
+  (less than ``min_cube_size`` bytes, by default the target file size), which merge into the
+  new cube;
+- with no such file, the small cubes only when there are at least two of them (they merge);
+- otherwise nothing: data already Z-ordered on the same columns with no change since is left
+  alone, so a second run on unchanged data commits nothing.
+
+A file with a deletion vector stays in its cube (purge rewrites it). The plan is the list of
+partitions with the files taken, the validated clustering columns and the number of output files
+(input bytes / target size, at least one per partition). Columns are checked as Delta does: they must exist, must not be partition columns
 (every file of a partition has one value there already) and must have min/max statistics
 (``delta.dataSkippingNumIndexedCols`` / ``delta.dataSkippingStatsColumns``), otherwise
 clustering on them could never skip a file. Only top-level primitive, orderable columns work.
-Files with deletion vectors are rewritten like the others: the rewrite drops their deleted rows.
+A file rewritten drops its deleted rows.
 """
 
 from __future__ import annotations
@@ -19,6 +31,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.bin_packing import (
@@ -33,7 +46,16 @@ from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_fi
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
-from delta_core.model.arrow_values import take_rows
+from delta_core.maintenance.tag_codes import tag_codes
+from delta_core.model.arrow_values import numbers_of, numbers_or_zero, take_rows
+from delta_core.model.clustering import (
+    ZCUBE_ID_TAG,
+    ZCUBE_ZORDER_BY_TAG,
+    FileClustering,
+    file_clustering,
+    resolve_columns,
+    zorder_by_tag,
+)
 from delta_core.model.schema import PrimitiveType, StructType, schema_to_arrow
 from delta_core.model.stats_collect import indexed_leaves
 from delta_core.model.variant import is_variant, not_comparable_reason
@@ -61,6 +83,9 @@ class ZOrderPlan:
     partitions: tuple[PartitionFiles, ...]
     files_considered: int
     bits_per_column: int
+    # ``ZCUBE_ZORDER_BY`` of the new files, each partition's output one new ZCube (None: untagged)
+    zcube_zorder_by: str | None = None
+    files_kept: int = 0  # selected files left alone: Z-ordered on these columns already
 
     @property
     def num_input_files(self) -> int:
@@ -160,8 +185,10 @@ def plan_zorder(
     curve: str = "zorder",
     where: str | None = None,
     target_size: int | None = None,
+    min_cube_size: int | None = None,
 ) -> ZOrderPlan:
-    """Plan a Z-order (or Hilbert) rewrite of ``snapshot``. Pure."""
+    """Plan an incremental Z-order (or Hilbert) rewrite of ``snapshot`` (``min_cube_size``: a
+    ZCube below it merges with new data; default the target size). Pure."""
     if curve not in CURVES:
         raise ConfigError(f"unknown curve {curve!r}; choose one of {', '.join(CURVES)}")
     partition_columns = list(snapshot.partition_columns)
@@ -174,13 +201,46 @@ def plan_zorder(
     files = snapshot.file_columns("path", "partition_values", "size")
     mask = selection_mask(files, snapshot.partition_values_typed() if predicate is not None else None, predicate)
     selected = kept_rows(files, mask)
+    (cubes, _), (zorder_by, values) = tag_codes(snapshot.iter_tags(), (ZCUBE_ID_TAG, ZCUBE_ZORDER_BY_TAG),
+                                                files.num_rows)
+    zcube_columns = resolve_columns(snapshot.schema, cols)
+    current_value = np.array([file_clustering(None, {ZCUBE_ID_TAG: "", ZCUBE_ZORDER_BY_TAG: v}, zcube_columns)
+                              == FileClustering.CURRENT_COLUMNS for v in values] + [False])
+    current = (cubes >= 0) & current_value[zorder_by]  # code -1 reads the trailing False
+    if selected is not files:
+        kept = numbers_of(pc.indices_nonzero(pc.fill_null(mask, False)))
+        cubes, current = cubes[kept], current[kept]
+    sizes = numbers_or_zero(selected.column("size"))
+    min_cube = target if min_cube_size is None else min_cube_size
+    groups = [_incremental(p, cubes, current, sizes, min_cube)
+              for p in group_partitions(selected, partition_key_names(snapshot))]
+    taken = tuple(g for g in groups if g.num_files)
     return ZOrderPlan(
         read_version=snapshot.version,
         columns=cols,
         curve=curve,
         target_size=target,
         predicate=predicate.sql() if predicate is not None else None,
-        partitions=tuple(group_partitions(selected, partition_key_names(snapshot))),
+        partitions=taken,
         files_considered=selected.num_rows,
         bits_per_column=bits_per_column(len(cols)),
+        zcube_zorder_by=zorder_by_tag(zcube_columns),
+        files_kept=selected.num_rows - sum(g.num_files for g in taken),
     )
+
+
+def _incremental(partition: PartitionFiles, cubes: np.ndarray, current: np.ndarray, sizes: np.ndarray,
+                 min_cube_size: int) -> PartitionFiles:
+    """The files of ``partition`` one incremental run takes (the module docstring's rule);
+    ``cubes`` (``ZCUBE_ID`` codes), ``current`` (Z-ordered on the plan's columns) and ``sizes``
+    are per row of the plan's file list."""
+    rows = partition.rows
+    old = current[rows]
+    _, cube_of, cube_files = np.unique(cubes[rows][old], return_inverse=True, return_counts=True)
+    cube_bytes = np.bincount(cube_of.reshape(-1), weights=sizes[rows][old], minlength=len(cube_files))
+    small = cube_bytes < min_cube_size
+    take = ~old
+    if take.any() or small.sum() >= 2:
+        take[np.flatnonzero(old)[small[cube_of.reshape(-1)]]] = True
+    chosen = rows[take]
+    return PartitionFiles(partition.partition_values, partition.source, chosen, int(sizes[chosen].sum()))

@@ -55,9 +55,9 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     assert small[1] in ("WARN", "ERROR") and small[2:] == ["->", "pass", "(compact)"]
     checkpoint = next(line.split() for line in text.splitlines() if line.startswith("  checkpoint_due "))
     assert checkpoint[2:] == ["->", "pass", "(checkpoint)"]
-    # Z-order left one file per partition: nothing more to gain, so skipping passes too
-    skipping = next(line.split() for line in text.splitlines() if line.startswith("  data_skipping "))
-    assert skipping[2:] == ["->", "pass", "(zorder)"]
+    # Z-order would leave one file per partition: its plan predicts nothing to gain, so skipping
+    # passes before and after (its target is out of reach) and is not among the changed checks
+    assert not any(line.startswith("  data_skipping ") for line in text.splitlines())
     # The discovered tables fail small_files before their maintenance and pass after it, and the
     # fleet report lists every table with no failing check left.
     for name in LAKE:

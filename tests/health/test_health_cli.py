@@ -31,7 +31,7 @@ def test_health_json_has_score_metrics_and_recommendations(tmp_path, capsys):
     assert (m["num_files"], m["small_file_ratio"], m["versions_since_checkpoint"]) == (3, 1.0, 1)  # commits after v0
     assert (m["skip_ratio"], m["overlap_depth"]) == (0.0, 3.0)  # every file spans the whole range
     recs = {r["operation"]: r for r in doc["recommendations"]}
-    assert set(recs) == {"compact", "zorder"}
+    assert set(recs) == {"compact"}  # Z-order would write one file per partition: nothing to skip
     assert recs["compact"]["estimated_gain"] == 1.0 and "2 of them into 1" in recs["compact"]["reason"]
     assert all(set(r) >= {"operation", "reason", "estimated_gain"} for r in doc["recommendations"])
     assert {p["name"] for p in doc["score_parts"]} >= {"file_sizes", "skipping"}
@@ -44,7 +44,9 @@ def test_health_json_lists_the_named_checks(tmp_path, capsys):
     assert list(checks) == list(CHECK_REMEDIES)
     # 3 of 3 files small (ratio 1.0, twice the 0.3 threshold and more); skip ratio 0 (under half the floor)
     assert (checks["small_files"]["status"], checks["small_files"]["operation"]) == ("error", "compact")
-    assert (checks["data_skipping"]["status"], checks["data_skipping"]["operation"]) == ("error", "zorder")
+    skipping = checks["data_skipping"]
+    assert (skipping["status"], skipping["operation"], skipping["reachable"]) == ("pass", None, False)
+    assert "would skip 0%" in skipping["unreachable_reason"]
     assert {"name": "small_files", "value": 3, "unit": "files"} in checks["small_files"]["figures"]
     assert checks["log_length"]["skipped_reason"] == "the log was not listed"  # no --list-log
     assert checks["protocol_supported"]["status"] == "pass"

@@ -14,8 +14,9 @@ import pytest
 from benchmarks.bench_checkpoint import Clustering, generate_log
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.bin_packing import partition_codes, sort_keys, sort_keys_of
-from delta_core.maintenance.cluster_plan import greedy_fit, plan_clustering, tag_codes
+from delta_core.maintenance.cluster_plan import greedy_fit, plan_clustering
 from delta_core.maintenance.compaction_plan import plan_compaction
+from delta_core.maintenance.tag_codes import tag_codes
 from delta_core.maintenance.zorder_plan import plan_zorder
 from delta_core.model.arrow_values import take_rows
 from delta_core.write.checkpoint_write import write_checkpoint

@@ -82,3 +82,73 @@ def test_on_s3(spark, s3_table_uri, s3_storage_options, deltalake_s3_options):
     metrics = zorder(table, spark, ["id"])
     check(table, metrics, columns=["id"])
     assert multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options)) == before
+
+
+def cube_tags(table) -> dict[str, tuple[str, str]]:
+    """Per live file, its (ZCUBE_ID, ZCUBE_ZORDER_BY); no file carries ``clusteringProvider``."""
+    snapshot = table.snapshot()
+    files = snapshot.files_of(snapshot.file_paths, ["path", "tags", "clustering_provider"]).to_pylist()
+    assert all(f["clustering_provider"] is None for f in files)
+    tags = {f["path"]: dict(f["tags"] or []) for f in files}
+    return {p: (t.get("ZCUBE_ID"), t.get("ZCUBE_ZORDER_BY")) for p, t in tags.items()}
+
+
+def test_second_zorder_on_unchanged_data_commits_nothing(spark, table_uri):
+    table = make_table(table_uri, appends=6, rows=50, partition_columns=())
+    target = table.snapshot().size_in_bytes // 3
+    first = zorder(table, spark, ["x", "id"], target_size=target)
+    assert first.num_removed_files == 6 and first.num_added_files >= 2
+    tags = cube_tags(table)
+    assert len({cube for cube, _ in tags.values()}) == 1  # one new ZCube for the partition
+    assert {by for _, by in tags.values()} == {'["x","id"]'}
+    version = table.snapshot().version
+    assert plan_zorder(table.snapshot(), ["x", "id"], target_size=target).is_empty
+    second = zorder(table, spark, ["x", "id"], target_size=target)
+    assert second.num_removed_files == 0 and second.versions == ()
+    assert table.snapshot().version == version
+    # other columns: the cube does not count as Z-ordered on them
+    assert plan_zorder(table.snapshot(), ["id"], target_size=target).num_input_files == len(tags)
+
+
+def test_after_an_append_only_new_files_and_small_cubes_are_rewritten(spark, table_uri):
+    from delta_core.write.table_writes import append
+    from tests.kernel_oracle import kernel_rows
+    from tests.maintenance.conftest import batch
+
+    table = make_table(table_uri, appends=6, rows=50)  # partitioned by region: eu and us
+    target = table.snapshot().size_in_bytes // 8
+    zorder(table, spark, ["x", "id"], target_size=target)  # each region: one cube of ~4 targets
+    big = cube_tags(table)
+    append(table, batch(1000, 50))  # one new file per region
+    table = DeltaTable(table_uri)
+    new = set(cube_tags(table)) - set(big)
+    before = multiset(deltars_rows(table_uri))
+    metrics = zorder(table, spark, ["x", "id"], target_size=target)
+    adds, removes = file_actions(table, metrics.version)
+    assert {r["path"] for r in removes} == new  # the large cubes stay as they were
+    after = cube_tags(table)
+    assert all(after[p] == big[p] for p in big)
+    assert len({after[a["path"]][0] for a in adds} - {c for c, _ in big.values()}) == 2  # a new cube per region
+    assert multiset(deltars_rows(table_uri)) == before == multiset(kernel_rows(table_uri))
+    check(table, metrics, columns=["x", "id"])
+
+
+def test_small_cubes_merge_with_new_data_then_rest(spark, table_uri):
+    from delta_core.write.table_writes import append
+    from tests.maintenance.conftest import batch
+
+    table = make_table(table_uri, appends=3, rows=50, partition_columns=())
+    zorder(table, spark, ["x", "id"])  # default target: one small cube
+    small = cube_tags(table)
+    append(table, batch(1000, 50))
+    table = DeltaTable(table_uri)
+    live = set(cube_tags(table))
+    assert len(live - set(small)) == 1
+    before = multiset(deltars_rows(table_uri))
+    metrics = zorder(table, spark, ["x", "id"])
+    _, removes = file_actions(table, metrics.version)
+    assert {r["path"] for r in removes} == live  # the new file and the small cube
+    assert len({c for c, _ in cube_tags(table).values()}) == 1
+    assert multiset(deltars_rows(table_uri)) == before
+    # one small cube and nothing new: nothing to merge it with
+    assert zorder(table, spark, ["x", "id"]).versions == ()

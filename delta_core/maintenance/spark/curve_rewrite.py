@@ -25,7 +25,9 @@ a clustered table) run here, on a ``ZOrderPlan``. Per batch of partitions:
    batch's snapshot removed one of its inputs (``rewrite_commit.InputWatch``): then the task
    stops, the batch writes nothing more and is re-planned.
 
-A liquid clustering executor (``CurveRewrite.liquid``) also tags every new file as PROTOCOL.md
+A Z-order plan's output in each partition forms a new ZCube (``ZCUBE_ID``, one UUID per
+partition and batch; ``ZCUBE_ZORDER_BY``, the columns), so the next incremental run leaves it
+alone. A liquid clustering executor (``CurveRewrite.liquid``) also tags every new file as PROTOCOL.md
 "Clustered Table" asks (``clusteringProvider: "liquid"``) and as Delta Spark groups its own
 clustered files (``ZCUBE_ID``, one UUID per run; ``ZCUBE_ZORDER_BY``, the columns), so Delta
 Spark's next OPTIMIZE counts them as clustered.
@@ -65,8 +67,8 @@ from delta_core.maintenance.spark.tasks import (
     payload_frame,
 )
 from delta_core.maintenance.zorder_plan import ZOrderPlan
-from delta_core.model.actions import DeletionVectorDescriptor, Metadata
-from delta_core.model.clustering import LIQUID_PROVIDER, zcube_tags
+from delta_core.model.actions import Add, DeletionVectorDescriptor, Metadata
+from delta_core.model.clustering import LIQUID_PROVIDER, ZCUBE_ID_TAG, ZCUBE_ZORDER_BY_TAG, zcube_tags
 from delta_core.model.schema import StructType
 from delta_core.storage.base import Storage
 from delta_core.write.data_writer import table_schema
@@ -360,8 +362,19 @@ class CurveRewrite:
                 *, label: str, outputs: list[str]) -> RewriteOutput:
         out = _run_batch(spark, table, snapshot, self.plan, batch, sample_rows=self.sample_rows, label=label,
                          outputs=outputs)
-        if self.clustering_provider is None and not self.file_tags:
+        cubes: dict[tuple[tuple[str, str | None], ...], str] = {}
+        if self.plan.zcube_zorder_by is not None:  # Z-order: each partition's output is a new ZCube
+            for a in out.adds:
+                cubes.setdefault(tuple(sorted(a.partition_values.items())), str(uuid.uuid4()))
+        elif self.clustering_provider is None and not self.file_tags:
             return out
+
+        def tags_of(a: Add) -> dict[str, str]:
+            if self.plan.zcube_zorder_by is None:
+                return {**(a.tags or {}), **self.file_tags}
+            cube = cubes[tuple(sorted(a.partition_values.items()))]
+            return {**(a.tags or {}), ZCUBE_ID_TAG: cube, ZCUBE_ZORDER_BY_TAG: self.plan.zcube_zorder_by}
+
         tagged = tuple(replace(a, clustering_provider=self.clustering_provider or a.clustering_provider,
-                               tags={**(a.tags or {}), **self.file_tags}) for a in out.adds)
+                               tags=tags_of(a)) for a in out.adds)
         return RewriteOutput(tagged, out.input_summaries, tags=out.tags)
