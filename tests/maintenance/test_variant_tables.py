@@ -118,7 +118,7 @@ def test_every_command_runs_on_a_variant_table(tmp_path, capsys):
     checks = {c["name"]: c for c in run("health")["checks"]}
     assert checks["protocol_supported"]["status"] == "pass"
     assert run("set-properties", "delta.checkpoint.writeStatsAsStruct=true")["version"] == 3
-    assert run("checkpoint")["version"] == 3
+    assert run("checkpoint", "--force")["checkpoint_version"] == 3
     assert run("compact-log")["commits_compacted"] == 0  # one commit since the checkpoint: nothing to compact
     cleaned = run("cleanup-log")  # the copies keep the fixture's old mtimes: commits 0 and 1 expired
     assert (cleaned["checkpoint_version"], cleaned["files_deleted"]) == (2, 2)
@@ -132,7 +132,7 @@ def test_checkpoint_writes_stats_parsed_as_delta_spark(tmp_path):
     uri = copy(GOLDEN, tmp_path)
     table = DeltaTable(uri)
     set_properties(table, {"delta.checkpoint.writeStatsAsStruct": "true"})
-    assert main(["checkpoint", uri]) == 0
+    assert main(["checkpoint", uri, "--force"]) == 0
     parsed = pq.read_table(os.path.join(uri, "_delta_log", f"{3:020d}.checkpoint.parquet")).column("add").combine_chunks()
     stats_type = parsed.type.field("stats_parsed").type
     # Delta Spark's statsSchema without shredding: no bounds for variants, a long nullCount for each
