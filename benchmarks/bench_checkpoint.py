@@ -23,7 +23,6 @@ A second run measures the steady state (issue 19's target: at most 0.5x delta-rs
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -34,7 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from benchmarks.harness import scratch_dir
+from benchmarks.harness import argument_parser, scratch_dir
 
 SIZES = {"1M": 1_000_000, "3M": 3_000_000}
 
@@ -293,7 +292,7 @@ def _print_all_seconds(runs: list[tuple[str, dict[str, Any]]]) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--size", choices=sorted(SIZES), help="table size (overrides --files)")
     parser.add_argument("--skip-json", action="store_true",

@@ -17,17 +17,16 @@ and is clustered (``cluster``: Hilbert curve), both into about the same number o
 
 from __future__ import annotations
 
-import argparse
 import shutil
 import time
 from collections.abc import Sequence
 
 from benchmarks.bench_zorder import COLUMNS, make_data, skipping, write_in_files
-from benchmarks.harness import scratch_dir, warm_spark
+from benchmarks.harness import argument_parser, scratch_dir, warm_spark
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--columns", type=int, choices=(2, 4), default=4)

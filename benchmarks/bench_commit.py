@@ -14,7 +14,6 @@ Both engines keep their default checkpoint policy (ours every 10 commits, delta-
 
 from __future__ import annotations
 
-import argparse
 import importlib
 import multiprocessing
 import os
@@ -23,7 +22,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from benchmarks.harness import scratch_dir
+from benchmarks.harness import argument_parser, scratch_dir
 
 SPAWN = multiprocessing.get_context("spawn")
 
@@ -127,7 +126,7 @@ def _warm(engine: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--commits", type=int, default=100)
     parser.add_argument("--writers", type=int, default=8)
     parser.add_argument("--per-writer", type=int, default=25)

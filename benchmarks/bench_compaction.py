@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.harness import scratch_dir, warm_spark
+from benchmarks.harness import argument_parser, scratch_dir, warm_spark
 
 TARGET_SIZE = 128 * 1024 * 1024
 
@@ -66,11 +66,14 @@ def build(uri: str, gb: float, files: int, partitions: int) -> tuple[int, int]:
     return written, snap.size_in_bytes
 
 
-def add_build_arguments(parser: argparse.ArgumentParser, *, gb: float, files: int) -> None:
-    """The command-line arguments of ``build``: ``--gb``, ``--files`` and ``--partitions``."""
+def add_build_arguments(parser: argparse.ArgumentParser, *, gb: float, files: int, rounds: int) -> None:
+    """The command-line arguments of ``build`` (``--gb``, ``--files``, ``--partitions``) and of timed
+    Spark rounds over its table (``--rounds``, ``--spark-master``)."""
     parser.add_argument("--gb", type=float, default=gb, help=f"table size in GB (default {gb})")
     parser.add_argument("--files", type=int, default=files, help=f"number of small files (default {files})")
     parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--rounds", type=int, default=rounds, help=f"timed rounds (default {rounds})")
+    parser.add_argument("--spark-master", default="local[*]")
 
 
 def _median(xs: Sequence[float]) -> float:
@@ -80,10 +83,8 @@ def _median(xs: Sequence[float]) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_build_arguments(parser, gb=0.5, files=1000)
-    parser.add_argument("--rounds", type=int, default=5, help="timed rounds per engine (default 5)")
-    parser.add_argument("--spark-master", default="local[*]")
+    parser = argument_parser(__doc__)
+    add_build_arguments(parser, gb=0.5, files=1000, rounds=5)
     args, _unknown = parser.parse_known_args(argv)
 
     import deltalake

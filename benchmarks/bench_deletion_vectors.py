@@ -15,7 +15,6 @@ compacted table without vectors holds every row, the one with vectors exactly th
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import shutil
@@ -26,7 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from benchmarks.bench_compaction import TARGET_SIZE, _median, add_build_arguments, build
-from benchmarks.harness import scratch_dir, warm_spark
+from benchmarks.harness import argument_parser, scratch_dir, warm_spark
 
 VECTORS_PER_FILE = 100  # Delta Spark writes one DV file per task, holding many vectors
 
@@ -73,11 +72,9 @@ def add_deletion_vectors(uri: str, share: float, seed: int = 7) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_build_arguments(parser, gb=0.2, files=200)
+    parser = argument_parser(__doc__)
+    add_build_arguments(parser, gb=0.2, files=200, rounds=3)
     parser.add_argument("--deleted", type=float, default=0.1, help="share of rows deleted per file (default 0.1)")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds per table (default 3)")
-    parser.add_argument("--spark-master", default="local[*]")
     args, _unknown = parser.parse_known_args(argv)
 
     import deltalake

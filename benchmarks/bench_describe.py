@@ -28,7 +28,6 @@ closes with a summary per size: describe's time and peak RSS as ratios of delta-
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import statistics
@@ -40,7 +39,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from benchmarks.bench_checkpoint import _in_process, generate_log, run_deltars, write_commit
-from benchmarks.harness import scratch_dir
+from benchmarks.harness import argument_parser, scratch_dir
 
 FILES_PER_TAIL_COMMIT = 100
 
@@ -174,7 +173,7 @@ def _measure(label: str, root: str, files: int | None, repeat: int) -> tuple[int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, action="append", help="live files (repeatable; default 100000 "
                                                                        "unless --table is given)")
     parser.add_argument("--table", action="append", default=[], metavar="PATH",

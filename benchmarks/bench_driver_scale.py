@@ -34,7 +34,6 @@ reported as over the limit), so a step that needs more than the machine can spar
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import multiprocessing
 import os
@@ -45,6 +44,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from benchmarks.bench_checkpoint import Clustering, _cpu_seconds, _file, _peak_rss_mb, generate_log
+from benchmarks.harness import argument_parser
 
 TARGET = 128 * 1024 * 1024
 INVENTORY = "inventory.parquet"
@@ -236,7 +236,7 @@ def write_inventory(path: str, files: int, orphans: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, nargs="+", default=[1_000_000])
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--removes", type=int, default=None, help="default: a tenth of --files")

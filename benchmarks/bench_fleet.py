@@ -45,6 +45,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from benchmarks.harness import argument_parser
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -181,7 +183,7 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--tables", default="100,500,2000", help="comma-separated sizes, ascending")
     parser.add_argument("--keep", action="store_true", help="keep the generated root")
     parser.add_argument("--measure", metavar="CONFIG", help=argparse.SUPPRESS)  # the child process

@@ -13,7 +13,6 @@ a describe. All files are small there, so health also plans a compaction over ev
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import subprocess
@@ -22,7 +21,7 @@ import time
 from collections.abc import Sequence
 
 from benchmarks.bench_checkpoint import generate_log, write_commit
-from benchmarks.harness import scratch_dir
+from benchmarks.harness import argument_parser, scratch_dir
 
 
 def _run(command: str, table: str) -> float:
@@ -35,7 +34,7 @@ def _run(command: str, table: str) -> float:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--commits", type=int, default=4)
     parser.add_argument("--tail", type=int, default=10, help="small commits after the checkpoint")

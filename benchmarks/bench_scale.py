@@ -19,7 +19,6 @@ through delta_core and copied fresh for every timed run.
 
 from __future__ import annotations
 
-import argparse
 import os
 import pathlib
 import shutil
@@ -30,7 +29,7 @@ from collections.abc import Sequence
 
 import pyarrow as pa
 
-from benchmarks.harness import scratch_dir
+from benchmarks.harness import argument_parser, scratch_dir
 
 ROWS_PER_FILE = 20
 # The tables are written with a tiny delta.targetFileSize (to get many files): compaction is
@@ -150,7 +149,7 @@ def bench_dagster(sources: Sequence[str], work: pathlib.Path, files: int, rounds
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--part", choices=("runner", "dagster", "all"), default="all")
     parser.add_argument("--tables", type=int, default=10)
     parser.add_argument("--files", type=int, default=200)

@@ -33,7 +33,6 @@ Targets beside them: zero lost or duplicated rows, zero crashed runs, under 10% 
 
 from __future__ import annotations
 
-import argparse
 import json
 import multiprocessing
 import os
@@ -51,6 +50,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from benchmarks.harness import argument_parser
 from benchmarks.soak_check import LogFigures, RowCheck, check_rows, log_figures, read_delta_rs, read_kernel
 from benchmarks.soak_files import CommitFiles, FileWitness, log_files
 from benchmarks.soak_waste import ABANDONED, CAUSES, FAILED, KILLED, UNEXPLAINED, RunSteps, WasteFigures, attribute
@@ -505,7 +505,7 @@ _FLAGS = {  # option: help; each flag's default is SoakOptions'
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     defaults = SoakOptions()
     for name, text in _FLAGS.items():
         default = getattr(defaults, name)

@@ -31,7 +31,7 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from benchmarks.harness import scratch_dir
+from benchmarks.harness import argument_parser, scratch_dir
 
 
 def add_orphans(root: str, files: int, dirs: int, mtime: float) -> None:
@@ -51,7 +51,7 @@ def add_orphans(root: str, files: int, dirs: int, mtime: float) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=100_000)
     parser.add_argument("--dirs", type=int, default=100)
     parser.add_argument("--threads", type=int, default=16)

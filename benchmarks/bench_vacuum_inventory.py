@@ -16,12 +16,13 @@ every object, is printed after the setup.
 
 from __future__ import annotations
 
-import argparse
 import os
 import statistics
 import time
 from collections.abc import Sequence
 from typing import Any
+
+from benchmarks.harness import argument_parser
 
 
 def _status_mb(field: str, pid: int | str = "self") -> float:
@@ -58,7 +59,7 @@ def orphan_table(moto: Any, opts: dict[str, Any], bucket: str, files: int) -> st
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=1)
     args, _unknown = parser.parse_known_args(argv)

@@ -29,6 +29,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from benchmarks.harness import argument_parser
+
 _SERVER = r"""
 import logging, sys
 from moto.server import ThreadedMotoServer
@@ -228,7 +230,7 @@ def _dry_run_rounds(moto: MotoChild, args: argparse.Namespace, uri: str, ours_op
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--threads", type=int, default=16)

@@ -12,7 +12,6 @@ requests the server answered, and its peak RSS (imports included).
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import io
 import json
@@ -20,6 +19,8 @@ import multiprocessing
 import time
 from collections.abc import Sequence
 from urllib.parse import quote_plus
+
+from benchmarks.harness import argument_parser
 
 _PARTS = 4
 
@@ -76,7 +77,7 @@ def _dry_run(uri: str, opts: dict, inventory: str | None) -> tuple[float, float,
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=200_000)
     args, _unknown = parser.parse_known_args(argv)
     import s3fs

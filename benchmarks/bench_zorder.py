@@ -19,7 +19,6 @@ session's first shuffle and code generation (its session start is reported separ
 
 from __future__ import annotations
 
-import argparse
 import os
 import shutil
 import time
@@ -28,7 +27,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from benchmarks.harness import scratch_dir, warm_spark
+from benchmarks.harness import argument_parser, scratch_dir, warm_spark
 
 COLUMNS = ("src_ip", "dst_ip", "src_port", "dst_port")
 
@@ -68,7 +67,7 @@ def skipping(uri: str, data: pa.Table, probes: int, seed: int = 11) -> tuple[int
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=100)
     parser.add_argument("--probes", type=int, default=200)

@@ -1,13 +1,20 @@
-"""What every benchmark sets up: a scratch directory (removed afterwards) and a warm SparkSession."""
+"""What every benchmark sets up: its command line, a scratch directory (removed afterwards) and a warm
+SparkSession."""
 
 from __future__ import annotations
 
+import argparse
 import shutil
 import tempfile
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
+
+
+def argument_parser(doc: str | None) -> argparse.ArgumentParser:
+    """A benchmark's command line, its module docstring as the help text (kept as written)."""
+    return argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 @contextmanager

@@ -11,7 +11,6 @@ and its most expensive functions. ``--engine delta-rs`` lists with delta-rs inst
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -20,6 +19,7 @@ import time
 from collections.abc import Sequence
 
 from benchmarks.bench_vacuum_s3 import _free_port
+from benchmarks.harness import argument_parser
 
 _SERVER = r"""
 import cProfile, io, logging, pstats, signal, sys, time
@@ -58,7 +58,7 @@ print(out.getvalue())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argument_parser(__doc__)
     parser.add_argument("--files", type=int, default=50_000)
     parser.add_argument("--engine", choices=("ours", "delta-rs"), default="ours")
     parser.add_argument("--threads", type=int, default=16)
