@@ -67,6 +67,9 @@ class RewriteBounds:
              "still be busy there")
 
 
+DEFAULT_BOUNDS = RewriteBounds()  # the bounds of a rewrite run given none (the four rewrites share it)
+
+
 _WHERE = "partition predicate, e.g. \"date >= '2024-01-01' AND region = 'eu'\""
 _TARGET = "target file size: bytes, 128MB or 64MiB (default delta.targetFileSize, else 128 MiB)"
 

@@ -20,7 +20,7 @@ from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_by import cluster_by
 from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering, table_clustering_columns
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.options import RewriteBounds
+from delta_core.maintenance.options import DEFAULT_BOUNDS, RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics
 from delta_core.maintenance.spark.curve_rewrite import DEFAULT_SAMPLE_ROWS, CurveRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
-_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["ClusterMetrics", "ClusterPlan", "cluster", "plan_clustering"]
 
@@ -41,7 +40,7 @@ def cluster(
     columns: Sequence[str] | None = None,
     full: bool = False,
     target_size: int | None = None,
-    bounds: RewriteBounds = _DEFAULT_BOUNDS,
+    bounds: RewriteBounds = DEFAULT_BOUNDS,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     dry_run: bool = False,
 ) -> ClusterMetrics:

@@ -22,7 +22,7 @@ from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_plan import plan_clustering, table_clustering_columns
 from delta_core.maintenance.compaction_plan import CompactionPlan, plan_compaction
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, RewriteBounds
+from delta_core.maintenance.options import DEFAULT_BOUNDS, DEFAULT_MAX_DELETED_ROWS_RATIO, RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics, CompactionMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
 from delta_core.maintenance.spark.curve_rewrite import CurveRewrite
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
-_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["ClusterMetrics", "CompactionMetrics", "CompactionPlan", "compact", "plan_compaction"]
 
@@ -45,7 +44,7 @@ def compact(
     where: str | None = None,
     target_size: int | None = None,
     min_file_size: int | None = None,
-    bounds: RewriteBounds = _DEFAULT_BOUNDS,
+    bounds: RewriteBounds = DEFAULT_BOUNDS,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     full: bool = False,
     dry_run: bool = False,

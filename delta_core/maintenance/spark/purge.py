@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from delta_core.maintenance.compaction_plan import check_deleted_rows_ratio
 from delta_core.maintenance.dropped_columns import files_with_dropped_columns
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.options import RewriteBounds
+from delta_core.maintenance.options import DEFAULT_BOUNDS, RewriteBounds
 from delta_core.maintenance.purge_plan import PURGE_COLUMNS, PurgePlan, plan_purge, select_files
 from delta_core.maintenance.rewrite_metrics import PurgeMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
-_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["PurgeMetrics", "PurgePlan", "plan_purge", "purge"]
 
@@ -44,7 +43,7 @@ def purge(
     *,
     where: str | None = None,
     max_deleted_rows_ratio: float = 0.0,
-    bounds: RewriteBounds = _DEFAULT_BOUNDS,
+    bounds: RewriteBounds = DEFAULT_BOUNDS,
     dry_run: bool = False,
 ) -> PurgeMetrics:
     """Purge ``table`` on ``spark`` (a SparkSession, or a factory called only when there is

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from delta_core.errors import UnsupportedTableForOperationError
 from delta_core.maintenance.metrics import Stopwatch
-from delta_core.maintenance.options import RewriteBounds
+from delta_core.maintenance.options import DEFAULT_BOUNDS, RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ZOrderMetrics
 from delta_core.maintenance.spark.curve_rewrite import DEFAULT_SAMPLE_ROWS, CurveRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
-_DEFAULT_BOUNDS = RewriteBounds()
 
 __all__ = ["ZOrderMetrics", "ZOrderPlan", "plan_zorder", "zorder"]
 
@@ -40,7 +39,7 @@ def zorder(
     curve: str = "zorder",
     where: str | None = None,
     target_size: int | None = None,
-    bounds: RewriteBounds = _DEFAULT_BOUNDS,
+    bounds: RewriteBounds = DEFAULT_BOUNDS,
     sample_rows: int = DEFAULT_SAMPLE_ROWS,
     dry_run: bool = False,
 ) -> ZOrderMetrics:
