@@ -18,7 +18,7 @@ import codecs
 import json
 import sys
 import traceback
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from delta_core.cli.policy import add_policy_arguments
@@ -29,6 +29,23 @@ if TYPE_CHECKING:
 
 EXIT_OK = 0
 EXIT_ERROR = 2  # also what argparse uses for usage errors
+
+
+def table_command(
+    subparsers: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    func: Callable[[argparse.Namespace], int],
+    *,
+    help: str,
+    description: str,
+    policy: bool = False,
+) -> argparse.ArgumentParser:
+    """The subcommand ``name`` on one table, run by ``func``: its parser with the table arguments
+    (``add_table_arguments``), for the command's own arguments."""
+    parser = subparsers.add_parser(name, help=help, description=description)
+    add_table_arguments(parser, policy=policy)
+    parser.set_defaults(func=func)
+    return parser
 
 
 def add_table_arguments(parser: argparse.ArgumentParser, *, policy: bool = False) -> None:

@@ -18,7 +18,7 @@ import datetime as dt
 from typing import Any
 
 from delta_core.cli.arguments import byte_size, column_list
-from delta_core.cli.common import add_table_arguments, counted, emit, open_table
+from delta_core.cli.common import counted, emit, open_table, table_command
 from delta_core.cli.operations import command_name
 from delta_core.cli.policy import apply_table_policy, find_policy_by_uri
 from delta_core.maintenance.operations import operation
@@ -28,11 +28,11 @@ from delta_core.model.sizes import format_size
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser(
-        "health", help="score a table's upkeep and say which maintenance pays off",
+    p = table_command(
+        subparsers, "health", cmd_health, help="score a table's upkeep and say which maintenance pays off",
         description="Compute a table's health from its log (no data reads): file sizes, deleted rows, "
-                    "checkpoint lag, tombstones, clustering quality; a 0-100 score and recommendations.")
-    add_table_arguments(p, policy=True)
+                    "checkpoint lag, tombstones, clustering quality; a 0-100 score and recommendations.",
+        policy=True)
     p.add_argument("--columns", type=column_list, default=None, metavar="A,B",
                    help="Z-order columns to judge clustering on (default: the table's clustering columns)")
     p.add_argument("--target-size", type=byte_size, default=None, metavar="SIZE",
@@ -43,7 +43,6 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="also read how far the symlink manifests lag behind (one file read)")
     p.add_argument("--list-log", action="store_true",
                    help="also list _delta_log to count the log files a log cleanup would delete")
-    p.set_defaults(func=cmd_health)
 
 
 def _or_none(version: int | None) -> str:

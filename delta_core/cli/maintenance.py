@@ -12,20 +12,18 @@ from __future__ import annotations
 import argparse
 
 from delta_core.cli.arguments import column_list
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import emit, open_table, table_command
 from delta_core.maintenance.report import summary_line
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    cb = subparsers.add_parser(
-        "cluster-by", help="set or clear the clustering columns (ALTER TABLE ... CLUSTER BY)",
+    cb = table_command(
+        subparsers, "cluster-by", cmd_cluster_by, help="set or clear the clustering columns (ALTER TABLE ... CLUSTER BY)",
         description="Set the table's liquid clustering columns (upgrading its protocol to a clustered "
                     "table's when needed), or clear them with --none. Commits no data; run cluster to cluster.")
-    add_table_arguments(cb)
     which = cb.add_mutually_exclusive_group(required=True)
     which.add_argument("--columns", type=column_list, metavar="A,B", help="comma-separated top-level data columns (at most 4)")
     which.add_argument("--none", action="store_true", help="clear the clustering columns (CLUSTER BY NONE)")
-    cb.set_defaults(func=cmd_cluster_by)
 
 
 def cmd_cluster_by(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from delta_core.cli.common import add_table_arguments, emit, open_table
+from delta_core.cli.common import emit, open_table, table_command
 from delta_core.cli.operation_args import add_option_arguments
 from delta_core.cli.policy import TablePolicy, resolve_options
 from delta_core.maintenance.history_records import location_from_env
@@ -65,12 +65,12 @@ def command_name(op: Operation) -> str:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     for op in REGISTRY:
-        parser = subparsers.add_parser(command_name(op), help=op.summary, description=op.description)
-        add_table_arguments(parser, policy=True)  # --table: the table's uri and storage options, at least
+        # --table: the table's uri and storage options, at least
+        parser = table_command(subparsers, command_name(op), functools.partial(run_command, op=op),
+                               help=op.summary, description=op.description, policy=True)
         if op.cli_spark != "none":
             spark_argument(parser)
         add_option_arguments(parser, op)
-        parser.set_defaults(func=functools.partial(run_command, op=op))
 
 
 def run_command(args: argparse.Namespace, *, op: Operation) -> int:

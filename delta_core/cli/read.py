@@ -34,7 +34,7 @@ import argparse
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from delta_core.cli.common import add_table_arguments, counted, emit, emit_listing, json_text, open_table
+from delta_core.cli.common import counted, emit, emit_listing, json_text, open_table, table_command
 from delta_core.errors import ConfigError
 from delta_core.model.clock import iso_time
 from delta_core.model.sizes import format_size
@@ -47,22 +47,18 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = subparsers.add_parser("describe", help="summarise a table version",
-                              description="Summarise a table's snapshot (latest, or a given version/time).")
-    add_table_arguments(p)
+    p = table_command(subparsers, "describe", cmd_describe, help="summarise a table version",
+                      description="Summarise a table's snapshot (latest, or a given version/time).")
     p.add_argument("--files", action="store_true", help="also list the live files' paths")
     when = p.add_mutually_exclusive_group()
     when.add_argument("--version", type=int, default=None, metavar="N", help="describe version N")
     when.add_argument("--timestamp", default=None, metavar="ISO8601",
                       help="describe the latest version committed at or before this time (UTC if no zone); "
                            "a time after the latest commit is refused")
-    p.set_defaults(func=cmd_describe)
 
-    h = subparsers.add_parser("history", help="list commits, newest first",
-                              description="List the table's commits, newest first.")
-    add_table_arguments(h)
+    h = table_command(subparsers, "history", cmd_history, help="list commits, newest first",
+                      description="List the table's commits, newest first.")
     h.add_argument("--limit", type=int, default=None, metavar="N", help="show at most N commits")
-    h.set_defaults(func=cmd_history)
 
 
 def _parse_when(text: str) -> dt.datetime:

@@ -10,20 +10,19 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 
-from delta_core.cli.common import add_table_arguments, counted, emit, open_table
+from delta_core.cli.common import counted, emit, open_table, table_command
 from delta_core.errors import UsageError
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.model.durations import format_duration
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    sp = subparsers.add_parser(
-        "set-properties", help="set table properties, upgrading the protocol when a feature needs it",
+    sp = table_command(
+        subparsers, "set-properties", cmd_set_properties,
+        help="set table properties, upgrading the protocol when a feature needs it",
         description="Set table properties in one commit (PROTOCOL.md \"Table Features\"); unknown "
                     "delta.* keys and features this library cannot write are refused, nothing written.")
-    add_table_arguments(sp)
     sp.add_argument("properties", nargs="+", metavar="KEY=VALUE", help="a table property, repeatable")
-    sp.set_defaults(func=cmd_set_properties)
 
 
 def cmd_set_properties(args: argparse.Namespace) -> int:
