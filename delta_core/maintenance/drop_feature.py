@@ -61,6 +61,7 @@ from delta_core.maintenance.droppable_features import (
 from delta_core.maintenance.dropped_columns import footer_schemas
 from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
 from delta_core.model.actions import Action, Remove
+from delta_core.model.clock import iso_time
 from delta_core.model.delta_operations import SET_TBLPROPERTIES
 from delta_core.model.schema import schema_to_arrow
 from delta_core.model.table_features import check_write_supported, reader_features, writer_features
@@ -439,11 +440,7 @@ def _possible_at(table: DeltaTable, boundary: int) -> str:
     at = min((f.version for f in listed if f.is_checkpoint and f.version >= boundary), default=None)
     times = {f.version: f.modification_time for f in listed if f.kind is LogFileKind.COMMIT}
     base = times.get(at, table.clock()) if at is not None else table.clock()
-    return _iso(base + int(_TRUNCATE_RETENTION.total_seconds() * 1000))
-
-
-def _iso(ms: int) -> str:
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="seconds")
+    return iso_time(base + int(_TRUNCATE_RETENTION.total_seconds() * 1000))
 
 
 def _truncate_history(run: _Run, read_version: int) -> None:
@@ -461,7 +458,7 @@ def _truncate_history(run: _Run, read_version: int) -> None:
         why = f"the retained history still uses it ({trace})"
     else:
         why = "this run removed its traces, which the history keeps"
-    possible_at = _iso(run.table.clock() + int(_TRUNCATE_RETENTION.total_seconds() * 1000))
+    possible_at = iso_time(run.table.clock() + int(_TRUNCATE_RETENTION.total_seconds() * 1000))
     raise DropFeatureHistoryError(
         f"cannot drop {name} from {run.table.uri} with --truncate-history yet: {why}. Run drop-feature again "
         f"with --truncate-history after {possible_at} ({TRUNCATE_HISTORY_RETENTION_HOURS} hours, so that no "
