@@ -1,7 +1,7 @@
 """Following the health advice settles: ``delta-core health --json`` recommendations run as
 advised, round after round, until nothing is advised; then every check passes (or says its
 target cannot be reached) and the rows are those the writers wrote. On unpartitioned, partitioned,
-liquid-clustered and the demo tables; no rewrite is advised twice."""
+liquid-clustered and the demo tables, and one with deletion vectors; no rewrite is advised twice."""
 
 from __future__ import annotations
 
@@ -130,3 +130,22 @@ def test_following_the_advice_converges_on_a_clustered_table(spark, capsys, tmp_
     assert_settled(done, doc)
     assert multiset(deltars_rows(uri)) == before
     assert _health(capsys, config)["recommendations"] == []
+
+
+def test_following_the_advice_converges_after_deletion_vectors(spark, capsys, tmp_path):
+    from demo.table import build_demo_table
+    from tests.dv_files import commit_deletion_vector, rows_applying_dvs
+
+    uri = tmp_path / "events"
+    table = build_demo_table(uri, rows=1200, appends=12, days=3, delete_fraction=0.0,
+                             properties={"delta.enableDeletionVectors": "true"})
+    for path in sorted(table.snapshot().file_paths)[::3]:  # a third of the files lose 10 of their ~33 rows
+        commit_deletion_vector(table, path, list(range(10)))
+    before = multiset(rows_applying_dvs(str(uri)))
+    config = _config(tmp_path, str(uri), target="4KB", zorder_target=None)  # no file is small
+    done, doc = follow_advice(capsys, config)
+    assert done[0] == ["purge"]
+    assert_settled(done, doc)
+    assert multiset(rows_applying_dvs(str(uri))) == before
+    deleted = next(c for c in doc["checks"] if c["name"] == "deleted_rows")
+    assert deleted["figures"][0] == {"name": "deleted_rows_ratio", "value": 0.0, "unit": "ratio"}
