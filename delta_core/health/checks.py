@@ -13,8 +13,8 @@ table's size. Log cleanup has no threshold to double (any expired log file is du
 maintenance can run), WARN when only rewrites pass (checkpoints, log cleanup and vacuum are
 refused), naming each blocking feature and what to do about it. A part that cannot be computed (no clustering columns, log not listed, an unreadable
 table) passes with the reason it was skipped; a target no run can reach with this data (the
-run's own plan predicts too little: ``layout_estimate``) passes with ``reachable: false`` and the
-reason, so it requests no run.
+run's own plan predicts too little: ``layout_estimate`` for skipping; small files compaction's
+plan would not merge) passes with ``reachable: false`` and the reason, so it requests no run.
 
 Nothing here reads the table beyond what ``report.table_health`` reads: ``evaluate_checks`` is
 one health evaluation (one log replay) for all eight checks.
@@ -142,20 +142,28 @@ def _skipped(name: str, reason: str, *, thresholds: tuple[Figure, ...] = ()) -> 
 
 
 def check_small_files(report: HealthReport) -> HealthCheck:
-    """Small files that compaction would merge: above the policy's ratio or count."""
+    """Small files that compaction would merge: above the policy's ratio or count. Above them with
+    nothing to merge (no partition holds two small files the plan would pack), the target is out
+    of reach: the check passes with the reason."""
     m, policy = report.metrics, report.policy
     ratio, count = policy.compact_small_file_ratio, policy.compact_min_small_files
+    figures = (Figure("small_file_ratio", m.small_file_ratio, RATIO), Figure("small_files", m.small_files, FILES),
+               Figure("num_files", m.num_files, FILES), Figure("small_file_bytes", m.small_file_bytes, BYTES),
+               Figure("compactable_files", m.compactable_files, FILES),
+               Figure("compaction_output_files", m.compaction_output_files, FILES),
+               Figure("min_file_size", m.min_file_size, BYTES))
+    thresholds = (Figure("compact_small_file_ratio", ratio, RATIO), Figure("compact_min_small_files", count, FILES))
+    small = (f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
+             f"{format_size(m.min_file_size)}")
+    over = m.small_file_ratio > ratio or m.small_files > count
+    if over and _recommended(report, SMALL_FILES) is None:
+        reason = "no partition holds two small files that compaction would merge (files in a ZCube are Z-order's)"
+        return HealthCheck(name=SMALL_FILES, status=CheckStatus.PASS, figures=figures, thresholds=thresholds,
+                           description=f"{small} (above {ratio:.0%} or {count} files), which no run can lower: {reason}",
+                           unreachable_reason=reason)
     return _verdict(
-        SMALL_FILES, report,
-        severe=m.small_file_ratio >= 2 * ratio or m.small_files > 2 * count,
-        passing=(f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
-                 f"{format_size(m.min_file_size)}: within {ratio:.0%} and {count} files, or nothing to merge"),
-        figures=(Figure("small_file_ratio", m.small_file_ratio, RATIO), Figure("small_files", m.small_files, FILES),
-                 Figure("num_files", m.num_files, FILES), Figure("small_file_bytes", m.small_file_bytes, BYTES),
-                 Figure("compactable_files", m.compactable_files, FILES),
-                 Figure("compaction_output_files", m.compaction_output_files, FILES),
-                 Figure("min_file_size", m.min_file_size, BYTES)),
-        thresholds=(Figure("compact_small_file_ratio", ratio, RATIO), Figure("compact_min_small_files", count, FILES)))
+        SMALL_FILES, report, severe=m.small_file_ratio >= 2 * ratio or m.small_files > 2 * count,
+        passing=f"{small}: within {ratio:.0%} and {count} files", figures=figures, thresholds=thresholds)
 
 
 def check_deleted_rows(report: HealthReport) -> HealthCheck:

@@ -1,5 +1,6 @@
-"""A health check whose target no run can reach passes with ``reachable: false`` and its reason,
-so neither the automation conditions nor the fleet advisor request a run; a reachable one
+"""A health check whose target no run can reach (skipping the planned layout cannot raise, small
+files no compaction can merge) passes with ``reachable: false`` and its reason, so neither the
+automation conditions nor the fleet advisor request a run; a reachable one
 requests its operation, and once that operation has run, neither requests it again while no
 writer changes the table. Evaluated with ``dagster.evaluate_automation_conditions`` and the
 advisor sensor's tick on a real instance over a real table."""
@@ -94,3 +95,22 @@ def test_after_the_advised_zorder_neither_automation_nor_the_advisor_asks_again(
         assert _automation_requests(defs, instance, later) == set()
         assert "events_zorder" not in _advisor_jobs(defs, instance)
         assert events.latest_version() == version
+
+
+def test_small_files_no_compaction_can_merge_request_no_run(tables_yaml, tmp_path):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    events = tmp_path / "events"  # one small file in each of three partitions: all small, none to merge
+    write_deltalake(str(events), pa.table({"day": ["a", "b", "c"], "id": pa.array([1, 2, 3], pa.int64())}),
+                    partition_by=["day"])
+    defs = build_definitions(tables_yaml(f"tables:\n  events:\n    uri: {events}\n    advisor: {{mode: auto}}\n"))
+    with instance_for_test() as instance:
+        result = defs.resolve_job_def("events_checks").execute_in_process(instance=instance)
+        small = next(e for e in result.get_asset_check_evaluations() if e.check_name == "small_files")
+        requested = _automation_requests(defs, instance, DAY)
+        advised = _advisor_jobs(defs, instance)
+    assert small.passed and small.metadata["small_file_ratio"].value == 1.0
+    assert small.metadata["reachable"].value is False
+    assert "no partition holds two small files" in small.metadata["unreachable_reason"].value
+    assert COMPACT not in requested and "events_compact" not in advised

@@ -59,6 +59,12 @@ def test_small_files_of_one_per_partition_pass_nothing_to_merge(tmp_path):
     write_log(root, [[add(f"p={p}/1.parquet", MB, part=p) for p in "abcd"]], partitioned=True)
     check = check_small_files(table_health(DeltaTable(root)))
     assert check.passed and check.operation is None
+    # all four are small (above the ratio), and no run can merge them: out of reach, and why
+    assert not check.reachable and "no partition holds two small files" in (check.unreachable_reason or "")
+    assert check.to_dict()["reachable"] is False and "which no run can lower" in check.description
+    within = check_small_files(table_health(DeltaTable(root), policy=HealthPolicy(compact_small_file_ratio=1.0,
+                                                                                 compact_min_small_files=10)))
+    assert within.passed and within.reachable
 
 
 def test_deleted_rows_from_deletion_vectors(tmp_path):
