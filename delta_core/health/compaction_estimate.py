@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from delta_core.health.version_cache import VersionCache
+from delta_core.health.version_cache import VersionCache, snapshot_key
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
 from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size, zcube_files
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, DEFAULT_MIN_INPUT_FILES
@@ -52,8 +52,7 @@ def estimate_compaction(
 ) -> CompactionEstimate:
     """The file counts of ``plan_compaction(snapshot, target_size=..., min_file_size=...,
     max_deleted_rows_ratio=..., min_input_files=...)``, once per table version."""
-    key = (snapshot.storage.root, snapshot.version, target_size, min_file_size, max_deleted_rows_ratio,
-           min_input_files)
+    key = snapshot_key(snapshot, target_size, min_file_size, max_deleted_rows_ratio, min_input_files)
     return _cache.get(key, lambda: _estimate(snapshot, target_size, min_file_size, max_deleted_rows_ratio,
                                              min_input_files))
 

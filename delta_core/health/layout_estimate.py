@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
-from delta_core.health.version_cache import VersionCache
+from delta_core.health.version_cache import VersionCache, snapshot_key
 from delta_core.maintenance.cluster_plan import plan_clustering
 from delta_core.maintenance.skipping import probe_values
 from delta_core.maintenance.zorder_plan import ZOrderPlan, plan_zorder
@@ -56,7 +56,7 @@ def estimate_layout(snapshot: Snapshot, columns: Sequence[str], *, clustered: bo
     """The estimate for ``snapshot`` clustered on ``columns`` (``clustered``: by the table's
     liquid clustering, else by Z-order into files of ``target_size``, None: the table's),
     computed once per table version."""
-    key = (snapshot.storage.root, snapshot.version, tuple(columns), clustered, target_size)
+    key = snapshot_key(snapshot, tuple(columns), clustered, target_size)
     return _cache.get(key, lambda: _estimate(snapshot, columns, clustered=clustered, target_size=target_size))
 
 

@@ -1,18 +1,28 @@
 """Predictions kept per table version in this process: a version's checks, advice and automation
 ticks plan once (``layout_estimate``, ``compaction_estimate``); another process plans again.
 
-A key names the table (its storage root), the version and whatever else the prediction depends
-on; a snapshot at a version never changes (PROTOCOL.md "Delta Log Entries"), so an entry is
-never stale, only evicted (least recently stored first).
+A key names the table (its storage root) and the log segment the snapshot was read from (its
+version, and the listed sizes and times of its files: a table deleted and created again at the same
+place is another table), then whatever else the prediction depends on (``snapshot_key``). A
+version's log never changes (PROTOCOL.md "Delta Log Entries"), so an entry is never stale, only
+evicted (least recently stored first).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
 
 V = TypeVar("V")
+
+
+def snapshot_key(snapshot: Snapshot, *rest: Hashable) -> tuple[Hashable, ...]:
+    """The key of a prediction on ``snapshot`` that also depends on ``rest``."""
+    return (snapshot.storage.root, snapshot.log_segment, *rest)
 
 
 class VersionCache(Generic[V]):

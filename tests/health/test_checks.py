@@ -39,18 +39,19 @@ def _figures(check) -> dict[str, tuple[float, str]]:
 
 def test_small_files_warn_past_the_ratio_and_error_at_twice_it(tmp_path):
     root = str(tmp_path / "t")
-    write_log(root, [[add(f"{i}.parquet", MB) for i in range(10)]])
+    write_log(root, [[add(f"{i}.parquet", MB) for i in range(12)]])
     table = DeltaTable(root)
     error = check_small_files(table_health(table))  # ratio 1.0 >= 2 x 0.3
     warn = check_small_files(table_health(table, policy=HealthPolicy(compact_small_file_ratio=0.6)))  # 1.0 < 1.2
     calm = check_small_files(table_health(table, policy=HealthPolicy(compact_small_file_ratio=1.0,
-                                                                     compact_min_small_files=10)))
+                                                                     compact_min_small_files=12)))
     assert (error.status, warn.status, calm.status) == (CheckStatus.ERROR, CheckStatus.WARN, CheckStatus.PASS)
     assert error.operation == warn.operation == "compact" and calm.operation is None
-    assert "10 of 10 files (100%) are under 96 MiB" in error.description
+    assert "12 of 12 files (100%) are under 96 MiB" in error.description
     figures = _figures(warn)
-    assert figures["small_file_ratio"] == (1.0, "ratio") and figures["small_files"] == (10, "files")
-    assert figures["small_file_bytes"] == (10 * MB, "bytes") and figures["compaction_output_files"] == (1, "files")
+    assert figures["small_file_ratio"] == (1.0, "ratio") and figures["small_files"] == (12, "files")
+    assert figures["small_file_bytes"] == (12 * MB, "bytes") and figures["compaction_output_files"] == (1, "files")
+    assert figures["predicted_small_files"] == (1, "files")
     assert figures["compact_small_file_ratio"] == (0.6, "ratio")
 
 
