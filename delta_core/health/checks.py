@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import UnsupportedProtocolError
+from delta_core.health import rewrite_targets as targets
 from delta_core.health.advice import Recommendation
 from delta_core.health.check_names import (
     CHECK_REMEDIES,
@@ -43,14 +44,6 @@ from delta_core.health.check_names import (
 )
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.report import HealthReport, table_health
-from delta_core.health.rewrite_targets import (
-    compaction_unreachable,
-    deleted_ratio_after,
-    deleted_rows_crossed,
-    purge_unreachable,
-    small_files_after,
-    small_files_crossed,
-)
 from delta_core.model.sizes import format_size
 from delta_core.model.table_features import (
     MAX_READER_VERSION,
@@ -164,7 +157,7 @@ def check_small_files(report: HealthReport) -> HealthCheck:
     m, policy = report.metrics, report.policy
     ratio, count = policy.compact_small_file_ratio, policy.compact_min_small_files
     seen = f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under {format_size(m.min_file_size)}"
-    small_after, files_after = small_files_after(m)
+    small_after, files_after = targets.small_files_after(m)
     figures = (Figure("small_file_ratio", m.small_file_ratio, RATIO), Figure("small_files", m.small_files, FILES),
                Figure("num_files", m.num_files, FILES), Figure("small_file_bytes", m.small_file_bytes, BYTES),
                Figure("compactable_files", m.compactable_files, FILES),
@@ -174,7 +167,7 @@ def check_small_files(report: HealthReport) -> HealthCheck:
                Figure("min_file_size", m.min_file_size, BYTES))
     thresholds = (Figure("compact_small_file_ratio", ratio, RATIO), Figure("compact_min_small_files", count, FILES),
                   Figure("min_input_files", policy.min_input_files, FILES))
-    if small_files_crossed(m, policy) and (reason := compaction_unreachable(m, policy)) is not None:
+    if targets.small_files_crossed(m, policy) and (reason := targets.compaction_unreachable(m, policy)) is not None:
         return _unreachable(SMALL_FILES, seen, reason, figures=figures, thresholds=thresholds)
     return _verdict(
         SMALL_FILES, report,
@@ -193,10 +186,10 @@ def check_deleted_rows(report: HealthReport) -> HealthCheck:
                Figure("num_records", m.num_records, ROWS),
                Figure("files_with_deletion_vectors", m.files_with_deletion_vectors, FILES),
                Figure("purgeable_files", m.purgeable_files, FILES),
-               Figure("predicted_deleted_rows_ratio", round(deleted_ratio_after(m), 6), RATIO))
+               Figure("predicted_deleted_rows_ratio", round(targets.deleted_ratio_after(m), 6), RATIO))
     thresholds = (Figure("purge_deleted_rows_ratio", ratio, RATIO),
                   Figure("purge_file_ratio", policy.purge_file_ratio, RATIO))
-    if deleted_rows_crossed(m, policy) and (reason := purge_unreachable(m, policy)) is not None:
+    if targets.deleted_rows_crossed(m, policy) and (reason := targets.purge_unreachable(m, policy)) is not None:
         return _unreachable(DELETED_ROWS, seen, reason, figures=figures, thresholds=thresholds)
     return _verdict(
         DELETED_ROWS, report, severe=m.deleted_rows_ratio >= 2 * ratio, passing=f"{seen}, within {ratio:.1%}",
