@@ -87,9 +87,9 @@ def test_compaction_applies_deletion_vectors(spark, tmp_path, name):
     ratio = 0.05
     if name == "rs-table_with_deletion_logs":
         # One file, 2 of 100 rows deleted: under the default ratio, so left alone ...
-        assert compact(table, spark, min_input_files=2).version is None
+        assert compact(table, spark).version is None
         ratio = 0.01  # ... and rewritten alone above a lower one
-    metrics = compact(table, spark, max_deleted_rows_ratio=ratio, min_input_files=2)
+    metrics = compact(table, spark, max_deleted_rows_ratio=ratio)
     assert metrics.version == snap.version + 1 and metrics.num_deletion_vectors_removed == with_dv > 0
     check_rewrite(table, metrics.version, versions[snap.version])
     assert all(a.deletion_vector is None for a in table.snapshot().add_actions())
@@ -127,14 +127,14 @@ def test_a_lone_file_over_the_ratio_is_rewritten_alone(spark, tmp_path):
     kernel_before = kernel_rows(uri)
     snap = table.snapshot()
     dv_file = next(a for a in snap.add_actions() if a.deletion_vector is not None)
-    assert compact(table, spark, min_file_size=1, target_size=1, max_deleted_rows_ratio=0.7, min_input_files=2).version is None
-    metrics = compact(table, spark, min_file_size=1, target_size=1, min_input_files=2)
+    assert compact(table, spark, min_file_size=1, target_size=1, max_deleted_rows_ratio=0.7).version is None
+    metrics = compact(table, spark, min_file_size=1, target_size=1)
     assert (metrics.num_bins, metrics.num_removed_files, metrics.num_added_files) == (1, 1, 1)
     removes = [a for a in table.commit_actions(metrics.version) if isinstance(a, Remove)]
     assert [(r.path, r.deletion_vector) for r in removes] == [(dv_file.path, dv_file.deletion_vector)]
     assert multiset(rows_applying_dvs(uri)) == before
     assert kernel_rows(uri) == kernel_before
-    assert compact(table, spark, min_file_size=1, target_size=1, min_input_files=2).version is None  # nothing left to clean
+    assert compact(table, spark, min_file_size=1, target_size=1).version is None  # nothing left to clean
 
 
 def _break_dv(uri: str, how: str) -> None:
@@ -160,7 +160,7 @@ def test_broken_vector_file_is_a_typed_error_and_nothing_is_written(spark, tmp_p
     before = listing(uri)
     with pytest.raises(DeletionVectorError, match="missing" if how == "missing" else "CRC-32") as info:
         if operation == "compact":
-            compact(table, spark, min_input_files=2)
+            compact(table, spark)
         else:
             zorder(table, spark, ["col2"])
     assert "deletion_vector_" in str(info.value)  # names the file
@@ -173,7 +173,7 @@ def test_rows_of_new_files_are_the_live_rows(spark, tmp_path):
     table = DeltaTable(uri)
     live = rows_applying_dvs(uri)
     kernel_before = kernel_rows(uri)
-    metrics = compact(table, spark, min_input_files=2)
+    metrics = compact(table, spark)
     assert kernel_rows(uri) == kernel_before
     (add,) = [a for a in table.commit_actions(metrics.version) if isinstance(a, Add)]
     stats = json.loads(add.stats)
