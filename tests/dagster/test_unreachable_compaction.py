@@ -1,19 +1,16 @@
 """A small-files target that compaction's own plan cannot reach passes with ``reachable: false``
 and its reason, so the automation conditions request no compaction; a reachable one requests it.
-Evaluated with ``dagster.evaluate_automation_conditions`` on a real instance over a real table."""
+Evaluated with ``dagster.evaluate_automation_conditions`` on a real instance over a real table
+(``test_unreachable_checks.checked_and_requested``)."""
 
 from __future__ import annotations
 
-import datetime
 import pathlib
 
 import pytest
-from dagster import AssetKey, evaluate_automation_conditions, instance_for_test
 
 from definitions import build_definitions
-
-COMPACT = AssetKey(["events", "compact"])
-DAY = datetime.datetime(2026, 3, 4, tzinfo=datetime.UTC)
+from tests.dagster.test_unreachable_checks import COMPACT, checked_and_requested
 
 
 @pytest.mark.parametrize(("min_input_files", "reachable"), [(50, False), (5, True)])
@@ -26,12 +23,8 @@ tables:
     compact: {{target_size: 128KB, min_input_files: {min_input_files}}}
     advisor: {{mode: auto}}
 """))
-    with instance_for_test() as instance:
-        result = defs.resolve_job_def("events_checks").execute_in_process(instance=instance)
-        assert result.success
-        small = next(e for e in result.get_asset_check_evaluations() if e.check_name == "small_files")
-        requested = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=DAY)
-        compact_requested = bool(requested.get_requested_partitions(COMPACT))
+    small, requested = checked_and_requested(defs, "small_files")
+    compact_requested = COMPACT in requested
     if reachable:  # a day's dozen fragments merge into one file each
         assert not small.passed and compact_requested
         assert "reachable" not in small.metadata
