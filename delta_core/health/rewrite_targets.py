@@ -8,10 +8,10 @@ asks for no run that would change little:
 
 - compaction counts the small files left after it (a bin whose files sum below ``min_file_size``
   writes a file that is still small): the small-file ratio and count within the policy's, or the
-  ratio down by ``MIN_SMALL_RATIO_DROP`` (0.1), or ``MIN_SMALL_FILES_DROP`` (10) fewer small files,
-  enough to pay for a run over a table above the count threshold (100 by default). Many partitions
-  holding a small file or two each, or less data than one file of the minimum size, cannot get
-  there;
+  ratio down by ``MIN_SMALL_RATIO_DROP`` (0.1), or at least the policy's ``min_input_files`` small
+  files merged (as many as one bin of fragments must hold: 5 by default). Many partitions holding
+  a small file or two each cannot get there, nor, once merged, less data than one file of the
+  minimum size;
 - purge counts the deleted rows left in the files at or under the per-file ratio: the
   deleted-rows ratio within the threshold, or down by ``MIN_DELETED_RATIO_DROP`` (0.05).
 """
@@ -23,7 +23,6 @@ from delta_core.health.policy import HealthPolicy
 from delta_core.model.sizes import format_size
 
 MIN_SMALL_RATIO_DROP = 0.1
-MIN_SMALL_FILES_DROP = 10
 MIN_DELETED_RATIO_DROP = 0.05
 
 
@@ -45,15 +44,15 @@ def compaction_unreachable(m: HealthMetrics, policy: HealthPolicy) -> str | None
     ratio = small / files if files else 0.0
     if ratio <= policy.compact_small_file_ratio and small <= policy.compact_min_small_files:
         return None
-    if m.small_file_ratio - ratio >= MIN_SMALL_RATIO_DROP or m.small_files - small >= MIN_SMALL_FILES_DROP:
+    if m.small_file_ratio - ratio >= MIN_SMALL_RATIO_DROP or m.compaction_small_inputs >= policy.min_input_files:
         return None
     if m.compactable_files == 0:
         return (f"compaction would merge nothing: the {m.small_files} small files lie in partitions with fewer than "
                 f"{policy.min_input_files} fragments to merge or too few bytes for a file of "
                 f"{format_size(m.min_file_size)}")
     return (f"compaction would leave {small} of {files} files small ({ratio:.0%}; now {m.small_file_ratio:.0%}): "
-            f"fewer than {MIN_SMALL_FILES_DROP} small files and under {MIN_SMALL_RATIO_DROP:.0%} less, too little "
-            "data or too many partitions to merge more")
+            f"{m.compaction_small_inputs} small files merged, fewer than {policy.min_input_files}, and under "
+            f"{MIN_SMALL_RATIO_DROP:.0%} less: too little data or too many partitions to merge more")
 
 
 def deleted_rows_crossed(m: HealthMetrics, policy: HealthPolicy) -> bool:

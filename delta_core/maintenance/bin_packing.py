@@ -244,8 +244,11 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
       (as Iceberg rewrites a group short of ``min-input-files`` whose bytes make a full file);
     - any other bin keeps only its fragments (files under ``fragment_size``), and only when there are
       at least ``min_input_files`` of them: small fragments merge first (Amoro's minor optimizing),
-      while a larger file waits until it can join a file that is no longer small, so a byte is
-      rewritten about twice on its way to the target, not once per run;
+      while a larger file waits until it can join a file that is no longer small. The fragments
+      kept are the most, smallest first, whose largest is no larger than the others together, so a
+      merged fragment is rewritten only once as much new data has come as it holds: each merge at
+      least doubles its largest input, and a byte is rewritten a few times on its way to the
+      target, not once per run;
     - the rest are dropped: too few files to pay for their rewrite (Iceberg's ``min-input-files``).
 
     The bins keep their order; a kept bin keeps its rows' order."""
@@ -255,7 +258,16 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
     whole = packing.bin_totals(due.astype(np.int64)) > 0
     whole |= (counts >= 2) & (packing.bin_totals(sizes) >= min_file_size)
     bin_of = np.repeat(np.arange(packing.num_bins), counts)
-    fragment = sizes[packing.rows] < fragment_size
+    packed = sizes[packing.rows]
+    starts = packing.bounds[:-1]
+    # rows are by size within a bin: the fragments kept are the longest run, smallest first, whose
+    # largest is no larger than the others together (the first row alone qualifies)
+    index = np.arange(len(packed))
+    before = np.cumsum(packed) - packed
+    before -= before[starts][bin_of]
+    ends = (packed < fragment_size) & ((index == starts[bin_of]) | (packed <= before))
+    last = np.maximum.reduceat(np.where(ends, index, -1), starts)
+    fragment = index <= last[bin_of]
     minor = ~whole & (np.bincount(bin_of[fragment], minlength=packing.num_bins) >= min_input_files)
     keep = whole[bin_of] | (minor[bin_of] & fragment)
     kept = np.bincount(bin_of[keep], minlength=packing.num_bins)

@@ -73,10 +73,13 @@ def test_small_files_of_less_data_than_one_file_pass_after_their_merge(tmp_path)
     write_log(str(tmp_path / "merged"), [[add("merged.parquet", 12 * MB)]])
     after = check_small_files(table_health(DeltaTable(str(tmp_path / "merged"))))
     assert after.passed and not after.reachable and "merge nothing" in after.unreachable_reason
-    # seven: under 10 fewer and the ratio stays at 100%: too little to advise
-    write_log(str(tmp_path / "seven"), [[add(f"{i}.parquet", MB) for i in range(7)]])
-    seven = check_small_files(table_health(DeltaTable(str(tmp_path / "seven"))))
-    assert seven.passed and "would leave 1 of 1 files small" in seven.unreachable_reason
+    # two 50 MB files merge into one that is no longer small, beside twenty lone small files: two
+    # merged (under min_input_files) and the ratio down under 10 points: too little to advise
+    root = str(tmp_path / "lone")
+    write_log(root, [[add("p=x/a.parquet", 50 * MB, part="x"), add("p=x/b.parquet", 50 * MB, part="x"),
+                      *(add(f"p={i}/1.parquet", MB, part=str(i)) for i in range(20))]], partitioned=True)
+    lone = check_small_files(table_health(DeltaTable(root)))
+    assert lone.passed and "would leave 20 of 21 files small" in lone.unreachable_reason
 
 
 def test_deleted_rows_from_deletion_vectors(tmp_path):

@@ -80,7 +80,8 @@ def _greedy_bins(snapshot, target: int, minimum: int, ratio: float, min_input_fi
     """The packing rule written out file by file (compaction_plan's docstring): per partition,
     candidates by size then path, greedy bins up to the target; a bin with a file over the
     deleted-rows ratio kept whole, one of two files or more reaching the minimum kept whole, any
-    other cut to its fragments (under target / 8) and kept when at least ``min_input_files`` are left."""
+    other cut to its fragments (under target / 8; of those, the longest run smallest first whose
+    largest is at most the rest together) and kept when at least ``min_input_files`` are left."""
     by_partition: dict[str | None, list[tuple[int, str, bool]]] = {}
     for a in snapshot.add_actions():
         records = json.loads(a.stats)["numRecords"] if a.stats else None
@@ -101,7 +102,16 @@ def _greedy_bins(snapshot, target: int, minimum: int, ratio: float, min_input_fi
     for b in bins:
         if any(f[2] for f in b) or (len(b) > 1 and sum(f[0] for f in b) >= minimum):
             kept.append([f[1] for f in b])
-        elif len(fragments := [f[1] for f in b if f[0] < min(target // 8, minimum)]) >= min_input_files:
+            continue
+        fragments: list[str] = []  # the longest run, smallest first, whose largest is at most the rest together
+        merged = 0
+        for i, (size, _, _) in enumerate(b):
+            if size >= min(target // 8, minimum):
+                break
+            if i == 0 or size <= merged:
+                fragments = [f[1] for f in b[:i + 1]]
+            merged += size
+        if len(fragments) >= min_input_files:
             kept.append(fragments)
     return kept
 

@@ -59,6 +59,16 @@ def test_fragments_merge_first_and_larger_small_files_wait(tmp_path):
     assert _bins(snapshot) == [[*(f"f{i}" for i in range(5)), "seg0", "seg1"]]
 
 
+def test_a_merged_fragment_waits_until_as_much_new_data_has_come(tmp_path):
+    # a 10 KiB fragment (an earlier merge) and five 1 KiB ones: only the five merge
+    merged = add("merged", 10 * KB, part="a")
+    snapshot = _snapshot(tmp_path, [merged, *(add(f"n{i}", KB, part="a") for i in range(5))])
+    assert _bins(snapshot) == [[f"n{i}" for i in range(5)]]
+    # with ten, as much as it holds, it merges with them
+    snapshot = _snapshot(tmp_path, [merged, *(add(f"n{i}", KB, part="a") for i in range(10))])
+    assert _bins(snapshot) == [["merged", *(f"n{i}" for i in range(10))]]
+
+
 def test_files_near_the_target_are_rewritten_only_for_their_deleted_rows(tmp_path):
     # near: at the minimum and above; fragments beside them in the same partition
     actions = [add("near", MINIMUM, part="a"), add("over", 120 * KB, part="a"),
