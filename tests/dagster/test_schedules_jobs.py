@@ -68,7 +68,7 @@ def test_schedules_carry_policy_config(defs):
             "events_zorder_schedule": ("15 5 * * 6", "events_zorder", "events__zorder",
                                        {"columns": ["user_id"], "curve": "hilbert", **BOUNDED}),
             "orders_compact_schedule": ("0 1 * * *", "orders_compact", "orders__compact",
-                                        {"max_deleted_rows_ratio": 0.05, **BOUNDED}),
+                                        {"max_deleted_rows_ratio": 0.05, "min_input_files": 5, **BOUNDED}),
             "orders_vacuum_schedule": ("0 4 1 * *", "orders_vacuum", "orders__vacuum",
                                        {"dry_run": False, "force": False, "mode": "full"}),
         }
