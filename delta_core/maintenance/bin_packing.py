@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
 
 
+# A fragment up to this many times the smaller ones together still merges with them (``keep_bins``).
+MERGED_FRAGMENT_SLACK = 1.25
+
+
 @dataclass(frozen=True, slots=True)
 class Packing:
     """The bins found: bin ``b`` holds the input rows ``rows[bounds[b]:bounds[b + 1]]``, in
@@ -245,10 +249,11 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
     - any other bin keeps only its fragments (files under ``fragment_size``), and only when there are
       at least ``min_input_files`` of them: small fragments merge first (Amoro's minor optimizing),
       while a larger file waits until it can join a file that is no longer small. The fragments
-      kept are the most, smallest first, whose largest is no larger than the others together, so a
-      merged fragment is rewritten only once as much new data has come as it holds: each merge at
-      least doubles its largest input, and a byte is rewritten a few times on its way to the
-      target, not once per run;
+      kept are the most, smallest first, whose largest is at most the others together (give or
+      take ``MERGED_FRAGMENT_SLACK``, so that fragments of about one size always merge), so a
+      merged fragment is rewritten only once about as much new data has come as it holds: each
+      merge nearly doubles its largest input, and a byte is rewritten a few times on its way to
+      the target, not once per run;
     - the rest are dropped: too few files to pay for their rewrite (Iceberg's ``min-input-files``).
 
     The bins keep their order; a kept bin keeps its rows' order."""
@@ -261,11 +266,11 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
     packed = sizes[packing.rows]
     starts = packing.bounds[:-1]
     # rows are by size within a bin: the fragments kept are the longest run, smallest first, whose
-    # largest is no larger than the others together (the first row alone qualifies)
+    # largest is at most MERGED_FRAGMENT_SLACK times the others together (the first row alone qualifies)
     index = np.arange(len(packed))
     before = np.cumsum(packed) - packed
     before -= before[starts][bin_of]
-    ends = (packed < fragment_size) & ((index == starts[bin_of]) | (packed <= before))
+    ends = (packed < fragment_size) & ((index == starts[bin_of]) | (packed <= MERGED_FRAGMENT_SLACK * before))
     last = np.maximum.reduceat(np.where(ends, index, -1), starts)
     fragment = index <= last[bin_of]
     minor = ~whole & (np.bincount(bin_of[fragment], minlength=packing.num_bins) >= min_input_files)

@@ -19,8 +19,8 @@ Which bins are rewritten (``bin_packing.keep_bins``), so that a byte is rewritte
 its way to the target and not once per run: a bin of at least ``min_input_files`` (default
 ``DEFAULT_MIN_INPUT_FILES``, 5, Iceberg's ``min-input-files``) fragments, files under
 ``target_size * FRAGMENT_FRACTION`` (1/8, Amoro's fragment ratio), merges them (minor; a fragment
-larger than the smaller ones together waits, so merged fragments are not rewritten for a little new
-data); a bin whose
+larger than the smaller ones together, give or take ``MERGED_FRAGMENT_SLACK``, waits, so merged
+fragments are not rewritten for a little new data); a bin whose
 files reach ``min_file_size`` merges them into a file that is no longer small, however few they
 are (major); a bin with a file over the deleted-rows ratio is rewritten whole. Other bins wait for
 more files. Files at or above ``min_file_size`` are never candidates (unless over the ratio), so

@@ -81,7 +81,7 @@ def _greedy_bins(snapshot, target: int, minimum: int, ratio: float, min_input_fi
     candidates by size then path, greedy bins up to the target; a bin with a file over the
     deleted-rows ratio kept whole, one of two files or more reaching the minimum kept whole, any
     other cut to its fragments (under target / 8; of those, the longest run smallest first whose
-    largest is at most the rest together) and kept when at least ``min_input_files`` are left."""
+    largest is at most 1.25 times the rest together) and kept when at least ``min_input_files`` are left."""
     by_partition: dict[str | None, list[tuple[int, str, bool]]] = {}
     for a in snapshot.add_actions():
         records = json.loads(a.stats)["numRecords"] if a.stats else None
@@ -108,7 +108,7 @@ def _greedy_bins(snapshot, target: int, minimum: int, ratio: float, min_input_fi
         for i, (size, _, _) in enumerate(b):
             if size >= min(target // 8, minimum):
                 break
-            if i == 0 or size <= merged:
+            if i == 0 or size <= 1.25 * merged:
                 fragments = [f[1] for f in b[:i + 1]]
             merged += size
         if len(fragments) >= min_input_files:

@@ -11,6 +11,7 @@ import pytest
 from delta_core.errors import ConfigError
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.bin_packing import MERGED_FRAGMENT_SLACK
 from delta_core.maintenance.compaction_plan import plan_compaction
 from delta_core.maintenance.options import DEFAULT_MIN_INPUT_FILES, CompactOptions
 from tests.health.conftest import DV_PROTOCOL, add, write_log
@@ -62,6 +63,7 @@ def test_fragments_merge_first_and_larger_small_files_wait(tmp_path):
 def test_a_merged_fragment_waits_until_as_much_new_data_has_come(tmp_path):
     # a 10 KiB fragment (an earlier merge) and five 1 KiB ones: only the five merge
     merged = add("merged", 10 * KB, part="a")
+    assert MERGED_FRAGMENT_SLACK * 5 * KB < 10 * KB <= MERGED_FRAGMENT_SLACK * 10 * KB
     snapshot = _snapshot(tmp_path, [merged, *(add(f"n{i}", KB, part="a") for i in range(5))])
     assert _bins(snapshot) == [[f"n{i}" for i in range(5)]]
     # with ten, as much as it holds, it merges with them
