@@ -12,6 +12,7 @@ import pathlib
 
 import pytest
 from dagster import (
+    AssetCheckEvaluation,
     AssetKey,
     DagsterInstance,
     Definitions,
@@ -40,11 +41,15 @@ tables:
 """
 
 
-def _skipping(defs: Definitions, instance: DagsterInstance):
-    """The data_skipping evaluation of a run of the table's checks."""
+def _evaluation(defs: Definitions, instance: DagsterInstance, check: str) -> AssetCheckEvaluation:
+    """The ``check`` evaluation of a run of the table's checks."""
     result = defs.resolve_job_def("events_checks").execute_in_process(instance=instance)
     assert result.success
-    return next(e for e in result.get_asset_check_evaluations() if e.check_name == "data_skipping")
+    return next(e for e in result.get_asset_check_evaluations() if e.check_name == check)
+
+
+def _skipping(defs: Definitions, instance: DagsterInstance) -> AssetCheckEvaluation:
+    return _evaluation(defs, instance, "data_skipping")
 
 
 def _automation_requests(defs: Definitions, instance: DagsterInstance, when: datetime.datetime) -> set[AssetKey]:
@@ -57,6 +62,13 @@ def _advisor_jobs(defs: Definitions, instance: DagsterInstance) -> set[str]:
     resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
     with build_sensor_context(instance=instance, definitions=defs, resources=resources) as context:
         return {r.job_name for r in sensor.evaluate_tick(context).run_requests}
+
+
+def checked_and_requested(defs: Definitions, check: str) -> tuple[AssetCheckEvaluation, set[AssetKey]]:
+    """The table's ``check`` evaluated on a real instance, and the assets its automation
+    conditions then request."""
+    with instance_for_test() as instance:
+        return _evaluation(defs, instance, check), _automation_requests(defs, instance, DAY)
 
 
 @pytest.mark.parametrize(("zorder_target", "reachable"), [("128MB", False), ("4KB", True)])
@@ -112,5 +124,5 @@ def test_small_files_no_compaction_can_merge_request_no_run(tables_yaml, tmp_pat
         advised = _advisor_jobs(defs, instance)
     assert small.passed and small.metadata["small_file_ratio"].value == 1.0
     assert small.metadata["reachable"].value is False
-    assert "no partition holds two small files" in small.metadata["unreachable_reason"].value
+    assert "compaction would merge nothing" in small.metadata["unreachable_reason"].value
     assert COMPACT not in requested and "events_compact" not in advised
