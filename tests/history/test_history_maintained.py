@@ -25,7 +25,7 @@ tables:
   events: {uri: events}
   runs:
     uri: runs
-    compact: {target_size: 1MB}
+    compact: {target_size: 1MB, min_input_files: 2}
 """
 
 
