@@ -13,7 +13,7 @@ delete (a listing of ``_delta_log`` from its start).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from delta_core.write.checkpoint_cadence import versions_since_checkpoint
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
+    from delta_core.model.table_properties import TableProperties
 
 # Size histogram edges as fractions of the target size: tiny, small, half-full, nearly full,
 # on target, oversized. The compaction threshold (``min_file_size``) is reported beside it.
@@ -96,6 +97,45 @@ class HealthMetrics:
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> HealthMetrics:
+        """The metrics ``to_dict`` gave (``KeyError``/``TypeError``/``ValueError`` when ``obj``
+        is not such a dict)."""
+        fields = dict(obj)
+        fields["size_histogram"] = tuple(SizeBucket(**b) for b in fields["size_histogram"])
+        fields["stats_columns"] = tuple(fields["stats_columns"])
+        fields["columns"] = tuple(fields["columns"])
+        return cls(**fields)
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneCurve:
+    """Tombstones by deletion time, so any clock reads what vacuum would reclaim without the
+    tombstones themselves: ``timestamps`` are their distinct ``deletionTimestamp`` values (a
+    missing one counts as 0), ascending; ``files``/``bytes`` count the tombstones at or before
+    each (cumulative)."""
+
+    timestamps: tuple[int, ...]
+    files: tuple[int, ...]
+    bytes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, tombstones: pa.Table) -> TombstoneCurve:
+        if not tombstones.num_rows:
+            return cls((), (), ())
+        zero = int_scalar(0)
+        times = numbers_or_zero(pc.fill_null(tombstones.column("deletion_timestamp"), zero))
+        sizes = numbers_or_zero(pc.fill_null(tombstones.column("size"), zero))
+        distinct, which = np.unique(times, return_inverse=True)
+        files = np.cumsum(np.bincount(which, minlength=len(distinct)))
+        total = np.cumsum(np.bincount(which, weights=sizes, minlength=len(distinct)))
+        return cls(tuple(int(t) for t in distinct), tuple(int(f) for f in files), tuple(int(b) for b in total))
+
+    def expired(self, cutoff_ms: int) -> tuple[int, int]:
+        """``(files, bytes)`` of the tombstones deleted before ``cutoff_ms``."""
+        at = int(np.searchsorted(np.asarray(self.timestamps, dtype=np.int64), cutoff_ms, side="left"))
+        return (self.files[at - 1], self.bytes[at - 1]) if at else (0, 0)
+
 
 def size_histogram(sizes: np.ndarray, target: int) -> tuple[SizeBucket, ...]:
     """File counts and bytes per size bucket (edges: ``HISTOGRAM_FRACTIONS`` of ``target``)."""
@@ -114,6 +154,11 @@ def _sum(column: pa.ChunkedArray | pa.Array) -> int:
 
 def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
+
+
+def expiry_cutoff(properties: TableProperties, now_ms: int) -> int:
+    """Tombstones deleted before this time (ms) are past ``delta.deletedFileRetentionDuration``."""
+    return int(now_ms - int(properties.deleted_file_retention.total_seconds() * 1000))
 
 
 def compute_metrics(
@@ -146,9 +191,7 @@ def compute_metrics(
         else policy.checkpoint_interval
 
     tombstones = snapshot.tombstones
-    retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
-    expired = pc.less(pc.fill_null(tombstones.column("deletion_timestamp"), zero), int_scalar(int(now_ms - retention_ms)))
-    tomb_sizes = pc.fill_null(tombstones.column("size"), zero)
+    reclaimable, reclaimable_bytes = TombstoneCurve.of(tombstones).expired(expiry_cutoff(snapshot.properties, now_ms))
 
     skip, depth = column_quality(snapshot, columns)
     missing_stats = int(records.null_count)
@@ -182,9 +225,9 @@ def compute_metrics(
         versions_since_checkpoint=versions_since_checkpoint(segment.version, segment.checkpoint_version),
         log_bytes_since_checkpoint=sum(c.size for c in segment.commit_files),
         num_tombstones=tombstones.num_rows,
-        tombstone_bytes=_sum(tomb_sizes),
-        reclaimable_tombstones=_sum(pc.cast(expired, pa.int64())) if tombstones.num_rows else 0,
-        reclaimable_bytes=_sum(pc.if_else(expired, tomb_sizes, zero)) if tombstones.num_rows else 0,
+        tombstone_bytes=_sum(tombstones.column("size")),
+        reclaimable_tombstones=reclaimable,
+        reclaimable_bytes=reclaimable_bytes,
         columns=tuple(columns),
         skip_ratio=skip,
         overlap_depth=depth,

@@ -1,0 +1,136 @@
+"""The health cache: one table version's health figures (``version_figures.VersionHealth``) kept in
+files, so a later evaluation of the same version, in any process, skips the log replay.
+
+Health runs on every sensor tick, check run and advisor tick, each a separate process or
+evaluation, so an in-process cache would be empty every time. The cache is a directory reached
+through ``delta_core.storage`` (a local path or any fsspec URI), not the Dagster instance's
+key-value store: entries are written and read by the library and the CLI too, need no database
+round trip or lock (each is one file, written whole), and live beside the instance's storage when
+Dagster runs them (``DELTA_HEALTH_CACHE``, else the instance's storage directory).
+
+An entry is keyed by everything its figures follow from: the table URI, the version and the
+identity (name, size, modification time) of the last log file of its segment, so a table
+re-created at the same path misses; the health policy; the columns asked for; and ``FORMAT``,
+bumped whenever the figures' meaning changes. A new version is a new key, so an entry is never
+wrong after the table changes. Writing an entry removes the table's entries of older versions.
+An entry that cannot be read or parsed, or whose key differs, is ignored (logged) and recomputed;
+a cache that cannot be written costs only the next evaluation's replay. See docs/scaling.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from delta_core.errors import CorruptLogError, StorageError
+from delta_core.health.policy import HealthPolicy
+from delta_core.health.version_figures import VersionHealth
+from delta_core.log.log_segment import LogSegment
+from delta_core.storage import open_storage
+from delta_core.storage.base import Storage
+
+log = logging.getLogger(__name__)
+
+FORMAT = 1  # bump when what an entry holds, or how a figure is computed, changes
+CACHE_ENV = "DELTA_HEALTH_CACHE"  # a directory or URI: where health evaluations keep their figures
+_DIGEST = 24  # hex digits of a key's SHA-256 in file names
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST]
+
+
+@dataclass(frozen=True, slots=True)
+class CacheKey:
+    """What a version's health figures follow from (module docstring)."""
+
+    table: str
+    version: int
+    log_file: tuple[str, int, int]  # key, size, modification time of the segment's last file
+    policy: HealthPolicy
+    columns: tuple[str, ...] | None
+
+    @classmethod
+    def of(cls, table: str, segment: LogSegment, *, policy: HealthPolicy,
+           columns: Sequence[str] | None) -> CacheKey:
+        last = segment.files[-1]
+        return cls(table, segment.version, (last.key, last.size, last.modification_time), policy,
+                   None if columns is None else tuple(columns))
+
+    def document(self) -> dict[str, Any]:
+        return {"format": FORMAT, "table": self.table, "version": self.version, "log_file": list(self.log_file),
+                "policy": dataclasses.asdict(self.policy),
+                "columns": None if self.columns is None else list(self.columns)}
+
+    @property
+    def table_dir(self) -> str:
+        return _digest(self.table)
+
+    @property
+    def file_key(self) -> str:
+        """``<table digest>/<version>-<key digest>.json``: a table's entries share a directory."""
+        text = json.dumps(self.document(), sort_keys=True, separators=(",", ":"))
+        return f"{self.table_dir}/{self.version:020d}-{_digest(text)}.json"
+
+
+class HealthCache:
+    """Health figures per table version in the files under ``storage``'s root."""
+
+    def __init__(self, storage: Storage):
+        self._storage = storage
+
+    @property
+    def uri(self) -> str:
+        return self._storage.root
+
+    def load(self, key: CacheKey) -> VersionHealth | None:
+        """The figures stored under ``key``; None when there are none or they are unusable."""
+        try:
+            data = self._storage.read(key.file_key)
+        except FileNotFoundError:
+            return None
+        except (StorageError, OSError) as exc:
+            log.warning("health cache %s: cannot read %s (%s); recomputing", self.uri, key.file_key, exc)
+            return None
+        try:
+            entry = json.loads(data)
+            if entry["key"] != json.loads(json.dumps(key.document())):
+                raise ValueError("the entry's key differs from the one asked for")
+            found = VersionHealth.from_json(entry["health"])
+        except (ValueError, KeyError, TypeError, CorruptLogError) as exc:
+            log.warning("health cache %s: ignoring unusable entry %s (%r); recomputing", self.uri,
+                        key.file_key, exc)
+            return None
+        return found
+
+    def store(self, key: CacheKey, figures: VersionHealth) -> None:
+        """Keep ``figures`` under ``key`` and drop the table's entries of older versions (best
+        effort: a failure is logged, never raised)."""
+        data = json.dumps({"key": key.document(), "health": figures.to_json()}, separators=(",", ":"))
+        try:
+            self._storage.write(key.file_key, data.encode("utf-8"))
+            older = [f.key for f in self._storage.list_from(key.table_dir)
+                     if f.name.endswith(".json") and f.name[:20].isdigit() and int(f.name[:20]) < key.version]
+            if older:
+                self._storage.delete_many(older)
+        except (StorageError, OSError) as exc:
+            log.warning("health cache %s: cannot write %s (%s); the next evaluation replays the log",
+                        self.uri, key.file_key, exc)
+
+
+def open_health_cache(uri: str, storage_options: Mapping[str, Any] | None = None) -> HealthCache:
+    """The health cache in the directory (or fsspec URI) ``uri``."""
+    return HealthCache(open_storage(uri, storage_options))
+
+
+def health_cache_from_env(*, given: str | None = None, default: str | None = None) -> HealthCache | None:
+    """The cache at ``given``, else the one ``$DELTA_HEALTH_CACHE`` names, else the one at
+    ``default``; None without any."""
+    uri = given or os.environ.get(CACHE_ENV) or default
+    return open_health_cache(uri) if uri else None
