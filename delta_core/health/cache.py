@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from delta_core.errors import CorruptLogError, StorageError
+from delta_core.errors import DeltaError
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.version_figures import VersionHealth
 from delta_core.log.log_segment import LogSegment
@@ -95,7 +95,7 @@ class HealthCache:
             data = self._storage.read(key.file_key)
         except FileNotFoundError:
             return None
-        except (StorageError, OSError) as exc:
+        except (DeltaError, OSError) as exc:  # any failure of an optional cache: replay instead
             log.warning("health cache %s: cannot read %s (%s); recomputing", self.uri, key.file_key, exc)
             return None
         try:
@@ -103,7 +103,7 @@ class HealthCache:
             if entry["key"] != json.loads(json.dumps(key.document())):
                 raise ValueError("the entry's key differs from the one asked for")
             found = VersionHealth.from_json(entry["health"])
-        except (ValueError, KeyError, TypeError, CorruptLogError) as exc:
+        except (ValueError, KeyError, TypeError, DeltaError) as exc:  # the action parser's CorruptLogError
             log.warning("health cache %s: ignoring unusable entry %s (%r); recomputing", self.uri,
                         key.file_key, exc)
             return None
@@ -119,7 +119,7 @@ class HealthCache:
                      if f.name.endswith(".json") and f.name[:20].isdigit() and int(f.name[:20]) < key.version]
             if older:
                 self._storage.delete_many(older)
-        except (StorageError, OSError) as exc:
+        except (DeltaError, OSError) as exc:
             log.warning("health cache %s: cannot write %s (%s); the next evaluation replays the log",
                         self.uri, key.file_key, exc)
 
