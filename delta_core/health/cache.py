@@ -13,6 +13,12 @@ identity (name, size, modification time) of the last log file of its segment, so
 re-created at the same path misses; the health policy; the columns asked for; and ``FORMAT``,
 bumped whenever the figures' meaning changes. A new version is a new key, so an entry is never
 wrong after the table changes. Writing an entry removes the table's entries of older versions.
+
+A second kind of entry serves the next versions: which rows of a checkpoint have stats covering
+the table's stats columns (``checkpoint_coverage``), keyed by the checkpoint files' identity and
+those columns, so a version after the same checkpoint parses only the stats of the commits
+since (the checkpoint's are most of the cost of a replay).
+
 An entry that cannot be read or parsed, or whose key differs, is ignored (logged) and recomputed;
 a cache that cannot be written costs only the next evaluation's replay. See docs/scaling.md.
 """
@@ -24,14 +30,18 @@ import hashlib
 import json
 import logging
 import os
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from delta_core.errors import DeltaError
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.version_figures import VersionHealth
 from delta_core.log.log_segment import LogSegment
+from delta_core.model.stats import StatsColumn
 from delta_core.storage import open_storage
 from delta_core.storage.base import Storage
 
@@ -79,6 +89,65 @@ class CacheKey:
         return f"{self.table_dir}/{self.version:020d}-{_digest(text)}.json"
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointKey:
+    """What a checkpoint's rows' stats coverage follows from: the table, the checkpoint files
+    (key, size, modification time each) and the stats columns judged (logical and physical
+    path, type)."""
+
+    table: str
+    version: int
+    files: tuple[tuple[str, int, int], ...]
+    columns: tuple[tuple[str, str, str], ...]
+
+    @classmethod
+    def of(cls, table: str, segment: LogSegment, columns: Sequence[StatsColumn]) -> CheckpointKey:
+        assert segment.checkpoint_version is not None  # only rows read from a checkpoint are kept
+        return cls(table, segment.checkpoint_version,
+                   tuple((f.key, f.size, f.modification_time) for f in segment.checkpoint_files),
+                   tuple((".".join(c.logical), ".".join(c.physical), repr(c.type)) for c in columns))
+
+    def document(self) -> dict[str, Any]:
+        return {"format": FORMAT, "table": self.table, "checkpoint": self.version,
+                "files": [list(f) for f in self.files], "columns": [list(c) for c in self.columns]}
+
+    @property
+    def file_key(self) -> str:
+        """``<table digest>/checkpoint-<version>-<key digest>.bits``."""
+        text = json.dumps(self.document(), sort_keys=True, separators=(",", ":"))
+        return f"{_digest(self.table)}/checkpoint-{self.version:020d}-{_digest(text)}.bits"
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointCoverage:
+    """Per checkpoint ``add`` row (by ordinal): whether its coverage is known, and whether its
+    stats cover the columns."""
+
+    known: np.ndarray
+    covered: np.ndarray
+
+    def encode(self, key: CheckpointKey) -> bytes:
+        head = json.dumps({"key": key.document(), "rows": len(self.known)}, separators=(",", ":"))
+        bits = np.packbits(self.known).tobytes() + np.packbits(self.covered).tobytes()
+        return head.encode("utf-8") + b"\n" + zlib.compress(bits)
+
+    @classmethod
+    def decode(cls, data: bytes, key: CheckpointKey) -> CheckpointCoverage:
+        """``ValueError``/``KeyError``/``TypeError`` (``zlib.error`` is one) unless ``data`` is
+        an entry of ``key``."""
+        head, _, body = data.partition(b"\n")
+        doc = json.loads(head)
+        if doc["key"] != json.loads(json.dumps(key.document())):
+            raise ValueError("the entry's key differs from the one asked for")
+        rows = int(doc["rows"])
+        bits = np.frombuffer(zlib.decompress(body), dtype=np.uint8)
+        size = (rows + 7) // 8
+        if len(bits) != 2 * size:
+            raise ValueError(f"{len(bits)} bytes of bits for {rows} rows")
+        return cls(np.unpackbits(bits[:size], count=rows).astype(bool),
+                   np.unpackbits(bits[size:], count=rows).astype(bool))
+
+
 class HealthCache:
     """Health figures per table version in the files under ``storage``'s root."""
 
@@ -122,6 +191,31 @@ class HealthCache:
         except (DeltaError, OSError) as exc:
             log.warning("health cache %s: cannot write %s (%s); the next evaluation replays the log",
                         self.uri, key.file_key, exc)
+
+
+    def load_coverage(self, key: CheckpointKey) -> CheckpointCoverage | None:
+        """The checkpoint rows' coverage stored under ``key``; None when none or unusable."""
+        try:
+            return CheckpointCoverage.decode(self._storage.read(key.file_key), key)
+        except FileNotFoundError:
+            return None
+        except (DeltaError, OSError, ValueError, KeyError, TypeError, zlib.error) as exc:
+            log.warning("health cache %s: ignoring unusable entry %s (%r); recomputing", self.uri,
+                        key.file_key, exc)
+            return None
+
+    def store_coverage(self, key: CheckpointKey, coverage: CheckpointCoverage) -> None:
+        """Keep ``coverage`` under ``key`` and drop the table's entries of older checkpoints
+        (best effort, as ``store``)."""
+        table_dir = key.file_key.split("/", 1)[0]
+        try:
+            self._storage.write(key.file_key, coverage.encode(key))
+            older = [f.key for f in self._storage.list_from(table_dir) if f.name.startswith("checkpoint-")
+                     and f.name[11:31].isdigit() and int(f.name[11:31]) < key.version]
+            if older:
+                self._storage.delete_many(older)
+        except (DeltaError, OSError) as exc:
+            log.warning("health cache %s: cannot write %s (%s)", self.uri, key.file_key, exc)
 
 
 def open_health_cache(uri: str, storage_options: Mapping[str, Any] | None = None) -> HealthCache:

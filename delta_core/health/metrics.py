@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.stats_coverage import snapshot_coverage
+from delta_core.maintenance.stats_coverage import StatsCoverage, snapshot_coverage
 from delta_core.model.arrow_values import int_array, int_scalar, numbers_of, numbers_or_zero
 from delta_core.write.checkpoint_cadence import versions_since_checkpoint
 
@@ -167,8 +167,10 @@ def compute_metrics(
     policy: HealthPolicy,
     now_ms: int,
     columns: Sequence[str] = (),
+    coverage: StatsCoverage | None = None,
 ) -> HealthMetrics:
-    """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired."""
+    """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired.
+    ``coverage``: the files' stats coverage when already known (else computed here)."""
     files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
     sizes = numbers_or_zero(files.column("size"))
@@ -195,7 +197,7 @@ def compute_metrics(
 
     skip, depth = column_quality(snapshot, columns)
     missing_stats = int(records.null_count)
-    coverage = snapshot_coverage(snapshot)
+    coverage = coverage if coverage is not None else snapshot_coverage(snapshot)
     return HealthMetrics(
         version=snapshot.version,
         num_files=n,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError, VersionNotFoundError
 from delta_core.health.advice import Recommendation, recommend
 from delta_core.health.cache import CacheKey, HealthCache
+from delta_core.health.checkpoint_coverage import cached_coverage
 from delta_core.health.layout_estimate import estimate_layout, skip_target
 from delta_core.health.metrics import HealthMetrics, TombstoneCurve, compute_metrics, expiry_cutoff
 from delta_core.health.overlap import clustering_columns
@@ -151,13 +152,16 @@ def _expired_log_files(storage: Storage, properties: TableProperties, now_ms: in
 
 
 def compute_version_health(table: DeltaTable, snapshot: Snapshot, *, policy: HealthPolicy,
-                           columns: Sequence[str] | None, now_ms: int) -> VersionHealth:
+                           columns: Sequence[str] | None, now_ms: int,
+                           cache: HealthCache | None = None) -> VersionHealth:
     """The figures of ``snapshot`` that do not depend on the time of asking (the tombstones'
-    expiry is kept as a curve: ``metrics.TombstoneCurve``)."""
+    expiry is kept as a curve: ``metrics.TombstoneCurve``); ``cache`` serves (and keeps) the
+    stats coverage of the checkpoint's files (``checkpoint_coverage``)."""
     clustered = clustering_columns(snapshot)
     measured = tuple(columns) if columns is not None else clustered
     _check_columns(snapshot, measured, uri=table.uri)
-    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured)
+    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured,
+                              coverage=cached_coverage(snapshot, cache))
     opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
                                           ict_from=_ict_from(snapshot))
     metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
@@ -186,7 +190,7 @@ def version_health(table: DeltaTable, *, policy: HealthPolicy, columns: Sequence
     if found is not None:
         return found
     snapshot = snapshot or load_snapshot(table.storage, segment=segment, clock=table.clock)
-    figures = compute_version_health(table, snapshot, policy=policy, columns=columns, now_ms=now_ms)
+    figures = compute_version_health(table, snapshot, policy=policy, columns=columns, now_ms=now_ms, cache=cache)
     cache.store(key, figures)
     return figures
 

@@ -150,14 +150,25 @@ class ReplayState:
         column: pa.ChunkedArray = self._cache["stats"]
         return column
 
-    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def iter_stats(self, *, after_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``stats`` of each live file in order, a piece at a time: deferred checkpoint stats
         are read batch by batch and commit stats unpacked commit by commit, never held whole
-        (``stats`` holds the whole column)."""
+        (``stats`` holds the whole column). ``after_checkpoint``: only those of the files after
+        the ``checkpoint_rows`` ones (none of the checkpoint is read)."""
+        skip = self._segments()[0] if after_checkpoint else 0
         if not self.stats_deferred or "stats" in self._cache:
-            yield self.stats
+            yield self.stats.slice(skip)
             return
-        yield from self._iter_deferred("stats")
+        yield from self._iter_deferred("stats", skip_checkpoint=after_checkpoint)
+
+    def checkpoint_rows(self) -> pa.ChunkedArray | None:
+        """The checkpoint ``add`` row ordinals of the first live files, those replay kept from the
+        checkpoint with their statistics unread (``files`` order); None without such rows. A
+        file's checkpoint row never changes: a later version keeps a subset of them."""
+        if not self._checkpoint_deferred:
+            return None
+        column: pa.ChunkedArray = self.rows[CHECKPOINT_ROW].slice(0, self._segments()[0])
+        return column
 
     def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``tags`` of each live file in order, a piece at a time: checkpoint rows' tags are read
@@ -168,12 +179,12 @@ class ReplayState:
             return
         yield from self._iter_deferred("tags")
 
-    def _iter_deferred(self, name: str) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def _iter_deferred(self, name: str, *, skip_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """Column ``name`` (``stats`` or ``tags``) of each live file in order: the checkpoint
-        rows' read batch by batch (only the batches' rows replay kept), then the rows' own, then
-        the commit rows' unpacked piece by piece."""
+        rows' read batch by batch (only the batches' rows replay kept; none when
+        ``skip_checkpoint``), then the rows' own, then the commit rows' unpacked piece by piece."""
         kept, first_commit = self._segments()
-        if kept:
+        if kept and not skip_checkpoint:
             assert self.checkpoint_stats is not None
             total = self.checkpoint_stats.num_rows
             wanted = None if kept == total else ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), total)

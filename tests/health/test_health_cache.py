@@ -1,7 +1,7 @@
 """The health cache (``delta_core.health.cache``): a version's figures kept in files give the same
 checks and report as a replay, on tables written by our writer, by delta-rs and on the fixtures
-in tests/data; a new version misses; an unusable entry is recomputed; a new process reads what
-another stored."""
+in tests/data; so does a checkpoint's stats coverage reused by a later version; a new version
+misses; an unusable entry is recomputed; a new process reads what another stored."""
 
 from __future__ import annotations
 
@@ -10,19 +10,29 @@ import json
 import multiprocessing
 import os
 import pathlib
+import zlib
 from typing import Any
 
 import pyarrow as pa
 import pytest
 
 from delta_core.errors import DeltaError
-from delta_core.health.cache import CACHE_ENV, CacheKey, HealthCache, open_health_cache
+from delta_core.health.cache import (
+    CACHE_ENV,
+    CacheKey,
+    CheckpointCoverage,
+    CheckpointKey,
+    HealthCache,
+    open_health_cache,
+)
 from delta_core.health.checks import TableChecks, evaluate_checks
 from delta_core.health.policy import HealthPolicy
+from delta_core.health.report import table_health
 from delta_core.log.log_segment import build_log_segment
 from delta_core.log.table import DeltaTable
+from delta_core.maintenance.stats_coverage import required_stats_columns
 from delta_core.write.checkpoint_write import write_checkpoint
-from delta_core.write.table_writes import append, create_table, delete_files
+from delta_core.write.table_writes import append, create_table, delete_files, set_properties
 from tests.conftest import CONFORMANCE_DIR, MODERN_DIR
 
 NOW = 1_800_000_000_000  # every evaluation's clock, so tombstone expiry compares like for like
@@ -102,6 +112,81 @@ def test_cached_checks_equal_a_replay_on_the_fixture_tables(fixture, tmp_path):
     assert _outcome(fixture, cache) == replayed
     # Only a table health could judge left an entry (nothing is cached for a refused one).
     assert len(_entries(tmp_path / "cache")) == (0 if replayed[0] == "refused" or replayed[2] is None else 1)
+    for entry in _entries(tmp_path / "cache"):  # what a later version reuses: the checkpoint's coverage
+        entry.unlink()
+    assert _outcome(fixture, cache) == replayed
+
+
+def _coverage_entries(cache_dir: pathlib.Path) -> list[pathlib.Path]:
+    return sorted(cache_dir.rglob("checkpoint-*.bits"))
+
+
+def test_a_later_version_reuses_the_checkpoints_coverage(tmp_path):
+    root = str(tmp_path / "ours")
+    table = _our_table(root)
+    cache_dir = tmp_path / "cache"
+    cache = open_health_cache(str(cache_dir))
+    first = _outcome(root, cache)
+    (bits,) = _coverage_entries(cache_dir)
+    assert bits.name.startswith(f"checkpoint-{table.last_checkpoint_version():020d}-")
+    append(table, pa.table({"x": pa.array([3], pa.int64()), "s": [None]}))
+    later = _outcome(root, cache)
+    assert later == _outcome(root, None) and later[0] == first[0] + 1
+    # Mark the entry (every checkpoint row uncovered): a version that reuses it reports the mark.
+    key = CheckpointKey.of(table.storage.root, table.snapshot().log_segment,
+                           required_stats_columns(table.snapshot().metadata))
+    found = cache.load_coverage(key)
+    assert found is not None and found.covered.any()
+    cache.store_coverage(key, CheckpointCoverage(found.known, found.covered & False))
+    append(table, pa.table({"x": pa.array([4], pa.int64()), "s": ["d"]}))
+    marked = _outcome(root, cache)[2].metrics
+    replayed = _outcome(root, None)[2].metrics
+    from_checkpoint = len(table.snapshot().checkpoint_rows())
+    assert marked.stats_covered_files == replayed.stats_covered_files - from_checkpoint
+
+
+def test_an_older_version_judges_the_rows_a_newer_one_dropped(tmp_path):
+    root = str(tmp_path / "ours")
+    table = _our_table(root)  # a checkpoint, then a file of it deleted
+    cache = open_health_cache(str(tmp_path / "cache"))
+    _outcome(root, cache)  # judges the checkpoint rows still live: one fewer than it holds
+    older = table.snapshot(version=table.last_checkpoint_version())
+    assert len(older.checkpoint_rows()) == len(table.snapshot().checkpoint_rows()) + 1
+    policy_report = table_health(_table(root), policy=POLICY, snapshot=older, cache=cache)
+    plain = table_health(_table(root), policy=POLICY, snapshot=older)
+    assert dataclasses.replace(policy_report, duration_seconds=0.0) == dataclasses.replace(plain, duration_seconds=0.0)
+    key = CheckpointKey.of(table.storage.root, older.log_segment, required_stats_columns(older.metadata))
+    found = cache.load_coverage(key)
+    assert found is not None and found.known.all() and len(found.known) == len(older.checkpoint_rows())
+
+
+def test_new_stats_columns_do_not_reuse_the_coverage(tmp_path):
+    root = str(tmp_path / "ours")
+    table = _our_table(root)
+    cache_dir = tmp_path / "cache"
+    cache = open_health_cache(str(cache_dir))
+    _outcome(root, cache)
+    set_properties(table, {"delta.dataSkippingStatsColumns": "x"})  # s is no longer judged
+    again = _outcome(root, cache)
+    assert again == _outcome(root, None) and again[2].metrics.stats_columns == ("x",)
+    assert len(_coverage_entries(cache_dir)) == 2  # another key: the same checkpoint, other columns
+
+
+def test_an_unusable_coverage_entry_is_recomputed(tmp_path):
+    root = str(tmp_path / "ours")
+    _our_table(root)
+    cache_dir = tmp_path / "cache"
+    cache = open_health_cache(str(cache_dir))
+    _outcome(root, cache)
+    (bits,) = _coverage_entries(cache_dir)
+    head = bits.read_bytes().partition(b"\n")[0]
+    replayed = _outcome(root, None)
+    for damage in (b"garbage", head + b"\nnot zlib", head[:10], head + b"\n" + zlib.compress(b"\x01")):
+        bits.write_bytes(damage)
+        for entry in _entries(cache_dir):  # the version's own entry gone: the coverage entry is read
+            entry.unlink()
+        assert _outcome(root, cache) == replayed
+        assert bits.read_bytes().partition(b"\n")[0] == head  # written again whole
 
 
 def test_a_new_version_misses_and_replaces_the_older_entry(tmp_path):
