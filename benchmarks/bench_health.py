@@ -13,7 +13,9 @@ scratch directory (no ``./tables.yaml`` policy to look up), the commands alterna
 - ``health``: no health cache (every figure from the log);
 - ``health, cold``: ``--cache-dir`` of an empty directory (a miss: the log replayed, the
   version's figures stored);
-- ``health, warm``: the same directory again (a hit: one listing of the log, no replay).
+- ``health, warm``: the same directory again (a hit: one listing of the log, no replay);
+- ``health, next version``: the same directory after a new commit of 100 files (what a sensor
+  tick after a write meets: the version misses, the checkpoint's stats coverage is reused).
 
 It prints health / describe ratios of wall time and peak RSS per size (the target: at most 1.2x
 both); the sizes run one after the other in the same run, ``--files 1000000 --files 10000000``.
@@ -36,6 +38,7 @@ from benchmarks.bench_describe import Run, _timed
 from benchmarks.harness import argument_parser, scratch_dir
 
 REFERENCE = "describe --files"
+NEXT = "health, next version"  # run after a new commit
 TARGET = 1.2
 
 
@@ -50,6 +53,7 @@ def _commands(table: str, cache_root: str, repeat: int) -> dict[str, list[list[s
         "health, cold": [[*py, "health", table, "--json", "--cache-dir", os.path.join(cache_root, f"cold{i}")]
                          for i in range(repeat)],
         "health, warm": [[*py, "health", table, "--json", "--cache-dir", warm]] * repeat,
+        NEXT: [[*py, "health", table, "--json", "--cache-dir", warm]] * repeat,
     }
 
 
@@ -63,14 +67,17 @@ def _build(table: str, files: int, commits: int, tail: int) -> None:
         write_commit(table, commits + 1 + k, files + k * 100, 100)
 
 
-def _measure(table: str, work: str, repeat: int) -> dict[str, Run]:
-    """Median run of each command (``health, warm``'s cache filled first, outside the timing)."""
+def _measure(table: str, work: str, repeat: int, *, version: int, first_file: int) -> dict[str, Run]:
+    """Median run of each command (``health, warm``'s cache filled first, outside the timing);
+    ``NEXT`` runs after a commit ``version + 1 ...`` adding files ``first_file ...``."""
     cache_root = tempfile.mkdtemp(prefix="health_cache_", dir=work)
     commands = _commands(table, cache_root, repeat)
     _timed(commands["health, warm"][0])
     runs: dict[str, list[Run]] = {name: [] for name in commands}
     for i in range(repeat):
         for name, argvs in commands.items():
+            if name == NEXT:
+                write_commit(table, version + 1 + i, first_file + i * 100, 100)
             runs[name].append(_timed(argvs[i]))
     shutil.rmtree(cache_root, ignore_errors=True)
     print(f"{'command':<20}{'median s':>10}{'peak RSS MB':>13}{'CPU s':>8}   every run (s)")
@@ -83,12 +90,12 @@ def _measure(table: str, work: str, repeat: int) -> dict[str, Run]:
 
 def _summary(rows: list[tuple[int, dict[str, Run]]]) -> None:
     print(f"\nsummary: health / {REFERENCE} (and / describe without the file list), medians; target {TARGET}x")
-    print(f"{'files':>12}  {'health':<16}{'time':>8}{'RSS':>8}{'CPU':>8}   {'time':>8}{'RSS':>8}  (/ describe)")
+    print(f"{'files':>12}  {'health':<22}{'time':>8}{'RSS':>8}{'CPU':>8}   {'time':>8}{'RSS':>8}  (/ describe)")
     for files, med in rows:
         ref, plain = med[REFERENCE], med["describe"]
-        for name in ("health", "health, cold", "health, warm"):
+        for name in ("health", "health, cold", "health, warm", NEXT):
             m = med[name]
-            print(f"{files:>12,}  {name:<16}{m.seconds / ref.seconds:>7.2f}x{m.mb / ref.mb:>7.2f}x"
+            print(f"{files:>12,}  {name:<22}{m.seconds / ref.seconds:>7.2f}x{m.mb / ref.mb:>7.2f}x"
                   f"{m.cpu / ref.cpu:>7.2f}x   {m.seconds / plain.seconds:>7.2f}x{m.mb / plain.mb:>7.2f}x")
 
 
@@ -117,7 +124,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{total:,} files: checkpoint at version {args.commits} + {args.tail} commits "
                   f"(built in {time.perf_counter() - t0:.1f} s); load average "
                   f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-            rows.append((total, _measure(table, work, args.repeat)))
+            rows.append((total, _measure(table, work, args.repeat, version=args.commits + args.tail,
+                                         first_file=total)))
             if not args.keep:
                 shutil.rmtree(table, ignore_errors=True)
         _summary(rows)
