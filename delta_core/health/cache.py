@@ -15,9 +15,10 @@ bumped whenever the figures' meaning changes. A new version is a new key, so an 
 wrong after the table changes. Writing an entry removes the table's entries of older versions.
 
 A second kind of entry serves the next versions: which rows of a checkpoint have stats covering
-the table's stats columns (``checkpoint_coverage``), keyed by the checkpoint files' identity and
-those columns, so a version after the same checkpoint parses only the stats of the commits
-since (the checkpoint's are most of the cost of a replay).
+the table's stats columns, and each row's ``numRecords`` (``checkpoint_coverage``), keyed by the
+checkpoint files' identity and those columns, so a version after the same checkpoint reads no
+stats of the checkpoint, only those of the commits since (the checkpoint's are most of the cost
+of a replay).
 
 An entry that cannot be read or parsed, or whose key differs, is ignored (logged) and recomputed;
 a cache that cannot be written costs only the next evaluation's replay. See docs/scaling.md.
@@ -50,6 +51,7 @@ log = logging.getLogger(__name__)
 FORMAT = 1  # bump when what an entry holds, or how a figure is computed, changes
 CACHE_ENV = "DELTA_HEALTH_CACHE"  # a directory or URI: where health evaluations keep their figures
 _DIGEST = 24  # hex digits of a key's SHA-256 in file names
+NO_RECORDS = -1  # a checkpoint row without numRecords (``CheckpointCoverage.records``)
 
 
 def _digest(text: str) -> str:
@@ -120,15 +122,19 @@ class CheckpointKey:
 
 @dataclass(frozen=True, slots=True)
 class CheckpointCoverage:
-    """Per checkpoint ``add`` row (by ordinal): whether its coverage is known, and whether its
-    stats cover the columns."""
+    """Per checkpoint ``add`` row (by ordinal): whether its coverage is known, whether its stats
+    cover the columns, and (when read) its ``numRecords`` (``NO_RECORDS`` where it has none)."""
 
     known: np.ndarray
     covered: np.ndarray
+    records: np.ndarray | None = None  # int64, every row of the checkpoint
 
     def encode(self, key: CheckpointKey) -> bytes:
-        head = json.dumps({"key": key.document(), "rows": len(self.known)}, separators=(",", ":"))
+        head = json.dumps({"key": key.document(), "rows": len(self.known), "records": self.records is not None},
+                          separators=(",", ":"))
         bits = np.packbits(self.known).tobytes() + np.packbits(self.covered).tobytes()
+        if self.records is not None:
+            bits += self.records.astype("<i8").tobytes()
         return head.encode("utf-8") + b"\n" + zlib.compress(bits)
 
     @classmethod
@@ -139,13 +145,16 @@ class CheckpointCoverage:
         doc = json.loads(head)
         if doc["key"] != json.loads(json.dumps(key.document())):
             raise ValueError("the entry's key differs from the one asked for")
-        rows = int(doc["rows"])
+        rows, with_records = int(doc["rows"]), doc["records"]
+        if not isinstance(with_records, bool):
+            raise TypeError("records is not a boolean")
         bits = np.frombuffer(zlib.decompress(body), dtype=np.uint8)
         size = (rows + 7) // 8
-        if len(bits) != 2 * size:
-            raise ValueError(f"{len(bits)} bytes of bits for {rows} rows")
+        if len(bits) != 2 * size + (8 * rows if with_records else 0):
+            raise ValueError(f"{len(bits)} bytes for {rows} rows")
+        records = bits[2 * size:].view("<i8").astype(np.int64) if with_records else None
         return cls(np.unpackbits(bits[:size], count=rows).astype(bool),
-                   np.unpackbits(bits[size:], count=rows).astype(bool))
+                   np.unpackbits(bits[size:2 * size], count=rows).astype(bool), records)
 
 
 class HealthCache:

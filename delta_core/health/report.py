@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError, VersionNotFoundError
 from delta_core.health.advice import Recommendation, recommend
 from delta_core.health.cache import CacheKey, HealthCache
-from delta_core.health.checkpoint_coverage import cached_coverage
+from delta_core.health.checkpoint_coverage import keep_coverage, reused_coverage
 from delta_core.health.layout_estimate import estimate_layout, skip_target
 from delta_core.health.metrics import HealthMetrics, TombstoneCurve, compute_metrics, expiry_cutoff
 from delta_core.health.overlap import clustering_columns
@@ -31,6 +31,7 @@ from delta_core.log.log_segment import build_log_segment, list_log
 from delta_core.log.snapshot import load_snapshot
 from delta_core.maintenance.manifest import check_manifest_supported, manifest_state_version
 from delta_core.maintenance.metrics import Stopwatch
+from delta_core.maintenance.stats_coverage import snapshot_coverage
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.table_properties import TableProperties
 from delta_core.write.log_cleanup import plan_log_cleanup
@@ -160,8 +161,11 @@ def compute_version_health(table: DeltaTable, snapshot: Snapshot, *, policy: Hea
     clustered = clustering_columns(snapshot)
     measured = tuple(columns) if columns is not None else clustered
     _check_columns(snapshot, measured, uri=table.uri)
-    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured,
-                              coverage=cached_coverage(snapshot, cache))
+    reused = reused_coverage(snapshot, cache)
+    coverage = reused if reused is not None or cache is None else snapshot_coverage(snapshot)
+    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured, coverage=coverage)
+    if reused is None and coverage is not None:
+        keep_coverage(snapshot, cache, coverage)
     opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
                                           ict_from=_ict_from(snapshot))
     metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)

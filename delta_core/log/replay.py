@@ -59,6 +59,9 @@ from delta_core.model.arrow_values import (
 from delta_core.model.path_identity import TableRoot, canonical_paths
 from delta_core.model.string_hashes import repeated_groups
 
+# ``_cache`` key of the checkpoint rows' ``numRecords`` (every row, by ordinal).
+CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
+
 
 @dataclass(frozen=True, slots=True)
 class ReplayState:
@@ -130,7 +133,9 @@ class ReplayState:
             if stats is not None:  # the JSON is in memory already: count there
                 counted = num_records_from_stats(stats.slice(0, kept))
             else:
-                counted = self.checkpoint_stats.num_records()
+                if CHECKPOINT_NUM_RECORDS not in self._cache:
+                    self._cache[CHECKPOINT_NUM_RECORDS] = self.checkpoint_stats.num_records()
+                counted = self._cache[CHECKPOINT_NUM_RECORDS]
                 if kept != len(counted):  # some were removed by later commits
                     wanted = ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), len(counted))
                     counted = counted.filter(mask_array(wanted))
@@ -160,6 +165,20 @@ class ReplayState:
             yield self.stats.slice(skip)
             return
         yield from self._iter_deferred("stats", skip_checkpoint=after_checkpoint)
+
+    def checkpoint_num_records(self) -> pa.ChunkedArray | None:
+        """``numRecords`` of every checkpoint ``add`` row, by ordinal, as ``num_records`` read
+        them (None before, or when they were counted otherwise)."""
+        counted: pa.ChunkedArray | None = self._cache.get(CHECKPOINT_NUM_RECORDS)
+        return counted
+
+    def reuse_checkpoint_num_records(self, counted: pa.ChunkedArray) -> None:
+        """Count with ``counted``, what ``checkpoint_num_records`` gave for the same checkpoint
+        (an earlier evaluation's), instead of reading the checkpoint's stats for them."""
+        if self.checkpoint_stats is None or len(counted) != self.checkpoint_stats.num_rows:
+            raise ValueError(f"{len(counted)} counts for a checkpoint of "
+                             f"{None if self.checkpoint_stats is None else self.checkpoint_stats.num_rows} add rows")
+        self._cache[CHECKPOINT_NUM_RECORDS] = counted
 
     def checkpoint_rows(self) -> pa.ChunkedArray | None:
         """The checkpoint ``add`` row ordinals of the first live files, those replay kept from the

@@ -219,6 +219,14 @@ class Snapshot:
         """Checkpoint ``add`` row ordinals of the first live files (``ReplayState.checkpoint_rows``)."""
         return self._state.checkpoint_rows()
 
+    def checkpoint_num_records(self) -> pa.ChunkedArray | None:
+        """``numRecords`` of the checkpoint's rows as read (``ReplayState.checkpoint_num_records``)."""
+        return self._state.checkpoint_num_records()
+
+    def reuse_checkpoint_num_records(self, counted: pa.ChunkedArray) -> None:
+        """Count the checkpoint's rows with ``counted`` (``ReplayState.reuse_checkpoint_num_records``)."""
+        self._state.reuse_checkpoint_num_records(counted)
+
     def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``tags`` of the live files in ``files`` order, a piece at a time (checkpoint rows' tags
         are read batch by batch, commit rows' unpacked commit by commit: ``ReplayState.iter_tags``)."""

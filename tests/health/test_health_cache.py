@@ -132,17 +132,20 @@ def test_a_later_version_reuses_the_checkpoints_coverage(tmp_path):
     append(table, pa.table({"x": pa.array([3], pa.int64()), "s": [None]}))
     later = _outcome(root, cache)
     assert later == _outcome(root, None) and later[0] == first[0] + 1
-    # Mark the entry (every checkpoint row uncovered): a version that reuses it reports the mark.
+    # Mark the entry (every checkpoint row uncovered, 1,000 more records each): a version that
+    # reuses it reports the mark.
     key = CheckpointKey.of(table.storage.root, table.snapshot().log_segment,
                            required_stats_columns(table.snapshot().metadata))
     found = cache.load_coverage(key)
-    assert found is not None and found.covered.any()
-    cache.store_coverage(key, CheckpointCoverage(found.known, found.covered & False))
+    assert found is not None and found.covered.any() and found.records is not None
+    assert len(found.records) == len(found.known) == 4  # every add row of the checkpoint
+    cache.store_coverage(key, CheckpointCoverage(found.known, found.covered & False, found.records + 1000))
     append(table, pa.table({"x": pa.array([4], pa.int64()), "s": ["d"]}))
     marked = _outcome(root, cache)[2].metrics
     replayed = _outcome(root, None)[2].metrics
     from_checkpoint = len(table.snapshot().checkpoint_rows())
     assert marked.stats_covered_files == replayed.stats_covered_files - from_checkpoint
+    assert marked.num_records == replayed.num_records + 1000 * from_checkpoint
 
 
 def test_an_older_version_judges_the_rows_a_newer_one_dropped(tmp_path):
