@@ -51,11 +51,19 @@ log = logging.getLogger(__name__)
 FORMAT = 1  # bump when what an entry holds, or how a figure is computed, changes
 CACHE_ENV = "DELTA_HEALTH_CACHE"  # a directory or URI: where health evaluations keep their figures
 _DIGEST = 24  # hex digits of a key's SHA-256 in file names
+CHECKPOINT_PREFIX = "checkpoint-"  # names of checkpoint entries; version entries start with the version
 NO_RECORDS = -1  # a checkpoint row without numRecords (``CheckpointCoverage.records``)
 
 
 def _digest(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:_DIGEST]
+
+
+def _entry_key(table: str, prefix: str, version: int, document: dict[str, Any], suffix: str) -> str:
+    """``<table digest>/<prefix><version>-<document digest><suffix>``: a table's entries share a
+    directory, and their names sort by version."""
+    text = json.dumps(document, sort_keys=True, separators=(",", ":"))
+    return f"{_digest(table)}/{prefix}{version:020d}-{_digest(text)}{suffix}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +89,8 @@ class CacheKey:
                 "columns": None if self.columns is None else list(self.columns)}
 
     @property
-    def table_dir(self) -> str:
-        return _digest(self.table)
-
-    @property
     def file_key(self) -> str:
-        """``<table digest>/<version>-<key digest>.json``: a table's entries share a directory."""
-        text = json.dumps(self.document(), sort_keys=True, separators=(",", ":"))
-        return f"{self.table_dir}/{self.version:020d}-{_digest(text)}.json"
+        return _entry_key(self.table, "", self.version, self.document(), ".json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +117,7 @@ class CheckpointKey:
 
     @property
     def file_key(self) -> str:
-        """``<table digest>/checkpoint-<version>-<key digest>.bits``."""
-        text = json.dumps(self.document(), sort_keys=True, separators=(",", ":"))
-        return f"{_digest(self.table)}/checkpoint-{self.version:020d}-{_digest(text)}.bits"
+        return _entry_key(self.table, CHECKPOINT_PREFIX, self.version, self.document(), ".bits")
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,16 +191,7 @@ class HealthCache:
         """Keep ``figures`` under ``key`` and drop the table's entries of older versions (best
         effort: a failure is logged, never raised)."""
         data = json.dumps({"key": key.document(), "health": figures.to_json()}, separators=(",", ":"))
-        try:
-            self._storage.write(key.file_key, data.encode("utf-8"))
-            older = [f.key for f in self._storage.list_from(key.table_dir)
-                     if f.name.endswith(".json") and f.name[:20].isdigit() and int(f.name[:20]) < key.version]
-            if older:
-                self._storage.delete_many(older)
-        except (DeltaError, OSError) as exc:
-            log.warning("health cache %s: cannot write %s (%s); the next evaluation replays the log",
-                        self.uri, key.file_key, exc)
-
+        self._replace(key.file_key, data.encode("utf-8"), "", key.version)
 
     def load_coverage(self, key: CheckpointKey) -> CheckpointCoverage | None:
         """The checkpoint rows' coverage stored under ``key``; None when none or unusable."""
@@ -216,15 +207,22 @@ class HealthCache:
     def store_coverage(self, key: CheckpointKey, coverage: CheckpointCoverage) -> None:
         """Keep ``coverage`` under ``key`` and drop the table's entries of older checkpoints
         (best effort, as ``store``)."""
-        table_dir = key.file_key.split("/", 1)[0]
+        self._replace(key.file_key, coverage.encode(key), CHECKPOINT_PREFIX, key.version)
+
+    def _replace(self, file_key: str, data: bytes, prefix: str, version: int) -> None:
+        """Write ``data`` at ``file_key`` and delete the entries beside it named ``prefix`` and a
+        version under ``version``; a failure is logged."""
+        table_dir = file_key.split("/", 1)[0]
+        start = len(prefix)
         try:
-            self._storage.write(key.file_key, coverage.encode(key))
-            older = [f.key for f in self._storage.list_from(table_dir) if f.name.startswith("checkpoint-")
-                     and f.name[11:31].isdigit() and int(f.name[11:31]) < key.version]
+            self._storage.write(file_key, data)
+            older = [f.key for f in self._storage.list_from(table_dir) if f.name.startswith(prefix)
+                     and f.name[start:start + 20].isdigit() and int(f.name[start:start + 20]) < version]
             if older:
                 self._storage.delete_many(older)
         except (DeltaError, OSError) as exc:
-            log.warning("health cache %s: cannot write %s (%s)", self.uri, key.file_key, exc)
+            log.warning("health cache %s: cannot write %s (%s); the next evaluation computes it again",
+                        self.uri, file_key, exc)
 
 
 def open_health_cache(uri: str, storage_options: Mapping[str, Any] | None = None) -> HealthCache:
