@@ -99,13 +99,31 @@ class HealthMetrics:
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> HealthMetrics:
-        """The metrics ``to_dict`` gave (``KeyError``/``TypeError``/``ValueError`` when ``obj``
-        is not such a dict)."""
+        """The metrics ``to_dict`` gave; ``TypeError`` when ``obj`` is not such a dict (a field
+        missing, unknown or of another type)."""
         fields = dict(obj)
         fields["size_histogram"] = tuple(SizeBucket(**b) for b in fields["size_histogram"])
         fields["stats_columns"] = tuple(fields["stats_columns"])
         fields["columns"] = tuple(fields["columns"])
-        return cls(**fields)
+        made = cls(**fields)
+        for f in dataclasses.fields(cls):
+            if not _of_type(getattr(made, f.name), str(f.type)):
+                raise TypeError(f"{f.name} is not {f.type}: {getattr(made, f.name)!r}")
+        for b in made.size_histogram:
+            if not all(_of_type(getattr(b, f.name), str(f.type)) for f in dataclasses.fields(SizeBucket)):
+                raise TypeError(f"size bucket {b!r} is not one")
+        return made
+
+
+def _of_type(value: Any, annotation: str) -> bool:
+    """Whether ``value`` (read back from JSON) is of the record field type ``annotation``:
+    ``int``, ``float``, ``str``, ``SizeBucket``, ``None``, unions of them, or a tuple of them."""
+    if annotation.startswith("tuple["):
+        item = annotation[len("tuple["):-len(", ...]")]
+        return isinstance(value, tuple) and all(_of_type(v, item) for v in value)
+    kinds = {"int": (int,), "float": (int, float), "str": (str,), "SizeBucket": (SizeBucket,)}
+    return any(value is None if kind == "None" else isinstance(value, kinds.get(kind, ())) and not isinstance(value, bool)
+               for kind in (a.strip() for a in annotation.split("|")))
 
 
 @dataclass(frozen=True, slots=True)

@@ -217,7 +217,8 @@ def test_a_table_recreated_at_the_same_path_misses(tmp_path):
     assert first[0] == again[0] == 0 and first[2].metrics.checkpoint_interval != 3
 
 
-@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong key", "wrong types", "a directory"])
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "wrong key", "wrong types", "a wrong value type",
+                                    "a directory"])
 def test_an_unusable_entry_is_recomputed_and_rewritten(tmp_path, damage):
     root = str(tmp_path / "ours")
     _our_table(root)
@@ -238,6 +239,9 @@ def test_an_unusable_entry_is_recomputed_and_rewritten(tmp_path, damage):
         entry.write_text(json.dumps(doc))
     elif damage == "wrong types":
         doc["health"]["metrics"]["size_histogram"] = "many"
+        entry.write_text(json.dumps(doc))
+    elif damage == "a wrong value type":  # well-formed JSON whose figure would fail the score
+        doc["health"]["metrics"]["num_files"] = "many"
         entry.write_text(json.dumps(doc))
     else:
         entry.unlink()
