@@ -135,7 +135,7 @@ class CheckpointCoverage:
         bits = np.packbits(self.known).tobytes() + np.packbits(self.covered).tobytes()
         if self.records is not None:
             bits += self.records.astype("<i8").tobytes()
-        return head.encode("utf-8") + b"\n" + zlib.compress(bits)
+        return head.encode("utf-8") + b"\n" + zlib.compress(bits, 1)  # fast: 80 MB of counts at 10M files
 
     @classmethod
     def decode(cls, data: bytes, key: CheckpointKey) -> CheckpointCoverage:
