@@ -112,7 +112,7 @@ class CheckpointKey:
                    tuple((".".join(c.logical), ".".join(c.physical), repr(c.type)) for c in columns))
 
     def document(self) -> dict[str, Any]:
-        return {"format": FORMAT, "table": self.table, "checkpoint": self.version,
+        return {"format": FORMAT, "table": self.table, "checkpoint_version": self.version,
                 "files": [list(f) for f in self.files], "columns": [list(c) for c in self.columns]}
 
     @property
