@@ -43,7 +43,7 @@ from dagster import (
 from dagster import Field as DagsterField
 
 from assets.automation import TRIGGER_TAG, maintenance_condition
-from assets.health_view import health_before_after, table_health_report
+from assets.health_view import health_before_after, health_cache, table_health_report
 from assets.metadata import FileStats, before_after_markdown, before_after_metadata, scalar_metadata, summary_markdown
 from assets.metrics_view import listed_markdown, report_json, report_lines, report_values
 from assets.operation_config import config_class, options_from_config
@@ -202,7 +202,8 @@ def _operation_asset(op: Operation) -> AssetFactory:
 
             def health_at(snapshot: Snapshot) -> HealthReport:
                 if snapshot.log_segment not in health:
-                    health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot)
+                    health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot,
+                                                                       cache=health_cache(context.instance))
                 return health[snapshot.log_segment]
 
             snapshot = dt.snapshot()

@@ -18,7 +18,7 @@ reason, so it requests no run (so do compaction and purge when their plans predi
 ``rewrite_targets``).
 
 Nothing here reads the table beyond what ``report.table_health`` reads: ``evaluate_checks`` is
-one health evaluation (one log replay) for all eight checks.
+one health evaluation (one log replay, none on a health cache hit) for all eight checks.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from delta_core.errors import UnsupportedProtocolError
 from delta_core.health import rewrite_targets as targets
 from delta_core.health.advice import Recommendation
+from delta_core.health.cache import HealthCache
 from delta_core.health.check_names import (
     CHECK_REMEDIES,
     CHECKPOINT_DUE,
@@ -43,7 +44,8 @@ from delta_core.health.check_names import (
     VACUUM_DUE,
 )
 from delta_core.health.policy import HealthPolicy
-from delta_core.health.report import HealthReport, table_health
+from delta_core.health.report import HealthReport, health_report, version_health
+from delta_core.maintenance.metrics import Stopwatch
 from delta_core.model.sizes import format_size
 from delta_core.model.table_features import (
     MAX_READER_VERSION,
@@ -337,14 +339,17 @@ class TableChecks:
 
 
 def evaluate_checks(table: DeltaTable, *, policy: HealthPolicy, columns: Sequence[str] | None = None,
-                    log_listing: bool = True) -> TableChecks:
+                    log_listing: bool = True, cache: HealthCache | None = None) -> TableChecks:
     """All checks of ``table``'s latest snapshot from one health evaluation.
 
     A table whose protocol this library cannot read gets ``protocol_supported`` ERROR and the
     other checks skipped; ``log_listing`` lists ``_delta_log`` for
-    ``log_length`` (one listing)."""
+    ``log_length`` (one listing); ``cache`` keeps the version's figures between evaluations
+    (``cache``: a hit replays no log)."""
+    watch = Stopwatch()
+    now_ms = table.clock()
     try:
-        snapshot = table.snapshot()
+        figures = version_health(table, policy=policy, columns=columns, cache=cache, now_ms=now_ms)
     except UnsupportedProtocolError as unreadable:
         # The read gate refuses the protocol before anything else is read.
         gate = HealthCheck(name=PROTOCOL_SUPPORTED, status=CheckStatus.ERROR, figures=(), thresholds=_MAX_VERSIONS,
@@ -353,6 +358,6 @@ def evaluate_checks(table: DeltaTable, *, policy: HealthPolicy, columns: Sequenc
         version = unreadable.version if unreadable.version is not None else table.latest_version()
         return TableChecks(version, tuple(gate if name == PROTOCOL_SUPPORTED else _skipped(name, reason)
                                           for name in CHECK_REMEDIES), None)
-    report = table_health(table, policy=policy, columns=columns, log_listing=log_listing, snapshot=snapshot)
-    return TableChecks(snapshot.version, health_checks(report, protocol=snapshot.protocol,
-                                                       metadata=snapshot.metadata), report)
+    report = health_report(table, figures, policy=policy, now_ms=now_ms, log_listing=log_listing, watch=watch)
+    return TableChecks(figures.version, health_checks(report, protocol=figures.protocol, metadata=figures.metadata),
+                       report)

@@ -12,7 +12,8 @@ compare like for like.
 A run that rewrites nothing, or whose plan cannot be built, cannot reach the target: the
 estimate says why (``skip_target``: so does one whose prediction neither reaches the floor nor
 rises by ``MIN_SKIP_RISE``). Estimates are kept per table version (and columns) in this process, so a
-version's checks, advice and automation ticks plan once; another process plans again.
+version's checks, advice and automation ticks plan once; other processes read the prediction
+from the health cache (``health.cache``: it is one of the version's metrics).
 """
 
 from __future__ import annotations
