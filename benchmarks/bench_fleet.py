@@ -226,15 +226,16 @@ def _measure_s3_discovery(config: str) -> dict[str, float | int]:
     """In a fresh process: one discovery refresh as the code location does it (``load_config``)."""
     import resources.config as config_module
 
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     loaded = config_module.load_config(config)
     return {"tables": len(loaded.tables), "seconds": time.perf_counter() - started,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+            "cpu_s": time.process_time() - cpu, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
 
 
 def s3_discovery(sizes: Sequence[int]) -> None:
     """A discovery refresh of each of ``sizes`` tables on the moto server, then another after 10
-    new tables: tables found, seconds, HTTP requests the server answered, peak RSS of the process.
+    new tables: tables found, seconds, CPU seconds of the refreshing process and of the server,
+    HTTP requests the server answered, peak RSS of the refreshing process.
 
     The server runs in a child process with the sorted-index listing of ``bench_vacuum_s3``
     (stock moto scans every key of the bucket for each listing page; S3 does not), and the
@@ -249,8 +250,8 @@ def s3_discovery(sizes: Sequence[int]) -> None:
     fs = s3fs.S3FileSystem(**options)
     work = Path(tempfile.mkdtemp(prefix="bench_fleet_s3_"))
     try:
-        print(f"{'tables':>7} {'found':>7} {'refresh':>9} {'requests':>9} {'RSS MB':>7}   load average "
-              f"{os.getloadavg()[0]:.1f}", flush=True)
+        print(f"{'tables':>7} {'found':>7} {'refresh':>9} {'CPU':>7} {'server':>7} {'requests':>9} {'RSS MB':>7}   "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
         for n in sizes:
             bucket = f"fleet-{n}"
             fs.mkdir(bucket)
@@ -265,12 +266,13 @@ def s3_discovery(sizes: Sequence[int]) -> None:
             for added, label in ((0, f"generated in {generated:.1f} s"), (10, "after 10 new tables")):
                 if added:
                     moto.load(bucket, s3_lake_objects("lake", n, n + added))
-                before = moto.requests()
+                before, server = moto.requests(), moto.cpu_seconds()
                 r = _child(["--measure-s3-discovery", str(config)])
-                requests = moto.requests() - before
+                requests, server = moto.requests() - before, moto.cpu_seconds() - server
                 assert r["tables"] == n + added, r
-                print(f"{n + added:>7} {r['tables']:>7} {r['seconds']:>8.2f}s {requests:>9} "
-                      f"{r['peak_rss_mb']:>7.0f}   ({label}; load average {os.getloadavg()[0]:.1f})", flush=True)
+                print(f"{n + added:>7} {r['tables']:>7} {r['seconds']:>8.2f}s {r['cpu_s']:>6.2f}s {server:>6.2f}s "
+                      f"{requests:>9} {r['peak_rss_mb']:>7.0f}   ({label}; load average {os.getloadavg()[0]:.1f})",
+                      flush=True)
     finally:
         moto.close()
         shutil.rmtree(work, ignore_errors=True)
