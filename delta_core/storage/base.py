@@ -13,10 +13,10 @@ Contract (implementations must honour every line):
 - ``list_recursive(directory)`` yields every file below ``directory`` (any order).
 - ``list_directories(directory)`` returns the names of the directories directly inside
   ``directory``, sorted (none on stores without directories but for common key prefixes).
-- ``list_key_pages(start_after=...)`` yields the keys of every object below the root that
-  sort after ``start_after``, in key order, page by page (one listing request each on an
-  object store, whose directory markers, keys ending in ``/``, are listed too). A caller may
-  stop it after any page and start again from a later key.
+- ``list_key_pages(start_after=...)`` yields the keys of every file below the root that sort
+  after ``start_after``, in key order, page by page: one listing request each on S3 (whose
+  directory markers, keys ending in ``/``, are listed too); one page of every key on stores
+  whose listing cannot start after a key. A caller may stop after any page.
 - ``read(key)`` returns the whole file; a missing file raises ``FileNotFoundError``. A key below
   a file (a component of its path is a file) is missing for every read and listing, as on an
   object store; a write there raises ``NotADeltaTableError`` when that file is the root or one
