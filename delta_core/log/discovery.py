@@ -7,11 +7,12 @@ the storage contract's ``list_directories`` (local disk, ``s3://`` and any fsspe
 - a directory holding a ``_delta_log`` directory is a table and is not descended into (its
   partition directories and its log are its own); a directory without one never is a table;
 - each directory is listed once; the directories of one depth are listed in parallel threads
-  (an object store answers each listing in a round trip). On S3, once a depth
-  holds ``_RANGES`` directories or more, what is below them is read as keys in key order
-  instead (``_list_ranges``): ``_RANGES`` contiguous runs of them listed in parallel, a table
-  recognised by a key below its ``_delta_log/``, and no key below a table listed past the page
-  where it was recognised. 10,000 small tables take tens of requests, not 10,000;
+  (an object store answers each listing in a round trip);
+- on S3, once a depth holds ``_RANGES`` directories or more, what lies below them is read with
+  ``list_key_pages`` instead (``_list_ranges``): ``_RANGES`` contiguous runs of keys listed in
+  parallel, a table recognised by a key below its ``_delta_log/`` (no file is read), and no key
+  below a table listed past the page where it was recognised: 10,000 small tables take tens of
+  requests, not 10,000 listings;
 - on local disk a symlinked directory is followed, after the real ones, and a place reached
   twice (a cycle, a second link to a table) is reported and walked once (``_walk``);
 - a root that is a file, that does not exist or that holds no table gives a warning naming it;
@@ -194,7 +195,7 @@ def _walk(storage: Any, local: str | None, root: str, exclude: Sequence[str]) ->
 
 def _list_ranges(storage: Any, pool: ThreadPoolExecutor, level: list[str], known: frozenset[str],
                  exclude: Sequence[str]) -> tuple[set[str], int]:
-    """The tables below the directories ``level`` of an object store (``known``: the tables found
+    """The tables below the directories ``level`` of an S3 root (``known``: the tables found
     above them), and how many listing requests that took: ``_RANGES`` contiguous runs of
     ``level`` in key order, each read as every key from its first directory to the next run's."""
     ordered = sorted(level, key=lambda d: d + "/")  # the store's key order
