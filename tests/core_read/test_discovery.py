@@ -152,6 +152,7 @@ def test_a_root_that_is_a_file_or_holds_no_table_is_reported(tmp_path: pathlib.P
     assert f"discover root {empty} holds no Delta table" in caplog.text
 
 
+@pytest.mark.s3
 def test_s3_discovery_of_many_tables_matches_local(tmp_path: pathlib.Path, s3_server: str,
                                                     s3_storage_options: dict) -> None:
     """One layout on local disk and, copied key for key, on the moto server: more directories at
