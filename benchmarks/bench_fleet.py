@@ -28,7 +28,11 @@ the gRPC deadline of a sensor evaluation; ``DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS`
 The repository snapshot the webserver fetches at load has its own deadline
 (180 s; ``DAGSTER_REPOSITORY_GRPC_TIMEOUT_SECONDS``).
 
+``--s3-discovery 10000[,20000]`` runs a stage of its own instead (``s3_discovery``): a
+discovery refresh of that many tables on the S3-compatible server.
+
     python -m benchmarks.bench_fleet [--tables 100,500,2000] [--keep]
+    python -m benchmarks.bench_fleet --s3-discovery 10000,20000
 """
 
 from __future__ import annotations
@@ -182,14 +186,123 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
     return out
 
 
+def s3_lake_objects(prefix: str, start: int, stop: int) -> dict[str, bytes]:
+    """The objects (key: body) of tiny tables ``start..stop-1`` under the key prefix ``prefix``
+    (``area{i % 10}/t{i}``, every tenth one level deeper, ``area9/nested/t{i}``): a first commit
+    (protocol, metaData, one add) and its data file; beside them, in each area, prefixes that
+    hold no table (raw files, a ``_SUCCESS`` marker, a Parquet export) and a file at the top."""
+    import io
+    import uuid
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
+
+    data = io.BytesIO()
+    pq.write_table(pa.table({"id": pa.array([0, 1], pa.int64())}), data)
+    parquet = data.getvalue()
+    schema = json.dumps({"type": "struct", "fields": [
+        {"name": "id", "type": "long", "nullable": True, "metadata": {}}]})
+    stats = json.dumps({"numRecords": 2, "minValues": {"id": 0}, "maxValues": {"id": 1}, "nullCount": {"id": 0}})
+    now = int(time.time() * 1000)
+    objects: dict[str, bytes] = {}
+    for i in range(start, stop):
+        table = f"{prefix}/area{i % 10}/{'nested/' if i % 10 == 9 else ''}t{i}"
+        part = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+        objects[f"{table}/_delta_log/00000000000000000000.json"] = encode_actions([
+            Protocol(1, 2), Metadata(id=str(uuid.uuid4()), schema_string=schema, created_time=now),
+            Add(part, {}, len(parquet), now, True, stats=stats)])
+        objects[f"{table}/{part}"] = parquet
+    for k in range(10):
+        objects[f"{prefix}/area{k}/landing/raw/dump.csv"] = b"id,name\n1,a\n"
+        objects[f"{prefix}/area{k}/landing/_SUCCESS"] = b""
+        objects[f"{prefix}/area{k}/exports/2024/part-0.parquet"] = parquet
+    objects[f"{prefix}/README.md"] = b"the lake\n"
+    return objects
+
+
+def _measure_s3_discovery(config: str) -> dict[str, float | int]:
+    """In a fresh process: one discovery refresh as the code location does it (``load_config``)."""
+    import resources.config as config_module
+
+    started, cpu = time.perf_counter(), time.process_time()
+    loaded = config_module.load_config(config)
+    return {"tables": len(loaded.tables), "seconds": time.perf_counter() - started,
+            "cpu_s": time.process_time() - cpu, "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
+def s3_discovery(sizes: Sequence[int]) -> None:
+    """A discovery refresh of each of ``sizes`` tables on the moto server, then another after 10
+    new tables: tables found, seconds, CPU seconds of the refreshing process and of the server,
+    HTTP requests the server answered, peak RSS of the refreshing process.
+
+    The server runs in a child process with the sorted-index listing of ``bench_vacuum_s3``
+    (stock moto scans every key of the bucket for each listing page; S3 does not), and the
+    objects are put through its backend (``MotoChild.load``). Each refresh
+    runs in a fresh process through ``resources.config.load_config``, the code location's reader
+    (the policy checks against each table's schema, ``check_tables``, are not part of it)."""
+    import s3fs
+
+    from benchmarks.bench_vacuum_s3 import start_moto
+
+    moto, options = start_moto(indexed_listing=True)
+    fs = s3fs.S3FileSystem(**options)
+    work = Path(tempfile.mkdtemp(prefix="bench_fleet_s3_"))
+    try:
+        print(f"{'tables':>7} {'found':>7} {'refresh':>9} {'CPU':>7} {'server':>7} {'requests':>9} {'RSS MB':>7}   "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        for n in sizes:
+            bucket = f"fleet-{n}"
+            fs.mkdir(bucket)
+            t = time.perf_counter()
+            moto.load(bucket, s3_lake_objects("lake", 0, n))
+            generated = time.perf_counter() - t
+            config = work / f"tables-{n}.yaml"
+            config.write_text(
+                f"discover:\n  - root: s3://{bucket}/lake\n    defaults:\n      storage_options:\n"
+                f"        key: testing\n        secret: testing\n"
+                f'        client_kwargs: {{endpoint_url: "{moto.endpoint}"}}\n', encoding="utf-8")
+            for added, label in ((0, f"generated in {generated:.1f} s"), (10, "after 10 new tables")):
+                if added:
+                    moto.load(bucket, s3_lake_objects("lake", n, n + added))
+                before, server = moto.requests(), moto.cpu_seconds()
+                r = _child(["--measure-s3-discovery", str(config)])
+                requests, server = moto.requests() - before, moto.cpu_seconds() - server
+                assert r["tables"] == n + added, r
+                print(f"{n + added:>7} {r['tables']:>7} {r['seconds']:>8.2f}s {r['cpu_s']:>6.2f}s {server:>6.2f}s "
+                      f"{requests:>9} {r['peak_rss_mb']:>7.0f}   ({label}; load average {os.getloadavg()[0]:.1f})",
+                      flush=True)
+    finally:
+        moto.close()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _child(args: list[str]) -> dict[str, float | int]:
+    """The last line of ``python -m benchmarks.bench_fleet ARGS`` run from the repository, as JSON."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_fleet", *args],
+                          cwd=REPO, env=env, check=True, capture_output=True, text=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argument_parser(__doc__)
     parser.add_argument("--tables", default="100,500,2000", help="comma-separated sizes, ascending")
     parser.add_argument("--keep", action="store_true", help="keep the generated root")
+    parser.add_argument("--s3-discovery", metavar="SIZES", help="comma-separated table counts: time a discovery "
+                        "refresh on the S3-compatible server instead (s3_discovery)")
     parser.add_argument("--measure", metavar="CONFIG", help=argparse.SUPPRESS)  # the child process
+    parser.add_argument("--measure-s3-discovery", metavar="CONFIG", help=argparse.SUPPRESS)  # its child process
     args, _unknown = parser.parse_known_args(argv)
     if args.measure:
         print(json.dumps(_measure(args.measure)))
+        return 0
+    if args.measure_s3_discovery:
+        print(json.dumps(_measure_s3_discovery(args.measure_s3_discovery)))
+        return 0
+    if args.s3_discovery:
+        s3_discovery([int(s) for s in args.s3_discovery.split(",")])
         return 0
     sizes = sorted(int(s) for s in args.tables.split(","))
     work = Path(tempfile.mkdtemp(prefix="bench_fleet_"))

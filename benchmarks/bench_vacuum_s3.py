@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import argparse
 import os
+import pickle
 import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from benchmarks.harness import argument_parser
@@ -59,6 +61,12 @@ for line in sys.stdin:
             else:
                 part = f"a={i % 20}/b={(i // 20) % 10}"
             backend.put_object(bucket, f"{prefix}/{part}/orphan-{i}.parquet", b"PAR1")
+        print("done", flush=True)
+    elif cmd == "load":  # bucket file: put the objects of a pickled {key: bytes} (MotoChild.load)
+        import pickle
+        with open(rest[1], "rb") as fh:
+            for key, body in pickle.load(fh).items():
+                backend.put_object(rest[0], key, body)
         print("done", flush=True)
     elif cmd == "requests":
         print(f"done {served[0]}", flush=True)
@@ -134,6 +142,14 @@ class MotoChild:
         self.proc.stdin.write(" ".join(map(str, words)) + "\n")
         self.proc.stdin.flush()
         assert self.proc.stdout.readline().strip() == "done"
+
+    def load(self, bucket: str, objects: Mapping[str, bytes]) -> None:
+        """Put ``objects`` (key: body) into ``bucket`` through the server's backend: 50 times
+        faster than HTTP PUTs, each of which costs moto about 3 ms of CPU."""
+        with tempfile.NamedTemporaryFile(suffix=".pickle") as fh:
+            pickle.dump(dict(objects), fh)
+            fh.flush()
+            self.ask("load", bucket, fh.name)
 
     def requests(self) -> int:
         """HTTP requests the server has answered so far."""

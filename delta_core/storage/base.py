@@ -13,6 +13,10 @@ Contract (implementations must honour every line):
 - ``list_recursive(directory)`` yields every file below ``directory`` (any order).
 - ``list_directories(directory)`` returns the names of the directories directly inside
   ``directory``, sorted (none on stores without directories but for common key prefixes).
+- ``list_key_pages(start_after=...)`` yields the keys of every file below the root that sort
+  after ``start_after``, in key order, page by page: one listing request each on S3 (whose
+  directory markers, keys ending in ``/``, are listed too); one page of every key on stores
+  whose listing cannot start after a key. A caller may stop after any page.
 - ``read(key)`` returns the whole file; a missing file raises ``FileNotFoundError``. A key below
   a file (a component of its path is a file) is missing for every read and listing, as on an
   object store; a write there raises ``NotADeltaTableError`` when that file is the root or one
@@ -84,6 +88,8 @@ class Storage(Protocol):
     def list_recursive(self, directory: str = "") -> Iterator[FileInfo]: ...
 
     def list_directories(self, directory: str = "") -> list[str]: ...
+
+    def list_key_pages(self, *, start_after: str = "") -> Iterator[list[str]]: ...
 
     def head(self, key: str) -> FileInfo: ...
 

@@ -225,6 +225,20 @@ class FsspecStorage:
             yield FileInfo(key, st.st_size, int(st.st_mtime * 1000))
 
     def _list_s3(self, full_dir: str, start: str, *, recursive: bool = False) -> Iterator[FileInfo]:
+        bucket, _, prefix = full_dir.partition("/")
+        prefix = prefix.rstrip("/") + "/" if prefix else ""
+        # StartAfter is exclusive: a strict prefix of ``start`` sorts before it, so ``start``
+        # itself is listed; the few names between are filtered below.
+        for page in self._s3_pages(full_dir, recursive=recursive, start_after=start[:-1]):
+            for obj in page:
+                name = obj["Key"][len(prefix):]
+                if name and name >= start and not name.endswith("/"):  # "dir/": a directory marker
+                    yield FileInfo(self._key_of(f"{bucket}/{obj['Key']}"), int(obj["Size"]), _mtime_ms(obj))
+
+    def _s3_pages(self, full_dir: str, *, recursive: bool, start_after: str = "") -> Iterator[list[dict[str, Any]]]:
+        """The objects below ``full_dir`` (``bucket/prefix``), one ``ListObjectsV2`` page at a
+        time, after the name ``start_after`` (relative to ``full_dir``); ``recursive``: every
+        object below it, else those directly inside it."""
         from fsspec.asyn import sync
 
         fs = self.fs
@@ -233,23 +247,29 @@ class FsspecStorage:
         kwargs: dict[str, Any] = {"Bucket": bucket, "Prefix": prefix}
         if not recursive:
             kwargs["Delimiter"] = "/"
-        if start:
-            # StartAfter is exclusive: a strict prefix of ``start`` sorts before it, so
-            # ``start`` itself is listed; the few names between are filtered below.
-            kwargs["StartAfter"] = prefix + start[:-1]
+        if start_after:
+            kwargs["StartAfter"] = prefix + start_after
         while True:
             try:
                 resp = sync(fs.loop, fs._call_s3, "list_objects_v2", **kwargs)
             except FileNotFoundError:
                 return
-            for obj in resp.get("Contents", []):
-                name = obj["Key"][len(prefix):]
-                if name and name >= start and not name.endswith("/"):  # "dir/": a directory marker
-                    yield FileInfo(self._key_of(f"{bucket}/{obj['Key']}"), int(obj["Size"]), _mtime_ms(obj))
+            yield resp.get("Contents", [])
             if not resp.get("IsTruncated"):
                 return
             kwargs["ContinuationToken"] = resp["NextContinuationToken"]
             kwargs.pop("StartAfter", None)
+
+    @needs_access("read")
+    def list_key_pages(self, *, start_after: str = "") -> Iterator[list[str]]:
+        full_dir = self._full("")
+        if self._scheme in ("s3", "s3a"):
+            prefix = full_dir.partition("/")[2]
+            cut = len(prefix.rstrip("/") + "/") if prefix else 0
+            for page in self._s3_pages(full_dir, recursive=True, start_after=start_after):
+                yield [obj["Key"][cut:] for obj in page]
+            return
+        yield sorted(key for info in self.list_recursive() if (key := info.key) > start_after)
 
     @needs_access("read")
     def list_directories(self, directory: str = "") -> list[str]:

@@ -150,3 +150,47 @@ def test_a_root_that_is_a_file_or_holds_no_table_is_reported(tmp_path: pathlib.P
     (empty / "landing").mkdir(parents=True)
     assert discover_tables(str(empty)) == []
     assert f"discover root {empty} holds no Delta table" in caplog.text
+
+
+@pytest.mark.s3
+def test_s3_discovery_of_many_tables_matches_local(tmp_path: pathlib.Path, s3_server: str,
+                                                    s3_storage_options: dict) -> None:
+    """One layout on local disk and, copied key for key, on the moto server: more directories at
+    one depth than listing threads (an object store reads them as key ranges), a table of more
+    keys than a listing page before others, tables nested at several depths, an excluded folder,
+    folders that hold no table, a table inside a table, and two logs without a commit."""
+    import s3fs
+
+    from delta_core.errors import NotADeltaTableError
+    from delta_core.log.table import DeltaTable
+
+    local = tmp_path / "lake"
+    tables = [f"area{i % 3}/t{i}" for i in range(24)] + ["area0/deep/sub/t_deep", "area2/Big", "area2/skip_me/t"]
+    for rel in tables:
+        make_table(str(local / rel))
+    for i in range(1050):  # more keys than one listing page (1,000), sorted after its log
+        (local / "area2" / "Big" / f"part-{i:05d}.parquet").write_bytes(b"PAR1")
+    make_table(str(local / "area1" / "t1" / "Inner"))  # "I" sorts before "_delta_log": still not a table
+    for rel in ("area0/landing/raw/dump.csv", "area1/export/2024/part-0.parquet", "README.md"):
+        (local / rel).parent.mkdir(parents=True, exist_ok=True)
+        (local / rel).write_text("x\n")
+    (local / "area1" / "no_commit" / "_delta_log").mkdir(parents=True)  # a writer died before commit 0
+    (local / "area1" / "no_commit" / "_delta_log" / ".00000000000000000000.json.tmp").write_text("{}")
+    (local / "area0" / "empty_log" / "_delta_log").mkdir(parents=True)  # on S3: a directory marker
+
+    fs = s3fs.S3FileSystem(**s3_storage_options)
+    bucket = f"lake-{uuid.uuid4().hex[:8]}"
+    fs.mkdir(bucket)
+    fs.put(f"{local}/", f"{bucket}/lake/", recursive=True)
+    fs.pipe_file(f"{bucket}/lake/area0/empty_log/_delta_log/", b"")
+
+    exclude = ["area2/skip_*"]
+    on_disk = [t.path for t in discover_tables(str(local), exclude=exclude)]
+    on_s3 = [t.path for t in discover_tables(f"s3://{bucket}/lake", s3_storage_options, exclude=exclude)]
+    expected = sorted({*tables, "area1/no_commit", "area0/empty_log"} - {"area2/skip_me/t"})
+    assert on_disk == expected and on_s3 == expected
+    # A log without a commit is a table to discovery, as it always was; reading it is refused.
+    with pytest.raises(NotADeltaTableError, match="no _delta_log/ with a commit"):
+        DeltaTable(f"s3://{bucket}/lake/area1/no_commit", s3_storage_options).snapshot()
+    with pytest.raises(NotADeltaTableError, match="no _delta_log/ with a commit"):
+        DeltaTable(f"s3://{bucket}/lake/area0/empty_log", s3_storage_options).snapshot()

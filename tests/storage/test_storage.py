@@ -143,6 +143,15 @@ def test_list_directories_names_the_directories_directly_inside(store):
     assert store.list_directories("missing") == []
 
 
+def test_list_key_pages_lists_every_key_in_key_order_after_a_key(store):
+    keys = ["Z/x", "_delta_log/0.json", "a.txt", "a/b/y.parquet", "a/x.parquet", "a0", "region=eu/w.parquet"]
+    for key in reversed(keys):
+        store.write(key, b"x")
+    assert [k for page in store.list_key_pages() for k in page] == keys  # "/" sorts before "0"
+    assert [k for page in store.list_key_pages(start_after="a/b0") for k in page] == keys[4:]
+    assert [k for page in store.list_key_pages(start_after="region=eu/w.parquet") for k in page] == []
+
+
 def test_remove_dir_if_empty_removes_only_empty_local_directories(tmp_path):
     store = open_storage(str(tmp_path / "t"))
     store.write("full/a.parquet", b"x")
