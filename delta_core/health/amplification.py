@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from delta_core.errors import CorruptLogError
 from delta_core.log.log_path import LogFileKind
@@ -58,9 +59,9 @@ def rewrite_amplification(storage: Storage, *, start_version: int = 0,
                          commits[-1].version if commits else None)
 
 
-def _file_actions(data: bytes, version: int, root: str) -> tuple[list[dict], set[str]]:
+def _file_actions(data: bytes, version: int, root: str) -> tuple[list[dict[str, Any]], set[str]]:
     """The ``add`` actions of one commit and the paths its ``remove`` actions name."""
-    adds: list[dict] = []
+    adds: list[dict[str, Any]] = []
     removed: set[str] = set()
     for lineno, line in enumerate(data.splitlines(), 1):
         if b'"add"' not in line and b'"remove"' not in line:

@@ -13,12 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import resource
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import DeltaError
+from delta_core.maintenance.cpu_time import cpu_seconds
 from delta_core.maintenance.history_records import FAILED, SUCCEEDED, TRIGGERS, HistoryLocation, HistoryRow
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFac
     history = origin.history
     if history is None or history.holds(table.uri):
         return op.run(table, options, spark)
-    start, cpu = dt.datetime.now(dt.UTC), _cpu_seconds()
+    start, cpu = dt.datetime.now(dt.UTC), cpu_seconds()
     before, note = _score(origin.score, table, "before")
     try:
         report = op.run(table, options, spark)
@@ -66,12 +66,6 @@ def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFac
     _append(history, _row(op, table, origin, start, cpu, status=SUCCEEDED, before=before, after=after,
                           note=note or note_after, report=report))
     return report
-
-
-def _cpu_seconds() -> float:
-    """CPU seconds of this process and its reaped children (a Spark JVM's executors are not counted)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _score(score: Score | None, table: DeltaTable, when: str) -> tuple[int | None, str | None]:
@@ -97,7 +91,7 @@ def _row(op: Operation, table: DeltaTable, origin: RunOrigin, start: dt.datetime
         health_before=before, health_after=after, health_note=note,
         error_kind=None if error is None else getattr(error, "kind", type(error).__name__),
         error_message=None if error is None else str(error)[:2000],
-        core_seconds=round(_cpu_seconds() - cpu, 3),
+        core_seconds=round(cpu_seconds() - cpu, 3),
         operation_metrics=_metrics(report.to_dict()) if report is not None else {})
 
 
