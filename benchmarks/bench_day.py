@@ -3,10 +3,10 @@
 A fake clock runs a day in ``--ticks`` ticks of ``--tick-minutes`` (default 96 of 15 minutes).
 Each tick:
 
-1. the writer appends ``--rows`` rows (``delta_core``; each row an ``id`` the simulation counts
-   from 0) and, every ``--delete-every`` ticks, deletes ``--delete-rows`` consecutive earlier ids
-   as Delta Spark's DELETE does on a table with deletion vectors: the files stay, a vector hides
-   the rows (PROTOCOL.md "Deletion Vectors");
+1. the writer appends ``--rows`` rows (``delta_core``, in-commit timestamps on; each row an
+   ``id`` the simulation counts from 0) and, every ``--delete-every`` ticks, deletes
+   ``--delete-rows`` consecutive earlier ids as Delta Spark's DELETE does on a table with
+   deletion vectors: the files stay, a vector hides the rows (PROTOCOL.md "Deletion Vectors");
 2. the table's log sensor ticks, as the Dagster daemon would run it, and the runs it requests
    run (the health checks on each new version, a checkpoint when due);
 3. the maintenance assets' automation conditions are evaluated at the tick's time
@@ -22,9 +22,10 @@ Everything follows the fake clock: the table's commits (their timestamps, retent
 At the end it prints rewrite amplification (``delta_core.health.amplification``: data-file bytes
 added by maintenance commits per byte added by the writers), the most times any row was rewritten
 (each maintenance commit's added files read for their ids), the runs per operation with their
-history rows (bytes read and written, core-seconds), the rows against the writer's own count and
-the health checks. **Target: amplification <= 2.0 over the day, every check passing or
-unreachable at the end, the rows intact**; exit status 1 naming each target missed.
+history rows (bytes read and written, core-seconds), the rows against the writer's own count, the
+first and last commit times and the health checks. **Target: amplification <= 2.0 over the day,
+every check passing or unreachable at the end, the rows intact, every commit inside the day**;
+exit status 1 naming each target missed.
 
     python -m benchmarks.bench_day [--ticks 96] [--tick-minutes 15] [--rows 2000]
         [--delete-every 6] [--delete-rows 600] [--target-size 1MB] [--spark-master local[2]]
@@ -101,6 +102,8 @@ class DayResult:
     rows_rewritten: int  # rows rewritten at least once
     rows_expected: int
     rows_read: int
+    commit_times: tuple[dt.datetime, dt.datetime]  # the first and last commit's (in-commit timestamps)
+    day: tuple[dt.datetime, dt.datetime]  # the simulated day
     runs: dict[str, int]  # maintenance runs materialized, per operation
     history: dict[str, dict[str, float]]  # per operation: the history rows' totals
     checks: dict[str, str]  # check name -> "pass", "unreachable: reason" or "FAIL"
@@ -114,6 +117,8 @@ class DayResult:
         failing = [name for name, verdict in self.checks.items() if verdict == "FAIL"]
         if failing:
             out.append(f"health at the end: {', '.join(failing)} failing")
+        if not self.day[0] <= self.commit_times[0] <= self.commit_times[1] <= self.day[1]:
+            out.append(f"commit times {self.commit_times[0]} .. {self.commit_times[1]} leave the simulated day")
         if self.rows_read != self.rows_expected:
             out.append(f"rows: read {self.rows_read:,}, the writer left {self.rows_expected:,}")
         return out
@@ -351,7 +356,8 @@ def run_day(options: DayOptions) -> DayResult:
         root.mkdir(parents=True, exist_ok=True)
         uri = str(root / TABLE)
         clock = SimClock(START)
-        table = create_table(uri, SCHEMA, properties={"delta.enableDeletionVectors": "true"}, clock=clock.millis)
+        table = create_table(uri, SCHEMA, clock=clock.millis, properties={
+            "delta.enableDeletionVectors": "true", "delta.enableInCommitTimestamps": "true"})
         config_path = root / "tables.yaml"
         config_path.write_text(tables_yaml(uri, str(root / "history"), options), encoding="utf-8")
         sim = Simulation(config_path, instance, clock)
@@ -371,11 +377,12 @@ def run_day(options: DayOptions) -> DayResult:
         checks = sim.checks()
         amp = rewrite_amplification(table.storage)
         counts = rewrites_per_row(table, writer.next_id)
+        times = [dt.datetime.fromtimestamp(c.timestamp / 1000, dt.UTC) for c in table.history()]
         return DayResult(
             options=options, seconds=time.perf_counter() - started, writer_bytes=amp.writer_bytes,
             maintenance_bytes=amp.maintenance_bytes, amplification=amp.ratio, max_rewrites=int(counts.max(initial=0)),
             rows_rewritten=int(np.count_nonzero(counts)), rows_expected=writer.next_id - len(writer.deleted),
-            rows_read=_live_rows(uri), runs=dict(sim.runs), history=_history_totals(sim.config), checks=checks)
+            rows_read=_live_rows(uri), commit_times=(min(times), max(times)), day=(START, clock.now), runs=dict(sim.runs), history=_history_totals(sim.config), checks=checks)
 
 
 def _mb(n: float) -> str:
@@ -394,7 +401,8 @@ def print_report(r: DayResult) -> None:
     for op, t in sorted(r.history.items()):
         print(f"  history {op}: {int(t['runs'])} rows, read {_mb(t['bytes_read'])}, wrote {_mb(t['bytes_written'])}, "
               f"{t['core_seconds']:.1f} core-s")
-    print(f"rows: delta-rs reads {r.rows_read:,}, the writer left {r.rows_expected:,}")
+    print(f"rows: delta-rs reads {r.rows_read:,}, the writer left {r.rows_expected:,}; commits from "
+          f"{r.commit_times[0]:%H:%M} to {r.commit_times[1]:%H:%M} of the simulated day (in-commit timestamps)")
     print("health at the end: " + "; ".join(f"{name} {verdict}" for name, verdict in r.checks.items()))
 
 

@@ -27,6 +27,7 @@ def test_a_tiny_day_reports_its_figures_and_its_exit_status_follows_the_target(s
     assert result.history["compact"]["runs"] == result.runs["compact"]
     assert result.history["compact"]["bytes_written"] > 0 and result.history["compact"]["core_seconds"] > 0
     assert result.rows_read == result.rows_expected < 6 * 500  # two deletes of 150 ids each
+    assert result.day[0] <= result.commit_times[0] <= result.commit_times[1] <= result.day[1]  # the fake clock's
     assert len(result.checks) == 8 and all(v == "pass" or v.startswith("unreachable") for v in result.checks.values())
 
     passing = dataclasses.replace(result, options=dataclasses.replace(options, target=result.amplification))
