@@ -57,6 +57,9 @@ TABLE = "day"
 CONFIG_ENV_VAR = "DELTA_MAINTENANCE_TABLES"
 START = dt.datetime(2026, 3, 4, tzinfo=dt.UTC)  # a Wednesday: the weekly vacuum cron does not fall in it
 AMPLIFICATION_TARGET = 2.0
+# Commits at one instant get in-commit timestamps 1 ms apart (each after the previous one): the
+# day's last tick may end that many milliseconds past it.
+ICT_STEPS = dt.timedelta(seconds=1)
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}  # Dagster's per-event lines off
 SCHEMA = pa.schema([("id", pa.int64()), ("k", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
 
@@ -382,7 +385,7 @@ def run_day(options: DayOptions) -> DayResult:
             options=options, seconds=time.perf_counter() - started, writer_bytes=amp.writer_bytes,
             maintenance_bytes=amp.maintenance_bytes, amplification=amp.ratio, max_rewrites=int(counts.max(initial=0)),
             rows_rewritten=int(np.count_nonzero(counts)), rows_expected=writer.next_id - len(writer.deleted),
-            rows_read=_live_rows(uri), commit_times=(min(times), max(times)), day=(START, clock.now), runs=dict(sim.runs), history=_history_totals(sim.config), checks=checks)
+            rows_read=_live_rows(uri), commit_times=(min(times), max(times)), day=(START, clock.now + ICT_STEPS), runs=dict(sim.runs), history=_history_totals(sim.config), checks=checks)
 
 
 def _mb(n: float) -> str:
