@@ -53,7 +53,7 @@ def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFac
     history = origin.history
     if history is None or history.holds(table.uri):
         return op.run(table, options, spark)
-    start, cpu = dt.datetime.now(dt.UTC), cpu_seconds()
+    start, cpu = _now(table), cpu_seconds()
     before, note = _score(origin.score, table, "before")
     try:
         report = op.run(table, options, spark)
@@ -66,6 +66,11 @@ def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFac
     _append(history, _row(op, table, origin, start, cpu, status=SUCCEEDED, before=before, after=after,
                           note=note or note_after, report=report))
     return report
+
+
+def _now(table: DeltaTable) -> dt.datetime:
+    """The table's now (its clock: the commits' time), as the row's start and end times."""
+    return dt.datetime.fromtimestamp(table.clock() / 1000, dt.UTC)
 
 
 def _score(score: Score | None, table: DeltaTable, when: str) -> tuple[int | None, str | None]:
@@ -82,7 +87,7 @@ def _row(op: Operation, table: DeltaTable, origin: RunOrigin, start: dt.datetime
          error: BaseException | None = None) -> HistoryRow:
     read = (report.num_removed_files, report.removed_bytes) if report is not None and op.rewrites_data else (0, 0)
     return HistoryRow(
-        start_time=start, end_time=dt.datetime.now(dt.UTC), table_name=origin.table_name, table_uri=table.uri,
+        start_time=start, end_time=_now(table), table_name=origin.table_name, table_uri=table.uri,
         operation=op.name, status=status, trigger=origin.trigger, dagster_run_id=origin.dagster_run_id,
         version=report.version if report is not None else None,
         files_read=read[0], bytes_read=read[1],
