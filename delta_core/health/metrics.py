@@ -4,7 +4,7 @@
 Everything is computed from the snapshot's columnar file state: sizes, ``numRecords``, deletion
 vector cardinalities, tombstones, the log segment's commit files (sizes from the listing that
 built it), the compaction plan (``maintenance.compaction_plan``: what a compaction would
-pick, counted by ``compaction_estimate``) and the stats each file logs (``maintenance.stats_coverage``:
+pick, counted by ``compaction_estimate``), the files an automated purge would pick (``purge_estimate``) and the stats each file logs (``maintenance.stats_coverage``:
 whether they cover the columns the table indexes). No data file is read or listed. Two figures need more and are only computed when asked:
 manifest staleness (one read of the manifest state file) and the log files a log cleanup would
 delete (a listing of ``_delta_log`` from its start).
@@ -24,6 +24,7 @@ import pyarrow.compute as pc
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
+from delta_core.health.purge_estimate import estimate_purge
 from delta_core.maintenance.stats_coverage import snapshot_coverage
 from delta_core.model.arrow_values import int_array, int_scalar, numbers_of, numbers_or_zero
 from delta_core.write.checkpoint_cadence import versions_since_checkpoint
@@ -92,6 +93,13 @@ class HealthMetrics:
     manifest_version: int | None = None  # version the manifests were generated for (if asked)
     manifest_versions_behind: int | None = None
     expired_log_files: int | None = None  # what a log cleanup would delete now (if asked)
+    # of the files a compaction rewrites and writes (``compaction_estimate``), those under min_file_size
+    compaction_small_inputs: int = 0
+    compaction_small_outputs: int = 0
+    # what an automated purge rewrites (``purge_estimate``: files over ``HealthPolicy.purge_file_ratio``)
+    purgeable_files: int = 0
+    purgeable_bytes: int = 0
+    purgeable_deleted_rows: int = 0  # the deleted rows it drops
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -127,7 +135,9 @@ def compute_metrics(
     files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
     sizes = numbers_or_zero(files.column("size"))
-    estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size)
+    estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size,
+                                   min_input_files=policy.min_input_files)
+    purge = estimate_purge(files, policy.purge_file_ratio)
     target, minimum = estimate.target_size, estimate.min_file_size
     small = sizes < minimum
 
@@ -188,4 +198,9 @@ def compute_metrics(
         columns=tuple(columns),
         skip_ratio=skip,
         overlap_depth=depth,
+        compaction_small_inputs=estimate.small_inputs,
+        compaction_small_outputs=estimate.small_outputs,
+        purgeable_files=purge.files,
+        purgeable_bytes=purge.bytes,
+        purgeable_deleted_rows=purge.deleted_rows,
     )
