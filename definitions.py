@@ -26,6 +26,7 @@ from assets.automation import build_automation_sensors
 from assets.health_checks import build_table_checks
 from assets.maintenance import Placement
 from delta_core.config.table_checks import check_tables
+from delta_core.model.clock import Clock, system_clock
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
 from fleet.usage import fleet_scope
@@ -37,16 +38,17 @@ from schedules import build_table_schedules
 from sensors import build_sensors
 
 
-def build_resources(config: MaintenanceConfig) -> dict[str, object]:
+def build_resources(config: MaintenanceConfig, *, clock: Clock = system_clock) -> dict[str, object]:
     """The Spark resource, one ``DeltaTableResource`` per listed table (key ``delta_<table>``;
-    ``table_resource_definition``: without run config) and one for all discovered tables."""
+    ``table_resource_definition``: without run config) and one for all discovered tables, their
+    commits, retention and expiry timed by ``clock`` (epoch milliseconds)."""
     resources: dict[str, object] = {SPARK_RESOURCE_KEY: SparkResource.from_settings(config.spark)}
     discovered = [t for t in config.tables if t.discovered_under is not None]
     for table in config.tables:
         if table.discovered_under is None:
-            resources[table_resource_key(table.name)] = table_resource_definition(table)
+            resources[table_resource_key(table.name)] = table_resource_definition(table, clock=clock)
     if discovered:
-        resources[DISCOVERED_TABLES_RESOURCE_KEY] = discovered_tables_definition(discovered)
+        resources[DISCOVERED_TABLES_RESOURCE_KEY] = discovered_tables_definition(discovered, clock=clock)
     return resources
 
 
@@ -54,7 +56,8 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     """Assets, asset checks, jobs, schedules, sensors (the tables' log sensors, the fleet advisor,
     and the automation sensors that evaluate the maintenance assets' conditions) and resources
     for every table in ``config``, and the fleet report over them; ``clock`` (POSIX seconds) is
-    the fleet's now (the advisor's windows, cool-downs and byte limits, the report's next schedule ticks).
+    the fleet's now (the advisor's windows, cool-downs and byte limits, the report's next schedule ticks)
+    and the tables' (their commits' timestamps, retention and expiry).
 
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dg check defs`` rejects an unknown Z-order column or a bad predicate."""
@@ -99,7 +102,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         jobs=list(jobs.values()),
         schedules=schedules,
         sensors=sensors,
-        resources=build_resources(config),
+        resources=build_resources(config, clock=lambda: int(clock() * 1000)),
         executor=in_process_executor,
     )
 

@@ -17,7 +17,7 @@ import time
 BENCHMARKS = ("bench_commit", "bench_checkpoint", "bench_compaction", "bench_zorder", "bench_vacuum",
               "bench_deletion_vectors", "bench_cluster", "bench_health",
               "bench_describe", "bench_vacuum_s3", "bench_vacuum_inventory", "bench_vacuum_s3_inventory",
-              "bench_soak", "bench_fleet")
+              "bench_soak", "bench_fleet", "bench_day")
 # The runs of the one-command default (issue 19's figures): name and its own arguments.
 PLAN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bench_commit", ()),
@@ -35,6 +35,7 @@ PLAN: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bench_vacuum_s3_inventory", ()),  # 200K objects: by listing against from an S3 Inventory report
     ("bench_soak", ()),  # 3 minutes; the closing figures need --minutes 10 or more
     ("bench_fleet", ()),  # the code location over 100, 500 and 2,000 discovered tables
+    ("bench_day", ()),  # a simulated day of writes and automated maintenance: 96 ticks, minutes
 )
 
 

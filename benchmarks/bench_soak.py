@@ -19,6 +19,8 @@ ledgers, and it prints:
 - runs succeeded, conflicted, killed and crashed, and the rewrite batches committed, retried and
   abandoned (with their reasons), from the runs' metrics records;
 - p50/p95 run time and the worst commits-behind;
+- rewrite amplification from the log at the end (``delta_core.health.amplification``: data-file
+  bytes added by maintenance commits per byte added by the writers' commits), as ``bench_day``;
 - wasted work (``soak_waste``): every data file maintenance wrote is witnessed as it appears,
   before anything deletes it, and each one no commit took is put down to its operation and
   cause. **The target figure is the issue's: rewritten bytes abandoned after a conflict per
@@ -55,6 +57,8 @@ from benchmarks.soak_check import LogFigures, RowCheck, check_rows, log_figures,
 from benchmarks.soak_files import CommitFiles, FileWitness, log_files
 from benchmarks.soak_waste import ABANDONED, CAUSES, FAILED, KILLED, UNEXPLAINED, RunSteps, WasteFigures, attribute
 from benchmarks.soak_writers import WRITERS, WriterSettings, WriterStats, expected_rows, read_ledger, read_stats
+from delta_core.health.amplification import Amplification, rewrite_amplification
+from delta_core.storage import open_storage
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 TABLE = "soak"
@@ -162,6 +166,7 @@ class SoakResult:
     checkpoints: int = 0
     log_compactions: int = 0
     table_version: int = -1
+    amplification: Amplification | None = None  # from the log at the end
     files_missed: int = 0
     seconds: float = 0.0
 
@@ -380,6 +385,7 @@ def run_soak(options: SoakOptions) -> SoakResult:
     log_dir = pathlib.Path(uri, "_delta_log")
     result.checkpoints = len(list(log_dir.glob("*.checkpoint*.parquet")))
     result.log_compactions = len(list(log_dir.glob("*.compacted.json")))
+    result.amplification = rewrite_amplification(open_storage(uri))
     if options.keep is None:
         shutil.rmtree(work, ignore_errors=True)
     return result
@@ -458,6 +464,10 @@ def print_report(result: SoakResult) -> None:
           f"{_mb(log.writer_orphan_bytes)}" + (f", unattributed {_mb(log.unattributed_bytes)}" if log.unattributed_bytes
                                                else "")
           + (f"; {result.files_missed} files not witnessed" if result.files_missed else ""))
+    if (amp := result.amplification) is not None:
+        print(f"rewrite amplification (from the log at the end): {amp.ratio}x: {_mb(amp.maintenance_bytes)} of data "
+              f"files added by maintenance commits per {_mb(amp.writer_bytes)} added by the writers' commits "
+              f"(versions {amp.first_version}-{amp.last_version})")
     print(f"worst commits-behind: {log.worst_behind} commits landed between the version a maintenance commit "
           f"read and its own ({log.worst_behind_operation or '-'}); longest stretch without a maintenance rewrite "
           f"(OPTIMIZE, REORG): {log.longest_unrewritten} commits")

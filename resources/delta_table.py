@@ -11,9 +11,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from dagster import ConfigurableResource, EnvVar, ResourceDefinition
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from delta_core.errors import ConfigError
+from delta_core.model.clock import Clock, system_clock
 from resources.config import EnvRef, OptionValue, TableConfig
 
 _COERCE: dict[str, Callable[[str], Any]] = {"bool": lambda v: v.strip().lower() == "true", "int": int, "float": float}
@@ -33,6 +34,9 @@ class DeltaTableResource(ConfigurableResource):
         default_factory=dict,
         description="For options that are not strings: key -> bool, int or float.",
     )
+    # The time of the table's commits, retention and expiry (``delta_core.model.clock``); set by
+    # the code location's ``build_definitions(clock=...)``, never by run config.
+    _clock: Clock | None = PrivateAttr(default=None)
 
     @classmethod
     def from_table_config(cls, table: TableConfig) -> DeltaTableResource:
@@ -68,7 +72,7 @@ class DeltaTableResource(ConfigurableResource):
     def open(self):  # -> delta_core.log.table.DeltaTable
         from delta_core.log.table import DeltaTable
 
-        return DeltaTable(self.uri, self.fsspec_options() or None)
+        return DeltaTable(self.uri, self.fsspec_options() or None, clock=self._clock or system_clock)
 
     def snapshot(self, version: int | None = None):  # -> delta_core.log.snapshot.Snapshot
         return self.open().snapshot(version)
@@ -83,22 +87,25 @@ class DeltaTableResource(ConfigurableResource):
         return Transaction(self.open(), operation=operation, operation_parameters=operation_parameters)
 
 
-def _initialized(table: TableConfig) -> DeltaTableResource:
+def _initialized(table: TableConfig, clock: Clock) -> DeltaTableResource:
     """The table's resource with its ``EnvVar`` settings read from this process's environment."""
     resource = DeltaTableResource.from_table_config(table)
-    return DeltaTableResource(
+    initialized = DeltaTableResource(
         table_name=resource.table_name, uri=_from_env(resource.uri, table.name),
         storage_options={k: _from_env(v, table.name) for k, v in resource.storage_options.items()},
         storage_option_types=resource.storage_option_types)
+    initialized._clock = clock
+    return initialized
 
 
-def table_resource_definition(table: TableConfig) -> ResourceDefinition:
+def table_resource_definition(table: TableConfig, *, clock: Clock = system_clock) -> ResourceDefinition:
     """A listed table's resource as the code location binds it: a ``DeltaTableResource`` built
     from tables.yaml, its ``EnvVar`` secrets read when a run (or a sensor tick) initializes it, and
     no run config of its own. Dagster puts every configurable resource of the location into every
     job's run-config schema: with N tables and several jobs per table that is O(N²) at load
-    (100 tables: 28 s to snapshot the repository), while a resource without config is left out."""
-    return ResourceDefinition(resource_fn=lambda _context: _initialized(table),
+    (100 tables: 28 s to snapshot the repository), while a resource without config is left out.
+    ``clock``: the time of the table's commits, retention and expiry."""
+    return ResourceDefinition(resource_fn=lambda _context: _initialized(table, clock),
                               description=f"Delta table `{table.name}` at {table.uri}.")
 
 
@@ -106,20 +113,20 @@ class DiscoveredTables:
     """The resource value serving every discovered table: ``table(name)`` is that table's
     ``DeltaTableResource``, built when a run or a tick first asks for it."""
 
-    def __init__(self, tables: Mapping[str, TableConfig]):
-        self._tables = tables
+    def __init__(self, tables: Mapping[str, TableConfig], clock: Clock):
+        self._tables, self._clock = tables, clock
         self._built: dict[str, DeltaTableResource] = {}
 
     def table(self, name: str) -> DeltaTableResource:
         if name not in self._built:
-            self._built[name] = _initialized(self._tables[name])
+            self._built[name] = _initialized(self._tables[name], self._clock)
         return self._built[name]
 
 
-def discovered_tables_definition(tables: Sequence[TableConfig]) -> ResourceDefinition:
+def discovered_tables_definition(tables: Sequence[TableConfig], *, clock: Clock = system_clock) -> ResourceDefinition:
     """One resource for all discovered tables (``resources.DISCOVERED_TABLES_RESOURCE_KEY``)."""
     by_name = {t.name: t for t in tables}
-    return ResourceDefinition(resource_fn=lambda _context: DiscoveredTables(by_name),
+    return ResourceDefinition(resource_fn=lambda _context: DiscoveredTables(by_name, clock),
                               description=f"The {len(by_name)} Delta tables found by discover: in tables.yaml.")
 
 

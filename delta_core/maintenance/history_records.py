@@ -70,8 +70,13 @@ class HistoryRow:
     trigger: str
     dagster_run_id: str | None = None
     version: int | None = None
+    # A rewrite's inputs: the data files its committed batches removed, and their sizes. Compaction
+    # and purge read each of them once, whole; Z-order and clustering read them twice (the
+    # clustering columns to sample, then whole). Not counted: deletion-vector files, a batch's
+    # inputs read again after a conflict re-planned it, and the inputs of a batch abandoned.
     files_read: int = 0
     bytes_read: int = 0
+    # The data files its committed batches added, and their sizes (as the commits' add actions).
     files_written: int = 0
     bytes_written: int = 0
     health_before: int | None = None
@@ -79,6 +84,8 @@ class HistoryRow:
     health_note: str | None = None
     error_kind: str | None = None
     error_message: str | None = None
+    # CPU seconds (user + system) of the run: the process that ran it and its descendants, so a
+    # local Spark's JVM and Python workers too, not a cluster's executors (``cpu_time``).
     core_seconds: float = 0.0
     operation_metrics: Mapping[str, str] = field(default_factory=dict, hash=False)
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import resource
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import DeltaError
+from delta_core.maintenance.cpu_time import cpu_seconds
 from delta_core.maintenance.history_records import FAILED, SUCCEEDED, TRIGGERS, HistoryLocation, HistoryRow
 
 if TYPE_CHECKING:
@@ -53,7 +53,7 @@ def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFac
     history = origin.history
     if history is None or history.holds(table.uri):
         return op.run(table, options, spark)
-    start, cpu = dt.datetime.now(dt.UTC), _cpu_seconds()
+    start, cpu = _now(table), cpu_seconds()
     before, note = _score(origin.score, table, "before")
     try:
         report = op.run(table, options, spark)
@@ -68,10 +68,9 @@ def run_recorded(op: Operation, table: DeltaTable, options: Any, spark: SparkFac
     return report
 
 
-def _cpu_seconds() -> float:
-    """CPU seconds of this process and its reaped children (a Spark JVM's executors are not counted)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+def _now(table: DeltaTable) -> dt.datetime:
+    """The table's now (its clock: the commits' time), as the row's start and end times."""
+    return dt.datetime.fromtimestamp(table.clock() / 1000, dt.UTC)
 
 
 def _score(score: Score | None, table: DeltaTable, when: str) -> tuple[int | None, str | None]:
@@ -88,7 +87,7 @@ def _row(op: Operation, table: DeltaTable, origin: RunOrigin, start: dt.datetime
          error: BaseException | None = None) -> HistoryRow:
     read = (report.num_removed_files, report.removed_bytes) if report is not None and op.rewrites_data else (0, 0)
     return HistoryRow(
-        start_time=start, end_time=dt.datetime.now(dt.UTC), table_name=origin.table_name, table_uri=table.uri,
+        start_time=start, end_time=_now(table), table_name=origin.table_name, table_uri=table.uri,
         operation=op.name, status=status, trigger=origin.trigger, dagster_run_id=origin.dagster_run_id,
         version=report.version if report is not None else None,
         files_read=read[0], bytes_read=read[1],
@@ -97,7 +96,7 @@ def _row(op: Operation, table: DeltaTable, origin: RunOrigin, start: dt.datetime
         health_before=before, health_after=after, health_note=note,
         error_kind=None if error is None else getattr(error, "kind", type(error).__name__),
         error_message=None if error is None else str(error)[:2000],
-        core_seconds=round(_cpu_seconds() - cpu, 3),
+        core_seconds=round(cpu_seconds() - cpu, 3),
         operation_metrics=_metrics(report.to_dict()) if report is not None else {})
 
 

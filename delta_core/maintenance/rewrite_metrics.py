@@ -27,7 +27,11 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RewriteMetrics(OperationMetrics):
-    """The fields every rewrite reports (filled by ``RewriteRun.metrics``)."""
+    """The fields every rewrite reports (filled by ``RewriteRun.metrics``). Of the base fields,
+    ``num_removed_files``/``removed_bytes`` are the data files the committed batches replaced
+    (what the history records as read: each read whole, once by compaction and purge, twice by
+    Z-order and clustering; a retried or abandoned batch's reads are not in them) and
+    ``num_added_files``/``added_bytes`` those they added (the commits' ``add`` sizes)."""
 
     versions: tuple[int, ...]  # one commit per batch committed
     read_version: int  # the snapshot the plan was made on

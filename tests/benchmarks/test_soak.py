@@ -30,6 +30,9 @@ def test_a_minute_of_soak_keeps_every_row_and_maintenance_commits(tmp_path, caps
     assert not result.crashed, [r.failures for r in result.crashed]
     assert not result.runs[0].killed and any(r.committed for r in result.runs)
     assert result.log is not None and sum(result.log.maintenance_commits.values()) > 0
+    # rewrite amplification from the log: the bytes the maintenance commits added, per writer byte
+    amp = result.amplification
+    assert amp is not None and amp.writer_bytes > 0 and amp.maintenance_bytes == result.log.rewritten_bytes
 
     # every data file maintenance wrote (in a minute, quiet_minutes may leave nothing to rewrite) is put
     # down to a step; none it did not commit is unexplained
