@@ -11,43 +11,94 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from dagster import (
+    AssetChecksDefinition,
     AssetKey,
     AssetsDefinition,
     DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
+    SensorDefinition,
     in_process_executor,
 )
 
 from assets import build_daily_summary_asset, build_maintenance_assets, build_table_asset
-from assets.automation import build_automation_sensors
+from assets.automation import build_automation_sensors, discovered_condition
+from assets.discovered import (
+    DISCOVERED_TABLE_KEY,
+    build_discovered_checks,
+    build_discovered_maintenance_assets,
+    build_discovered_table_asset,
+    discovered_operations,
+)
 from assets.health_checks import build_table_checks
 from assets.maintenance import Placement
+from delta_core.config.reader import discovered_tables
 from delta_core.config.table_checks import check_tables
 from fleet.automation import WithinFleetBudget
 from fleet.report import build_fleet_report
-from fleet.usage import fleet_scope
-from jobs import build_cross_table_jobs, build_table_jobs
+from fleet.usage import FleetScope, fleet_scope
+from jobs import AssetJob, build_cross_table_jobs, build_discovered_jobs, build_table_jobs
 from resources import DISCOVERED_TABLES_RESOURCE_KEY, SPARK_RESOURCE_KEY, SparkResource, table_resource_key
-from resources.config import MaintenanceConfig, load_config
-from resources.delta_table import discovered_tables_definition, table_resource_definition
+from resources.config import MaintenanceConfig, TableConfig, load_config
+from resources.delta_table import DiscoveredTables, discovered_tables_definition, table_resource_definition
 from schedules import build_table_schedules
 from sensors import build_sensors
+from sensors.discovery import build_discovery_sensor
 
 
-def build_resources(config: MaintenanceConfig) -> dict[str, object]:
+def build_resources(config: MaintenanceConfig, *, partitions: DiscoveredTables | None = None) -> dict[str, object]:
     """The Spark resource, one ``DeltaTableResource`` per listed table (key ``delta_<table>``;
-    ``table_resource_definition``: without run config) and one for all discovered tables."""
+    ``table_resource_definition``: without run config) and one for all discovered tables (with
+    discovered tables as partitions: ``partitions``, shared by the runs and ticks of a process)."""
     resources: dict[str, object] = {SPARK_RESOURCE_KEY: SparkResource.from_settings(config.spark)}
     discovered = [t for t in config.tables if t.discovered_under is not None]
     for table in config.tables:
         if table.discovered_under is None:
             resources[table_resource_key(table.name)] = table_resource_definition(table)
-    if discovered:
+    if partitions is not None:
+        resources[DISCOVERED_TABLES_RESOURCE_KEY] = discovered_tables_definition(partitions)
+    elif discovered:
         resources[DISCOVERED_TABLES_RESOURCE_KEY] = discovered_tables_definition(discovered)
     return resources
+
+
+@dataclass(frozen=True, slots=True)
+class DiscoveredPartitions:
+    """What the discovered tables as partitions add to the definitions (``assets.discovered``)."""
+
+    tables: DiscoveredTables
+    assets: list
+    checks: AssetChecksDefinition
+    jobs: dict[str, AssetJob]
+    automated: list[AssetKey]
+    sensor: SensorDefinition
+
+
+def build_discovered_partitions(config: MaintenanceConfig, placement: Placement,
+                                scope: FleetScope) -> DiscoveredPartitions:
+    """The partitioned assets, checks and jobs of the discovered tables, the discovery sensor, and
+    the records they look partitions up in; as many whatever the number of tables."""
+    listed = [t for t in config.tables if t.discovered_under is None]
+
+    def find() -> list[TableConfig]:
+        return discovered_tables(config.discover, listed)
+
+    tables = DiscoveredTables({t.name: t for t in config.tables if t.discovered_under is not None}, find=find)
+    operations = discovered_operations([root.template for root in config.discover])
+    conditions = {op: discovered_condition(
+        config.discover, op, root_of=tables.root_of, checked=DISCOVERED_TABLE_KEY,
+        budget=lambda defaults: WithinFleetBudget(config, scope, discovered=defaults) if placement.budget else None)
+        for op in operations}
+    maintenance = build_discovered_maintenance_assets(operations, placement, conditions)
+    keys = [key for a in maintenance for key in a.keys]
+    return DiscoveredPartitions(
+        tables=tables, assets=[build_discovered_table_asset(), *maintenance],
+        checks=build_discovered_checks(keys), jobs=build_discovered_jobs(operations),
+        automated=[k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None],
+        sensor=build_discovery_sensor(find, tables))
 
 
 def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time) -> Definitions:
@@ -59,17 +110,19 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     The policies are first checked against each readable table's schema (``check_tables``),
     so ``dg check defs`` rejects an unknown Z-order column or a bad predicate."""
     check_tables(config)
+    partitioned = config.fleet.partitioned
+    listed = [t for t in config.tables if not (partitioned and t.discovered_under is not None)]
     assets: list = []
     checks: list = []
     fleet = build_cross_table_jobs(config)
     jobs = dict(fleet)  # by name: discovered tables share the fleet's jobs (jobs.TableJobs)
     schedules: list = []
     sensor_inputs = []
-    scope = fleet_scope(config.tables)  # what counts as maintenance: the budget's and the advisor's
+    scope = fleet_scope(config.tables, partitioned=partitioned)  # maintenance: the budget's and the advisor's
     placement = Placement(spark_pool=config.spark.pool,
                           budget=WithinFleetBudget(config, scope) if config.tables else None, history=config.history)
     automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
-    for table in config.tables:
+    for table in listed:
         maintenance = build_maintenance_assets(table, placement)
         automated.append([k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None])
         by_op: dict[str, AssetsDefinition] = {key.path[-1]: a for a in maintenance for key in a.keys}
@@ -85,7 +138,14 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
                 jobs[job.name] = job
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
-    sensors = [*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated)]
+    partitions = build_discovered_partitions(config, placement, scope) if partitioned and config.discover else None
+    if partitions is not None:
+        assets.extend(partitions.assets)
+        checks.append(partitions.checks)
+        jobs.update(partitions.jobs)
+        automated.append(partitions.automated)
+    sensors = [*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated),
+               *([partitions.sensor] if partitions is not None else [])]
     if config.tables:
         running = frozenset({s.name for s in schedules if s.default_status == DefaultScheduleStatus.RUNNING}
                             | {s.name for s in sensors if s.default_status == DefaultSensorStatus.RUNNING})
@@ -99,7 +159,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         jobs=list(jobs.values()),
         schedules=schedules,
         sensors=sensors,
-        resources=build_resources(config),
+        resources=build_resources(config, partitions=partitions.tables if partitions is not None else None),
         executor=in_process_executor,
     )
 
