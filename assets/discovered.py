@@ -59,6 +59,15 @@ from resources.config import TableConfig
 from resources.delta_table import DiscoveredTables
 
 DISCOVERED_TABLES = DynamicPartitionsDefinition(name=DISCOVERED_PARTITIONS)
+# The run tag naming a run's partition. A job of checks alone has no partitions definition of its
+# own, so its runs name the table by this tag (Dagster's ``partition_key=`` would refuse them);
+# Dagster exports no public constant for it.
+PARTITION_TAG = "dagster/partition"
+
+
+def partition_tags(table_name: str) -> dict[str, str]:
+    """The tags that make a run of a discovered job one table's (any of them, checks alone too)."""
+    return {PARTITION_TAG: table_name}
 
 
 def discovered_asset_key(name: str) -> AssetKey:

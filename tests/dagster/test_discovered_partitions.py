@@ -20,7 +20,7 @@ from dagster import (
     instance_for_test,
 )
 
-from assets.discovered import DISCOVERED_TABLE_KEY, discovered_asset_key, discovered_check_keys
+from assets.discovered import DISCOVERED_TABLE_KEY, discovered_asset_key, discovered_check_keys, partition_tags
 from definitions import build_definitions
 from delta_core.config.generated_names import DISCOVERED_PARTITIONS
 from delta_core.log.table import DeltaTable
@@ -101,7 +101,7 @@ def requested(defs: Definitions, instance: DagsterInstance, at: datetime.datetim
 
 def run_checks(defs: Definitions, instance: DagsterInstance, table: str) -> None:
     job = defs.resolve_job_def("discovered_checks")
-    assert job.execute_in_process(instance=instance, partition_key=table).success
+    assert job.execute_in_process(instance=instance, tags=partition_tags(table)).success
 
 
 def test_the_definitions_do_not_grow_with_the_tables(tmp_path: pathlib.Path, lake: pathlib.Path) -> None:
