@@ -27,6 +27,7 @@ from dagster import (
     AssetsDefinition,
     AssetSpec,
     AutomationCondition,
+    BackfillPolicy,
     Config,
     DynamicPartitionsDefinition,
     MaterializeResult,
@@ -112,6 +113,8 @@ def _discovered_operation_asset(op_name: str, deps: list[AssetKey], placement: P
            tags={OPERATION_TAG: op.name}, required_resource_keys={DISCOVERED_TABLES_RESOURCE_KEY} | spark_keys(op),
            description=f"{op.description} One partition per discovered table.",
            pool=placement.spark_pool if op.uses_spark else None, automation_condition=condition,
+           # several partitions requested at once (a cron tick) are a backfill of one run per table
+           backfill_policy=BackfillPolicy.multi_run(1),
            config_schema=CONFIG_SCHEMAS[op.name])
     @op_body(CONFIGS[op.name])
     def _asset(context: AssetExecutionContext, config: Config) -> MaterializeResult:

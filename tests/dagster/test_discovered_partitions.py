@@ -13,8 +13,11 @@ import pyarrow as pa
 import pytest
 from dagster import (
     AssetKey,
+    AssetMaterialization,
     DagsterInstance,
+    DagsterRunStatus,
     Definitions,
+    ExecuteInProcessResult,
     build_sensor_context,
     evaluate_automation_conditions,
     instance_for_test,
@@ -41,18 +44,22 @@ def make_table(path: pathlib.Path, *, appends: int = 1) -> DeltaTable:
     return table
 
 
-def yaml_text(*, hot: str = "", cold: str = "", fleet: str = "") -> str:
+def yaml_text(*, fleet: str = "", windows: str = '["22:00-06:00"]') -> str:
+    """Two roots, two policies: ``hot`` advised (failing checks request runs, inside its windows),
+    ``cold`` on its crons alone (compact at 05:00)."""
     return f"""\
 fleet: {{discovered_as: partitions{fleet}}}
+history: {{uri: history}}
 discover:
   - root: lake/hot
     defaults:
-      compact: {{target_size: 64KiB{hot}}}
+      compact: {{target_size: 64KiB}}
+      zorder: {{columns: [id]}}
       vacuum: {{retention_hours: 200}}
-      advisor: {{mode: auto, cooldown_minutes: 60, windows: ["22:00-06:00"]}}
+      advisor: {{mode: auto, cooldown_minutes: 60, windows: {windows}}}
   - root: lake/cold
     defaults:
-      compact: {{target_size: 64KiB{cold}}}
+      compact: {{target_size: 64KiB, cron: "0 5 * * *"}}
       advisor: {{mode: schedule}}
 """
 
@@ -99,9 +106,11 @@ def requested(defs: Definitions, instance: DagsterInstance, at: datetime.datetim
             result.cursor)
 
 
-def run_checks(defs: Definitions, instance: DagsterInstance, table: str) -> None:
-    job = defs.resolve_job_def("discovered_checks")
-    assert job.execute_in_process(instance=instance, tags=partition_tags(table)).success
+def run_checks(defs: Definitions, instance: DagsterInstance, table: str) -> ExecuteInProcessResult:
+    """The discovered tables' checks job for ``table`` (a run of one partition)."""
+    result = defs.resolve_job_def("discovered_checks").execute_in_process(instance=instance, tags=partition_tags(table))
+    assert result.success
+    return result
 
 
 def test_the_definitions_do_not_grow_with_the_tables(tmp_path: pathlib.Path, lake: pathlib.Path) -> None:
@@ -111,9 +120,9 @@ def test_the_definitions_do_not_grow_with_the_tables(tmp_path: pathlib.Path, lak
     big = build_definitions(load(lake, yaml_text()))
     for defs in (small, big):
         graph = defs.resolve_asset_graph()
-        assert {k for k in graph.get_all_asset_keys()} == {DISCOVERED_TABLE_KEY, COMPACT, VACUUM,
-                                                            discovered_asset_key("checkpoint"),
-                                                            AssetKey(["fleet", "report"])}
+        assert {k for k in graph.get_all_asset_keys()} == {
+            DISCOVERED_TABLE_KEY, COMPACT, VACUUM, *map(discovered_asset_key, ("zorder", "checkpoint")),
+            AssetKey(["fleet", "report"])}
         assert set(graph.asset_check_keys) == set(discovered_check_keys())
     assert {j.name for j in small.resolve_all_job_defs()} == {j.name for j in big.resolve_all_job_defs()}
     assert len(list(small.resolve_all_job_defs())) == len(list(big.resolve_all_job_defs()))
@@ -127,3 +136,126 @@ def test_the_discovery_sensor_adds_and_removes_partitions(lake: pathlib.Path, in
     (lake / "hot" / "h2" / "_delta_log").rename(lake / "hot" / "h2" / "old_log")  # h2 is no table any more
     discover(defs, instance)
     assert sorted(instance.get_dynamic_partitions(DISCOVERED_PARTITIONS)) == ["c0", "c1", "c2", "c9", "h0", "h1"]
+
+
+def test_one_run_maintains_one_table_with_its_roots_policy(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    """A run of a discovered job for one partition maintains that table only, records its history
+    row under the table's name and checks that table; an operation its root leaves off does nothing."""
+    from delta_core.maintenance.history_table import read_rows
+
+    config = load(lake, yaml_text())
+    defs = build_definitions(config)
+    discover(defs, instance)
+    result = defs.resolve_job_def("discovered_checkpoint").execute_in_process(
+        instance=instance, partition_key="c1", run_config={"ops": {"discovered_tables__checkpoint": {
+            "config": {"force": True}}}})
+    assert result.success
+    assert DeltaTable(str(lake / "cold" / "c1")).last_checkpoint_version() == 1
+    assert DeltaTable(str(lake / "cold" / "c0")).last_checkpoint_version() is None
+    checkpoint = discovered_asset_key("checkpoint")
+    (materialization,) = result.asset_materializations_for_node("discovered_tables__checkpoint")
+    assert materialization.partition == "c1" and materialization.metadata["checkpoint_written"].value is True
+    assert {(e.asset_check_key, e.partition) for e in result.get_asset_check_evaluations()} == {
+        (key, "c1") for key in discovered_check_keys()}
+    assert instance.get_latest_materialization_event(checkpoint).asset_materialization.partition == "c1"
+    assert config.history is not None
+    assert [(row.table_name, row.operation) for row in read_rows(config.history.location())] == [("c1", "checkpoint")]
+    skipped = defs.resolve_job_def("discovered_zorder").execute_in_process(instance=instance, partition_key="c0")
+    (nothing,) = skipped.asset_materializations_for_node("discovered_tables__zorder")
+    assert "not enabled for c0" in nothing.metadata["summary_line"].value
+
+
+@pytest.fixture()
+def checked(lake: pathlib.Path, instance: DagsterInstance) -> Definitions:
+    """The definitions, every table a partition, each table's health checks run once."""
+    defs = build_definitions(load(lake, yaml_text()))
+    discover(defs, instance)
+    for name in ("h0", "h1", "h2", "c0"):
+        run_checks(defs, instance, name)
+    return defs
+
+
+def test_failing_checks_request_per_partition_inside_the_roots_windows(checked: Definitions,
+                                                                      instance: DagsterInstance) -> None:
+    hot = {("compact", f"h{i}") for i in range(3)}  # small_files fails on each; c0 fails too, but cold is on crons
+    assert requested(checked, instance, DAY.replace(hour=23, minute=30))[0] == hot
+    assert requested(checked, instance, DAY.replace(hour=12))[0] == set()  # outside hot's windows
+
+
+def test_each_roots_cron_holds_for_its_tables(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    defs = build_definitions(load(lake, yaml_text()))
+    discover(defs, instance)
+    _, cursor = requested(defs, instance, DAY.replace(hour=4, minute=59))
+    got, cursor = requested(defs, instance, DAY.replace(hour=5, minute=1), cursor)
+    assert got == {("compact", f"c{i}") for i in range(3)}  # cold's 05:00; hot's compact is on 02:00
+    assert requested(defs, instance, DAY.replace(hour=5, minute=3), cursor)[0] == set()  # handled
+
+
+def test_cool_down_and_in_progress_hold_back_one_partition(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    defs = build_definitions(load(lake, yaml_text(windows="[]")))
+    discover(defs, instance)
+    for name in ("h0", "h1", "h2"):
+        run_checks(defs, instance, name)
+    instance.report_runless_asset_event(AssetMaterialization(asset_key=COMPACT, partition="h0"))
+    instance.create_run_for_job(job_def=defs.resolve_job_def("discovered_compact"), asset_selection=frozenset({COMPACT}),
+                                status=DagsterRunStatus.STARTED, tags=partition_tags("h1"))
+    ran_at = datetime.datetime.fromtimestamp(instance.get_latest_materialization_event(COMPACT).timestamp,
+                                             tz=datetime.UTC)
+    assert requested(defs, instance, ran_at + datetime.timedelta(minutes=10))[0] == {("compact", "h2")}
+    assert requested(defs, instance, ran_at + datetime.timedelta(minutes=61))[0] == {("compact", "h0"),
+                                                                                     ("compact", "h2")}
+
+
+def test_the_fleet_budget_holds_partitions_back(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    defs = build_definitions(load(lake, yaml_text(fleet=", max_concurrent_runs: 1")))
+    discover(defs, instance)
+    run_checks(defs, instance, "h0")
+    at = DAY.replace(hour=23, minute=30)
+    assert requested(defs, instance, at)[0] == {("compact", "h0")}
+    instance.create_run_for_job(job_def=defs.resolve_job_def("discovered_vacuum"), status=DagsterRunStatus.STARTED,
+                                asset_selection=frozenset({VACUUM}), tags=partition_tags("h2"))
+    assert requested(defs, instance, at)[0] == set()  # one maintenance run in progress: the limit
+
+
+def test_the_automation_sensor_requests_one_run_per_table(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    """The sensor itself (evaluated as the code server does, the Python conditions included)
+    requests the failing tables' partitions of compact only, as a backfill of one run per
+    partition (the assets' backfill policy): one run per table and operation."""
+    from assets.automation import DEFAULT_SENSOR_NAME
+
+    defs = build_definitions(load(lake, yaml_text(windows="[]")))
+    discover(defs, instance)
+    for name in ("h0", "h2"):
+        run_checks(defs, instance, name)
+    repository = defs.get_repository_def()
+    tick = repository.get_sensor_def(DEFAULT_SENSOR_NAME).evaluate_tick(
+        build_sensor_context(instance=instance, repository_def=repository))
+    (request,) = tick.run_requests
+    assert request.tags["delta_maintenance/trigger"] == "automation"
+    subset = request.asset_graph_subset
+    assert subset is not None and set(subset.partitions_subsets_by_asset_key) == {COMPACT}
+    assert set(subset.partitions_subsets_by_asset_key[COMPACT].get_partition_keys()) == {"h0", "h2"}
+    policy = defs.resolve_assets_def(COMPACT).backfill_policy
+    assert policy is not None and policy.max_partitions_per_run == 1
+
+
+def test_a_few_hundred_tables_on_a_real_instance(tmp_path: pathlib.Path, instance: DagsterInstance) -> None:
+    """240 tables written by our writer: one partition each, the same definitions as for three,
+    each table's cron evaluated per partition, one table's checks and maintenance run alone."""
+    lake = tmp_path / "lake"
+    for i in range(240):
+        make_table(lake / "cold" / f"c{i}")
+    defs = build_definitions(load(lake, yaml_text()))
+    assert len(list(defs.resolve_all_job_defs())) == len(list(build_definitions(load(lake, yaml_text()))
+                                                             .resolve_all_job_defs()))
+    discover(defs, instance)
+    assert len(instance.get_dynamic_partitions(DISCOVERED_PARTITIONS)) == 240
+    _, cursor = requested(defs, instance, DAY.replace(hour=4, minute=59))
+    got, _ = requested(defs, instance, DAY.replace(hour=5, minute=1), cursor)
+    assert got == {("compact", f"c{i}") for i in range(240)}
+    evaluated = run_checks(defs, instance, "c117").get_asset_check_evaluations()
+    assert {(e.asset_check_key, e.partition) for e in evaluated} == {(k, "c117") for k in discovered_check_keys()}
+    result = defs.resolve_job_def("discovered_checkpoint").execute_in_process(
+        instance=instance, partition_key="c3", run_config={"ops": {"discovered_tables__checkpoint": {
+            "config": {"force": True}}}})
+    assert result.success and DeltaTable(str(lake / "cold" / "c3")).last_checkpoint_version() == 1
