@@ -46,6 +46,7 @@ from resources.config import MaintenanceConfig, TableConfig, load_config
 from resources.delta_table import DiscoveredTables, discovered_tables_definition, table_resource_definition
 from schedules import build_table_schedules
 from sensors import build_sensors
+from sensors.discovered_log import build_discovered_log_sensor
 from sensors.discovery import build_discovery_sensor
 
 
@@ -74,7 +75,7 @@ class DiscoveredPartitions:
     checks: AssetChecksDefinition
     jobs: dict[str, AssetJob]
     automated: list[AssetKey]
-    sensor: SensorDefinition
+    sensors: list[SensorDefinition]
 
 
 def build_discovered_partitions(config: MaintenanceConfig, placement: Placement,
@@ -94,11 +95,15 @@ def build_discovered_partitions(config: MaintenanceConfig, placement: Placement,
         for op in operations}
     maintenance = build_discovered_maintenance_assets(operations, placement, conditions)
     keys = [key for a in maintenance for key in a.keys]
+    jobs = build_discovered_jobs(operations)
+    by_op = {key.path[-1]: a for a in maintenance for key in a.keys}
+    interval = min(root.template.sensor.interval_seconds for root in config.discover)
     return DiscoveredPartitions(
         tables=tables, assets=[build_discovered_table_asset(), *maintenance],
-        checks=build_discovered_checks(keys), jobs=build_discovered_jobs(operations),
+        checks=build_discovered_checks(keys), jobs=jobs,
         automated=[k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None],
-        sensor=build_discovery_sensor(find, tables))
+        sensors=[build_discovery_sensor(find, tables),
+                 build_discovered_log_sensor(tables, jobs, by_op, interval_seconds=interval)])
 
 
 def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time) -> Definitions:
@@ -145,7 +150,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
         jobs.update(partitions.jobs)
         automated.append(partitions.automated)
     sensors = [*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated),
-               *([partitions.sensor] if partitions is not None else [])]
+               *(partitions.sensors if partitions is not None else [])]
     if config.tables:
         running = frozenset({s.name for s in schedules if s.default_status == DefaultScheduleStatus.RUNNING}
                             | {s.name for s in sensors if s.default_status == DefaultSensorStatus.RUNNING})

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 from dagster import AssetCheckKey, AssetKey, AssetSelection, define_asset_job, multi_or_in_process_executor
 
-from assets.discovered import DISCOVERED_TABLE_KEY, discovered_asset_key
+from assets.discovered import DISCOVERED_TABLE_KEY, discovered_asset_key, partition_tags
 from assets.downstream import daily_summary_key
 from assets.health_checks import health_check_keys
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
@@ -72,10 +72,21 @@ class TableJobs:
     maintenance: AssetJob
     operations: dict[str, AssetJob]
     downstream: AssetJob | None
-    observe: AssetJob
+    observe: AssetJob | None  # None: a partition (its observations come from the log sensor)
     checks: AssetJob
     shared: Mapping[str, tuple[AssetKey, ...]] = field(default_factory=dict)
     shared_checks: tuple[AssetCheckKey, ...] = ()
+    partition: str | None = None  # a discovered table as a partition: the partition its runs maintain
+
+    @property
+    def run_tags(self) -> dict[str, str]:
+        """The tags every run for this table carries besides its own: its partition's, if any."""
+        return partition_tags(self.partition) if self.partition is not None else {}
+
+    def shares(self, job: AssetJob) -> bool:
+        """Whether ``job`` runs other tables too (a fleet job, or a partitioned one): its runs for
+        this table are told apart by their tags."""
+        return job.name in self.shared or self.partition is not None
 
     def selection(self, job: AssetJob) -> list[AssetKey] | None:
         """The assets a run of ``job`` for this table selects; None: all of the job's (its own job)."""
@@ -178,6 +189,13 @@ def build_cross_table_jobs(config: MaintenanceConfig) -> dict[str, AssetJob]:
                                            "Check discovered tables' health from their logs (a run selects one "
                                            "table's checks).")
     return jobs
+
+
+def partition_jobs(table: TableConfig, jobs: Mapping[str, AssetJob]) -> TableJobs:
+    """The jobs of a discovered table as a partition: the ``build_discovered_jobs`` of its operations."""
+    return TableJobs(maintenance=jobs[DISCOVERED_MAINTENANCE_JOB],
+                     operations={op: jobs[discovered_job_name(op)] for op in table.operations},
+                     downstream=None, observe=None, checks=jobs[DISCOVERED_CHECKS_JOB], partition=table.name)
 
 
 def build_discovered_jobs(operations: Sequence[str]) -> dict[str, AssetJob]:

@@ -259,3 +259,41 @@ def test_a_few_hundred_tables_on_a_real_instance(tmp_path: pathlib.Path, instanc
         instance=instance, partition_key="c3", run_config={"ops": {"discovered_tables__checkpoint": {
             "config": {"force": True}}}})
     assert result.success and DeltaTable(str(lake / "cold" / "c3")).last_checkpoint_version() == 1
+
+
+def test_the_log_sensor_watches_every_partition(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    """One sensor for every discovered table: each table's new version is observed on its
+    partition, its checks requested for it alone, a checkpoint when due; the requests run as they are."""
+    from assets.data_version import previous_observation
+    from sensors.discovered_log import DISCOVERED_LOG_SENSOR, parse_partitions_cursor
+
+    defs = build_definitions(load(lake, yaml_text().replace("advisor: {mode: schedule}",
+                                                            "advisor: {mode: schedule}\n      checkpoint: {interval: 3}")))
+    discover(defs, instance)
+    sensor = defs.resolve_sensor_def(DISCOVERED_LOG_SENSOR)
+
+    def tick(cursor: str | None):
+        with build_sensor_context(instance=instance, definitions=defs, cursor=cursor,
+                                  resources={"delta_discovered_tables": defs.get_repository_def()
+                                             .get_top_level_resources()["delta_discovered_tables"]}) as context:
+            return sensor.evaluate_tick(context)
+
+    first = tick(None)
+    assert {(r.job_name, r.tags["dagster/partition"]) for r in first.run_requests} == {
+        ("discovered_checks", name) for name in ("c0", "c1", "c2", "h0", "h1", "h2")}
+    assert {e.partition for e in first.asset_events} == {"c0", "c1", "c2", "h0", "h1", "h2"}
+    for observation in first.asset_events:
+        instance.report_runless_asset_event(observation)
+    assert previous_observation(instance, DISCOVERED_TABLE_KEY, partition="h1").delta_version == 12
+    assert parse_partitions_cursor(first.cursor)[0] == {"c0": 1, "c1": 1, "c2": 1, "h0": 12, "h1": 12, "h2": 12}
+    for i in range(2):
+        append(DeltaTable(str(lake / "cold" / "c2")), pa.table({"id": [9], "day": ["2024-01-02"]}))
+    second = tick(first.cursor)
+    assert sorted((r.job_name, r.tags["dagster/partition"]) for r in second.run_requests) == [
+        ("discovered_checkpoint", "c2"), ("discovered_checks", "c2")]  # 3 versions since none: interval 3
+    assert [e.partition for e in second.asset_events] == ["c2"]
+    for request in second.run_requests:
+        ran = defs.resolve_job_def(request.job_name).execute_in_process(
+            instance=instance, run_config=request.run_config, tags=request.tags)
+        assert ran.success
+    assert DeltaTable(str(lake / "cold" / "c2")).last_checkpoint_version() == 3
