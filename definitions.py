@@ -46,6 +46,7 @@ from resources.config import MaintenanceConfig, TableConfig, load_config
 from resources.delta_table import DiscoveredTables, discovered_tables_definition, table_resource_definition
 from schedules import build_table_schedules
 from sensors import build_sensors
+from sensors.advisor import AdvisedPartitions
 from sensors.discovered_log import build_discovered_log_sensor
 from sensors.discovery import build_discovery_sensor
 
@@ -76,6 +77,7 @@ class DiscoveredPartitions:
     jobs: dict[str, AssetJob]
     automated: list[AssetKey]
     sensors: list[SensorDefinition]
+    advised: AdvisedPartitions | None  # None: no root says advisor: {mode: auto}
 
 
 def build_discovered_partitions(config: MaintenanceConfig, placement: Placement,
@@ -103,7 +105,10 @@ def build_discovered_partitions(config: MaintenanceConfig, placement: Placement,
         checks=build_discovered_checks(keys), jobs=jobs,
         automated=[k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None],
         sensors=[build_discovery_sensor(find, tables),
-                 build_discovered_log_sensor(tables, jobs, by_op, interval_seconds=interval)])
+                 build_discovered_log_sensor(tables, jobs, by_op, interval_seconds=interval)],
+        advised=AdvisedPartitions(tables, jobs, by_op, interval_seconds=min(
+            r.template.advisor.interval_seconds for r in config.discover)) if any(
+            r.template.advisor.auto for r in config.discover) else None)
 
 
 def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] = time.time) -> Definitions:
@@ -127,6 +132,12 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     placement = Placement(spark_pool=config.spark.pool,
                           budget=WithinFleetBudget(config, scope) if config.tables else None, history=config.history)
     automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
+    partitions = build_discovered_partitions(config, placement, scope) if partitioned and config.discover else None
+    if partitions is not None:
+        assets.extend(partitions.assets)
+        checks.append(partitions.checks)
+        jobs.update(partitions.jobs)
+        automated.append(partitions.automated)
     for table in listed:
         maintenance = build_maintenance_assets(table, placement)
         automated.append([k for a in maintenance for k, c in a.automation_conditions_by_key.items() if c is not None])
@@ -143,13 +154,9 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
                 jobs[job.name] = job
         schedules.extend(build_table_schedules(table, table_jobs, by_op))
         sensor_inputs.append((table, table_jobs, by_op))
-    partitions = build_discovered_partitions(config, placement, scope) if partitioned and config.discover else None
-    if partitions is not None:
-        assets.extend(partitions.assets)
-        checks.append(partitions.checks)
-        jobs.update(partitions.jobs)
-        automated.append(partitions.automated)
-    sensors = [*build_sensors(sensor_inputs, config.fleet, scope, clock=clock), *build_automation_sensors(automated),
+    sensors = [*build_sensors(sensor_inputs, config.fleet, scope, clock=clock,
+                              partitions=partitions.advised if partitions is not None else None),
+               *build_automation_sensors(automated),
                *(partitions.sensors if partitions is not None else [])]
     if config.tables:
         running = frozenset({s.name for s in schedules if s.default_status == DefaultScheduleStatus.RUNNING}

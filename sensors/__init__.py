@@ -56,7 +56,7 @@ from jobs import TableJobs
 from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
-from sensors.advisor import AdvisedTable, build_fleet_advisor_sensor
+from sensors.advisor import AdvisedPartitions, AdvisedTable, build_fleet_advisor_sensor
 
 if TYPE_CHECKING:
     from delta_core.log.table import DeltaTable
@@ -248,11 +248,13 @@ def build_table_sensor(table: TableConfig, jobs: TableJobs,
 
 
 def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,
-                  clock: Callable[[], float] = time.time) -> list[SensorDefinition]:
-    """Each table's log sensor and, when some table has ``advisor.mode: auto``, the fleet advisor
-    (``sensors.advisor``) over them, within the ``fleet`` budget over what ``scope`` counts as
-    maintenance (``fleet.usage.fleet_scope``), its now read from ``clock``."""
+                  clock: Callable[[], float] = time.time,
+                  partitions: AdvisedPartitions | None = None) -> list[SensorDefinition]:
+    """Each table's log sensor and, when some table has ``advisor.mode: auto`` (or ``partitions``,
+    discovered tables as partitions, are advised), the fleet advisor (``sensors.advisor``) over
+    them, within the ``fleet`` budget over what ``scope`` counts as maintenance
+    (``fleet.usage.fleet_scope``), its now read from ``clock``."""
     out = [s for table, jobs, assets_by_op in tables
            if (s := build_table_sensor(table, jobs, assets_by_op)) is not None]
-    advisor = build_fleet_advisor_sensor(tables, fleet, scope, clock=clock)
+    advisor = build_fleet_advisor_sensor(tables, fleet, scope, clock=clock, partitions=partitions)
     return out + ([advisor] if advisor is not None else [])

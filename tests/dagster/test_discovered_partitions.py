@@ -286,7 +286,7 @@ def test_the_log_sensor_watches_every_partition(lake: pathlib.Path, instance: Da
         instance.report_runless_asset_event(observation)
     assert previous_observation(instance, DISCOVERED_TABLE_KEY, partition="h1").delta_version == 12
     assert parse_partitions_cursor(first.cursor)[0] == {"c0": 1, "c1": 1, "c2": 1, "h0": 12, "h1": 12, "h2": 12}
-    for i in range(2):
+    for _ in range(2):
         append(DeltaTable(str(lake / "cold" / "c2")), pa.table({"id": [9], "day": ["2024-01-02"]}))
     second = tick(first.cursor)
     assert sorted((r.job_name, r.tags["dagster/partition"]) for r in second.run_requests) == [
@@ -297,3 +297,27 @@ def test_the_log_sensor_watches_every_partition(lake: pathlib.Path, instance: Da
             instance=instance, run_config=request.run_config, tags=request.tags)
         assert ran.success
     assert DeltaTable(str(lake / "cold" / "c2")).last_checkpoint_version() == 3
+
+
+def test_the_advisor_ranks_the_advised_partitions(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    """The fleet advisor covers the partitions whose root is advised (hot), each request one
+    partition's run of the discovered job; a run in flight holds back its own table only."""
+    from sensors.advisor import FLEET_ADVISOR_SENSOR, TABLE_OPERATION_TAG
+
+    defs = build_definitions(load(lake, yaml_text(windows="[]")))
+    discover(defs, instance)
+    sensor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
+    top = defs.get_repository_def().get_top_level_resources()
+
+    def compactions() -> list:
+        with build_sensor_context(instance=instance, definitions=defs,
+                                  resources={k: top[k] for k in sensor.required_resource_keys}) as context:
+            return [r for r in sensor.evaluate_tick(context).run_requests or () if r.job_name == "discovered_compact"]
+
+    assert sorted(r.tags["dagster/partition"] for r in compactions()) == ["h0", "h1", "h2"]  # cold: not advised
+    instance.create_run_for_job(defs.resolve_job_def("discovered_compact"), asset_selection=frozenset({COMPACT}),
+                                tags={TABLE_OPERATION_TAG: "h0.compact", **partition_tags("h0")})
+    requests = compactions()
+    assert sorted(r.tags[TABLE_OPERATION_TAG] for r in requests) == ["h1.compact", "h2.compact"]
+    assert all(r.asset_selection is None and set(r.run_config["ops"]) == {"discovered_tables__compact"}
+               for r in requests)
