@@ -321,3 +321,29 @@ def test_the_advisor_ranks_the_advised_partitions(lake: pathlib.Path, instance: 
     assert sorted(r.tags[TABLE_OPERATION_TAG] for r in requests) == ["h1.compact", "h2.compact"]
     assert all(r.asset_selection is None and set(r.run_config["ops"]) == {"discovered_tables__compact"}
                for r in requests)
+
+
+def test_the_fleet_report_lists_every_partition(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    """The report covers the tables as partitions now (one added without a reload too): health
+    and failing checks from each log, the last maintenance from the history or the partition's
+    materialization, the next from the running automation and log sensors."""
+    from dagster import materialize
+
+    from fleet.report import FLEET_REPORT_KEY
+
+    config = load(lake, yaml_text(windows="[]"))
+    defs = build_definitions(config)
+    make_table(lake / "cold" / "c7")  # after the load
+    discover(defs, instance)
+    instance.report_runless_asset_event(AssetMaterialization(asset_key=VACUUM, partition="h1"))
+    resources = {"delta_discovered_tables": defs.get_repository_def().get_top_level_resources()[
+        "delta_discovered_tables"]}
+    result = materialize([a for a in defs.assets if getattr(a, "keys", None) == {FLEET_REPORT_KEY}],
+                         resources=resources, instance=instance)
+    (mat,) = result.asset_materializations_for_node("fleet__report")
+    rows = {r.data["table"]: r.data for r in mat.metadata["report"].value.records}
+    assert sorted(rows) == ["c0", "c1", "c2", "c7", "h0", "h1", "h2"]
+    assert all(rows[f"h{i}"]["failing_checks"].startswith("small_files (") for i in range(3))
+    assert rows["h1"]["last_maintenance"].startswith("vacuum 20") and rows["h0"]["last_maintenance"] == "never"
+    # the log sensor runs by default, the automation sensor does not: checkpoints on commits only
+    assert {row["next_maintenance"] for row in rows.values()} == {"on commits (checkpoint)"}
