@@ -73,15 +73,17 @@ def parse_config(raw: Any, *, source: str | None = None, base_dir: pathlib.Path 
                     for name, policy in doc["tables"].items()]
     except Invalid as exc:
         raise _error(exc.keys, exc.message, source) from None
+    fleet = FleetPolicy(**doc["fleet"])
     try:
         roots = _roots(doc, base_dir=base_dir)
+        if fleet.partitioned:
+            _refuse_downstream(roots)
         discovered = discovered_tables(roots, explicit)
     except Invalid as exc:
         raise _error(exc.keys, exc.message, source) from None
     except ConfigError as exc:  # from discovery: a bad root, two tables of one name
         raise TableConfigError(str(exc), path=source, field="discover") from None
     tables = (*explicit, *discovered)
-    fleet = FleetPolicy(**doc["fleet"])
     clash = collision(((t.name, t.discovered_under is not None) for t in tables), partitioned=fleet.partitioned)
     if clash is not None:
         raise TableConfigError(clash[1], path=source, table=clash[0], field="name")
@@ -181,6 +183,16 @@ def _roots(doc: Mapping[str, Any], *, base_dir: pathlib.Path | None) -> tuple[Di
                               or None),
             template=_table("discovered", defaults, keys, uri="")))
     return tuple(roots)
+
+
+def _refuse_downstream(roots: Sequence[DiscoverRoot]) -> None:
+    """Discovered tables as partitions have no downstream assets: a root's ``defaults`` naming
+    some is refused, not ignored."""
+    for i, root in enumerate(roots):
+        if root.template.downstream.daily_summary is not None or root.template.downstream.assets:
+            raise Invalid(("discover", str(i), "defaults", "downstream"),
+                          "discovered tables as partitions (fleet.discovered_as: partitions) have no downstream "
+                          "assets; list the table under tables: to give it some, or drop downstream here")
 
 
 def discovered_tables(roots: Sequence[DiscoverRoot], explicit: Sequence[TableConfig]) -> list[TableConfig]:

@@ -347,3 +347,13 @@ def test_the_fleet_report_lists_every_partition(lake: pathlib.Path, instance: Da
     assert rows["h1"]["last_maintenance"].startswith("vacuum 20") and rows["h0"]["last_maintenance"] == "never"
     # the log sensor runs by default, the automation sensor does not: checkpoints on commits only
     assert {row["next_maintenance"] for row in rows.values()} == {"on commits (checkpoint)"}
+
+
+def test_downstream_in_a_roots_defaults_is_refused(lake: pathlib.Path) -> None:
+    from resources.config import TableConfigError
+
+    text = yaml_text().replace("advisor: {mode: schedule}", "advisor: {mode: schedule}\n"
+                               "      downstream: {daily_summary: {date_column: day}}")
+    with pytest.raises(TableConfigError, match="no downstream") as refused:
+        load(lake, text)
+    assert refused.value.field == "discover.1.defaults.downstream"
