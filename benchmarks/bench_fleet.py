@@ -32,8 +32,8 @@ The repository snapshot the webserver fetches at load has its own deadline
 
 At scale (run under ``flock /tmp/bench.lock``): ``--shape partitions --tables 2000,10000,20000
 --root /tmp/bench_fleet_root`` (the root keeps the tables for the next run). With ``partitions``
-there is no per-table log sensor or fleet advisor: "tick 1" is the discovery sensor's first tick
-(every table a new partition), "tick 2" writing those partitions to the instance, "autom." the
+there is no per-table log sensor: "tick 1" is the discovery sensor's first tick (every table a new
+partition), "tick 2" writing those partitions to the instance, the advisor ranks every partition, "autom." the
 conditions of the partitioned assets over every partition (``evaluate_automation_conditions``, which
 reads the partitions from the instance once per condition node), "autom.1" one tick of the automation
 sensor as the code server evaluates it.
@@ -165,11 +165,10 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
     """The table's health checks run, one fleet advisor tick, the automation conditions."""
     import datetime
 
-    from dagster import AssetKey, AssetSelection, build_sensor_context, evaluate_automation_conditions, materialize
+    from dagster import AssetSelection, evaluate_automation_conditions, materialize
 
     from assets.automation import DEFAULT_SENSOR_NAME
     from assets.health_checks import health_check_keys
-    from sensors.advisor import FLEET_ADVISOR_SENSOR
 
     out: dict[str, float | int] = {}
     keys = health_check_keys(table_name)
@@ -182,6 +181,26 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
     evaluated = {e.asset_check_key for e in checks.get_asset_check_evaluations()}
     assert evaluated == set(keys), (evaluated, keys)
 
+    out.update(_advisor_and_automation(defs, instance))
+    at = datetime.datetime.now(datetime.UTC)
+    sensor = defs.resolve_sensor_def(DEFAULT_SENSOR_NAME)
+    t = time.perf_counter()
+    evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at,
+                                   asset_selection=sensor.asset_selection)  # type: ignore[attr-defined]
+    out["automation_one_sensor_s"] = time.perf_counter() - t
+    return out
+
+
+def _advisor_and_automation(defs, instance) -> dict[str, float | int]:
+    """One fleet advisor tick and the next (no table moved), the automation conditions of every
+    maintenance asset (``evaluate_automation_conditions``)."""
+    import datetime
+
+    from dagster import AssetKey, build_sensor_context, evaluate_automation_conditions
+
+    from sensors.advisor import FLEET_ADVISOR_SENSOR
+
+    out: dict[str, float | int] = {}
     top = defs.get_repository_def().get_top_level_resources()
     advisor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
     t = time.perf_counter()
@@ -195,18 +214,11 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
                               resources={k: top[k] for k in advisor.required_resource_keys}) as ctx:
         advisor.evaluate_tick(ctx)
     out["advisor_tick_again_s"] = time.perf_counter() - t
-
-    at = datetime.datetime.now(datetime.UTC)
     t = time.perf_counter()
-    every = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at)
+    every = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=datetime.datetime.now(datetime.UTC))
     out["automation_all_s"] = time.perf_counter() - t
     out["automation_assets"] = sum(1 for r in every.results if isinstance(r.key, AssetKey))
     out["automation_requested"] = every.total_requested
-    sensor = defs.resolve_sensor_def(DEFAULT_SENSOR_NAME)
-    t = time.perf_counter()
-    evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at,
-                                   asset_selection=sensor.asset_selection)  # type: ignore[attr-defined]
-    out["automation_one_sensor_s"] = time.perf_counter() - t
     return out
 
 
@@ -216,9 +228,7 @@ def _partition_evaluations(defs, table_name: str) -> dict[str, float | int]:
     conditions of the partitioned assets over every partition (``evaluate_automation_conditions``, which
 reads the partitions from the instance once per condition node), "autom.1" one tick of the automation
 sensor as the code server evaluates it."""
-    import datetime
-
-    from dagster import AssetKey, build_sensor_context, evaluate_automation_conditions, instance_for_test
+    from dagster import build_sensor_context, instance_for_test
 
     from assets.automation import DEFAULT_SENSOR_NAME
     from assets.discovered import partition_tags
@@ -243,14 +253,7 @@ sensor as the code server evaluates it."""
             instance=instance, tags=partition_tags(table_name))
         out["checks_run_s"] = time.perf_counter() - t
         assert checks.success, checks
-        out["advisor_tick_s"] = out["advisor_tick_again_s"] = float("nan")  # no advisor over partitions yet
-        out["advisor_requests"] = 0
-        at = datetime.datetime.now(datetime.UTC)
-        t = time.perf_counter()
-        every = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at)
-        out["automation_all_s"] = time.perf_counter() - t
-        out["automation_assets"] = sum(1 for r in every.results if isinstance(r.key, AssetKey))
-        out["automation_requested"] = every.total_requested
+        out.update(_advisor_and_automation(defs, instance))
         # The automation sensor's tick as the code server evaluates it (its partition loading
         # reads the partitions once; dagster.evaluate_automation_conditions reads them per node).
         repository = defs.get_repository_def()
