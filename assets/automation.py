@@ -34,7 +34,7 @@ import functools
 import operator
 import warnings
 from collections.abc import Callable, Sequence
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from dagster import (
@@ -47,7 +47,11 @@ from dagster import (
     AutomationContext,
     AutomationResult,
     BetaWarning,
+    DagsterRunStatus,
     DefaultSensorStatus,
+    EventLogRecord,
+    EventRecordsResult,
+    RunsFilter,
 )
 
 from assets.table import table_asset_key
@@ -92,13 +96,18 @@ class PredicateCondition(AutomationCondition):
         """Whether the condition holds for one partition (``PER_PARTITION`` subclasses)."""
         raise NotImplementedError
 
+    def holding(self, context: AutomationContext, partition_keys: set[str]) -> set[str]:
+        """The partitions of ``partition_keys`` the condition holds for (one ``holds_for`` each;
+        a subclass may read them all at once)."""
+        return {k for k in partition_keys if self.holds_for(context, k)}
+
     def evaluate(self, context: AutomationContext) -> AutomationResult:
         subset = context.candidate_subset
         # An earlier operand of an AND that ruled the asset out leaves nothing to decide (no query).
         if subset.is_empty:
             return AutomationResult(context=context, true_subset=subset)
         if self.PER_PARTITION and subset.partitions_def is not None:
-            keys = {k for k in subset.expensively_compute_partition_keys() if self.holds_for(context, k)}
+            keys = self.holding(context, set(subset.expensively_compute_partition_keys()))
             return AutomationResult(context=context, true_subset=subset.compute_intersection_with_partition_keys(keys))
         return AutomationResult(context=context,
                                 true_subset=subset if self.holds(context) else context.get_empty_subset())
@@ -117,28 +126,56 @@ class CooledDown(PredicateCondition):
         self.minutes = minutes
 
     def holds(self, context: AutomationContext) -> bool:
-        return self.holds_for(context, None)
-
-    def holds_for(self, context: AutomationContext, partition_key: str | None) -> bool:
         instance = context.asset_graph_view.instance
         key = context.key
         assert isinstance(key, AssetKey)  # a maintenance asset's condition
         ended: list[float] = []
-        if partition_key is None:
-            materialized = instance.get_latest_materialization_event(key)
-            if materialized is not None:
-                ended.append(materialized.timestamp)  # also one reported outside a run
-        else:
-            records = instance.fetch_materializations(
-                AssetRecordsFilter(asset_key=key, asset_partitions=[partition_key]), limit=1).records
-            ended.extend(r.timestamp for r in records)
+        if (materialized := instance.get_latest_materialization_event(key)) is not None:
+            ended.append(materialized.timestamp)  # also one reported outside a run
         # The latest run that planned the asset, whether it materialized it or failed (SQLite
         # storage keeps no failure events on the asset, so the run's end is the record).
-        if (planned := instance.get_latest_planned_materialization_info(key, partition=partition_key)) is not None:
+        if (planned := instance.get_latest_planned_materialization_info(key)) is not None:
             record = instance.get_run_record_by_id(planned.run_id)
             if record is not None and record.end_time is not None:
                 ended.append(record.end_time)
         return not ended or context.evaluation_time.timestamp() - max(ended) >= self.minutes * 60.0
+
+    def holding(self, context: AutomationContext, partition_keys: set[str]) -> set[str]:
+        """The partitions with no materialization, and no run planning them that ended, within the
+        cool-down: a few reads for every partition (a cron tick makes thousands due at once), not
+        some per partition. A run planned more than ``RUN_LOOKBACK_SECONDS`` before the cool-down
+        began is not looked at."""
+        instance = context.asset_graph_view.instance
+        key = context.key
+        assert isinstance(key, AssetKey)
+        since = context.evaluation_time.timestamp() - self.minutes * 60.0
+        recent = {r.partition_key for r in _records(instance.fetch_materializations,
+                                                    AssetRecordsFilter(asset_key=key, after_timestamp=since))}
+        ended = {r.dagster_run.run_id for r in instance.get_run_records(filters=RunsFilter(
+            updated_after=datetime.fromtimestamp(since, UTC), statuses=list(_ENDED)))
+                 if r.end_time is not None and r.end_time >= since}
+        if ended:
+            planned = _records(instance.fetch_planned_materializations,
+                               AssetRecordsFilter(asset_key=key, after_timestamp=since - RUN_LOOKBACK_SECONDS))
+            recent |= {r.partition_key for r in planned if r.run_id in ended}
+        return partition_keys - recent
+
+
+RUN_LOOKBACK_SECONDS = 24 * 3600.0  # how long before a cool-down a run still ending in it may have started
+_ENDED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+_PAGE = 1000
+
+
+def _records(fetch: Callable[..., EventRecordsResult], records_filter: AssetRecordsFilter) -> list[EventLogRecord]:
+    """Every record ``fetch`` (an instance's ``fetch_*materializations``) finds, page by page."""
+    out: list[EventLogRecord] = []
+    cursor = None
+    while True:
+        page = fetch(records_filter, limit=_PAGE, cursor=cursor)
+        out.extend(page.records)
+        if not page.has_more:
+            return out
+        cursor = page.cursor
 
 
 class UnderRoot(PredicateCondition):

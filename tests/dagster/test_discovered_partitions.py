@@ -192,6 +192,8 @@ def test_each_roots_cron_holds_for_its_tables(lake: pathlib.Path, instance: Dags
 
 
 def test_cool_down_and_in_progress_hold_back_one_partition(lake: pathlib.Path, instance: DagsterInstance) -> None:
+    """h0 materialized, h1's run in progress, h2's run failed (its table moved away): each held
+    back alone, h0 and h2 until their cool-down has passed."""
     defs = build_definitions(load(lake, yaml_text(windows="[]")))
     discover(defs, instance)
     for name in ("h0", "h1", "h2"):
@@ -202,8 +204,16 @@ def test_cool_down_and_in_progress_hold_back_one_partition(lake: pathlib.Path, i
     ran_at = datetime.datetime.fromtimestamp(instance.get_latest_materialization_event(COMPACT).timestamp,
                                              tz=datetime.UTC)
     assert requested(defs, instance, ran_at + datetime.timedelta(minutes=10))[0] == {("compact", "h2")}
-    assert requested(defs, instance, ran_at + datetime.timedelta(minutes=61))[0] == {("compact", "h0"),
-                                                                                     ("compact", "h2")}
+    moved = lake / "hot" / "h2"
+    moved.rename(lake / "hot_h2_moved")
+    failed = defs.resolve_job_def("discovered_compact").execute_in_process(  # compact alone: its checks stay failed
+        instance=instance, partition_key="h2", asset_selection=[COMPACT], raise_on_error=False)
+    assert not failed.success
+    (lake / "hot_h2_moved").rename(moved)
+    failed_at = datetime.datetime.fromtimestamp(instance.get_run_record_by_id(failed.run_id).end_time, tz=datetime.UTC)
+    assert requested(defs, instance, failed_at + datetime.timedelta(minutes=10))[0] == set()
+    assert requested(defs, instance, failed_at + datetime.timedelta(minutes=61))[0] == {("compact", "h0"),
+                                                                                        ("compact", "h2")}
 
 
 def test_the_fleet_budget_holds_partitions_back(lake: pathlib.Path, instance: DagsterInstance) -> None:
