@@ -130,7 +130,8 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
     sensor_inputs = []
     scope = fleet_scope(config.tables, partitioned=partitioned)  # maintenance: the budget's and the advisor's
     placement = Placement(spark_pool=config.spark.pool,
-                          budget=WithinFleetBudget(config, scope) if config.tables else None, history=config.history)
+                          budget=WithinFleetBudget(config, scope) if config.tables or config.discover else None,
+                          history=config.history)
     automated: list[list[AssetKey]] = []  # per table, the maintenance assets that carry a condition
     partitions = build_discovered_partitions(config, placement, scope) if partitioned and config.discover else None
     if partitions is not None:
@@ -158,7 +159,7 @@ def build_definitions(config: MaintenanceConfig, *, clock: Callable[[], float] =
                               partitions=partitions.advised if partitions is not None else None),
                *build_automation_sensors(automated),
                *(partitions.sensors if partitions is not None else [])]
-    if config.tables:
+    if config.tables or partitions is not None:  # partitions: tables may be found after the load
         running = frozenset({s.name for s in schedules if s.default_status == DefaultScheduleStatus.RUNNING}
                             | {s.name for s in sensors if s.default_status == DefaultSensorStatus.RUNNING})
         report, report_job, report_schedule = build_fleet_report(config, running_by_default=running, clock=clock)
