@@ -149,13 +149,13 @@ class CooledDown(PredicateCondition):
         key = context.key
         assert isinstance(key, AssetKey)
         since = context.evaluation_time.timestamp() - self.minutes * 60.0
-        recent = {r.partition_key for r in _records(instance.fetch_materializations,
+        recent = {r.partition_key for r in all_records(instance.fetch_materializations,
                                                     AssetRecordsFilter(asset_key=key, after_timestamp=since))}
         ended = {r.dagster_run.run_id for r in instance.get_run_records(filters=RunsFilter(
             updated_after=datetime.fromtimestamp(since, UTC), statuses=list(_ENDED)))
                  if r.end_time is not None and r.end_time >= since}
         if ended:
-            planned = _records(instance.fetch_planned_materializations,
+            planned = all_records(instance.fetch_planned_materializations,
                                AssetRecordsFilter(asset_key=key, after_timestamp=since - RUN_LOOKBACK_SECONDS))
             recent |= {r.partition_key for r in planned if r.run_id in ended}
         return partition_keys - recent
@@ -166,7 +166,7 @@ _ENDED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.C
 _PAGE = 1000
 
 
-def _records(fetch: Callable[..., EventRecordsResult], records_filter: AssetRecordsFilter) -> list[EventLogRecord]:
+def all_records(fetch: Callable[..., EventRecordsResult], records_filter: AssetRecordsFilter) -> list[EventLogRecord]:
     """Every record ``fetch`` (an instance's ``fetch_*materializations``) finds, page by page."""
     out: list[EventLogRecord] = []
     cursor = None

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
+from assets.automation import all_records
 from assets.discovered import discovered_asset_key
 from assets.maintenance import maintenance_asset_key
 from assets.metrics_view import BYTES_REMOVED_KEY
@@ -31,8 +32,6 @@ from resources.config import MaintenanceConfig, TableConfig
 ESTIMATED_BYTES_TAG = "delta_maintenance/estimated_bytes"  # a requested run's rewrite estimate
 IN_PROGRESS = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.MANAGED,
                DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
-# Materializations read per rewrite asset and day: far more than a table's rewrites in a day.
-_MATERIALIZATIONS_PER_DAY = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,9 +72,9 @@ def fleet_scope(tables: Iterable[TableConfig], *, partitioned: bool = False) -> 
 
 def rewritten_bytes(instance: DagsterInstance, key: AssetKey, *, since: float, until: float) -> list[tuple[float, int]]:
     """``(timestamp, bytes rewritten)`` of ``key``'s materializations between ``since`` and ``until``."""
-    records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=key, after_timestamp=since, before_timestamp=until),
-        limit=_MATERIALIZATIONS_PER_DAY).records
+    # every one, page by page: a discovered tables' asset rewrites one partition per table
+    records = all_records(instance.fetch_materializations,
+                          AssetRecordsFilter(asset_key=key, after_timestamp=since, before_timestamp=until))
     out = []
     for record in records:
         materialization = record.asset_materialization
