@@ -135,11 +135,11 @@ class DiscoveredTables:
         self._built = {name: built for name, built in self._built.items() if name in self._tables}
 
     def root_of(self, name: str) -> str | None:
-        """The discover root of the table ``name``; None when no root holds it now."""
-        try:
-            return self.record(name).discovered_under
-        except ConfigError:
-            return None
+        """The discover root of the table ``name`` as last found (the load, or the discovery
+        sensor's last tick, which runs in the same code server); None when it was not found. An
+        automation tick asks this of every partition: it never walks the roots."""
+        known = self._tables.get(name)
+        return known.discovered_under if known is not None else None
 
     def table(self, name: str) -> DeltaTableResource:
         if name not in self._built:
