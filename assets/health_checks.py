@@ -35,7 +35,7 @@ from dagster import (
     multi_asset_check,
 )
 
-from assets.health_view import health_columns, health_policy
+from assets.health_view import health_cache, health_columns, health_policy
 from assets.table import table_asset_key
 from delta_core.health.check_names import CHECK_REMEDIES, PROTOCOL_SUPPORTED
 from delta_core.health.checks import (
@@ -126,7 +126,8 @@ def build_table_checks(table: TableConfig, maintenance_keys: Sequence[AssetKey])
 def check_results(context: AssetCheckExecutionContext, table: TableConfig, dt: "DeltaTable",
                   key: AssetKey) -> Iterator[AssetCheckResult]:
     """The results of the checks on ``key`` that ``context`` selects, from one evaluation of ``table``."""
-    result = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table))
+    result = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table),
+                             cache=health_cache(context.instance))
     selected = context.selected_asset_check_keys
     context.log.info(f"{table.name} at version {result.version}: " + ", ".join(
         f"{c.name} {c.status.value}" for c in result.checks))

@@ -3,16 +3,20 @@ time, and a Markdown table of recommendations.
 
 The health model reads the log only (PROTOCOL.md "Checkpoints", "Add File and Remove File",
 "Deletion Vectors"): no data files, no listing. The observable table asset reports it on each
-new version; maintenance assets report it before and after their operation.
+new version; maintenance assets report it before and after their operation. Every evaluation
+in the code location shares one health cache (``health_cache``: ``$DELTA_HEALTH_CACHE``, else
+the instance's storage directory), so a version is replayed once whatever evaluates it.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from dagster import MetadataValue
+from dagster import DagsterInstance, MetadataValue
 
+from delta_core.health.cache import HealthCache, health_cache_from_env
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.report import HealthReport, table_health
 from delta_core.maintenance.operations import ZORDER
@@ -41,9 +45,22 @@ def health_columns(table: TableConfig) -> Sequence[str] | None:
     return columns if table.enabled(ZORDER.name) and columns else None
 
 
-def table_health_report(dt: DeltaTable, table: TableConfig, *, snapshot: Snapshot | None = None) -> HealthReport:
+# The health cache's directory below the Dagster instance's storage directory.
+HEALTH_CACHE_DIR = "delta_health_cache"
+
+
+def health_cache(instance: DagsterInstance) -> HealthCache | None:
+    """The code location's health cache (``delta_core.health.cache``): ``$DELTA_HEALTH_CACHE``,
+    else ``delta_health_cache`` in ``instance``'s storage directory, which its runs, sensors and
+    check evaluations share."""
+    return health_cache_from_env(default=os.path.join(instance.storage_directory(), HEALTH_CACHE_DIR))
+
+
+def table_health_report(dt: DeltaTable, table: TableConfig, *, snapshot: Snapshot | None = None,
+                        cache: HealthCache | None = None) -> HealthReport:
     """Health of ``dt`` judged by ``table``'s settings (``health_policy``, ``health_columns``)."""
-    return table_health(dt, policy=health_policy(table), columns=health_columns(table), snapshot=snapshot)
+    return table_health(dt, policy=health_policy(table), columns=health_columns(table), snapshot=snapshot,
+                        cache=cache)
 
 
 def recommendations_markdown(report: HealthReport) -> str:

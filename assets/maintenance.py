@@ -11,7 +11,9 @@ registry entry, and ``ASSET_FACTORIES`` maps every entry configured in tables.ya
 
 Every asset takes a ``Config`` with the fields of the entry's option record
 (``delta_core.maintenance.options``), defaulting to ``None``, meaning "use the table's policy
-from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins.
+from tables.yaml"; a value given at launch (Launchpad, schedule, sensor) wins. A run started by
+automation fills what the policy leaves to it (``delta_core.config.automated_runs``: a purge
+without a ratio rewrites only the files over the policy's ratio).
 
 A ``DeltaError`` (bad config, unsafe store, permission denied, a failed Spark task, ...) is
 logged by the op at error level with its kind and message before it fails the step, so the
@@ -41,11 +43,12 @@ from dagster import (
 from dagster import Field as DagsterField
 
 from assets.automation import TRIGGER_TAG, maintenance_condition
-from assets.health_view import health_before_after, table_health_report
+from assets.health_view import health_before_after, health_cache, table_health_report
 from assets.metadata import FileStats, before_after_markdown, before_after_metadata, scalar_metadata, summary_markdown
 from assets.metrics_view import listed_markdown, report_json, report_lines, report_values
 from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
+from delta_core.config.automated_runs import run_options
 from delta_core.config.records import DEFAULT_SPARK_POOL, HistoryConfig
 from delta_core.errors import ConfigError, DeltaError
 from delta_core.health.report import HealthReport
@@ -188,7 +191,8 @@ def maintain(context: AssetExecutionContext, config: Config, op: Operation, tabl
     launch's values (``op.run``); its report, the file statistics and health before and after."""
     policy = table.policy(op.name)
     assert policy is not None  # only tables with the section get the asset
-    options = options_from_config(config, policy.options)
+    trigger = run_trigger(context.run.tags)
+    options = run_options(table, options_from_config(config, policy.options), trigger=trigger)
     spark = _spark(context) if _can_use_spark(op) else None  # a factory: Spark starts only with work
     dt = _delta(context, table).open()
     # by log segment (a checkpoint moves it, not the version): the history's scores are the metadata's
@@ -196,12 +200,13 @@ def maintain(context: AssetExecutionContext, config: Config, op: Operation, tabl
 
     def health_at(snapshot: Snapshot) -> HealthReport:
         if snapshot.log_segment not in health:
-            health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot)
+            health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot,
+                                                               cache=health_cache(context.instance))
         return health[snapshot.log_segment]
 
     snapshot = dt.snapshot()
     before, health_before = FileStats.of(snapshot), health_at(snapshot)
-    origin = RunOrigin(trigger=run_trigger(context.run.tags), history=_history(placement, context),
+    origin = RunOrigin(trigger=trigger, history=_history(placement, context),
                        table_name=table.name, dagster_run_id=context.run.run_id,
                        score=lambda d: health_at(d.snapshot()).score)
     report = run_recorded(op, dt, options, spark, origin=origin)

@@ -24,7 +24,7 @@ from dagster import (
 )
 
 from assets.data_version import DELTA_VERSION_KEY, data_change_version, previous_observation
-from assets.health_view import health_metadata, table_health_report
+from assets.health_view import health_cache, health_metadata, table_health_report
 from delta_core.config.generated_names import TABLE_ASSET_NAME
 from resources import resource_key_of, table_resource
 from resources.config import TableConfig
@@ -63,7 +63,7 @@ def observe_table(dt: "DeltaTable", table: TableConfig, instance: DagsterInstanc
                                       operation=operation, timestamp_ms=timestamp_ms)
     meta["data_change_version"] = MetadataValue.int(data_version)
     if previous is None or previous.delta_version != latest:
-        meta.update(health_metadata(table_health_report(dt, table)))
+        meta.update(health_metadata(table_health_report(dt, table, cache=health_cache(instance))))
     return DataVersion(str(data_version)), meta
 
 

@@ -41,7 +41,7 @@ from dagster import (
 
 from assets.automation import DEFAULT_SENSOR_NAME as AUTOMATION_SENSOR_NAME
 from assets.discovered import discovered_asset_key
-from assets.health_view import health_columns, health_policy
+from assets.health_view import health_cache, health_columns, health_policy
 from assets.maintenance import maintenance_asset_key
 from delta_core.config.generated_names import (
     DISCOVERED_PARTITIONS,
@@ -235,7 +235,8 @@ def build_fleet_report(config: MaintenanceConfig, *, running_by_default: frozens
             written = written_last_day(history, table, now)
             dt = table_resource(context.resources, table).open()
             try:
-                checks = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table))
+                checks = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table),
+                                         cache=health_cache(context.instance))
             except NotADeltaTableError as missing:
                 rows.append(TableRow(table.name, None, f"not readable: {missing}", last, upcoming, written))
                 continue

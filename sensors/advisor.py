@@ -63,9 +63,11 @@ from dagster import (
     sensor,
 )
 
+from assets.health_view import health_cache
 from assets.maintenance import TABLE_TAG
 from delta_core.config.generated_names import DISCOVERED_PARTITIONS, DISCOVERED_TABLES_RESOURCE_KEY
 from delta_core.errors import ConfigError, NotADeltaTableError
+from delta_core.health.cache import HealthCache
 from delta_core.health.priority import Candidate, candidate, rank
 from delta_core.health.report import HealthReport, table_health
 from delta_core.log.table import DeltaTable
@@ -198,10 +200,11 @@ def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRe
     )
 
 
-def _report(table: TableConfig, dt: DeltaTable) -> HealthReport:
+def _report(table: TableConfig, dt: DeltaTable, cache: HealthCache | None) -> HealthReport:
     # None: the table's clustering columns
     columns = table.options(ZOrderOptions).columns if table.enabled(ZORDER.name) else None
-    return table_health(dt, policy=table.advisor.health, columns=columns, manifests=table.enabled(MANIFEST.name))
+    return table_health(dt, policy=table.advisor.health, columns=columns, manifests=table.enabled(MANIFEST.name),
+                        cache=cache)
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +265,7 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
         candidates: list[Candidate] = []
         held: list[str] = []
         stop_at = time.monotonic() + tick_budget_seconds
+        figures = health_cache(context.instance)  # what other processes computed of each version
         not_reached = 0
         every = advised + (partitions.advised(context.instance) if partitions is not None else [])
         names = [a[0].name for a in every]
@@ -272,7 +276,7 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
                 continue
             dt = table_resource(context.resources, table).open()
             try:
-                report = cache.report(table.name, dt, functools.partial(_report, table, dt), now=now)
+                report = cache.report(table.name, dt, functools.partial(_report, table, dt, figures), now=now)
             except NotADeltaTableError as missing:
                 held.append(f"{table.name}: {missing}")
                 continue

@@ -7,7 +7,8 @@ Dagster asset checks show them; ``log_length`` needs ``--list-log``); without it
 readable report opening with a summary line. A table named by URI alone is judged by the entry
 of ``$DELTA_MAINTENANCE_TABLES`` (else ``./tables.yaml``) with that uri; the first line (``policy``
 in JSON) says which, or that the default policy judged it. Times are ISO 8601 (``last_optimize_timestamp``
-included). Reading only: nothing is written.
+included). Nothing is written to the table; ``--cache-dir`` (or ``$DELTA_HEALTH_CACHE``) keeps the
+version's figures in the health cache (``delta_core.health.cache``).
 """
 
 from __future__ import annotations
@@ -43,6 +44,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                    help="also read how far the symlink manifests lag behind (one file read)")
     p.add_argument("--list-log", action="store_true",
                    help="also list _delta_log to count the log files a log cleanup would delete")
+    p.add_argument("--cache-dir", default=None, metavar="DIR",
+                   help="keep this version's health figures in DIR (a path or URI) and reuse them: a later "
+                        "health of the same version replays no log (default $DELTA_HEALTH_CACHE; none if unset)")
 
 
 def _or_none(version: int | None) -> str:
@@ -98,9 +102,11 @@ def render_text(report: dict[str, Any]) -> str:
 
 
 def cmd_health(args: argparse.Namespace) -> int:
+    from delta_core.health.cache import health_cache_from_env
     from delta_core.health.checks import health_checks
     from delta_core.health.policy import HealthPolicy
-    from delta_core.health.report import table_health
+    from delta_core.health.report import health_report, version_health
+    from delta_core.maintenance.metrics import Stopwatch
 
     # With --table, the table's policy from tables.yaml: the thresholds and Z-order columns the UI
     # and the advisor use, so all three give the same score and advice; flags win over it. With a
@@ -116,14 +122,16 @@ def cmd_health(args: argparse.Namespace) -> int:
                                                                 ("min_file_size", args.min_file_size))
                                               if v is not None})
     columns = args.columns if args.columns is not None else (table_policy.zorder_columns if table_policy else ())
-    snapshot = table.snapshot()
-    health = table_health(table, policy=policy, columns=list(columns) or None,
-                          manifests=args.manifests, log_listing=args.list_log, snapshot=snapshot)
+    watch, now_ms = Stopwatch(), table.clock()
+    figures = version_health(table, policy=policy, columns=list(columns) or None, now_ms=now_ms,
+                             cache=health_cache_from_env(given=args.cache_dir))
+    health = health_report(table, figures, policy=policy, now_ms=now_ms, manifests=args.manifests,
+                           log_listing=args.list_log, watch=watch)
     report = health.to_dict()
     optimized = report["metrics"]["last_optimize_timestamp"]
     report["metrics"]["last_optimize_timestamp"] = None if optimized is None else iso_time(optimized)
     if args.json:
-        checks = health_checks(health, protocol=snapshot.protocol, metadata=snapshot.metadata)
+        checks = health_checks(health, protocol=figures.protocol, metadata=figures.metadata)
         report["checks"] = [c.to_dict() for c in checks]
         if source is not None:
             report["policy"] = source.to_dict()

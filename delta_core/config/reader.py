@@ -38,7 +38,7 @@ from delta_core.config.shape import Invalid, Keys
 from delta_core.config.table_checks import short_retention_error
 from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, table_health_policy
-from delta_core.maintenance.operations import CHECKPOINT, COMPACT, REGISTRY, ZORDER
+from delta_core.maintenance.operations import CHECKPOINT, COMPACT, PURGE, REGISTRY, ZORDER
 from delta_core.maintenance.option_fields import policy_fields
 from delta_core.maintenance.policy_values import resolve_env, resolve_table_uri
 from delta_core.model.table_properties import TableProperties
@@ -142,7 +142,9 @@ def _table(name: str, policy: Mapping[str, Any], keys: Keys, *, uri: str | EnvRe
         # An interval written in tables.yaml wins; else the advisor follows delta.checkpointInterval.
         advisor=_advisor(advisor, target_size=compact.target_size, min_file_size=compact.min_file_size,
                          checkpoint_interval=(policy[CHECKPOINT.name] or {}).get("interval"),
-                         zorder_target_size=policies[ZORDER.name].options.target_size),
+                         zorder_target_size=policies[ZORDER.name].options.target_size,
+                         min_input_files=compact.min_input_files,
+                         purge_max_deleted_rows_ratio=policies[PURGE.name].options.max_deleted_rows_ratio),
     )
 
 
@@ -156,10 +158,12 @@ def _short_retention(policies: Mapping[str, OperationPolicy], keys: Keys) -> Non
 
 
 def _advisor(section: Mapping[str, Any], *, target_size: int | None, min_file_size: int | None,
-             checkpoint_interval: int | None, zorder_target_size: int | None) -> AdvisorPolicy:
+             checkpoint_interval: int | None, zorder_target_size: int | None, min_input_files: int,
+             purge_max_deleted_rows_ratio: float | None) -> AdvisorPolicy:
     health = table_health_policy({k: section[k] for k in ADVISOR_THRESHOLDS}, target_size=target_size,
                                  min_file_size=min_file_size, checkpoint_interval=checkpoint_interval,
-                                 zorder_target_size=zorder_target_size)
+                                 zorder_target_size=zorder_target_size, min_input_files=min_input_files,
+                                 purge_max_deleted_rows_ratio=purge_max_deleted_rows_ratio)
     return AdvisorPolicy(mode=section["mode"], interval_seconds=section["interval_seconds"],
                          cooldown_minutes=section["cooldown_minutes"],
                          vacuum_min_interval_hours=section["vacuum_min_interval_hours"], health=health,

@@ -3,17 +3,19 @@
 An operation is recommended when the table's policy threshold is crossed *and* its estimated
 gain is positive, so the advice never asks for work that changes nothing: a partition holding
 one small file has nothing to compact (the compaction plan drops single-file bins), a fresh
-checkpoint needs no other, a single file cannot be clustered better.
+checkpoint needs no other, a single file cannot be clustered better. The rewrites are judged by
+what their own plans predict: compaction and purge must bring their figure within the threshold
+or move it by a stated minimum (``rewrite_targets``), Z-order and clustering likewise (below).
 
 Gains, each in its own unit: compact — files fewer after the rewrite; purge — deleted rows
-dropped; analyze — files whose stats it completes; zorder/cluster — rise of the point-query skip
+dropped (of the files over the per-file ratio an automated purge rewrites); analyze — files whose stats it completes; zorder/cluster — rise of the point-query skip
 ratio to what the run's own plan predicts (``layout_estimate``), advised only when it reaches the
 floor or rises by ``MIN_SKIP_RISE`` (``metrics.skip_unreachable`` says why not otherwise); checkpoint — commits a reader no longer
 replays; vacuum — bytes of expired tombstones; cleanup_log — log files deletable; manifest —
 versions the manifests lag behind. Each recommendation names its operation by its registry name
 (``delta_core.maintenance.operations``), the score part (``score``) its run raises, and the bytes
 it would rewrite, read from the log: a compaction the files its plan packs, a purge the files
-carrying deletion vectors (an upper bound: files under the purge's ratio stay), a Z-order or
+over the per-file ratio, a Z-order or
 clustering every live file (an upper bound: a ``where`` or clustered files kept narrow it); the
 others rewrite no data file.
 """
@@ -24,6 +26,14 @@ from dataclasses import dataclass
 
 from delta_core.health.metrics import HealthMetrics
 from delta_core.health.policy import HealthPolicy
+from delta_core.health.rewrite_targets import (
+    compaction_unreachable,
+    deleted_ratio_after,
+    deleted_rows_crossed,
+    purge_unreachable,
+    small_files_after,
+    small_files_crossed,
+)
 from delta_core.health.score import (
     PART_CHECKPOINT,
     PART_DELETED_ROWS,
@@ -62,20 +72,22 @@ def recommend(metrics: HealthMetrics, policy: HealthPolicy, *, clustered: bool =
     """What to run, in the order a maintenance run would (rewrites, then deletes, then log)."""
     m = metrics
     out: list[Recommendation] = []
-    merged = m.compactable_files - m.compaction_output_files
-    if merged > 0 and (m.small_file_ratio > policy.compact_small_file_ratio
-                       or m.small_files > policy.compact_min_small_files):
+    if small_files_crossed(m, policy) and compaction_unreachable(m, policy) is None:
+        small, files = small_files_after(m)
         out.append(Recommendation(
             COMPACT.name,
             f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
-            f"{format_size(m.min_file_size)}; compaction would rewrite {m.compactable_files} of them "
-            f"into {m.compaction_output_files}", float(merged), "files", PART_FILE_SIZES, m.compactable_bytes))
-    if m.deleted_rows > 0 and m.deleted_rows_ratio > policy.purge_deleted_rows_ratio:
+            f"{format_size(m.min_file_size)}; compaction would rewrite {m.compactable_files} files "
+            f"into {m.compaction_output_files}, leaving {small} of {files} small",
+            float(m.compactable_files - m.compaction_output_files), "files", PART_FILE_SIZES, m.compactable_bytes))
+    if deleted_rows_crossed(m, policy) and purge_unreachable(m, policy) is None:
         out.append(Recommendation(
             PURGE.name, f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted "
                         f"by deletion vectors in {m.files_with_deletion_vectors} files, above "
-                        f"{policy.purge_deleted_rows_ratio:.1%}", float(m.deleted_rows), "rows", PART_DELETED_ROWS,
-            m.deletion_vector_file_bytes))
+                        f"{policy.purge_deleted_rows_ratio:.1%}; purging the {m.purgeable_files} files with more "
+                        f"than {policy.purge_file_ratio:.1%} of their rows deleted leaves "
+                        f"{deleted_ratio_after(m):.1%}", float(m.purgeable_deleted_rows), "rows", PART_DELETED_ROWS,
+            m.purgeable_bytes))
     uncovered = m.num_files - m.stats_covered_files
     if uncovered > 0 and m.stats_coverage < policy.stats_coverage_floor:
         out.append(Recommendation(

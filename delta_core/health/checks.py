@@ -14,10 +14,11 @@ maintenance can run), WARN when only rewrites pass (checkpoints, log cleanup and
 refused), naming each blocking feature and what to do about it. A part that cannot be computed (no clustering columns, log not listed, an unreadable
 table) passes with the reason it was skipped; a target no run can reach with this data (the
 run's own plan predicts too little: ``layout_estimate``) passes with ``reachable: false`` and the
-reason, so it requests no run.
+reason, so it requests no run (so do compaction and purge when their plans predict too little:
+``rewrite_targets``).
 
 Nothing here reads the table beyond what ``report.table_health`` reads: ``evaluate_checks`` is
-one health evaluation (one log replay) for all eight checks.
+one health evaluation (one log replay, none on a health cache hit) for all eight checks.
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import UnsupportedProtocolError
+from delta_core.health import rewrite_targets as targets
 from delta_core.health.advice import Recommendation
+from delta_core.health.cache import HealthCache
 from delta_core.health.check_names import (
     CHECK_REMEDIES,
     CHECKPOINT_DUE,
@@ -41,7 +44,8 @@ from delta_core.health.check_names import (
     VACUUM_DUE,
 )
 from delta_core.health.policy import HealthPolicy
-from delta_core.health.report import HealthReport, table_health
+from delta_core.health.report import HealthReport, health_report, version_health
+from delta_core.maintenance.metrics import Stopwatch
 from delta_core.model.sizes import format_size
 from delta_core.model.table_features import (
     MAX_READER_VERSION,
@@ -141,34 +145,57 @@ def _skipped(name: str, reason: str, *, thresholds: tuple[Figure, ...] = ()) -> 
                        thresholds=thresholds, skipped_reason=reason)
 
 
+def _unreachable(name: str, seen: str, reason: str, *, figures: tuple[Figure, ...],
+                 thresholds: tuple[Figure, ...]) -> HealthCheck:
+    """PASS with ``reachable: false``: ``seen`` is past the threshold, which no run can reach (``reason``)."""
+    return HealthCheck(name=name, status=CheckStatus.PASS, figures=figures, thresholds=thresholds,
+                       description=f"{seen}, which no run can bring within the policy: {reason}",
+                       unreachable_reason=reason)
+
+
 def check_small_files(report: HealthReport) -> HealthCheck:
-    """Small files that compaction would merge: above the policy's ratio or count."""
+    """Small files that compaction would merge: above the policy's ratio or count, and the
+    compaction's plan brings them back within it or by the stated minimum (``rewrite_targets``)."""
     m, policy = report.metrics, report.policy
     ratio, count = policy.compact_small_file_ratio, policy.compact_min_small_files
+    seen = f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under {format_size(m.min_file_size)}"
+    small_after, files_after = targets.small_files_after(m)
+    figures = (Figure("small_file_ratio", m.small_file_ratio, RATIO), Figure("small_files", m.small_files, FILES),
+               Figure("num_files", m.num_files, FILES), Figure("small_file_bytes", m.small_file_bytes, BYTES),
+               Figure("compactable_files", m.compactable_files, FILES),
+               Figure("compaction_output_files", m.compaction_output_files, FILES),
+               Figure("predicted_small_files", small_after, FILES),
+               Figure("predicted_num_files", files_after, FILES),
+               Figure("min_file_size", m.min_file_size, BYTES))
+    thresholds = (Figure("compact_small_file_ratio", ratio, RATIO), Figure("compact_min_small_files", count, FILES),
+                  Figure("min_input_files", policy.min_input_files, FILES))
+    if targets.small_files_crossed(m, policy) and (reason := targets.compaction_unreachable(m, policy)) is not None:
+        return _unreachable(SMALL_FILES, seen, reason, figures=figures, thresholds=thresholds)
     return _verdict(
         SMALL_FILES, report,
         severe=m.small_file_ratio >= 2 * ratio or m.small_files > 2 * count,
-        passing=(f"{m.small_files} of {m.num_files} files ({m.small_file_ratio:.0%}) are under "
-                 f"{format_size(m.min_file_size)}: within {ratio:.0%} and {count} files, or nothing to merge"),
-        figures=(Figure("small_file_ratio", m.small_file_ratio, RATIO), Figure("small_files", m.small_files, FILES),
-                 Figure("num_files", m.num_files, FILES), Figure("small_file_bytes", m.small_file_bytes, BYTES),
-                 Figure("compactable_files", m.compactable_files, FILES),
-                 Figure("compaction_output_files", m.compaction_output_files, FILES),
-                 Figure("min_file_size", m.min_file_size, BYTES)),
-        thresholds=(Figure("compact_small_file_ratio", ratio, RATIO), Figure("compact_min_small_files", count, FILES)))
+        passing=f"{seen}: within {ratio:.0%} and {count} files", figures=figures, thresholds=thresholds)
 
 
 def check_deleted_rows(report: HealthReport) -> HealthCheck:
-    """Rows deleted by deletion vectors but still stored: above the policy's ratio."""
+    """Rows deleted by deletion vectors but still stored: above the policy's ratio, and an
+    automated purge (files over the per-file ratio) brings them back within it or by the stated
+    minimum (``rewrite_targets``)."""
     m, policy = report.metrics, report.policy
     ratio = policy.purge_deleted_rows_ratio
+    seen = f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted"
+    figures = (Figure("deleted_rows_ratio", m.deleted_rows_ratio, RATIO), Figure("deleted_rows", m.deleted_rows, ROWS),
+               Figure("num_records", m.num_records, ROWS),
+               Figure("files_with_deletion_vectors", m.files_with_deletion_vectors, FILES),
+               Figure("purgeable_files", m.purgeable_files, FILES),
+               Figure("predicted_deleted_rows_ratio", round(targets.deleted_ratio_after(m), 6), RATIO))
+    thresholds = (Figure("purge_deleted_rows_ratio", ratio, RATIO),
+                  Figure("purge_file_ratio", policy.purge_file_ratio, RATIO))
+    if targets.deleted_rows_crossed(m, policy) and (reason := targets.purge_unreachable(m, policy)) is not None:
+        return _unreachable(DELETED_ROWS, seen, reason, figures=figures, thresholds=thresholds)
     return _verdict(
-        DELETED_ROWS, report, severe=m.deleted_rows_ratio >= 2 * ratio,
-        passing=f"{m.deleted_rows} of {m.num_records} rows ({m.deleted_rows_ratio:.1%}) are deleted, within {ratio:.1%}",
-        figures=(Figure("deleted_rows_ratio", m.deleted_rows_ratio, RATIO), Figure("deleted_rows", m.deleted_rows, ROWS),
-                 Figure("num_records", m.num_records, ROWS),
-                 Figure("files_with_deletion_vectors", m.files_with_deletion_vectors, FILES)),
-        thresholds=(Figure("purge_deleted_rows_ratio", ratio, RATIO),))
+        DELETED_ROWS, report, severe=m.deleted_rows_ratio >= 2 * ratio, passing=f"{seen}, within {ratio:.1%}",
+        figures=figures, thresholds=thresholds)
 
 
 def check_vacuum_due(report: HealthReport) -> HealthCheck:
@@ -232,10 +259,9 @@ def check_data_skipping(report: HealthReport) -> HealthCheck:
     if m.predicted_skip_ratio is not None:
         figures.append(Figure("predicted_skip_ratio", m.predicted_skip_ratio, RATIO))
     if m.skip_unreachable is not None:
-        return HealthCheck(name=DATA_SKIPPING, status=CheckStatus.PASS, figures=tuple(figures), thresholds=thresholds,
-                           description=f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
-                                       f"(floor {floor:.0%}), which no run can raise: {m.skip_unreachable}",
-                           unreachable_reason=m.skip_unreachable)
+        return _unreachable(DATA_SKIPPING, f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files "
+                                           f"(floor {floor:.0%})", m.skip_unreachable,
+                            figures=tuple(figures), thresholds=thresholds)
     return _verdict(
         DATA_SKIPPING, report, severe=m.skip_ratio <= floor / 2,
         passing=(f"point queries on {', '.join(m.columns)} skip {m.skip_ratio:.0%} of files (floor {floor:.0%}), "
@@ -313,14 +339,17 @@ class TableChecks:
 
 
 def evaluate_checks(table: DeltaTable, *, policy: HealthPolicy, columns: Sequence[str] | None = None,
-                    log_listing: bool = True) -> TableChecks:
+                    log_listing: bool = True, cache: HealthCache | None = None) -> TableChecks:
     """All checks of ``table``'s latest snapshot from one health evaluation.
 
     A table whose protocol this library cannot read gets ``protocol_supported`` ERROR and the
     other checks skipped; ``log_listing`` lists ``_delta_log`` for
-    ``log_length`` (one listing)."""
+    ``log_length`` (one listing); ``cache`` keeps the version's figures between evaluations
+    (``cache``: a hit replays no log)."""
+    watch = Stopwatch()
+    now_ms = table.clock()
     try:
-        snapshot = table.snapshot()
+        figures = version_health(table, policy=policy, columns=columns, cache=cache, now_ms=now_ms)
     except UnsupportedProtocolError as unreadable:
         # The read gate refuses the protocol before anything else is read.
         gate = HealthCheck(name=PROTOCOL_SUPPORTED, status=CheckStatus.ERROR, figures=(), thresholds=_MAX_VERSIONS,
@@ -329,6 +358,6 @@ def evaluate_checks(table: DeltaTable, *, policy: HealthPolicy, columns: Sequenc
         version = unreadable.version if unreadable.version is not None else table.latest_version()
         return TableChecks(version, tuple(gate if name == PROTOCOL_SUPPORTED else _skipped(name, reason)
                                           for name in CHECK_REMEDIES), None)
-    report = table_health(table, policy=policy, columns=columns, log_listing=log_listing, snapshot=snapshot)
-    return TableChecks(snapshot.version, health_checks(report, protocol=snapshot.protocol,
-                                                       metadata=snapshot.metadata), report)
+    report = health_report(table, figures, policy=policy, now_ms=now_ms, log_listing=log_listing, watch=watch)
+    return TableChecks(figures.version, health_checks(report, protocol=figures.protocol, metadata=figures.metadata),
+                       report)

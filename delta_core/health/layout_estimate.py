@@ -12,12 +12,12 @@ compare like for like.
 A run that rewrites nothing, or whose plan cannot be built, cannot reach the target: the
 estimate says why (``skip_target``: so does one whose prediction neither reaches the floor nor
 rises by ``MIN_SKIP_RISE``). Estimates are kept per table version (and columns) in this process, so a
-version's checks, advice and automation ticks plan once; another process plans again.
+version's checks, advice and automation ticks plan once; other processes read the prediction
+from the health cache (``health.cache``: it is one of the version's metrics).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError, CorruptLogError
+from delta_core.health.version_cache import VersionCache, snapshot_key
 from delta_core.maintenance.cluster_plan import plan_clustering
 from delta_core.maintenance.skipping import probe_values
 from delta_core.maintenance.zorder_plan import ZOrderPlan, plan_zorder
@@ -34,7 +35,6 @@ from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
 
-_CACHE_ENTRIES = 256
 # The least rise of the skip ratio a run short of the floor must promise to be advised.
 MIN_SKIP_RISE = 0.05
 
@@ -49,7 +49,7 @@ class LayoutEstimate:
     unreachable: str | None = None
 
 
-_cache: OrderedDict[tuple[str, int, tuple[str, ...], bool, int | None], LayoutEstimate] = OrderedDict()
+_cache: VersionCache[LayoutEstimate] = VersionCache()
 
 
 def estimate_layout(snapshot: Snapshot, columns: Sequence[str], *, clustered: bool,
@@ -57,13 +57,8 @@ def estimate_layout(snapshot: Snapshot, columns: Sequence[str], *, clustered: bo
     """The estimate for ``snapshot`` clustered on ``columns`` (``clustered``: by the table's
     liquid clustering, else by Z-order into files of ``target_size``, None: the table's),
     computed once per table version."""
-    key = (snapshot.storage.root, snapshot.version, tuple(columns), clustered, target_size)
-    found = _cache.get(key)
-    if found is None:
-        found = _cache[key] = _estimate(snapshot, columns, clustered=clustered, target_size=target_size)
-        if len(_cache) > _CACHE_ENTRIES:
-            _cache.popitem(last=False)
-    return found
+    key = snapshot_key(snapshot, tuple(columns), clustered, target_size)
+    return _cache.get(key, lambda: _estimate(snapshot, columns, clustered=clustered, target_size=target_size))
 
 
 def _estimate(snapshot: Snapshot, columns: Sequence[str], *, clustered: bool,

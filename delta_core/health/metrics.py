@@ -4,7 +4,7 @@
 Everything is computed from the snapshot's columnar file state: sizes, ``numRecords``, deletion
 vector cardinalities, tombstones, the log segment's commit files (sizes from the listing that
 built it), the compaction plan (``maintenance.compaction_plan``: what a compaction would
-pick, counted by ``compaction_estimate``) and the stats each file logs (``maintenance.stats_coverage``:
+pick, counted by ``compaction_estimate``), the files an automated purge would pick (``purge_estimate``) and the stats each file logs (``maintenance.stats_coverage``:
 whether they cover the columns the table indexes). No data file is read or listed. Two figures need more and are only computed when asked:
 manifest staleness (one read of the manifest state file) and the log files a log cleanup would
 delete (a listing of ``_delta_log`` from its start).
@@ -13,7 +13,7 @@ delete (a listing of ``_delta_log`` from its start).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,12 +24,14 @@ import pyarrow.compute as pc
 from delta_core.health.compaction_estimate import estimate_compaction
 from delta_core.health.overlap import column_quality
 from delta_core.health.policy import HealthPolicy
-from delta_core.maintenance.stats_coverage import snapshot_coverage
+from delta_core.health.purge_estimate import estimate_purge
+from delta_core.maintenance.stats_coverage import StatsCoverage, snapshot_coverage
 from delta_core.model.arrow_values import int_array, int_scalar, numbers_of, numbers_or_zero
 from delta_core.write.checkpoint_cadence import versions_since_checkpoint
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
+    from delta_core.model.table_properties import TableProperties
 
 # Size histogram edges as fractions of the target size: tiny, small, half-full, nearly full,
 # on target, oversized. The compaction threshold (``min_file_size``) is reported beside it.
@@ -92,9 +94,73 @@ class HealthMetrics:
     manifest_version: int | None = None  # version the manifests were generated for (if asked)
     manifest_versions_behind: int | None = None
     expired_log_files: int | None = None  # what a log cleanup would delete now (if asked)
+    # of the files a compaction rewrites and writes (``compaction_estimate``), those under min_file_size
+    compaction_small_inputs: int = 0
+    compaction_small_outputs: int = 0
+    # what an automated purge rewrites (``purge_estimate``: files over ``HealthPolicy.purge_file_ratio``)
+    purgeable_files: int = 0
+    purgeable_bytes: int = 0
+    purgeable_deleted_rows: int = 0  # the deleted rows it drops
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> HealthMetrics:
+        """The metrics ``to_dict`` gave; ``TypeError`` when ``obj`` is not such a dict (a field
+        missing, unknown or of another type)."""
+        fields = dict(obj)
+        fields["size_histogram"] = tuple(SizeBucket(**b) for b in fields["size_histogram"])
+        fields["stats_columns"] = tuple(fields["stats_columns"])
+        fields["columns"] = tuple(fields["columns"])
+        made = cls(**fields)
+        for f in dataclasses.fields(cls):
+            if not _of_type(getattr(made, f.name), str(f.type)):
+                raise TypeError(f"{f.name} is not {f.type}: {getattr(made, f.name)!r}")
+        for b in made.size_histogram:
+            if not all(_of_type(getattr(b, f.name), str(f.type)) for f in dataclasses.fields(SizeBucket)):
+                raise TypeError(f"size bucket {b!r} is not one")
+        return made
+
+
+def _of_type(value: Any, annotation: str) -> bool:
+    """Whether ``value`` (read back from JSON) is of the record field type ``annotation``:
+    ``int``, ``float``, ``str``, ``SizeBucket``, ``None``, unions of them, or a tuple of them."""
+    if annotation.startswith("tuple["):
+        item = annotation[len("tuple["):-len(", ...]")]
+        return isinstance(value, tuple) and all(_of_type(v, item) for v in value)
+    kinds = {"int": (int,), "float": (int, float), "str": (str,), "SizeBucket": (SizeBucket,)}
+    return any(value is None if kind == "None" else isinstance(value, kinds.get(kind, ())) and not isinstance(value, bool)
+               for kind in (a.strip() for a in annotation.split("|")))
+
+
+@dataclass(frozen=True, slots=True)
+class TombstoneCurve:
+    """Tombstones by deletion time, so any clock reads what vacuum would reclaim without the
+    tombstones themselves: ``timestamps`` are their distinct ``deletionTimestamp`` values (a
+    missing one counts as 0), ascending; ``files``/``bytes`` count the tombstones at or before
+    each (cumulative)."""
+
+    timestamps: tuple[int, ...]
+    files: tuple[int, ...]
+    bytes: tuple[int, ...]
+
+    @classmethod
+    def of(cls, tombstones: pa.Table) -> TombstoneCurve:
+        if not tombstones.num_rows:
+            return cls((), (), ())
+        zero = int_scalar(0)
+        times = numbers_or_zero(pc.fill_null(tombstones.column("deletion_timestamp"), zero))
+        sizes = numbers_or_zero(pc.fill_null(tombstones.column("size"), zero))
+        distinct, which = np.unique(times, return_inverse=True)
+        files = np.cumsum(np.bincount(which, minlength=len(distinct)))
+        total = np.cumsum(np.bincount(which, weights=sizes, minlength=len(distinct)))
+        return cls(tuple(int(t) for t in distinct), tuple(int(f) for f in files), tuple(int(b) for b in total))
+
+    def expired(self, cutoff_ms: int) -> tuple[int, int]:
+        """``(files, bytes)`` of the tombstones deleted before ``cutoff_ms``."""
+        at = int(np.searchsorted(np.asarray(self.timestamps, dtype=np.int64), cutoff_ms, side="left"))
+        return (self.files[at - 1], self.bytes[at - 1]) if at else (0, 0)
 
 
 def size_histogram(sizes: np.ndarray, target: int) -> tuple[SizeBucket, ...]:
@@ -116,18 +182,27 @@ def _ratio(part: int, whole: int) -> float:
     return round(part / whole, 6) if whole else 0.0
 
 
+def expiry_cutoff(properties: TableProperties, now_ms: int) -> int:
+    """Tombstones deleted before this time (ms) are past ``delta.deletedFileRetentionDuration``."""
+    return int(now_ms - int(properties.deleted_file_retention.total_seconds() * 1000))
+
+
 def compute_metrics(
     snapshot: Snapshot,
     *,
     policy: HealthPolicy,
     now_ms: int,
     columns: Sequence[str] = (),
+    coverage: StatsCoverage | None = None,
 ) -> HealthMetrics:
-    """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired."""
+    """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired.
+    ``coverage``: the files' stats coverage when already known (else computed here)."""
     files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
     sizes = numbers_or_zero(files.column("size"))
-    estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size)
+    estimate = estimate_compaction(snapshot, target_size=policy.target_file_size, min_file_size=policy.min_file_size,
+                                   min_input_files=policy.min_input_files)
+    purge = estimate_purge(files, policy.purge_file_ratio)
     target, minimum = estimate.target_size, estimate.min_file_size
     small = sizes < minimum
 
@@ -146,13 +221,11 @@ def compute_metrics(
         else policy.checkpoint_interval
 
     tombstones = snapshot.tombstones
-    retention_ms = int(snapshot.properties.deleted_file_retention.total_seconds() * 1000)
-    expired = pc.less(pc.fill_null(tombstones.column("deletion_timestamp"), zero), int_scalar(int(now_ms - retention_ms)))
-    tomb_sizes = pc.fill_null(tombstones.column("size"), zero)
+    reclaimable, reclaimable_bytes = TombstoneCurve.of(tombstones).expired(expiry_cutoff(snapshot.properties, now_ms))
 
     skip, depth = column_quality(snapshot, columns)
     missing_stats = int(records.null_count)
-    coverage = snapshot_coverage(snapshot)
+    coverage = coverage if coverage is not None else snapshot_coverage(snapshot)
     return HealthMetrics(
         version=snapshot.version,
         num_files=n,
@@ -182,10 +255,15 @@ def compute_metrics(
         versions_since_checkpoint=versions_since_checkpoint(segment.version, segment.checkpoint_version),
         log_bytes_since_checkpoint=sum(c.size for c in segment.commit_files),
         num_tombstones=tombstones.num_rows,
-        tombstone_bytes=_sum(tomb_sizes),
-        reclaimable_tombstones=_sum(pc.cast(expired, pa.int64())) if tombstones.num_rows else 0,
-        reclaimable_bytes=_sum(pc.if_else(expired, tomb_sizes, zero)) if tombstones.num_rows else 0,
+        tombstone_bytes=_sum(tombstones.column("size")),
+        reclaimable_tombstones=reclaimable,
+        reclaimable_bytes=reclaimable_bytes,
         columns=tuple(columns),
         skip_ratio=skip,
         overlap_depth=depth,
+        compaction_small_inputs=estimate.small_inputs,
+        compaction_small_outputs=estimate.small_outputs,
+        purgeable_files=purge.files,
+        purgeable_bytes=purge.bytes,
+        purgeable_deleted_rows=purge.deleted_rows,
     )

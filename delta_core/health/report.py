@@ -4,7 +4,8 @@ Reads the latest snapshot (or the one given), the ``commitInfo`` of recent commi
 the last OPTIMIZE (PROTOCOL.md "Commit Provenance Information"; newest first, at most
 ``policy.optimize_lookback`` commits, stopping at the first hit), and, only when asked, the
 manifest state file and a listing of ``_delta_log`` for log cleanup (PROTOCOL.md "Metadata
-Cleanup"). Writes nothing.
+Cleanup"). The first part, a version's figures whatever the clock (``version_health``), comes
+from the health cache when one is given and holds it (``cache``). Writes nothing to the table.
 """
 
 from __future__ import annotations
@@ -16,17 +17,23 @@ from typing import TYPE_CHECKING, Any
 
 from delta_core.errors import ConfigError, UnsupportedTableForOperationError, VersionNotFoundError
 from delta_core.health.advice import Recommendation, recommend
+from delta_core.health.cache import CacheKey, HealthCache
+from delta_core.health.checkpoint_coverage import keep_coverage, reused_coverage
 from delta_core.health.layout_estimate import estimate_layout, skip_target
-from delta_core.health.metrics import HealthMetrics, compute_metrics
+from delta_core.health.metrics import HealthMetrics, TombstoneCurve, compute_metrics, expiry_cutoff
 from delta_core.health.overlap import clustering_columns
 from delta_core.health.policy import HealthPolicy
 from delta_core.health.score import ScorePart, score_parts, total_score
+from delta_core.health.version_figures import VersionHealth
 from delta_core.log.history import ICT_ENABLEMENT_VERSION, read_commit_info
 from delta_core.log.log_path import commit_key
-from delta_core.log.log_segment import list_log
+from delta_core.log.log_segment import build_log_segment, list_log
+from delta_core.log.snapshot import load_snapshot
 from delta_core.maintenance.manifest import check_manifest_supported, manifest_state_version
 from delta_core.maintenance.metrics import Stopwatch
+from delta_core.maintenance.stats_coverage import snapshot_coverage
 from delta_core.model.delta_operations import OPTIMIZE
+from delta_core.model.table_properties import TableProperties
 from delta_core.write.log_cleanup import plan_log_cleanup
 
 if TYPE_CHECKING:
@@ -136,14 +143,84 @@ def _manifests_possible(snapshot: Snapshot) -> bool:
     return True
 
 
-def _expired_log_files(snapshot: Snapshot, now_ms: int) -> int:
+def _expired_log_files(storage: Storage, properties: TableProperties, now_ms: int) -> int:
     """How many log files a log cleanup would delete now (0 when the table disables it)."""
-    props = snapshot.properties
-    if not props.expired_log_cleanup:
+    if not properties.expired_log_cleanup:
         return 0
-    cutoff = now_ms - int(props.log_retention.total_seconds() * 1000)
-    _, doomed = plan_log_cleanup(list_log(snapshot.storage), cutoff_ms=cutoff)
+    cutoff = now_ms - int(properties.log_retention.total_seconds() * 1000)
+    _, doomed = plan_log_cleanup(list_log(storage), cutoff_ms=cutoff)
     return len(doomed)
+
+
+def compute_version_health(table: DeltaTable, snapshot: Snapshot, *, policy: HealthPolicy,
+                           columns: Sequence[str] | None, now_ms: int,
+                           cache: HealthCache | None = None) -> VersionHealth:
+    """The figures of ``snapshot`` that do not depend on the time of asking (the tombstones'
+    expiry is kept as a curve: ``metrics.TombstoneCurve``); ``cache`` serves (and keeps) the
+    stats coverage of the checkpoint's files (``checkpoint_coverage``)."""
+    clustered = clustering_columns(snapshot)
+    measured = tuple(columns) if columns is not None else clustered
+    _check_columns(snapshot, measured, uri=table.uri)
+    reused = reused_coverage(snapshot, cache)
+    coverage = reused if reused is not None or cache is None else snapshot_coverage(snapshot)
+    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured, coverage=coverage)
+    if reused is None and coverage is not None:
+        keep_coverage(snapshot, cache, coverage)
+    opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
+                                          ict_from=_ict_from(snapshot))
+    metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
+    if metrics.skip_ratio is not None and metrics.skip_ratio < policy.skip_ratio_floor:
+        estimate = estimate_layout(snapshot, measured, clustered=bool(clustered) and measured == clustered,
+                                   target_size=policy.zorder_target_size)
+        metrics = replace(metrics, predicted_skip_ratio=estimate.skip_ratio,
+                          skip_unreachable=skip_target(estimate, metrics.skip_ratio, policy.skip_ratio_floor))
+    return VersionHealth(snapshot.version, snapshot.protocol, snapshot.metadata, clustered, metrics,
+                         TombstoneCurve.of(snapshot.tombstones), _manifests_possible(snapshot))
+
+
+def version_health(table: DeltaTable, *, policy: HealthPolicy, columns: Sequence[str] | None = None,
+                   snapshot: Snapshot | None = None, cache: HealthCache | None = None,
+                   now_ms: int | None = None) -> VersionHealth:
+    """The time-independent health figures of ``table`` at ``snapshot`` (default: the latest),
+    from ``cache`` when it holds them (then the latest version costs one listing of the log and
+    no replay), else computed (and stored there)."""
+    now_ms = table.clock() if now_ms is None else now_ms
+    if cache is None:
+        return compute_version_health(table, snapshot or table.snapshot(), policy=policy, columns=columns,
+                                      now_ms=now_ms)
+    segment = snapshot.log_segment if snapshot is not None else build_log_segment(table.storage)
+    key = CacheKey.of(table.storage.root, segment, policy=policy, columns=columns)
+    found = cache.load(key)
+    if found is not None:
+        return found
+    snapshot = snapshot or load_snapshot(table.storage, segment=segment, clock=table.clock)
+    figures = compute_version_health(table, snapshot, policy=policy, columns=columns, now_ms=now_ms, cache=cache)
+    cache.store(key, figures)
+    return figures
+
+
+def health_report(table: DeltaTable, figures: VersionHealth, *, policy: HealthPolicy, now_ms: int,
+                  manifests: bool = False, log_listing: bool = False, watch: Stopwatch | None = None) -> HealthReport:
+    """The report of ``figures`` at ``now_ms``: tombstones past retention, and (when asked, or
+    always for manifests when the table declares them) the manifests' lag and the log files a
+    cleanup would delete, then the score and the advice."""
+    properties = TableProperties(figures.metadata.configuration)
+    reclaimable, reclaimable_bytes = figures.tombstones.expired(expiry_cutoff(properties, now_ms))
+    metrics = replace(figures.metrics, reclaimable_tombstones=reclaimable, reclaimable_bytes=reclaimable_bytes)
+    # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
+    if (manifests or figures.metadata.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true") \
+            and figures.manifests_possible:
+        generated = manifest_state_version(table.storage, table_id=figures.metadata.id)
+        behind = figures.version - generated if generated is not None else figures.version + 1
+        metrics = replace(metrics, manifest_version=generated, manifest_versions_behind=max(0, behind))
+    if log_listing:
+        metrics = replace(metrics, expired_log_files=_expired_log_files(table.storage, properties, now_ms))
+    parts = score_parts(metrics, policy)
+    return HealthReport(
+        table=table.uri, version=figures.version, score=total_score(parts), parts=parts, metrics=metrics,
+        recommendations=recommend(metrics, policy, clustered=bool(figures.clustered)),
+        duration_seconds=(watch or Stopwatch()).seconds(), policy=policy,
+    )
 
 
 def table_health(
@@ -154,6 +231,7 @@ def table_health(
     manifests: bool = False,
     log_listing: bool = False,
     snapshot: Snapshot | None = None,
+    cache: HealthCache | None = None,
 ) -> HealthReport:
     """Health of ``table`` at ``snapshot`` (default: the latest).
 
@@ -162,34 +240,11 @@ def table_health(
     sets ``delta.compatibility.symlinkFormatManifest.enabled``; never where ``manifest`` refuses
     the table).
     ``log_listing``: also list ``_delta_log`` to count what log cleanup would delete.
+    ``cache``: where the version's figures are kept between evaluations (``cache``).
     """
     watch = Stopwatch()
     policy = policy or HealthPolicy()
-    snapshot = snapshot or table.snapshot()
     now_ms = table.clock()
-    clustered = clustering_columns(snapshot)
-    measured = tuple(columns) if columns is not None else clustered
-    _check_columns(snapshot, measured, uri=table.uri)
-    metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured)
-    opt_version, opt_time = last_optimize(table.storage, snapshot.version, lookback=policy.optimize_lookback,
-                                          ict_from=_ict_from(snapshot))
-    metrics = replace(metrics, last_optimize_version=opt_version, last_optimize_timestamp=opt_time)
-    if metrics.skip_ratio is not None and metrics.skip_ratio < policy.skip_ratio_floor:
-        estimate = estimate_layout(snapshot, measured, clustered=bool(clustered) and measured == clustered,
-                                   target_size=policy.zorder_target_size)
-        metrics = replace(metrics, predicted_skip_ratio=estimate.skip_ratio,
-                          skip_unreachable=skip_target(estimate, metrics.skip_ratio, policy.skip_ratio_floor))
-    # Tables that declare symlink manifests (Delta's compatibility property) are always judged on them.
-    if (manifests or snapshot.configuration.get(SYMLINK_MANIFEST_ENABLED, "").lower() == "true") \
-            and _manifests_possible(snapshot):
-        generated = manifest_state_version(table.storage, table_id=snapshot.metadata.id)
-        behind = snapshot.version - generated if generated is not None else snapshot.version + 1
-        metrics = replace(metrics, manifest_version=generated, manifest_versions_behind=max(0, behind))
-    if log_listing:
-        metrics = replace(metrics, expired_log_files=_expired_log_files(snapshot, now_ms))
-    parts = score_parts(metrics, policy)
-    return HealthReport(
-        table=table.uri, version=snapshot.version, score=total_score(parts), parts=parts, metrics=metrics,
-        recommendations=recommend(metrics, policy, clustered=bool(clustered)),
-        duration_seconds=watch.seconds(), policy=policy,
-    )
+    figures = version_health(table, policy=policy, columns=columns, snapshot=snapshot, cache=cache, now_ms=now_ms)
+    return health_report(table, figures, policy=policy, now_ms=now_ms, manifests=manifests, log_listing=log_listing,
+                         watch=watch)

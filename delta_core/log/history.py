@@ -58,33 +58,50 @@ def to_epoch_ms(value: int | float | dt.datetime | dt.date | str) -> int:
     raise TypeError(f"cannot use {value!r} as a timestamp")
 
 
+# Bytes of a commit read first when looking for its ``commitInfo``: writers put it on the first
+# line, so a commit of millions of ``add`` lines is not read whole for it.
+COMMIT_INFO_PREFIX = 64 * 1024
+
+
 def read_commit_info(storage: Storage, version: int) -> dict[str, Any]:
     """The ``commitInfo`` object of commit ``version`` (``{}`` if it has none).
 
     Reads lines until it meets ``commitInfo`` (writers put it first), without building the
-    other actions.
+    other actions: the first ``COMMIT_INFO_PREFIX`` bytes, and the whole file only when they end
+    before it.
     """
     key = commit_key(version)
     try:
-        data = storage.read(key)
+        with storage.open_input(key) as fh:
+            head = fh.read(COMMIT_INFO_PREFIX + 1)
+        whole = len(head) <= COMMIT_INFO_PREFIX
+        lines = head.splitlines() if whole else head[:head.rfind(b"\n") + 1].splitlines()
+        found = _commit_info_in(lines, storage.uri(key), version)
+        if found is None and not whole:
+            found = _commit_info_in(storage.read(key).splitlines(), storage.uri(key), version)
     except FileNotFoundError:
         raise VersionNotFoundError(
             f"commit {version} of {storage.root} does not exist (never written, or removed by log "
             "cleanup)", path=storage.root, version=version,
         ) from None
-    for lineno, line in enumerate(data.splitlines(), 1):
+    return found or {}
+
+
+def _commit_info_in(lines: Sequence[bytes], source: str, version: int) -> dict[str, Any] | None:
+    """The first ``commitInfo`` object among ``lines``; None if none holds one."""
+    for lineno, line in enumerate(lines, 1):
         if b'"commitInfo"' not in line:
             continue
         try:
             obj = json.loads(line)
         except ValueError as exc:
             raise CorruptLogError(
-                f"line {lineno} of {storage.uri(key)} is not valid JSON ({exc}); restore the commit "
-                "from a backup", path=storage.uri(key), version=version,
+                f"line {lineno} of {source} is not valid JSON ({exc}); restore the commit "
+                "from a backup", path=source, version=version,
             ) from exc
         if isinstance(obj, dict) and isinstance(obj.get("commitInfo"), dict):
             return cast(dict[str, Any], obj["commitInfo"])  # checked to be a dict just above
-    return {}
+    return None
 
 
 def _ict(info: Mapping[str, Any]) -> int | None:

@@ -59,6 +59,9 @@ from delta_core.model.arrow_values import (
 from delta_core.model.path_identity import TableRoot, canonical_paths
 from delta_core.model.string_hashes import repeated_groups
 
+# ``_cache`` key of the checkpoint rows' ``numRecords`` (every row, by ordinal).
+CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
+
 
 @dataclass(frozen=True, slots=True)
 class ReplayState:
@@ -130,7 +133,9 @@ class ReplayState:
             if stats is not None:  # the JSON is in memory already: count there
                 counted = num_records_from_stats(stats.slice(0, kept))
             else:
-                counted = self.checkpoint_stats.num_records()
+                if CHECKPOINT_NUM_RECORDS not in self._cache:
+                    self._cache[CHECKPOINT_NUM_RECORDS] = self.checkpoint_stats.num_records()
+                counted = self._cache[CHECKPOINT_NUM_RECORDS]
                 if kept != len(counted):  # some were removed by later commits
                     wanted = ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), len(counted))
                     counted = counted.filter(mask_array(wanted))
@@ -150,14 +155,39 @@ class ReplayState:
         column: pa.ChunkedArray = self._cache["stats"]
         return column
 
-    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def iter_stats(self, *, after_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``stats`` of each live file in order, a piece at a time: deferred checkpoint stats
         are read batch by batch and commit stats unpacked commit by commit, never held whole
-        (``stats`` holds the whole column)."""
+        (``stats`` holds the whole column). ``after_checkpoint``: only those of the files after
+        the ``checkpoint_rows`` ones (none of the checkpoint is read)."""
+        skip = self._segments()[0] if after_checkpoint else 0
         if not self.stats_deferred or "stats" in self._cache:
-            yield self.stats
+            yield self.stats.slice(skip)
             return
-        yield from self._iter_deferred("stats")
+        yield from self._iter_deferred("stats", skip_checkpoint=after_checkpoint)
+
+    def checkpoint_num_records(self) -> pa.ChunkedArray | None:
+        """``numRecords`` of every checkpoint ``add`` row, by ordinal, as ``num_records`` read
+        them (None before, or when they were counted otherwise)."""
+        counted: pa.ChunkedArray | None = self._cache.get(CHECKPOINT_NUM_RECORDS)
+        return counted
+
+    def reuse_checkpoint_num_records(self, counted: pa.ChunkedArray) -> None:
+        """Count with ``counted``, what ``checkpoint_num_records`` gave for the same checkpoint
+        (an earlier evaluation's), instead of reading the checkpoint's stats for them."""
+        if self.checkpoint_stats is None or len(counted) != self.checkpoint_stats.num_rows:
+            raise ValueError(f"{len(counted)} counts for a checkpoint of "
+                             f"{None if self.checkpoint_stats is None else self.checkpoint_stats.num_rows} add rows")
+        self._cache[CHECKPOINT_NUM_RECORDS] = counted
+
+    def checkpoint_rows(self) -> pa.ChunkedArray | None:
+        """The checkpoint ``add`` row ordinals of the first live files, those replay kept from the
+        checkpoint with their statistics unread (``files`` order); None without such rows. A
+        file's checkpoint row never changes: a later version keeps a subset of them."""
+        if not self._checkpoint_deferred:
+            return None
+        column: pa.ChunkedArray = self.rows[CHECKPOINT_ROW].slice(0, self._segments()[0])
+        return column
 
     def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``tags`` of each live file in order, a piece at a time: checkpoint rows' tags are read
@@ -168,12 +198,12 @@ class ReplayState:
             return
         yield from self._iter_deferred("tags")
 
-    def _iter_deferred(self, name: str) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def _iter_deferred(self, name: str, *, skip_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """Column ``name`` (``stats`` or ``tags``) of each live file in order: the checkpoint
-        rows' read batch by batch (only the batches' rows replay kept), then the rows' own, then
-        the commit rows' unpacked piece by piece."""
+        rows' read batch by batch (only the batches' rows replay kept; none when
+        ``skip_checkpoint``), then the rows' own, then the commit rows' unpacked piece by piece."""
         kept, first_commit = self._segments()
-        if kept:
+        if kept and not skip_checkpoint:
             assert self.checkpoint_stats is not None
             total = self.checkpoint_stats.num_rows
             wanted = None if kept == total else ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), total)

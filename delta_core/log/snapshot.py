@@ -209,10 +209,23 @@ class Snapshot:
             physical_keys=self.column_mapping_mode != "none", paths=self._state.rows["path"],
         )
 
-    def iter_stats(self) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def iter_stats(self, *, after_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``stats`` of the live files in ``files`` order, a piece at a time: checkpoint stats
-        are read batch by batch, never held whole (``ReplayState.iter_stats``)."""
-        return self._state.iter_stats()
+        are read batch by batch, never held whole (``ReplayState.iter_stats``); with
+        ``after_checkpoint``, only those of the files after the ``checkpoint_rows`` ones."""
+        return self._state.iter_stats(after_checkpoint=after_checkpoint)
+
+    def checkpoint_rows(self) -> pa.ChunkedArray | None:
+        """Checkpoint ``add`` row ordinals of the first live files (``ReplayState.checkpoint_rows``)."""
+        return self._state.checkpoint_rows()
+
+    def checkpoint_num_records(self) -> pa.ChunkedArray | None:
+        """``numRecords`` of the checkpoint's rows as read (``ReplayState.checkpoint_num_records``)."""
+        return self._state.checkpoint_num_records()
+
+    def reuse_checkpoint_num_records(self, counted: pa.ChunkedArray) -> None:
+        """Count the checkpoint's rows with ``counted`` (``ReplayState.reuse_checkpoint_num_records``)."""
+        self._state.reuse_checkpoint_num_records(counted)
 
     def iter_tags(self) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``tags`` of the live files in ``files`` order, a piece at a time (checkpoint rows' tags

@@ -5,7 +5,9 @@ model's estimate (``health.compaction_estimate``). The rule: within each partiti
 files are sorted by size (ties by path, when the caller gives the paths) and packed greedily
 into bins of at most ``target_size`` bytes, a file larger than the target opening a bin of its
 own; a bin holding a single file is dropped, unless it holds a file that is ``due`` (over the
-deleted-rows ratio: rewritten even alone).
+deleted-rows ratio: rewritten even alone). ``keep_bins`` then keeps only the bins worth their
+bytes (the rule is in its docstring: small fragments merge first, larger files only into a file
+that is no longer small).
 
 No Python object is made per file. After one sort, a bin starting at sorted row ``i`` ends
 where the running total of sizes first exceeds ``cumsum[i - 1] + target_size``, which one
@@ -37,6 +39,10 @@ if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
 
 
+# A fragment up to this many times the smaller ones together still merges with them (``keep_bins``).
+MERGED_FRAGMENT_SLACK = 1.25
+
+
 @dataclass(frozen=True, slots=True)
 class Packing:
     """The bins found: bin ``b`` holds the input rows ``rows[bounds[b]:bounds[b + 1]]``, in
@@ -52,6 +58,13 @@ class Packing:
     @property
     def num_files(self) -> int:
         return int(self.bounds[-1])
+
+    def bin_totals(self, values: np.ndarray) -> np.ndarray:
+        """Per bin, the sum of ``values`` (aligned with the packed rows' positions) over its rows."""
+        if self.num_bins == 0:
+            return np.zeros(0, dtype=values.dtype)
+        totals: np.ndarray = np.add.reduceat(values[self.rows], self.bounds[:-1])
+        return totals
 
     def first_rows(self) -> np.ndarray:
         """The row number of each bin's first file (to read its partition values)."""
@@ -222,3 +235,45 @@ def pack(
     inside[hi] -= 1
     np.cumsum(inside, out=inside)
     return Packing(order[inside[:-1].view(bool)], bounds)
+
+
+def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_size: int, fragment_size: int,
+              min_input_files: int) -> Packing:
+    """The bins of ``packing`` (over ``sizes`` and ``due``, as given to ``pack``) that are worth
+    rewriting, each kept whole, cut to its fragments, or dropped:
+
+    - a bin holding a ``due`` file is kept whole (its deleted rows go);
+    - a bin of two files or more whose sizes reach ``min_file_size`` is kept whole: it merges them
+      into one file that is no longer small, which no later run rewrites, whatever its count
+      (as Iceberg rewrites a group short of ``min-input-files`` whose bytes make a full file);
+    - any other bin keeps only its fragments (files under ``fragment_size``), and only when there are
+      at least ``min_input_files`` of them: small fragments merge first (Amoro's minor optimizing),
+      while a larger file waits until it can join a file that is no longer small. The fragments
+      kept are the most, smallest first, whose largest is at most the others together (give or
+      take ``MERGED_FRAGMENT_SLACK``, so that fragments of about one size always merge), so a
+      merged fragment is rewritten only once about as much new data has come as it holds: each
+      merge nearly doubles its largest input, and a byte is rewritten a few times on its way to
+      the target, not once per run;
+    - the rest are dropped: too few files to pay for their rewrite (Iceberg's ``min-input-files``).
+
+    The bins keep their order; a kept bin keeps its rows' order."""
+    if packing.num_bins == 0:
+        return packing
+    counts = np.diff(packing.bounds)
+    whole = packing.bin_totals(due.astype(np.int64)) > 0
+    whole |= (counts >= 2) & (packing.bin_totals(sizes) >= min_file_size)
+    bin_of = np.repeat(np.arange(packing.num_bins), counts)
+    packed = sizes[packing.rows]
+    starts = packing.bounds[:-1]
+    # rows are by size within a bin: the fragments kept are the longest run, smallest first, whose
+    # largest is at most MERGED_FRAGMENT_SLACK times the others together (the first row alone qualifies)
+    index = np.arange(len(packed))
+    before = np.cumsum(packed) - packed
+    before -= before[starts][bin_of]
+    ends = (packed < fragment_size) & ((index == starts[bin_of]) | (packed <= MERGED_FRAGMENT_SLACK * before))
+    last = np.maximum.reduceat(np.where(ends, index, -1), starts)
+    fragment = index <= last[bin_of]
+    minor = ~whole & (np.bincount(bin_of[fragment], minlength=packing.num_bins) >= min_input_files)
+    keep = whole[bin_of] | (minor[bin_of] & fragment)
+    kept = np.bincount(bin_of[keep], minlength=packing.num_bins)
+    return Packing(packing.rows[keep], np.concatenate([[0], np.cumsum(kept[kept > 0])]).astype(np.int64))

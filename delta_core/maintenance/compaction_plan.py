@@ -15,6 +15,17 @@ Delta Spark, such a file is rewritten even alone in its bin: otherwise a lone la
 deleted rows would never be cleaned. The rewrite drops the deleted rows and the new file has no
 vector.
 
+Which bins are rewritten (``bin_packing.keep_bins``), so that a byte is rewritten about twice on
+its way to the target and not once per run: a bin of at least ``min_input_files`` (default
+``DEFAULT_MIN_INPUT_FILES``, 5, Iceberg's ``min-input-files``) fragments, files under
+``target_size * FRAGMENT_FRACTION`` (1/8, Amoro's fragment ratio), merges them (minor; a fragment
+larger than the smaller ones together, give or take ``MERGED_FRAGMENT_SLACK``, waits, so merged
+fragments are not rewritten for a little new data); a bin whose
+files reach ``min_file_size`` merges them into a file that is no longer small, however few they
+are (major); a bin with a file over the deleted-rows ratio is rewritten whole. Other bins wait for
+more files. Files at or above ``min_file_size`` are never candidates (unless over the ratio), so
+they are only rewritten for their deleted rows.
+
 Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, else
 ``DEFAULT_TARGET_FILE_SIZE`` (128 MiB, ``delta_core.model.table_properties``); ``min_file_size`` is
 ``target_size * DEFAULT_MIN_FILE_FRACTION`` (3/4): a file that already has three quarters of the
@@ -44,6 +55,7 @@ import pyarrow.compute as pc
 from delta_core.errors import ConfigError
 from delta_core.maintenance.bin_packing import (
     Packing,
+    keep_bins,
     pack,
     partition_codes,
     partition_key_columns,
@@ -52,7 +64,11 @@ from delta_core.maintenance.bin_packing import (
     sort_keys_of,
 )
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
-from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, DEFAULT_MAX_DELETED_ROWS_RATIO
+from delta_core.maintenance.options import (
+    DEFAULT_BATCH_BYTES,
+    DEFAULT_MAX_DELETED_ROWS_RATIO,
+    DEFAULT_MIN_INPUT_FILES,
+)
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.maintenance.tag_codes import tag_codes
 from delta_core.model.arrow_values import (
@@ -71,6 +87,9 @@ if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
 
 DEFAULT_MIN_FILE_FRACTION = 0.75
+# Files under this share of the target are fragments, merged as soon as enough of them are
+# (Amoro's self-optimizing.fragment-ratio, 8).
+FRAGMENT_FRACTION = 1 / 8
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -88,6 +107,7 @@ class CompactionPlan:
     files_considered: int
     partitions_considered: int
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES
     partitions_compacted: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -158,6 +178,20 @@ def selection_mask(files: pa.Table, typed_partitions: pa.Table | None, predicate
     return evaluate(predicate, typed_partitions)
 
 
+def check_min_input_files(count: int) -> int:
+    """``count`` if a bin may need that many files (at least 2: one file alone is never merged),
+    else ``ConfigError``."""
+    if count < 2:
+        raise ConfigError(f"min input files must be at least 2 (one file alone merges with nothing), got {count}")
+    return count
+
+
+def fragment_size(target_size: int, min_file_size: int) -> int:
+    """Files under this many bytes are fragments (``FRAGMENT_FRACTION`` of the target, at most
+    the minimum file size)."""
+    return min(max(1, int(target_size * FRAGMENT_FRACTION)), min_file_size)
+
+
 def check_deleted_rows_ratio(ratio: float) -> float:
     """``ratio`` if it is a share between 0 and 1, else ``ConfigError``."""
     if not 0.0 <= ratio <= 1.0:
@@ -208,6 +242,7 @@ def pack_candidates(
     target_size: int,
     min_file_size: int,
     max_deleted_rows_ratio: float,
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
     exact: bool = True,
     zcubes: np.ndarray | None = None,
 ) -> Candidates:
@@ -218,7 +253,8 @@ def pack_candidates(
 
     ``exact`` breaks ties of equal size by path, as the plan's bins need; without it the paths
     are sorted only when that can change the counts (a due file among the candidates).
-    ``zcubes`` marks the files of Z-order cubes (``zcube_files``): only due ones are candidates."""
+    ``zcubes`` marks the files of Z-order cubes (``zcube_files``): only due ones are candidates.
+    The bins kept are those ``keep_bins`` keeps (``min_input_files``; the module docstring)."""
     n = files.num_rows
     due_column = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
     sizes = numbers_or_zero(files.column("size"))
@@ -233,8 +269,10 @@ def pack_candidates(
         paths = files.column("path")
         ties = sort_keys(paths) if every else sort_keys_of(paths, chosen)
     codes = partition_codes(keys, n)
-    packing = pack(codes if every else codes[chosen], sizes if every else sizes[chosen],
-                   due if every else due[chosen], target_size=target_size, ties=ties)
+    chosen_sizes, chosen_due = (sizes, due) if every else (sizes[chosen], due[chosen])
+    packing = pack(codes if every else codes[chosen], chosen_sizes, chosen_due, target_size=target_size, ties=ties)
+    packing = keep_bins(packing, chosen_sizes, chosen_due, min_file_size=min_file_size,
+                        fragment_size=fragment_size(target_size, min_file_size), min_input_files=min_input_files)
     rows = packing.rows if every else chosen[packing.rows]
     return Candidates(group_file_list(files), list(keys), Packing(rows, packing.bounds),
                       int(codes.max()) + 1 if n else 0)
@@ -268,6 +306,7 @@ def pack_files(
     min_file_size: int,
     selected: pa.Array | None = None,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
     zcubes: np.ndarray | None = None,
 ) -> tuple[list[Bin], int, int]:
     """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``
@@ -279,7 +318,8 @@ def pack_files(
         files = kept_rows(files, selected)
     keys = partition_key_columns(files, partition_columns)
     found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
-                            max_deleted_rows_ratio=max_deleted_rows_ratio, zcubes=zcubes)
+                            max_deleted_rows_ratio=max_deleted_rows_ratio, min_input_files=min_input_files,
+                            zcubes=zcubes)
     packing = found.packing
     values = list(zip(*(take_rows(k, packing.first_rows()).to_pylist() for k in found.keys))) if found.keys \
         else [()] * packing.num_bins
@@ -295,10 +335,12 @@ def plan_compaction(
     min_file_size: int | None = None,
     where: str | None = None,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
+    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
 ) -> CompactionPlan:
     """Plan the compaction of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``). Pure: no IO
     beyond what the snapshot already holds."""
     check_deleted_rows_ratio(max_deleted_rows_ratio)
+    check_min_input_files(min_input_files)
     partition_columns = list(snapshot.partition_columns)
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target_size(snapshot))
     predicate = parse_predicate(where, partition_columns,
@@ -309,7 +351,8 @@ def plan_compaction(
     mask = selection_mask(files, typed, predicate)
     bins, considered, partitions = pack_files(
         files, partition_columns=partition_key_names(snapshot), target_size=target, min_file_size=minimum,
-        selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio, zcubes=zcube_files(snapshot),
+        selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio, min_input_files=min_input_files,
+        zcubes=zcube_files(snapshot),
     )
     return CompactionPlan(
         read_version=snapshot.version,
@@ -320,4 +363,5 @@ def plan_compaction(
         files_considered=considered,
         partitions_considered=partitions,
         max_deleted_rows_ratio=max_deleted_rows_ratio,
+        min_input_files=min_input_files,
     )

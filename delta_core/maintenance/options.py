@@ -23,6 +23,9 @@ ZORDER_CURVES = ("zorder", "hilbert")
 MAX_CLUSTERING_COLUMNS = 4  # here, not in ``curves`` (numpy), so the CLI loads light
 # Delta Spark's spark.databricks.delta.optimize.maxDeletedRowsRatio (``compaction_plan``)
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
+# Iceberg's rewrite_data_files min-input-files: a compaction bin of fewer files waits for more,
+# unless they merge into a file that is no longer small (``compaction_plan``).
+DEFAULT_MIN_INPUT_FILES = 5
 
 
 # One commit per ~8 GiB of input by default: progress survives failures (``file_groups.batch_groups``).
@@ -86,6 +89,10 @@ class CompactOptions(RewriteBounds):
         DEFAULT_MAX_DELETED_ROWS_RATIO, kind=Kind.RATIO,
         help="also rewrite files whose deletion vectors delete more than this share of their rows, even alone "
              "(as Delta Spark's OPTIMIZE)")
+    min_input_files: int = option(
+        DEFAULT_MIN_INPUT_FILES, kind=Kind.COUNT, minimum=2,
+        help="merge small fragments only when at least this many go into one file (Iceberg's min-input-files); "
+             "fewer files are merged only into a file of at least the minimum size, or for their deleted rows")
     full: bool = option(False, kind=Kind.FLAG, in_policy=False,
                         help="clustered tables: recluster every file, not only the unclustered ones (OPTIMIZE FULL)")
     dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,
@@ -202,10 +209,11 @@ class PurgeOptions(RewriteBounds):
     """``purge``: rewrite files with deletion vectors or dropped columns (``...spark.purge.purge``)."""
 
     where: str | None = option(None, kind=Kind.PREDICATE, help=_WHERE)
-    max_deleted_rows_ratio: float = option(
-        0.0, kind=Kind.RATIO,
-        help="only rewrite files with more than this share of rows deleted (0: every file with a deleted row, "
-             "as REORG ... APPLY (PURGE))")
+    max_deleted_rows_ratio: float | None = option(
+        None, kind=Kind.RATIO,
+        help="only rewrite files with more than this share of rows deleted; unset, a run started by hand "
+             "rewrites every file with a deleted row (as REORG ... APPLY (PURGE)) and one started by automation "
+             "(schedule, automation condition, advisor) those over the advisor's purge_deleted_rows_ratio")
     dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,
                            help="plan only: report the batches, files and bytes a run would rewrite; start no Spark, "
                                 "commit nothing")

@@ -8,7 +8,9 @@ Spark's ``DeltaPurgeOperation`` selects them:
 - every file with a deletion vector that deletes at least one row, and every file with a deletion
   vector but no ``numRecords`` statistic (its ratio is unknown). ``max_deleted_rows_ratio`` (0 by
   default, Delta's REORG) raises the bar: only files where more than that share of the rows is
-  deleted (the test compaction uses, ``compaction_plan.over_deleted_rows_ratio``);
+  deleted (the test compaction uses, ``compaction_plan.over_deleted_rows_ratio``). Automation runs
+  purge with the table's policy ratio (``delta_core.config.automated_runs``), so it rewrites only
+  the files that pay, as OPTIMIZE's ``maxDeletedRowsRatio`` does;
 - every file the caller found to hold a dropped column (``dropped_columns.files_with_dropped_columns``
   reads the footers; this module does no IO).
 
@@ -81,6 +83,8 @@ class PurgePlan:
 # What a purge plan reads of each file besides ``ratio_columns``: its statistics stay unread (at 10M
 # files they are gigabytes).
 PURGE_COLUMNS = ("path", "partition_values", "size")
+# REORG ... APPLY (PURGE): every file with a deleted row (a run given no ratio)
+REORG_DELETED_ROWS_RATIO = 0.0
 
 
 def select_files(snapshot: Snapshot, where: str | None,
@@ -98,7 +102,7 @@ def plan_purge(
     snapshot: Snapshot,
     *,
     where: str | None = None,
-    max_deleted_rows_ratio: float = 0.0,
+    max_deleted_rows_ratio: float = REORG_DELETED_ROWS_RATIO,
     dropped_column_paths: Collection[str] = frozenset(),
 ) -> PurgePlan:
     """Plan the purge of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``).

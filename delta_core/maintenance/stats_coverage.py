@@ -115,12 +115,14 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     return StatsCoverage(columns, pc.fill_null(covered, false))
 
 
-def snapshot_coverage(snapshot: Snapshot) -> StatsCoverage:
-    """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time."""
-    dvs = snapshot.file_columns("deletion_vector").column(0)
+def snapshot_coverage(snapshot: Snapshot, *, after_checkpoint: bool = False) -> StatsCoverage:
+    """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time;
+    with ``after_checkpoint``, of the files after ``Snapshot.checkpoint_rows`` only."""
+    rows = snapshot.checkpoint_rows() if after_checkpoint else None
+    dvs = snapshot.file_columns("deletion_vector").column(0).slice(0 if rows is None else len(rows))
     covered: list[pa.Array] = []
     start = 0
-    for stats in stats_slices(snapshot):
+    for stats in stats_slices(snapshot, after_checkpoint=after_checkpoint):
         part = pa.table({"stats": stats, "deletion_vector": dvs.slice(start, len(stats))})
         covered.extend(stats_coverage(part, snapshot.metadata).covered.chunks)
         start += len(stats)

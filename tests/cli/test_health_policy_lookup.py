@@ -27,7 +27,7 @@ tables:
 def events(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     monkeypatch.delenv("DELTA_MAINTENANCE_TABLES", raising=False)
     root = tmp_path / "data" / "events"
-    for i in range(4):
+    for i in range(5):  # five small files by the defaults: one bin of min_input_files
         write_deltalake(str(root), pa.table({"id": pa.array([i], pa.int64())}), mode="append")
     (tmp_path / "tables.yaml").write_text(POLICY, encoding="utf-8")
     return root
@@ -71,7 +71,7 @@ def test_without_a_matching_entry_the_first_line_says_default(events, tmp_path, 
     (tmp_path / "tables.yaml").write_text(POLICY.replace("data/events", "data/other"), encoding="utf-8")
     text, doc = _health(capsys, str(events))
     assert text[0].startswith(f"default policy: no table in {tmp_path / 'tables.yaml'} has this uri")
-    assert text[1].startswith(f"{events} at version 3: health ")
+    assert text[1].startswith(f"{events} at version 4: health ")
     assert doc["policy"]["table"] is None
     # the defaults judge otherwise than the entry would have
     (tmp_path / "tables.yaml").write_text(POLICY, encoding="utf-8")

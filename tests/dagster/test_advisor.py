@@ -41,7 +41,8 @@ def known_table(make_events_table):
 
 
 def _config(uri: str, advisor: str = "") -> str:
-    return (f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB}}\n"
+    # three small files a day: merged by bins of two or more
+    return (f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB, min_input_files: 2}}\n"
             f"    checkpoint: {{interval: 3}}\n    sensor: false\n"
             f"    advisor: {{mode: auto{', ' + advisor if advisor else ''}}}\n")
 

@@ -23,7 +23,8 @@ def test_compact_with_max_files_from_the_command_line(spark, tmp_path, capsys):
     uri = str(tmp_path / "t")
     make_table(uri, appends=3)  # eu and us: 3 files each, one bin each
     before = multiset(deltars_rows(uri))
-    assert main(["compact", uri, "--max-files", "3", "--batch-size", "1KB", "--max-batch-retries", "1",
+    assert main(["compact", uri, "--min-input-files", "2", "--max-files", "3", "--batch-size", "1KB",
+                 "--max-batch-retries", "1",
                  "--order", "benefit", "--quiet-minutes", "0", "--max-duration", "10", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert (out["num_removed_files"], out["groups_left"], out["files_left"], out["stopped_by"]) == (3, 1, 3, "max_files")
@@ -31,7 +32,8 @@ def test_compact_with_max_files_from_the_command_line(spark, tmp_path, capsys):
     assert main(["compact", uri, "--max-files", "0", "--json"]) == 2  # below the minimum: refused
     assert json.loads(capsys.readouterr().out)["error"]["kind"] == "usage"
     policy = write_yaml(tmp_path / "tables.yaml", f"tables:\n  events:\n    uri: {uri}\n    compact:\n"
-                                                   "      max_files: 3\n      max_duration: 5 minutes\n")
+                                                   "      max_files: 3\n      max_duration: 5 minutes\n"
+                                                   "      min_input_files: 2\n")
     assert main(["compact", "--config", str(policy), "--table", "events", "--json"]) == 0
     second = json.loads(capsys.readouterr().out)
     assert (second["num_removed_files"], second["groups_left"], second["stopped_by"]) == (3, 0, None)
@@ -41,7 +43,8 @@ def test_compact_with_max_files_from_the_command_line(spark, tmp_path, capsys):
 def test_bounded_options_from_tables_yaml_and_a_dagster_launch(spark, tmp_path, tables_yaml):
     uri = str(tmp_path / "t")
     make_table(uri, appends=3)
-    config = tables_yaml(f"tables:\n  events:\n    uri: {uri}\n    compact: {{max_files: 2, order: benefit}}\n")
+    config = tables_yaml(f"tables:\n  events:\n    uri: {uri}\n    compact: {{max_files: 2, order: benefit, "
+                         "min_input_files: 2}\n")
     options = config.table("events").policies["compact"].options
     assert (options.max_files, options.order, options.max_batch_retries) == (2, "benefit", 2)
     assert config.table("events").policies["compact"].options.quiet_minutes is None

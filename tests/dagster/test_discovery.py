@@ -161,6 +161,7 @@ def test_advisor_holds_back_per_table_on_a_shared_job(lake: pathlib.Path) -> Non
     from sensors.advisor import FLEET_ADVISOR_SENSOR, TABLE_OPERATION_TAG
 
     text = DISCOVER.replace("      checkpoint: {interval: 7}\n", "      checkpoint: {interval: 7}\n      advisor: {mode: auto}\n")
+    text = text.replace('cron: "0 5 * * *"}', 'cron: "0 5 * * *", min_input_files: 2}')  # a few files per table
     defs = build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", text)))
     job = defs.resolve_job_def("all_tables_compact")
 

@@ -55,7 +55,8 @@ def _yaml(tables, fleet: str = "") -> str:
     text = f"fleet: {{{fleet}}}\n" if fleet else ""
     text += "tables:\n"
     for name, t in tables.items():
-        text += (f"  {name}:\n    uri: {t.uri}\n    compact: {{target_size: {TARGET}}}\n    manifest: false\n"
+        text += (f"  {name}:\n    uri: {t.uri}\n    compact: {{target_size: {TARGET}, min_input_files: 2}}\n"
+                 "    manifest: false\n"
                  f"    sensor: false\n    advisor: {{mode: auto}}\n")
     return text
 
@@ -63,7 +64,8 @@ def _yaml(tables, fleet: str = "") -> str:
 def _compact_bytes(table) -> int:
     from delta_core.health.policy import HealthPolicy
 
-    return table_health(DeltaTable(table.uri), policy=HealthPolicy(target_file_size=TARGET)).metrics.compactable_bytes
+    policy = HealthPolicy(target_file_size=TARGET, min_input_files=2)  # as _yaml's compact section
+    return table_health(DeltaTable(table.uri), policy=policy).metrics.compactable_bytes
 
 
 def _tick(defs, instance, cursor=None):

@@ -172,7 +172,7 @@ def test_log_sensor_observes_and_requests_checks_once_per_version_from_its_first
     from demo.data import event_batch
 
     table = make_events_table(rows=200, appends=4, days=1, delete_fraction=0)
-    config = tables_yaml(_yaml(table.uri, "    checkpoint: false\n"))
+    config = tables_yaml(_yaml(table.uri, "    checkpoint: false\n    compact: {min_input_files: 2}\n"))
     defs = build_definitions(config)
     assert defs.resolve_sensor_def("events_delta_log_sensor").default_status == DefaultSensorStatus.RUNNING
     with instance_for_test() as instance:

@@ -21,7 +21,7 @@ TABLE_KEY = AssetKey(["events", "delta_table"])
 
 def _config_text(uri: pathlib.Path, *, manifest: bool = True, summary: bool = True) -> str:
     downstream = "    downstream: {daily_summary: {date_column: event_date}}\n" if summary else ""
-    return (f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB}}\n"
+    return (f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB, min_input_files: 2}}\n"
             f"    checkpoint: {{interval: 5}}\n    manifest: {str(manifest).lower()}\n{downstream}")
 
 

@@ -39,18 +39,19 @@ def _figures(check) -> dict[str, tuple[float, str]]:
 
 def test_small_files_warn_past_the_ratio_and_error_at_twice_it(tmp_path):
     root = str(tmp_path / "t")
-    write_log(root, [[add(f"{i}.parquet", MB) for i in range(10)]])
+    write_log(root, [[add(f"{i}.parquet", MB) for i in range(12)]])
     table = DeltaTable(root)
     error = check_small_files(table_health(table))  # ratio 1.0 >= 2 x 0.3
     warn = check_small_files(table_health(table, policy=HealthPolicy(compact_small_file_ratio=0.6)))  # 1.0 < 1.2
     calm = check_small_files(table_health(table, policy=HealthPolicy(compact_small_file_ratio=1.0,
-                                                                     compact_min_small_files=10)))
+                                                                     compact_min_small_files=12)))
     assert (error.status, warn.status, calm.status) == (CheckStatus.ERROR, CheckStatus.WARN, CheckStatus.PASS)
     assert error.operation == warn.operation == "compact" and calm.operation is None
-    assert "10 of 10 files (100%) are under 96 MiB" in error.description
+    assert "12 of 12 files (100%) are under 96 MiB" in error.description
     figures = _figures(warn)
-    assert figures["small_file_ratio"] == (1.0, "ratio") and figures["small_files"] == (10, "files")
-    assert figures["small_file_bytes"] == (10 * MB, "bytes") and figures["compaction_output_files"] == (1, "files")
+    assert figures["small_file_ratio"] == (1.0, "ratio") and figures["small_files"] == (12, "files")
+    assert figures["small_file_bytes"] == (12 * MB, "bytes") and figures["compaction_output_files"] == (1, "files")
+    assert figures["predicted_small_files"] == (1, "files")
     assert figures["compact_small_file_ratio"] == (0.6, "ratio")
 
 
@@ -59,6 +60,29 @@ def test_small_files_of_one_per_partition_pass_nothing_to_merge(tmp_path):
     write_log(root, [[add(f"p={p}/1.parquet", MB, part=p) for p in "abcd"]], partitioned=True)
     check = check_small_files(table_health(DeltaTable(root)))
     assert check.passed and check.operation is None
+    assert not check.reachable and "compaction would merge nothing" in check.unreachable_reason
+    assert check.to_dict()["reachable"] is False and "which no run can bring within the policy" in check.description
+    within = check_small_files(table_health(DeltaTable(root), policy=HealthPolicy(compact_small_file_ratio=1.0,
+                                                                                 compact_min_small_files=10)))
+    assert within.passed and within.reachable
+
+
+def test_small_files_of_less_data_than_one_file_pass_after_their_merge(tmp_path):
+    # twelve 1 MB files: merged into one (11 fewer); that one file alone is still small, and
+    # compaction can do nothing more for it, so the check passes with the reason
+    root = str(tmp_path / "t")
+    write_log(root, [[add(f"{i}.parquet", MB) for i in range(12)]])
+    assert check_small_files(table_health(DeltaTable(root))).operation == "compact"
+    write_log(str(tmp_path / "merged"), [[add("merged.parquet", 12 * MB)]])
+    after = check_small_files(table_health(DeltaTable(str(tmp_path / "merged"))))
+    assert after.passed and not after.reachable and "merge nothing" in after.unreachable_reason
+    # two 50 MB files merge into one that is no longer small, beside twenty lone small files: two
+    # merged (under min_input_files) and the ratio down under 10 points: too little to advise
+    root = str(tmp_path / "lone")
+    write_log(root, [[add("p=x/a.parquet", 50 * MB, part="x"), add("p=x/b.parquet", 50 * MB, part="x"),
+                      *(add(f"p={i}/1.parquet", MB, part=str(i)) for i in range(20))]], partitioned=True)
+    lone = check_small_files(table_health(DeltaTable(root)))
+    assert lone.passed and "would leave 20 of 21 files small" in lone.unreachable_reason
 
 
 def test_deleted_rows_from_deletion_vectors(tmp_path):
@@ -71,6 +95,24 @@ def test_deleted_rows_from_deletion_vectors(tmp_path):
     assert (warn.status, warn.operation) == (CheckStatus.WARN, "purge")
     assert _figures(warn)["deleted_rows"] == (30, "rows") and _figures(warn)["deleted_rows_ratio"] == (0.15, "ratio")
     assert check_deleted_rows(table_health(table, policy=HealthPolicy(purge_deleted_rows_ratio=0.15))).passed
+
+
+def test_deleted_rows_predicted_after_a_purge_of_the_files_over_the_ratio(tmp_path):
+    root = str(tmp_path / "t")
+    write_log(root, [[add("heavy.parquet", 128 * MB, records=100, dv_cardinality=30),
+                      add("light.parquet", 64 * MB, records=100, dv_cardinality=4),  # 4%: at or under 5%
+                      add("clean.parquet", 128 * MB, records=100)]], protocol=DV_PROTOCOL)
+    report = table_health(DeltaTable(root))  # 34 of 300 rows deleted: 11.3%
+    check = check_deleted_rows(report)
+    assert check.operation == "purge"
+    # the purge rewrites heavy only: 4 of 270 rows left deleted
+    assert _figures(check)["purgeable_files"] == (1, "files")
+    assert _figures(check)["predicted_deleted_rows_ratio"] == (round(4 / 270, 6), "ratio")
+    purge = next(r for r in report.recommendations if r.operation == "purge")
+    assert (purge.estimated_gain, purge.rewrite_bytes) == (30.0, 128 * MB)
+    # a purge section asking for more than 30% per file leaves the table where it is: unreachable
+    strict = check_deleted_rows(table_health(DeltaTable(root), policy=HealthPolicy(purge_max_deleted_rows_ratio=0.5)))
+    assert strict.passed and not strict.reachable and "would leave 11.3% deleted" in strict.unreachable_reason
 
 
 def test_checkpoint_due_at_the_interval_error_at_twice_it(tmp_path):

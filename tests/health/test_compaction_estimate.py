@@ -31,12 +31,15 @@ def test_counts_match_the_planner_on_random_tables(tmp_path, seed):
     write_log(str(tmp_path / "t"), [actions], partitioned=partitioned)
     snapshot = DeltaTable(str(tmp_path / "t")).snapshot()
     bins_seen: list[int] = []
-    for target, minimum in [(100 * KB, None), (64 * KB, 10 * KB), (1000 * KB, 500 * KB)]:
-        plan = plan_compaction(snapshot, target_size=target, min_file_size=minimum)
-        estimate = estimate_compaction(snapshot, target_size=target, min_file_size=minimum)
+    for target, minimum, least in [(100 * KB, None, 5), (64 * KB, 10 * KB, 2), (1000 * KB, 500 * KB, 3)]:
+        plan = plan_compaction(snapshot, target_size=target, min_file_size=minimum, min_input_files=least)
+        estimate = estimate_compaction(snapshot, target_size=target, min_file_size=minimum, min_input_files=least)
         assert (estimate.input_files, estimate.output_files) == (plan.num_input_files, len(plan.bins))
         assert estimate.input_bytes == sum(b.total_size for b in plan.bins)
         assert (estimate.target_size, estimate.min_file_size) == (plan.target_size, plan.min_file_size)
+        # the small files it rewrites, and the bins whose files sum below the minimum (still small)
+        assert estimate.small_inputs == sum(s < plan.min_file_size for b in plan.bins for s in b.sizes)
+        assert estimate.small_outputs == sum(b.total_size < plan.min_file_size for b in plan.bins)
         bins_seen.append(len(plan.bins))
     assert max(bins_seen) > 1  # the tables give the planner real work
 
@@ -73,10 +76,12 @@ def test_counts_match_the_planner_on_the_conformance_tables(conformance_dir):
     assert checked > 40 and bins > 100  # partitioned, column-mapped and checkpointed tables among them
 
 
-def _greedy_bins(snapshot, target: int, minimum: int, ratio: float) -> list[list[str]]:
+def _greedy_bins(snapshot, target: int, minimum: int, ratio: float, min_input_files: int = 5) -> list[list[str]]:
     """The packing rule written out file by file (compaction_plan's docstring): per partition,
-    candidates by size then path, greedy bins up to the target, single-file bins kept only when
-    the file is over the deleted-rows ratio."""
+    candidates by size then path, greedy bins up to the target; a bin with a file over the
+    deleted-rows ratio kept whole, one of two files or more reaching the minimum kept whole, any
+    other cut to its fragments (under target / 8; of those, the longest run smallest first whose
+    largest is at most 1.25 times the rest together) and kept when at least ``min_input_files`` are left."""
     by_partition: dict[str | None, list[tuple[int, str, bool]]] = {}
     for a in snapshot.add_actions():
         records = json.loads(a.stats)["numRecords"] if a.stats else None
@@ -93,7 +98,22 @@ def _greedy_bins(snapshot, target: int, minimum: int, ratio: float) -> list[list
                 current = []
             current.append(f)
         bins.append(current)
-    return [[f[1] for f in b] for b in bins if len(b) > 1 or any(f[2] for f in b)]
+    kept = []
+    for b in bins:
+        if any(f[2] for f in b) or (len(b) > 1 and sum(f[0] for f in b) >= minimum):
+            kept.append([f[1] for f in b])
+            continue
+        fragments: list[str] = []  # the longest run, smallest first, whose largest is at most the rest together
+        merged = 0
+        for i, (size, _, _) in enumerate(b):
+            if size >= min(target // 8, minimum):
+                break
+            if i == 0 or size <= 1.25 * merged:
+                fragments = [f[1] for f in b[:i + 1]]
+            merged += size
+        if len(fragments) >= min_input_files:
+            kept.append(fragments)
+    return kept
 
 
 def test_planner_and_health_agree_on_many_partitions_with_deleted_rows(tmp_path):

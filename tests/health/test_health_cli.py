@@ -12,9 +12,9 @@ MB = 1024 * 1024
 
 
 def _table(tmp_path) -> str:
+    """Twelve small files in partition a (compaction merges them into one), one in b."""
     root = str(tmp_path / "t")
-    write_log(root, [[add("p=a/1.parquet", MB, part="a", lo=0, hi=99),
-                      add("p=a/2.parquet", MB, part="a", lo=0, hi=99)],
+    write_log(root, [[add(f"p=a/{i}.parquet", MB, part="a", lo=0, hi=99) for i in range(12)],
                      [add("p=b/1.parquet", MB, part="b", lo=0, hi=99)]], partitioned=True)
     return root
 
@@ -28,11 +28,12 @@ def test_health_json_has_score_metrics_and_recommendations(tmp_path, capsys):
     m = doc["metrics"]
     assert {"num_files", "small_file_ratio", "deleted_rows_ratio", "versions_since_checkpoint",
             "tombstone_bytes", "skip_ratio"} <= set(m)
-    assert (m["num_files"], m["small_file_ratio"], m["versions_since_checkpoint"]) == (3, 1.0, 1)  # commits after v0
-    assert (m["skip_ratio"], m["overlap_depth"]) == (0.0, 3.0)  # every file spans the whole range
+    assert (m["num_files"], m["small_file_ratio"], m["versions_since_checkpoint"]) == (13, 1.0, 1)  # commits after v0
+    assert (m["skip_ratio"], m["overlap_depth"]) == (0.0, 13.0)  # every file spans the whole range
     recs = {r["operation"]: r for r in doc["recommendations"]}
     assert set(recs) == {"compact"}  # Z-order would write one file per partition: nothing to skip
-    assert recs["compact"]["estimated_gain"] == 1.0 and "2 of them into 1" in recs["compact"]["reason"]
+    assert recs["compact"]["estimated_gain"] == 11.0
+    assert "rewrite 12 files into 1, leaving 2 of 2 small" in recs["compact"]["reason"]
     assert all(set(r) >= {"operation", "reason", "estimated_gain"} for r in doc["recommendations"])
     assert {p["name"] for p in doc["score_parts"]} >= {"file_sizes", "skipping"}
     assert listing(root) == before
@@ -42,12 +43,13 @@ def test_health_json_lists_the_named_checks(tmp_path, capsys):
     assert main(["health", _table(tmp_path), "--json", "--columns", "x"]) == 0
     checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
     assert list(checks) == list(CHECK_REMEDIES)
-    # 3 of 3 files small (ratio 1.0, twice the 0.3 threshold and more); skip ratio 0 (under half the floor)
+    # 13 of 13 files small (ratio 1.0, twice the 0.3 threshold and more); skip ratio 0 (under half the floor)
     assert (checks["small_files"]["status"], checks["small_files"]["operation"]) == ("error", "compact")
     skipping = checks["data_skipping"]
     assert (skipping["status"], skipping["operation"], skipping["reachable"]) == ("pass", None, False)
     assert "would skip 0%" in skipping["unreachable_reason"]
-    assert {"name": "small_files", "value": 3, "unit": "files"} in checks["small_files"]["figures"]
+    assert {"name": "small_files", "value": 13, "unit": "files"} in checks["small_files"]["figures"]
+    assert {"name": "predicted_small_files", "value": 2, "unit": "files"} in checks["small_files"]["figures"]
     assert checks["log_length"]["skipped_reason"] == "the log was not listed"  # no --list-log
     assert checks["protocol_supported"]["status"] == "pass"
 
@@ -56,10 +58,11 @@ def test_health_text_is_readable(tmp_path, capsys):
     root = _table(tmp_path)
     assert main(["health", root, "--target-size", "4MB"]) == 0
     out = capsys.readouterr().out
-    # 4 MB target: min 3 MB, the 1 MiB files are small and two share partition a.
+    # 4 MB target: min 3 MB, the 1 MiB files are small; twelve in partition a make four bins of three
+    # (each 3 MiB, over the minimum: merged however few).
     assert f"{root} at version 1: health " in out
-    assert "small files      3 under 3 MB" in out  # 3,000,000 bytes: as a person wrote it (4MB x 3/4)
-    assert "compact      gain 1 files" in out
+    assert "small files      13 under 3 MB" in out  # 3,000,000 bytes: as a person wrote it (4MB x 3/4)
+    assert "compact      gain 8 files" in out
     assert not out.lstrip().startswith("{")
 
 

@@ -29,24 +29,26 @@ def _ops(report):
     return {r.operation: r for r in report.recommendations}
 
 
-def test_small_files_compact_only_where_a_partition_has_two(tmp_path):
-    # Partition a: three 1 MB files (one bin, 3 -> 1); b: one 1 MB file (nothing to merge);
-    # c: one 120 MB file (not small at the 128 MiB target).
+def test_small_files_compact_only_where_a_partition_has_enough(tmp_path):
+    # Partition a: five 1 MB files (one bin of min_input_files, 5 -> 1); b: one 1 MB file and d:
+    # four (too few to merge); c: one 120 MB file (not small at the 128 MiB target).
     root = str(tmp_path / "t")
-    write_log(root, [[add("p=a/1.parquet", MB, part="a"), add("p=a/2.parquet", MB, part="a"),
-                      add("p=a/3.parquet", MB, part="a"), add("p=b/1.parquet", MB, part="b"),
+    write_log(root, [[*(add(f"p=a/{i}.parquet", MB, part="a") for i in range(5)), add("p=b/1.parquet", MB, part="b"),
+                      *(add(f"p=d/{i}.parquet", MB, part="d") for i in range(4)),
                       add("p=c/1.parquet", 120 * MB, part="c")]], partitioned=True)
     before = listing(root)
     report = table_health(DeltaTable(root))
     m = report.metrics
-    assert (m.num_files, m.small_files, m.small_file_bytes) == (5, 4, 4 * MB)
-    assert m.small_file_ratio == 0.8
-    assert (m.compactable_files, m.compaction_output_files, m.compactable_bytes) == (3, 1, 3 * MB)
-    # Histogram: 4 files under target/64 = 2 MiB, one in [target*3/4, 2*target).
-    assert [(b.lower, b.files) for b in m.size_histogram if b.files] == [(0, 4), (96 * MB, 1)]
-    assert sum(b.bytes for b in m.size_histogram) == m.total_bytes == 124 * MB
+    assert (m.num_files, m.small_files, m.small_file_bytes) == (11, 10, 10 * MB)
+    assert m.small_file_ratio == round(10 / 11, 6)
+    assert (m.compactable_files, m.compaction_output_files, m.compactable_bytes) == (5, 1, 5 * MB)
+    # the output is still small: 6 of 7 files are left small, but five files merge (min_input_files)
+    assert (m.compaction_small_inputs, m.compaction_small_outputs) == (5, 1)
+    # Histogram: 10 files under target/64 = 2 MiB, one in [target*3/4, 2*target).
+    assert [(b.lower, b.files) for b in m.size_histogram if b.files] == [(0, 10), (96 * MB, 1)]
+    assert sum(b.bytes for b in m.size_histogram) == m.total_bytes == 130 * MB
     compact = _ops(report)["compact"]
-    assert (compact.estimated_gain, compact.unit) == (2.0, "files")
+    assert (compact.estimated_gain, compact.unit) == (4.0, "files")
     assert listing(root) == before  # health writes nothing
 
 
@@ -61,14 +63,14 @@ def test_one_small_file_per_partition_is_not_worth_compacting(tmp_path):
 
 
 def test_small_file_count_threshold_triggers_compaction_below_the_ratio(tmp_path):
-    # 4 small files among 20 (ratio 0.2 < 0.3); a policy asking for compaction from 3 small files.
+    # 6 small files among 30 (ratio 0.2 < 0.3); a policy asking for compaction from 3 small files.
     root = str(tmp_path / "t")
-    write_log(root, [[add(f"s{i}.parquet", MB) for i in range(4)]
-                     + [add(f"big{i}.parquet", 128 * MB) for i in range(16)]])
+    write_log(root, [[add(f"s{i}.parquet", MB) for i in range(6)]
+                     + [add(f"big{i}.parquet", 128 * MB) for i in range(24)]])
     table = DeltaTable(root)
     assert "compact" not in _ops(table_health(table))
     report = table_health(table, policy=HealthPolicy(compact_min_small_files=3))
-    assert _ops(report)["compact"].estimated_gain == 3.0
+    assert _ops(report)["compact"].estimated_gain == 5.0  # one small file left: within 3
 
 
 def test_deleted_rows_ratio_from_deletion_vector_cardinalities(tmp_path):
@@ -273,11 +275,12 @@ def test_score_is_the_weighted_mean_of_named_parts(tmp_path):
     assert [p.name for p in healthy.parts] == ["file_sizes", "deleted_rows", "checkpoint", "tombstones",
                                                 "stats_coverage"]
 
-    # Two more small files in the one partition: 3 of 3 compactable, 2 commits since checkpoint.
+    # Two more small files in the one partition: 3 of 3 compactable (bins of two files and more
+    # by this policy), 2 commits since checkpoint.
     append(table, pa.table({"x": [4]}))
     append(table, pa.table({"x": [5]}))
     delete_files(table, [table.snapshot().file_paths[0]])
-    report = table_health(table)
+    report = table_health(table, policy=HealthPolicy(min_input_files=2))
     parts = {p.name: p for p in report.parts}
     assert parts["file_sizes"].value == 1.0 and parts["file_sizes"].score == 0.0
     assert parts["checkpoint"].value == 3 and parts["checkpoint"].score == 0.85
@@ -312,18 +315,18 @@ def test_a_table_written_and_optimized_by_delta_rs(tmp_path):
     import deltalake
 
     root = str(tmp_path / "rs")
-    for i in range(3):
+    for i in range(12):
         deltalake.write_deltalake(root, pa.table({"x": pa.array([i, i + 10], pa.int64())}), mode="append")
     before = table_health(DeltaTable(root))
-    assert (before.metrics.compactable_files, before.metrics.compaction_output_files) == (3, 1)
-    assert _ops(before)["compact"].estimated_gain == 2.0
+    assert (before.metrics.compactable_files, before.metrics.compaction_output_files) == (12, 1)
+    assert _ops(before)["compact"].estimated_gain == 11.0
     assert before.metrics.last_optimize_version is None
 
     deltalake.DeltaTable(root).optimize.compact()
     after = table_health(DeltaTable(root))
-    assert after.metrics.last_optimize_version == 3  # delta-rs's OPTIMIZE commit
+    assert after.metrics.last_optimize_version == 12  # delta-rs's OPTIMIZE commit
     assert (after.metrics.num_files, after.metrics.compactable_files) == (1, 0)
     assert "compact" not in _ops(after)
-    # The three files it replaced are tombstones now (not yet past the retention).
-    assert (after.metrics.num_tombstones, after.metrics.reclaimable_tombstones) == (3, 0)
+    # The twelve files it replaced are tombstones now (not yet past the retention).
+    assert (after.metrics.num_tombstones, after.metrics.reclaimable_tombstones) == (12, 0)
     assert after.metrics.tombstone_bytes == before.metrics.total_bytes

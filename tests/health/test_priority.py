@@ -20,7 +20,7 @@ def _small_files(root: str, n: int, size: int) -> DeltaTable:
 
 
 def test_points_are_the_score_the_repaired_part_gives_back(tmp_path):
-    report = table_health(_small_files(str(tmp_path / "t"), 10, MB))
+    report = table_health(_small_files(str(tmp_path / "t"), 12, MB))
     parts = {p.name: p for p in report.parts}
     assert parts[PART_FILE_SIZES].score == 0.0  # every file small and packable
     total = sum(p.weight for p in report.parts)
@@ -50,16 +50,16 @@ def test_bytes_each_recommended_run_rewrites(tmp_path):
 
 
 def test_rank_by_points_per_byte_with_free_runs_first(tmp_path):
-    # Three tables, all small files: the same points each, costs of 10, 40 and 4 MB to compact.
+    # Three tables, all small files: the same points each, costs of 30, 40 and 12 MB to compact.
     reports = {name: table_health(_small_files(str(tmp_path / name), n, size))
-               for name, n, size in (("ten", 10, MB), ("forty", 20, 2 * MB), ("four", 4, MB))}
+               for name, n, size in (("thirty", 15, 2 * MB), ("forty", 20, 2 * MB), ("twelve", 12, MB))}
     candidates = [candidate(name, r, report.parts)
                   for name, report in reports.items() for r in report.recommendations]
     ranked = [(c.table, c.operation) for c in rank(candidates)]
     # nothing to rewrite first (analyze: no stats cover p), then compactions by cost
     free = [x for x in ranked if x[1] != "compact"]
     assert ranked[:len(free)] == sorted(free, key=lambda x: x[0])  # equal points: by table name
-    assert ranked[len(free):] == [("four", "compact"), ("ten", "compact"), ("forty", "compact")]
+    assert ranked[len(free):] == [("twelve", "compact"), ("thirty", "compact"), ("forty", "compact")]
     by_key = {(c.table, c.operation): c for c in candidates}
-    assert by_key[("four", "compact")].rewrite_bytes == 4 * MB
-    assert by_key[("four", "compact")].gain_per_byte == by_key[("four", "compact")].points / (4 * MB)
+    assert by_key[("twelve", "compact")].rewrite_bytes == 12 * MB
+    assert by_key[("twelve", "compact")].gain_per_byte == by_key[("twelve", "compact")].points / (12 * MB)

@@ -42,7 +42,13 @@ def test_cli_runs_are_rows_readable_by_delta_rs_and_kernel(tmp_path: pathlib.Pat
     failed = delta_core("restore", str(table), "--version", "99", history=history)
     assert failed.returncode == 2  # the run's own outcome, unchanged by recording it
 
-    rows = RsTable(str(history)).to_pyarrow_table().sort_by("end_time").to_pylist()
+    read = RsTable(str(history)).to_pyarrow_table()
+    # Predictive Optimization's columns, then what the platform knows beside them
+    assert read.column_names == [
+        "start_time", "end_time", "table_name", "table_uri", "operation", "status", "trigger", "dagster_run_id",
+        "version", "files_read", "bytes_read", "files_written", "bytes_written", "health_before", "health_after",
+        "health_note", "error_kind", "error_message", "core_seconds", "operation_metrics"]
+    rows = read.sort_by("end_time").to_pylist()
     assert [(r["operation"], r["status"], r["trigger"]) for r in rows] == [
         ("checkpoint", "SUCCEEDED", "cli"), ("restore", "FAILED", "cli")]
     done, refused = rows

@@ -63,18 +63,18 @@ def test_order_smallest_or_benefit_decides_what_a_capped_run_takes(tmp_path):
     (few_files, few_bytes), (many_files, many_bytes) = totals["few"], totals["many"]
     assert few_bytes < many_bytes and few_files / few_bytes < many_files / many_bytes  # the premise
 
-    smallest = compact(table, no_spark, dry_run=True, bounds=RewriteBounds(max_files=2, order="smallest"))
+    smallest = compact(table, no_spark, dry_run=True, bounds=RewriteBounds(max_files=2, order="smallest"), min_input_files=2)
     assert (smallest.num_removed_files, smallest.removed_bytes) == (2, few_bytes)
     assert (smallest.groups_left, smallest.files_left, smallest.bytes_left, smallest.stopped_by) == \
         (1, 6, many_bytes, "max_files")
     # benefit: "many" first; alone it passes the cap, but the first group always runs
-    benefit = compact(table, no_spark, dry_run=True, bounds=RewriteBounds(max_files=2, order="benefit"))
+    benefit = compact(table, no_spark, dry_run=True, bounds=RewriteBounds(max_files=2, order="benefit"), min_input_files=2)
     assert (benefit.num_removed_files, benefit.removed_bytes) == (6, many_bytes)
     assert (benefit.groups_left, benefit.files_left, benefit.stopped_by) == (1, 2, "max_files")
     bytes_capped = compact(table, no_spark, dry_run=True,
-                           bounds=RewriteBounds(max_bytes=few_bytes + many_bytes - 1, order="benefit"))
+                           bounds=RewriteBounds(max_bytes=few_bytes + many_bytes - 1, order="benefit"), min_input_files=2)
     assert (bytes_capped.num_removed_files, bytes_capped.stopped_by) == (6, "max_bytes")
-    uncapped = compact(table, no_spark, dry_run=True)
+    uncapped = compact(table, no_spark, dry_run=True, min_input_files=2)
     assert (uncapped.num_removed_files, uncapped.groups_left, uncapped.stopped_by) == (8, 0, None)
     assert table.latest_version() == 8  # dry runs commit nothing
 
@@ -84,14 +84,14 @@ def test_caps_are_honoured_and_the_next_run_commits_the_leftovers(spark, tmp_pat
     uri = str(tmp_path / "t")
     table = regions_table(uri, {"a": (4, 20), "b": (2, 20), "c": (3, 20)})
     before = multiset(deltars_rows(uri))
-    first = compact(table, spark, bounds=RewriteBounds(max_files=5, batch_size=1))
+    first = compact(table, spark, bounds=RewriteBounds(max_files=5, batch_size=1), min_input_files=2)
     assert isinstance(first, CompactionMetrics)
     # smallest first: b (2 files) and c (3) fit 5 files, a (4) is left
     assert first.batches_committed == 2 and first.num_removed_files == 5
     assert set().union(*(removed_regions(table, v) for v in first.versions)) == {"b", "c"}
     assert (first.groups_left, first.files_left, first.stopped_by) == (1, 4, "max_files")
     assert first.bytes_left == partition_totals(DeltaTable(uri))["a"][1]
-    second = compact(table, spark)
+    second = compact(table, spark, min_input_files=2)
     assert removed_regions(table, second.version) == {"a"} and second.num_removed_files == 4
     assert (second.groups_left, second.stopped_by) == (0, None)
     assert {r: f for r, (f, _) in partition_totals(DeltaTable(uri)).items()} == {"a": 1, "b": 1, "c": 1}
@@ -104,10 +104,10 @@ def test_no_batch_starts_after_max_duration(spark, tmp_path):
     table = regions_table(uri, {"a": (2, 20), "b": (2, 20), "c": (2, 20)})
     before = multiset(deltars_rows(uri))
     # each bin its own batch; the budget is gone once the first batch ran (which always runs)
-    first = compact(table, spark, bounds=RewriteBounds(batch_size=1, max_duration=1e-6))
+    first = compact(table, spark, bounds=RewriteBounds(batch_size=1, max_duration=1e-6), min_input_files=2)
     assert (first.num_batches, first.batches_committed) == (3, 1)
     assert (first.groups_left, first.files_left, first.stopped_by) == (2, 4, "max_duration")
-    second = compact(table, spark, bounds=RewriteBounds(batch_size=1, max_duration=60))
+    second = compact(table, spark, bounds=RewriteBounds(batch_size=1, max_duration=60), min_input_files=2)
     assert (second.batches_committed, second.groups_left, second.stopped_by) == (2, 0, None)
     assert DeltaTable(uri).snapshot().num_files == 3 and multiset(deltars_rows(uri)) == before
 
@@ -136,7 +136,7 @@ class InterferingRewrite:
 
 def run_compaction(spark, table: DeltaTable, executor: InterferingRewrite, bounds: RewriteBounds) -> RewriteMetrics:
     snapshot = table.snapshot()
-    plan = plan_compaction(snapshot)
+    plan = plan_compaction(snapshot, min_input_files=2)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, executor, "compaction"), bounds=bounds, watch=Stopwatch())
     return run.metrics(RewriteMetrics)
 
@@ -206,7 +206,7 @@ def test_a_group_whose_input_went_after_planning_is_narrowed_before_any_task_wri
     uri = str(tmp_path / "t")
     table = make_table(uri, appends=3)  # eu and us: two bins in one batch
     planned_on = table.snapshot()
-    plan = plan_compaction(planned_on)
+    plan = plan_compaction(planned_on, min_input_files=2)
     eu_input = next(g for g in plan.groups if dict(g.partition_values)["region"] == "eu").paths[0]
     delete_files(table, [eu_input])  # a writer's commit between planning and the first batch
     executor = InterferingRewrite(lambda table, batch: None, times=0)
@@ -247,9 +247,9 @@ def test_quiet_minutes_skips_busy_partitions(tmp_path):
     time.sleep(4)
     for i in range(2):
         append(table, batch(1000 + i * 20, 20, regions=("busy",)))
-    dry = compact(DeltaTable(uri), no_spark, dry_run=True, bounds=RewriteBounds(quiet_minutes=3 / 60))
+    dry = compact(DeltaTable(uri), no_spark, dry_run=True, bounds=RewriteBounds(quiet_minutes=3 / 60), min_input_files=2)
     assert (dry.num_removed_files, dry.partitions_skipped_busy, dry.files_skipped_busy) == (3, 1, 2)
-    off = compact(DeltaTable(uri), no_spark, dry_run=True)
+    off = compact(DeltaTable(uri), no_spark, dry_run=True, min_input_files=2)
     assert (off.num_removed_files, off.partitions_skipped_busy, off.files_skipped_busy) == (5, 0, 0)
 
 
@@ -258,7 +258,7 @@ def test_quiet_minutes_skips_recent_files_of_an_unpartitioned_table(tmp_path):
     table = regions_table(uri, {"eu": (3, 20)}, partitioned=False, properties={"delta.enableDeletionVectors": "true"})
     time.sleep(4)
     append(table, batch(1000, 20))
-    dry = compact(DeltaTable(uri), no_spark, dry_run=True, bounds=RewriteBounds(quiet_minutes=3 / 60))
+    dry = compact(DeltaTable(uri), no_spark, dry_run=True, bounds=RewriteBounds(quiet_minutes=3 / 60), min_input_files=2)
     assert (dry.num_removed_files, dry.partitions_skipped_busy, dry.files_skipped_busy) == (3, 0, 1)
     # purge: the one file with a deletion vector is recent, so nothing is left to purge
     recent = max(DeltaTable(uri).snapshot().add_actions(), key=lambda a: a.modification_time)

@@ -20,7 +20,7 @@ def run(capsys, *argv: str) -> tuple[int, dict]:
 def test_compact_and_zorder(spark, capsys, table_uri):
     make_table(table_uri, appends=3)
     status, out = run(capsys, "compact", table_uri, "--json", "--spark-master", "local[2]",
-                      "--where", "region = 'eu'", "--target-size", "10000000")
+                      "--where", "region = 'eu'", "--target-size", "10000000", "--min-input-files", "3")
     assert status == 0 and out["version"] == 4 and out["num_removed_files"] == 3 and out["num_added_files"] == 1
     assert out["removed_bytes"] > 0 and out["added_bytes"] > 0
     status, out = run(capsys, "compact", table_uri, "--json", "--spark-master", "local[2]", "--where", "region = 'eu'")

@@ -70,7 +70,8 @@ def test_where_and_batches(spark, table_uri):
     old = table.snapshot()
     outside = sorted(a.path for a in old.add_actions() if not selected(a))
     inside_partitions = {tuple(sorted(a.partition_values.items())) for a in old.add_actions() if selected(a)}
-    metrics = compact(table, spark, where="region = 'eu' AND day >= '2024-01-02'", bounds=RewriteBounds(batch_size=1))
+    metrics = compact(table, spark, where="region = 'eu' AND day >= '2024-01-02'", bounds=RewriteBounds(batch_size=1),
+                      min_input_files=2)
     assert metrics.num_bins == len(inside_partitions) >= 2
     assert metrics.num_batches == metrics.batches_committed == len(metrics.versions) == metrics.num_bins
     snap = table.snapshot()
@@ -105,7 +106,7 @@ def test_column_mapping_keeps_physical_names(spark, table_uri):
     physical = {f.name: f.physical_name for f in snap.schema.fields}
     assert physical["x"] != "x"
     with rows_kept(table_uri):
-        metrics = compact(table, spark)
+        metrics = compact(table, spark, min_input_files=3)
     assert metrics.num_added_files == 2
     snap = table.snapshot()
     for add in snap.add_actions():
@@ -119,7 +120,7 @@ def test_column_mapping_keeps_physical_names(spark, table_uri):
 def test_on_s3(spark, s3_table_uri, s3_storage_options, deltalake_s3_options):
     table = make_table(s3_table_uri, appends=4, storage_options=s3_storage_options)
     before = multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options))
-    metrics = compact(table, spark)
+    metrics = compact(table, spark, min_input_files=4)
     assert (metrics.num_removed_files, metrics.num_added_files) == (8, 2)
     check_rewrite_commit(table, metrics.version, removed=8, added=2)
     assert multiset(deltars_rows(s3_table_uri, storage_options=deltalake_s3_options)) == before
@@ -150,7 +151,7 @@ def test_compaction_ignores_an_unreconciled_log_compaction_file(spark, table_uri
         fh.write("\n".join(lines) + "\n")
     before = multiset(deltars_rows(table_uri))
     assert table.snapshot().num_files == 8 - 2
-    metrics = compact(table, spark)
+    metrics = compact(table, spark, min_input_files=3)
     assert metrics.num_removed_files == 6 and metrics.num_added_files == 2
     assert multiset(deltars_rows(table_uri)) == before
     kernel = polars_deltalake.read_delta(table_uri).to_arrow()

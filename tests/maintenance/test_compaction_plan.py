@@ -62,15 +62,16 @@ def test_files_over_the_deleted_rows_ratio_are_picked_whatever_their_size():
                ("big_equal", "a", 700), ("b_no_stats", "b", 800), ("c_over", "c", 900)],
               dv_on={"big_over": 6, "big_under": 4, "big_equal": 5, "b_no_stats": 1, "c_over": 50},
               records={"big_over": 100, "big_under": 100, "big_equal": 100, "c_over": 100})
-    bins, considered, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100)
+    bins, considered, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100,
+                                     min_input_files=2)
     assert considered == 7
     assert sorted(b.paths for b in bins) == [["a1", "a2"], ["b_no_stats"], ["big_over"], ["c_over"]]
     # a stricter ratio takes big_under and big_equal too; 1.0 takes only the vector without stats
     bins, _, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100,
-                            max_deleted_rows_ratio=0.01)
+                            max_deleted_rows_ratio=0.01, min_input_files=2)
     assert sorted(p for b in bins for p in b.paths) == sorted(r for r in t.column("path").to_pylist())
     bins, _, _ = pack_files(t, partition_columns=["p"], target_size=100, min_file_size=100,
-                            max_deleted_rows_ratio=1.0)
+                            max_deleted_rows_ratio=1.0, min_input_files=2)
     assert sorted(b.paths for b in bins) == [["a1", "a2"], ["b_no_stats"]]
 
 
@@ -109,11 +110,11 @@ def test_sizes_resolution():
 def test_plan_on_real_snapshot(table_uri):
     table = make_table(table_uri, appends=4)
     snap = table.snapshot()
-    plan = plan_compaction(snap)
+    plan = plan_compaction(snap, min_input_files=4)  # four files per partition
     assert plan.read_version == snap.version
     assert plan.num_input_files == snap.num_files == 8
     assert {b.partition_dict["region"] for b in plan.bins} == {"eu", "us"}
-    plan = plan_compaction(snap, where="region = 'eu'")
+    plan = plan_compaction(snap, where="region = 'eu'", min_input_files=4)
     assert [b.partition_dict["region"] for b in plan.bins] == ["eu"] and plan.files_considered == 4
     assert plan.operation_parameters().to_commit_info()["predicate"] == '["region = \'eu\'"]'
     assert plan_compaction(snap, where="region = 'nowhere'").is_empty

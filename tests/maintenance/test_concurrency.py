@@ -20,7 +20,7 @@ from tests.maintenance.conftest import assert_versions_readable, batch, deltars_
 
 
 def _rewrite_first_bin(table, snapshot):
-    plan = plan_compaction(snapshot)
+    plan = plan_compaction(snapshot, min_input_files=2)
     b = plan.bins[0]
     add = rewrite_files(table.storage, b.paths, metadata=snapshot.metadata, partition_values=b.partition_dict)
     return b, add
@@ -37,7 +37,7 @@ def test_concurrent_append_from_another_process(spark, table_uri):
     proc.start()
     try:
         assert started.wait(60)
-        metrics = compact(table, spark, bounds=RewriteBounds(batch_size=1))
+        metrics = compact(table, spark, bounds=RewriteBounds(batch_size=1), min_input_files=4)
     finally:
         stop.set()
         appended = result.get(timeout=120)

@@ -37,7 +37,8 @@ def test_compaction_reports_each_batch_in_files_and_bytes(spark, table_uri):
     table = make_table(table_uri, appends=3)  # 2 partitions x 3 small files
     recorder = Recorder()
     with reporting_to(recorder):
-        metrics = compact(table, spark, bounds=RewriteBounds(batch_size=1))  # one batch per partition
+        # one batch per partition
+        metrics = compact(table, spark, bounds=RewriteBounds(batch_size=1), min_input_files=3)
     [stage] = recorder.stages
     assert stage["name"] == "compaction" and stage["unit"] == "files"
     assert stage["total_items"] == metrics.num_removed_files == 6

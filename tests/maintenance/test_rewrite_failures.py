@@ -99,7 +99,7 @@ def test_compaction_names_an_input_missing_from_storage_and_leaves_nothing(spark
     os.remove(os.path.join(table_uri, url_decode_path(gone)))
     before = listing(table_uri)
     with pytest.raises(MissingDataFileError, match="FSCK REPAIR TABLE") as info:
-        compact(table, spark)
+        compact(table, spark, min_input_files=2)
     assert info.value.path == table.storage.uri(url_decode_path(gone)) and gone in str(info.value)
     assert info.value.version == snap.version
     assert listing(table_uri) == before  # the other bin's new file is gone too
@@ -125,13 +125,13 @@ def test_failed_task_deletes_the_files_other_tasks_wrote(spark, table_uri):
     snap = table.snapshot()
     # One task per bin, largest first, two at a time (local[2]): the last bin's task starts only
     # once another has written its file, and then fails on an input that is no longer Parquet.
-    last = sorted(plan_compaction(snap).bins, key=lambda b: -b.total_size)[-1]
+    last = sorted(plan_compaction(snap, min_input_files=2).bins, key=lambda b: -b.total_size)[-1]
     broken = next(a for a in snap.add_actions() if a.path == last.paths[0])
     with open(os.path.join(table_uri, url_decode_path(broken.path)), "r+b") as fh:
         fh.write(b"\0" * broken.size)
     before = listing(table_uri)
     with pytest.raises(RewriteTaskError, match="failed in a Spark task.*ArrowInvalid"):
-        compact(table, spark)  # a task failure, not a missing input: the file is there
+        compact(table, spark, min_input_files=2)  # a task failure, not a missing input: the file is there
     assert listing(table_uri) == before
     assert table.latest_version() == snap.version
 
@@ -139,7 +139,7 @@ def test_failed_task_deletes_the_files_other_tasks_wrote(spark, table_uri):
 def test_refused_commit_deletes_the_batch_files(spark, table_uri):
     table = make_table(table_uri, appends=3)
     snap = table.snapshot()
-    plan = plan_compaction(snap)
+    plan = plan_compaction(snap, min_input_files=2)
     written: list[str] = []
 
     def rewrite(current, batch, label, outputs):
@@ -236,7 +236,7 @@ def test_the_input_watch_of_a_batchs_writers_stops_at_a_removed_input(table_uri)
 def test_a_task_that_fails_on_an_input_a_writer_removed_is_a_conflict_and_replanned(spark, table_uri):
     table = make_table(table_uri, appends=3)  # eu and us: two bins in one batch
     snap = table.snapshot()
-    plan = plan_compaction(snap)
+    plan = plan_compaction(snap, min_input_files=2)
     gone = next(g for g in plan.groups if dict(g.partition_values)["region"] == "eu").paths[0]
     calls = []
 

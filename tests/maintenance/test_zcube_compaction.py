@@ -23,9 +23,9 @@ def test_zcube_files_are_not_bin_packed(tmp_path):
     write_log(root, [[_tagged("c1.parquet"), _tagged("c2.parquet")],
                      [add("new1.parquet", 10 * KB), add("new2.parquet", 10 * KB)]])
     snapshot = DeltaTable(root).snapshot()
-    plan = plan_compaction(snapshot, target_size=128 * KB)
+    plan = plan_compaction(snapshot, target_size=128 * KB, min_input_files=2)
     assert sorted(p for b in plan.bins for p in b.paths) == ["new1.parquet", "new2.parquet"]
-    estimate = estimate_compaction(snapshot, target_size=128 * KB)
+    estimate = estimate_compaction(snapshot, target_size=128 * KB, min_input_files=2)
     assert (estimate.input_files, estimate.output_files) == (2, 1)
 
 

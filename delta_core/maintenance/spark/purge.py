@@ -23,7 +23,13 @@ from delta_core.maintenance.compaction_plan import check_deleted_rows_ratio
 from delta_core.maintenance.dropped_columns import files_with_dropped_columns
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BOUNDS, RewriteBounds
-from delta_core.maintenance.purge_plan import PURGE_COLUMNS, PurgePlan, plan_purge, select_files
+from delta_core.maintenance.purge_plan import (
+    PURGE_COLUMNS,
+    REORG_DELETED_ROWS_RATIO,
+    PurgePlan,
+    plan_purge,
+    select_files,
+)
 from delta_core.maintenance.rewrite_metrics import PurgeMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
@@ -42,13 +48,15 @@ def purge(
     spark: SparkSource,
     *,
     where: str | None = None,
-    max_deleted_rows_ratio: float = 0.0,
+    max_deleted_rows_ratio: float | None = None,
     bounds: RewriteBounds = DEFAULT_BOUNDS,
     dry_run: bool = False,
 ) -> PurgeMetrics:
     """Purge ``table`` on ``spark`` (a SparkSession, or a factory called only when there is
-    something to rewrite)."""
+    something to rewrite); ``max_deleted_rows_ratio`` None: every file with a deleted row (REORG)."""
     watch = Stopwatch()
+    if max_deleted_rows_ratio is None:
+        max_deleted_rows_ratio = REORG_DELETED_ROWS_RATIO
     check_deleted_rows_ratio(max_deleted_rows_ratio)
     snapshot = gated_snapshot(table)
     candidates, _ = select_files(snapshot, where, PURGE_COLUMNS)

@@ -1,0 +1,31 @@
+"""What a run started by automation takes from the table's policy beyond its option record.
+
+A purge given no ``max_deleted_rows_ratio`` keeps REORG ... APPLY (PURGE)'s meaning when a person
+starts it (the command line, a job launched by hand: every file with a deleted row), but when
+automation starts it (a schedule, an automation condition, the advisor, a sensor) it rewrites
+only the files whose own deleted-row share is over the policy's ratio
+(``HealthPolicy.purge_file_ratio``, 0.05 by default, as OPTIMIZE's ``maxDeletedRowsRatio``): the
+purge the health advice predicts, which brings the table within its threshold while leaving the
+files with a few deleted rows alone. PROTOCOL.md "Deletion Vectors": the rows stay deleted either
+way; only their bytes wait.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TypeVar
+
+from delta_core.config.records import TableConfig
+from delta_core.maintenance.options import PurgeOptions
+
+# Triggers (``history_records.TRIGGERS``) of a run a person started; every other one is automation.
+EXPLICIT_TRIGGERS = ("cli", "job")
+_Options = TypeVar("_Options")
+
+
+def run_options(table: TableConfig, options: _Options, *, trigger: str) -> _Options:
+    """``options`` (an operation's option record for ``table``) as a run started by ``trigger`` uses them."""
+    if trigger in EXPLICIT_TRIGGERS or not isinstance(options, PurgeOptions) or options.max_deleted_rows_ratio is not None:
+        return options
+    ratio = table.advisor.health.purge_file_ratio
+    return dataclasses.replace(options, max_deleted_rows_ratio=ratio)
