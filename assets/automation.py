@@ -30,24 +30,32 @@ many assets, ``default_automation_condition_sensor_2`` and so on, whole tables p
 
 from __future__ import annotations
 
+import functools
+import operator
 import warnings
-from collections.abc import Sequence
-from datetime import UTC
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from typing import ClassVar
 
 from dagster import (
     AssetCheckKey,
     AssetKey,
+    AssetRecordsFilter,
     AssetSelection,
     AutomationCondition,
     AutomationConditionSensorDefinition,
     AutomationContext,
     AutomationResult,
     BetaWarning,
+    DagsterRunStatus,
     DefaultSensorStatus,
+    EventLogRecord,
+    EventRecordsResult,
+    RunsFilter,
 )
 
 from assets.table import table_asset_key
-from delta_core.config.records import MaintenanceWindow
+from delta_core.config.records import DiscoverRoot, MaintenanceWindow
 from delta_core.health.check_names import checks_fixed_by
 from delta_core.maintenance.operations import CHECKPOINT
 from resources.config import TableConfig
@@ -59,9 +67,13 @@ TRIGGER_TAG = "delta_maintenance/trigger"
 
 
 class PredicateCondition(AutomationCondition):
-    """A condition that holds for the whole candidate subset or none of it (the maintenance
-    assets are unpartitioned), decided by ``holds``; ``name`` (with its parameters: part of the
-    condition's id in the cursor), ``description`` and ``label`` are what the UI shows."""
+    """A condition decided by ``holds`` for the whole candidate subset or none of it (an
+    unpartitioned asset, or a fact that is the same for every partition, such as the time); a
+    subclass that sets ``PER_PARTITION`` decides each partition of a partitioned asset
+    (a discovered table: ``assets.discovered``) by ``holds_for``. ``name`` (with its parameters:
+    part of the condition's id in the cursor), ``description`` and ``label`` are what the UI shows."""
+
+    PER_PARTITION: ClassVar[bool] = False
 
     def __init__(self, name: str, *, description: str, label: str):
         self._name, self._description, self._label = name, description, label
@@ -80,16 +92,32 @@ class PredicateCondition(AutomationCondition):
     def holds(self, context: AutomationContext) -> bool:
         raise NotImplementedError
 
+    def holds_for(self, context: AutomationContext, partition_key: str) -> bool:
+        """Whether the condition holds for one partition (``PER_PARTITION`` subclasses)."""
+        raise NotImplementedError
+
+    def holding(self, context: AutomationContext, partition_keys: set[str]) -> set[str]:
+        """The partitions of ``partition_keys`` the condition holds for (one ``holds_for`` each;
+        a subclass may read them all at once)."""
+        return {k for k in partition_keys if self.holds_for(context, k)}
+
     def evaluate(self, context: AutomationContext) -> AutomationResult:
+        subset = context.candidate_subset
         # An earlier operand of an AND that ruled the asset out leaves nothing to decide (no query).
-        held = not context.candidate_subset.is_empty and self.holds(context)
+        if subset.is_empty:
+            return AutomationResult(context=context, true_subset=subset)
+        if self.PER_PARTITION and subset.partitions_def is not None:
+            keys = self.holding(context, set(subset.expensively_compute_partition_keys()))
+            return AutomationResult(context=context, true_subset=subset.compute_intersection_with_partition_keys(keys))
         return AutomationResult(context=context,
-                                true_subset=context.candidate_subset if held else context.get_empty_subset())
+                                true_subset=subset if self.holds(context) else context.get_empty_subset())
 
 
 class CooledDown(PredicateCondition):
-    """True when the asset's latest run ended (materialized or failed) at least ``minutes``
-    before the evaluation, or it never ran."""
+    """True when the asset's (a partitioned asset: the partition's) latest run ended
+    (materialized or failed) at least ``minutes`` before the evaluation, or it never ran."""
+
+    PER_PARTITION = True
 
     def __init__(self, minutes: float):
         super().__init__(f"cooled_down({minutes:g} min)",
@@ -99,16 +127,74 @@ class CooledDown(PredicateCondition):
 
     def holds(self, context: AutomationContext) -> bool:
         instance = context.asset_graph_view.instance
+        key = context.key
+        assert isinstance(key, AssetKey)  # a maintenance asset's condition
         ended: list[float] = []
-        if (materialized := instance.get_latest_materialization_event(context.key)) is not None:
+        if (materialized := instance.get_latest_materialization_event(key)) is not None:
             ended.append(materialized.timestamp)  # also one reported outside a run
         # The latest run that planned the asset, whether it materialized it or failed (SQLite
         # storage keeps no failure events on the asset, so the run's end is the record).
-        if (planned := instance.get_latest_planned_materialization_info(context.key)) is not None:
+        if (planned := instance.get_latest_planned_materialization_info(key)) is not None:
             record = instance.get_run_record_by_id(planned.run_id)
             if record is not None and record.end_time is not None:
                 ended.append(record.end_time)
         return not ended or context.evaluation_time.timestamp() - max(ended) >= self.minutes * 60.0
+
+    def holding(self, context: AutomationContext, partition_keys: set[str]) -> set[str]:
+        """The partitions with no materialization, and no run planning them that ended, within the
+        cool-down: a few reads for every partition (a cron tick makes thousands due at once), not
+        some per partition. A run planned more than ``RUN_LOOKBACK_SECONDS`` before the cool-down
+        began is not looked at."""
+        instance = context.asset_graph_view.instance
+        key = context.key
+        assert isinstance(key, AssetKey)
+        since = context.evaluation_time.timestamp() - self.minutes * 60.0
+        recent = {r.partition_key for r in all_records(instance.fetch_materializations,
+                                                    AssetRecordsFilter(asset_key=key, after_timestamp=since))}
+        ended = {r.dagster_run.run_id for r in instance.get_run_records(filters=RunsFilter(
+            updated_after=datetime.fromtimestamp(since, UTC), statuses=list(_ENDED)))
+                 if r.end_time is not None and r.end_time >= since}
+        if ended:
+            planned = all_records(instance.fetch_planned_materializations,
+                               AssetRecordsFilter(asset_key=key, after_timestamp=since - RUN_LOOKBACK_SECONDS))
+            recent |= {r.partition_key for r in planned if r.run_id in ended}
+        return partition_keys - recent
+
+
+RUN_LOOKBACK_SECONDS = 24 * 3600.0  # how long before a cool-down a run still ending in it may have started
+_ENDED = (DagsterRunStatus.SUCCESS, DagsterRunStatus.FAILURE, DagsterRunStatus.CANCELED)
+_PAGE = 1000
+
+
+def all_records(fetch: Callable[..., EventRecordsResult], records_filter: AssetRecordsFilter) -> list[EventLogRecord]:
+    """Every record ``fetch`` (an instance's ``fetch_*materializations``) finds, page by page."""
+    out: list[EventLogRecord] = []
+    cursor = None
+    while True:
+        page = fetch(records_filter, limit=_PAGE, cursor=cursor)
+        out.extend(page.records)
+        if not page.has_more:
+            return out
+        cursor = page.cursor
+
+
+class UnderRoot(PredicateCondition):
+    """True for the partitions (discovered tables, ``assets.discovered``) found under the discover
+    root ``root``, whose policy (its ``defaults``) the rest of the condition applies;
+    ``root_of``: a partition key's root (None: no such table now)."""
+
+    PER_PARTITION = True
+
+    def __init__(self, root: str, root_of: Callable[[str], str | None]):
+        super().__init__(f"under_root({root})", description=f"The table was discovered under {root}.",
+                         label=f"a table under {root}")
+        self.root, self._root_of = root, root_of
+
+    def holds(self, context: AutomationContext) -> bool:
+        return False  # only partitions are tables
+
+    def holds_for(self, context: AutomationContext, partition_key: str) -> bool:
+        return self._root_of(partition_key) == self.root
 
 
 class InsideWindows(PredicateCondition):
@@ -152,11 +238,12 @@ def failing_checks(table: TableConfig, operation: str) -> tuple[str, ...]:
     return checks_fixed_by(operation)
 
 
-def maintenance_condition(table: TableConfig, operation: str, *,
-                          budget: AutomationCondition | None = None) -> AutomationCondition | None:
+def maintenance_condition(table: TableConfig, operation: str, *, budget: AutomationCondition | None = None,
+                          checked: AssetKey | None = None, label: str | None = None) -> AutomationCondition | None:
     """The automation condition of ``<table>/<operation>`` (module docstring); None when its
     policy gives it no trigger (no cron, no health check), i.e. it is never automated.
-    ``budget``: the fleet budget's condition, and-ed in before the cool-down."""
+    ``budget``: the fleet budget's condition, and-ed in before the cool-down; ``checked``: the
+    asset whose health checks it watches (default: the table's own); ``label``: the UI's."""
     policy = table.policy(operation)
     triggers: list[AutomationCondition] = []
     if policy is not None and policy.cron is not None:
@@ -166,7 +253,7 @@ def maintenance_condition(table: TableConfig, operation: str, *,
         triggers.append(tick.since_last_handled().with_label(f"cron tick {policy.cron} ({CRON_TIMEZONE}) passed"))
     if checks := failing_checks(table, operation):
         failing = AutomationCondition.any_checks_match(CheckNamed(checks) & AutomationCondition.check_failed())
-        triggers.append(AutomationCondition.asset_matches(table_asset_key(table.name), failing).with_label(
+        triggers.append(AutomationCondition.asset_matches(checked or table_asset_key(table.name), failing).with_label(
             f"a health check it fixes fails ({', '.join(checks)})"))
     if not triggers:
         return None
@@ -177,7 +264,26 @@ def maintenance_condition(table: TableConfig, operation: str, *,
     if budget is not None:
         condition = condition & budget
     condition = condition & CooledDown(table.advisor.cooldown_minutes_for(operation))
-    return condition.with_label(f"{operation} of {table.name}: due and allowed")
+    return condition.with_label(label or f"{operation} of {table.name}: due and allowed")
+
+
+def discovered_condition(roots: Sequence[DiscoverRoot], operation: str, *, root_of: Callable[[str], str | None],
+                         checked: AssetKey, budget: Callable[[TableConfig], AutomationCondition | None]
+                         ) -> AutomationCondition | None:
+    """The condition of the partitioned ``discovered_tables/<operation>`` (``assets.discovered``):
+    for each discover root, its tables (``UnderRoot``, by ``root_of``) under the condition its
+    ``defaults`` give a table (``maintenance_condition``, with ``budget(defaults)`` and the health
+    checks of ``checked``), each decided per partition; None when no root automates it. Its
+    size grows with the roots, not the tables."""
+    branches = []
+    for root in roots:
+        condition = maintenance_condition(root.template, operation, budget=budget(root.template), checked=checked,
+                                          label=f"{operation} of a table under {root.rule.root}: due and allowed")
+        if condition is not None:
+            branches.append(UnderRoot(root.rule.root, root_of) & condition)
+    if not branches:
+        return None
+    return functools.reduce(operator.or_, branches)
 
 
 def build_automation_sensors(asset_keys_by_table: Sequence[Sequence[AssetKey]]) -> list[AutomationConditionSensorDefinition]:

@@ -36,10 +36,12 @@ class PreviousObservation:
     data_version: int
 
 
-def previous_observation(instance: DagsterInstance, asset_key: AssetKey) -> PreviousObservation | None:
-    """The last recorded (Delta version, data version) of the table asset, None when there is none
-    or it predates this scheme (its data version was not a Delta version)."""
-    record = instance.get_latest_data_version_record(asset_key)
+def previous_observation(instance: DagsterInstance, asset_key: AssetKey, *,
+                         partition: str | None = None) -> PreviousObservation | None:
+    """The last recorded (Delta version, data version) of the table asset (of its ``partition``: a
+    discovered table), None when there is none or it predates this scheme (its data version was
+    not a Delta version)."""
+    record = instance.get_latest_data_version_record(asset_key, partition_key=partition)
     if record is None or record.asset_observation is None:
         return None
     observation = record.asset_observation

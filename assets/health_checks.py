@@ -21,6 +21,7 @@ When checks run:
 """
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetCheckExecutionContext,
@@ -48,6 +49,9 @@ from delta_core.health.checks import (
 from resources import resource_key_of, table_resource
 from resources.config import TableConfig
 
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
+
 SEVERITY = {CheckStatus.WARN: AssetCheckSeverity.WARN, CheckStatus.ERROR: AssetCheckSeverity.ERROR}
 
 
@@ -61,7 +65,7 @@ def checks_op_name(table_name: str) -> str:
     return f"{table_name}_health_checks"
 
 
-def _spec_description(name: str) -> str:
+def spec_description(name: str) -> str:
     """The check's own docstring, as one line (the function that judges it says what it judges)."""
     judge = check_protocol_supported if name == PROTOCOL_SUPPORTED else REPORT_CHECKS[name]
     return " ".join((judge.__doc__ or name).split())
@@ -107,21 +111,26 @@ def build_table_checks(table: TableConfig, maintenance_keys: Sequence[AssetKey])
     docstring); a subset may be selected (each then costs the same one evaluation)."""
     key = table_asset_key(table.name)
     resource_key = resource_key_of(table)
-    specs = [AssetCheckSpec(name, asset=key, description=_spec_description(name), additional_deps=maintenance_keys)
+    specs = [AssetCheckSpec(name, asset=key, description=spec_description(name), additional_deps=maintenance_keys)
              for name in CHECK_REMEDIES]
 
     @multi_asset_check(name=checks_op_name(table.name), specs=specs, can_subset=True,
                        required_resource_keys={resource_key},
                        description=f"Health checks of `{table.name}` from its Delta log.")
     def _checks(context: AssetCheckExecutionContext) -> Iterator[AssetCheckResult]:
-        dt = table_resource(context.resources, table).open()
-        result = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table),
-                                 cache=health_cache(context.instance))
-        selected = context.selected_asset_check_keys
-        context.log.info(f"{table.name} at version {result.version}: " + ", ".join(
-            f"{c.name} {c.status.value}" for c in result.checks))
-        for check in result.checks:
-            if AssetCheckKey(key, check.name) in selected:
-                yield check_result(check, asset_key=key, version=result.version)
+        yield from check_results(context, table, table_resource(context.resources, table).open(), key)
 
     return _checks
+
+
+def check_results(context: AssetCheckExecutionContext, table: TableConfig, dt: "DeltaTable",
+                  key: AssetKey) -> Iterator[AssetCheckResult]:
+    """The results of the checks on ``key`` that ``context`` selects, from one evaluation of ``table``."""
+    result = evaluate_checks(dt, policy=health_policy(table), columns=health_columns(table),
+                             cache=health_cache(context.instance))
+    selected = context.selected_asset_check_keys
+    context.log.info(f"{table.name} at version {result.version}: " + ", ".join(
+        f"{c.name} {c.status.value}" for c in result.checks))
+    for check in result.checks:
+        if AssetCheckKey(key, check.name) in selected:
+            yield check_result(check, asset_key=key, version=result.version)

@@ -126,8 +126,7 @@ AssetFactory = Callable[[TableConfig, list[AssetKey], Placement], AssetsDefiniti
 def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *, placement: Placement,
             description: str) -> dict:
     spark = operation.uses_spark
-    # An operation that can use Spark gets the resource; the session starts only for work that needs it.
-    keys = {resource_key_of(table)} | ({SPARK_RESOURCE_KEY} if _can_use_spark(operation) else set())
+    keys = {resource_key_of(table)} | spark_keys(operation)
     return dict(
         key=maintenance_asset_key(table.name, operation.name),
         group_name=table.name,
@@ -142,11 +141,16 @@ def _common(table: TableConfig, operation: Operation, deps: list[AssetKey], *, p
     )
 
 
+def spark_keys(op: Operation) -> set[str]:
+    """The Spark resource's key when ``op`` can use Spark (the session starts only for work that needs it)."""
+    return {SPARK_RESOURCE_KEY} if _can_use_spark(op) else set()
+
+
 _Config = TypeVar("_Config", bound=Config)
 _Body = Callable[[AssetExecutionContext, _Config], MaterializeResult]
 
 
-def _op_body(config_type: type[_Config]) -> Callable[[_Body[_Config]], Callable[[AssetExecutionContext], MaterializeResult]]:
+def op_body(config_type: type[_Config]) -> Callable[[_Body[_Config]], Callable[[AssetExecutionContext], MaterializeResult]]:
     """The asset's compute function from ``body(context, config)``: the run's config (validated
     against ``CONFIG_SCHEMAS``) made into ``config_type``, as Dagster does for a ``config``
     parameter, and a ``DeltaError`` logged at error level (kind and message) before it fails
@@ -181,40 +185,45 @@ def _can_use_spark(op: Operation) -> bool:
     return op.cli_spark != "none"
 
 
-def _operation_asset(op: Operation) -> AssetFactory:
-    """The factory of ``op``'s asset: the registry entry run with the table's policy and the
+def maintain(context: AssetExecutionContext, config: Config, op: Operation, table: TableConfig,
+             placement: Placement) -> MaterializeResult:
+    """One run of ``op`` on ``table``: the registry entry run with the table's policy and the
     launch's values (``op.run``); its report, the file statistics and health before and after."""
+    policy = table.policy(op.name)
+    assert policy is not None  # only tables with the section get the asset
+    trigger = run_trigger(context.run.tags)
+    options = run_options(table, options_from_config(config, policy.options), trigger=trigger)
+    spark = _spark(context) if _can_use_spark(op) else None  # a factory: Spark starts only with work
+    dt = _delta(context, table).open()
+    # by log segment (a checkpoint moves it, not the version): the history's scores are the metadata's
+    health: dict[LogSegment, HealthReport] = {}
+
+    def health_at(snapshot: Snapshot) -> HealthReport:
+        if snapshot.log_segment not in health:
+            health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot,
+                                                               cache=health_cache(context.instance))
+        return health[snapshot.log_segment]
+
+    snapshot = dt.snapshot()
+    before, health_before = FileStats.of(snapshot), health_at(snapshot)
+    origin = RunOrigin(trigger=trigger, history=_history(placement, context),
+                       table_name=table.name, dagster_run_id=context.run.run_id,
+                       score=lambda d: health_at(d.snapshot()).score)
+    report = run_recorded(op, dt, options, spark, origin=origin)
+    snapshot = dt.snapshot()
+    return _result(table.name, op, report, before, FileStats.of(snapshot),
+                   health=health_before_after(health_before, health_at(snapshot)))
+
+
+def _operation_asset(op: Operation) -> AssetFactory:
+    """The factory of ``op``'s asset on one table (``maintain``)."""
 
     def factory(table: TableConfig, deps: list[AssetKey], placement: Placement) -> AssetsDefinition:
-        policy = table.policy(op.name)
-        assert policy is not None  # only tables with the section get the asset
-
         @asset(**_common(table, op, deps, placement=placement,
                          description=f"{op.description} Table `{table.name}`."))
-        @_op_body(CONFIGS[op.name])
+        @op_body(CONFIGS[op.name])
         def _asset(context: AssetExecutionContext, config: Config) -> MaterializeResult:
-            trigger = run_trigger(context.run.tags)
-            options = run_options(table, options_from_config(config, policy.options), trigger=trigger)
-            spark = _spark(context) if _can_use_spark(op) else None  # a factory: Spark starts only with work
-            dt = _delta(context, table).open()
-            # by log segment (a checkpoint moves it, not the version): the history's scores are the metadata's
-            health: dict[LogSegment, HealthReport] = {}
-
-            def health_at(snapshot: Snapshot) -> HealthReport:
-                if snapshot.log_segment not in health:
-                    health[snapshot.log_segment] = table_health_report(dt, table, snapshot=snapshot,
-                                                                       cache=health_cache(context.instance))
-                return health[snapshot.log_segment]
-
-            snapshot = dt.snapshot()
-            before, health_before = FileStats.of(snapshot), health_at(snapshot)
-            origin = RunOrigin(trigger=trigger, history=_history(placement, context),
-                               table_name=table.name, dagster_run_id=context.run.run_id,
-                               score=lambda d: health_at(d.snapshot()).score)
-            report = run_recorded(op, dt, options, spark, origin=origin)
-            snapshot = dt.snapshot()
-            return _result(table.name, op, report, before, FileStats.of(snapshot),
-                           health=health_before_after(health_before, health_at(snapshot)))
+            return maintain(context, config, op, table, placement)
 
         return _asset
 

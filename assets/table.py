@@ -51,13 +51,13 @@ def table_observation_metadata(version: int, *, last_checkpoint: int | None,
 
 
 def observe_table(dt: "DeltaTable", table: TableConfig, instance: DagsterInstance, *, latest: int, last_checkpoint: int | None,
-                  operation: str | None, timestamp_ms: int | None,
-                  known: dict[int, bool] | None = None) -> tuple[DataVersion, dict[str, MetadataValue]]:
+                  operation: str | None, timestamp_ms: int | None, known: dict[int, bool] | None = None,
+                  key: AssetKey | None = None, partition: str | None = None) -> tuple[DataVersion, dict[str, MetadataValue]]:
     """The data version and metadata of one observation of ``table`` at Delta version ``latest``:
     health figures only when the version is new since the previous observation (cheap when
-    nothing happened). ``known``: versions already read and whether they changed data."""
-    key = table_asset_key(table.name)
-    previous = previous_observation(instance, key)
+    nothing happened). ``known``: versions already read and whether they changed data; ``key``
+    and ``partition``: the asset observed (default: the table's own, unpartitioned)."""
+    previous = previous_observation(instance, key or table_asset_key(table.name), partition=partition)
     data_version = data_change_version(dt, latest, previous=previous, known=known)
     meta = table_observation_metadata(latest, last_checkpoint=last_checkpoint,
                                       operation=operation, timestamp_ms=timestamp_ms)

@@ -28,10 +28,19 @@ the gRPC deadline of a sensor evaluation; ``DAGSTER_SENSOR_GRPC_TIMEOUT_SECONDS`
 The repository snapshot the webserver fetches at load has its own deadline
 (180 s; ``DAGSTER_REPOSITORY_GRPC_TIMEOUT_SECONDS``).
 
+    python -m benchmarks.bench_fleet [--tables 100,500,2000] [--keep] [--shape assets|partitions] [--root DIR]
+
+At scale (run under ``flock /tmp/bench.lock``): ``--shape partitions --tables 2000,10000,20000
+--root /tmp/bench_fleet_root`` (the root keeps the tables for the next run). With ``partitions``
+there is no per-table log sensor: "tick 1" is the discovery sensor's first tick (every table a new
+partition), "tick 2" writing those partitions to the instance, the advisor ranks every partition, "autom." the
+conditions of the partitioned assets over every partition (``evaluate_automation_conditions``, which
+reads the partitions from the instance once per condition node), "autom.1" one tick of the automation
+sensor as the code server evaluates it.
+
 ``--s3-discovery 10000[,20000]`` runs a stage of its own instead (``s3_discovery``): a
 discovery refresh of that many tables on the S3-compatible server.
 
-    python -m benchmarks.bench_fleet [--tables 100,500,2000] [--keep]
     python -m benchmarks.bench_fleet --s3-discovery 10000,20000
 """
 
@@ -55,27 +64,43 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def generate(root: Path, start: int, stop: int) -> None:
-    """Tables ``start..stop-1`` under ``root`` (``area{i % 10}/t{i}``), plus a non-table per area."""
+    """Tables ``start..stop-1`` under ``root`` (``area{i % 10}/t{i}``), plus a non-table per area:
+    one table written by our writer (a create and one append), copied byte for byte (tens of
+    thousands of writes would take longer than the measurement)."""
     import pyarrow as pa
 
     from delta_core.write.table_writes import append, create_table
 
     schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    template = root.parent / "table_template"  # beside the root: not discovered
+    if not (template / "_delta_log").exists():
+        shutil.rmtree(template, ignore_errors=True)
+        table = create_table(str(template), schema)
+        append(table, pa.table({"id": [0, 1], "name": ["a", "b"]}))
     for i in range(start, stop):
-        table = create_table(str(root / f"area{i % 10}" / f"t{i}"), schema)
-        append(table, pa.table({"id": [i, i + 1], "name": ["a", "b"]}))
+        target = root / f"area{i % 10}" / f"t{i}"
+        shutil.rmtree(target, ignore_errors=True)  # a half-copied one from an interrupted run
+        shutil.copytree(template, target)
     for k in range(10):
         landing = root / f"area{k}" / "landing" / "raw"
         landing.mkdir(parents=True, exist_ok=True)
         (landing / "dump.csv").write_text("id,name\n1,a\n")
 
 
-def write_config(work: Path) -> Path:
+def write_config(work: Path, *, shape: str = "assets") -> Path:
+    """tables.yaml over the root; ``shape``: ``fleet.discovered_as`` (each table its own assets, or
+    one partition of the fleet's)."""
     path = work / "tables.yaml"
-    path.write_text("discover:\n  - root: lake\n    defaults:\n      compact: {target_size: 64KiB}\n"
+    path.write_text(f"fleet: {{discovered_as: {shape}}}\n"
+                    "discover:\n  - root: lake\n    defaults:\n      compact: {target_size: 64KiB}\n"
                     "      zorder: {columns: [id]}\n      checkpoint: {interval: 10}\n"
                     "      advisor: {mode: auto}\n", encoding="utf-8")
     return path
+
+
+def _already_made(lake: Path) -> int:
+    """How many tables a kept root holds (``generate`` writes ``t0``.. in order)."""
+    return sum(1 for _ in lake.glob("area*/t*/_delta_log")) if lake.exists() else 0
 
 
 def _measure(config: str) -> dict[str, float | int]:
@@ -118,6 +143,10 @@ def _measure(config: str) -> dict[str, float | int]:
     from sensors import sensor_name
 
     table = loaded.tables[len(loaded.tables) // 2]
+    if loaded.fleet.partitioned:
+        out.update(_partition_evaluations(defs, table.name))
+        out["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return out
     sensor_def = defs.resolve_sensor_def(sensor_name(table.name))
     resources = {k: repo.get_top_level_resources()[k] for k in sensor_def.required_resource_keys}
     with instance_for_test() as instance:
@@ -141,11 +170,10 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
     """The table's health checks run, one fleet advisor tick, the automation conditions."""
     import datetime
 
-    from dagster import AssetKey, AssetSelection, build_sensor_context, evaluate_automation_conditions, materialize
+    from dagster import AssetSelection, evaluate_automation_conditions, materialize
 
     from assets.automation import DEFAULT_SENSOR_NAME
     from assets.health_checks import health_check_keys
-    from sensors.advisor import FLEET_ADVISOR_SENSOR
 
     out: dict[str, float | int] = {}
     keys = health_check_keys(table_name)
@@ -158,6 +186,26 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
     evaluated = {e.asset_check_key for e in checks.get_asset_check_evaluations()}
     assert evaluated == set(keys), (evaluated, keys)
 
+    out.update(_advisor_and_automation(defs, instance))
+    at = datetime.datetime.now(datetime.UTC)
+    sensor = defs.resolve_sensor_def(DEFAULT_SENSOR_NAME)
+    t = time.perf_counter()
+    evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at,
+                                   asset_selection=sensor.asset_selection)  # type: ignore[attr-defined]
+    out["automation_one_sensor_s"] = time.perf_counter() - t
+    return out
+
+
+def _advisor_and_automation(defs, instance) -> dict[str, float | int]:
+    """One fleet advisor tick and the next (no table moved), the automation conditions of every
+    maintenance asset (``evaluate_automation_conditions``)."""
+    import datetime
+
+    from dagster import AssetKey, build_sensor_context, evaluate_automation_conditions
+
+    from sensors.advisor import FLEET_ADVISOR_SENSOR
+
+    out: dict[str, float | int] = {}
     top = defs.get_repository_def().get_top_level_resources()
     advisor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
     t = time.perf_counter()
@@ -171,18 +219,53 @@ def _fleet_evaluations(defs, instance, table_name: str) -> dict[str, float | int
                               resources={k: top[k] for k in advisor.required_resource_keys}) as ctx:
         advisor.evaluate_tick(ctx)
     out["advisor_tick_again_s"] = time.perf_counter() - t
-
-    at = datetime.datetime.now(datetime.UTC)
     t = time.perf_counter()
-    every = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at)
+    every = evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=datetime.datetime.now(datetime.UTC))
     out["automation_all_s"] = time.perf_counter() - t
     out["automation_assets"] = sum(1 for r in every.results if isinstance(r.key, AssetKey))
     out["automation_requested"] = every.total_requested
-    sensor = defs.resolve_sensor_def(DEFAULT_SENSOR_NAME)
-    t = time.perf_counter()
-    evaluate_automation_conditions(defs=defs, instance=instance, evaluation_time=at,
-                                   asset_selection=sensor.asset_selection)  # type: ignore[attr-defined]
-    out["automation_one_sensor_s"] = time.perf_counter() - t
+    return out
+
+
+def _partition_evaluations(defs, table_name: str) -> dict[str, float | int]:
+    """With discovered tables as partitions: the discovery sensor's first tick (every table a new
+    partition), one table's health checks (one partition of ``discovered_checks``), the automation
+    conditions of the partitioned assets over every partition (``evaluate_automation_conditions``, which
+reads the partitions from the instance once per condition node), "autom.1" one tick of the automation
+sensor as the code server evaluates it."""
+    from dagster import build_sensor_context, instance_for_test
+
+    from assets.automation import DEFAULT_SENSOR_NAME
+    from assets.discovered import partition_tags
+    from delta_core.config.generated_names import DISCOVERED_CHECKS_JOB, DISCOVERED_PARTITIONS
+    from sensors.discovery import DISCOVERY_SENSOR
+
+    out: dict[str, float | int] = {}
+    top = defs.get_repository_def().get_top_level_resources()
+    sensor = defs.resolve_sensor_def(DISCOVERY_SENSOR)
+    with instance_for_test() as instance:
+        t = time.perf_counter()
+        with build_sensor_context(instance=instance, definitions=defs,
+                                  resources={k: top[k] for k in sensor.required_resource_keys}) as ctx:
+            found = sensor.evaluate_tick(ctx)
+        out["tick_first_s"] = time.perf_counter() - t  # the discovery tick: walk and partition requests
+        t = time.perf_counter()
+        for request in found.dynamic_partitions_requests or ():
+            instance.add_dynamic_partitions(DISCOVERED_PARTITIONS, list(request.partition_keys or ()))
+        out["tick_new_commit_s"] = time.perf_counter() - t  # the partitions written to the instance
+        t = time.perf_counter()
+        checks = defs.resolve_job_def(DISCOVERED_CHECKS_JOB).execute_in_process(
+            instance=instance, tags=partition_tags(table_name))
+        out["checks_run_s"] = time.perf_counter() - t
+        assert checks.success, checks
+        out.update(_advisor_and_automation(defs, instance))
+        # The automation sensor's tick as the code server evaluates it (its partition loading
+        # reads the partitions once; dagster.evaluate_automation_conditions reads them per node).
+        repository = defs.get_repository_def()
+        t = time.perf_counter()
+        repository.get_sensor_def(DEFAULT_SENSOR_NAME).evaluate_tick(
+            build_sensor_context(instance=instance, repository_def=repository))
+        out["automation_one_sensor_s"] = time.perf_counter() - t
     return out
 
 
@@ -292,6 +375,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the generated root")
     parser.add_argument("--s3-discovery", metavar="SIZES", help="comma-separated table counts: time a discovery "
                         "refresh on the S3-compatible server instead (s3_discovery)")
+    parser.add_argument("--shape", choices=("assets", "partitions"), default="assets",
+                        help="fleet.discovered_as: each table its own assets, or one partition of the fleet's "
+                             "(measure 2000,10000,20000 with partitions)")
+    parser.add_argument("--root", type=Path, help="generate the tables under this folder and keep them: a later "
+                                                  "run with the same --root reuses those already written")
     parser.add_argument("--measure", metavar="CONFIG", help=argparse.SUPPRESS)  # the child process
     parser.add_argument("--measure-s3-discovery", metavar="CONFIG", help=argparse.SUPPRESS)  # its child process
     args, _unknown = parser.parse_known_args(argv)
@@ -305,17 +393,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         s3_discovery([int(s) for s in args.s3_discovery.split(",")])
         return 0
     sizes = sorted(int(s) for s in args.tables.split(","))
-    work = Path(tempfile.mkdtemp(prefix="bench_fleet_"))
+    work = args.root or Path(tempfile.mkdtemp(prefix="bench_fleet_"))
+    work.mkdir(parents=True, exist_ok=True)
     try:
-        config = write_config(work)
-        made = 0
+        config = write_config(work, shape=args.shape)
+        made = _already_made(work / "lake")
+        if made > sizes[0]:
+            raise SystemExit(f"{work} holds {made} tables, more than {sizes[0]}: give a fresh --root or larger sizes")
         print(f"{'tables':>6} {'discover':>9} {'load':>7} {'resolve':>8} {'snapshot':>9} {'tick 1':>7} "
               f"{'tick 2':>7} {'checks':>7} {'advisor':>8} {'again':>6} {'autom.':>7} {'autom.1':>8} {'jobs':>5} "
               f"{'sensors':>8} {'RSS MB':>7}", flush=True)
         for n in sizes:
             t = time.perf_counter()
             generate(work / "lake", made, n)
-            made = n
+            made = max(made, n)
             generated = time.perf_counter() - t
             env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
             proc = subprocess.run([sys.executable, "-m", "benchmarks.bench_fleet", "--measure", str(config)],
@@ -333,7 +424,7 @@ def main(argv: Sequence[str] | None = None) -> int:
               "one fleet_advisor_sensor tick, again: the next one (nothing moved); autom.: the automation conditions of every maintenance asset, "
               "autom.1: of one automation sensor's assets. Dagster's sensor tick timeout: 60 s.")
     finally:
-        if args.keep:
+        if args.keep or args.root:
             print(f"kept {work}")
         else:
             shutil.rmtree(work, ignore_errors=True)

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dagster import AssetKey, AutomationContext
 
 from assets.automation import PredicateCondition
+from assets.discovered import discovered_asset_key
 from delta_core.health.priority import REWRITES
 from fleet.budget import FleetUsage, held_by
 from fleet.usage import FleetScope, fleet_scope, fleet_usage, max_bytes_bound
@@ -25,7 +26,8 @@ from resources.config import MaintenanceConfig, TableConfig
 class WithinFleetBudget(PredicateCondition):
     """True while the fleet budget lets one more run of the asset start (module docstring)."""
 
-    def __init__(self, config: MaintenanceConfig, scope: FleetScope | None = None):
+    def __init__(self, config: MaintenanceConfig, scope: FleetScope | None = None, *,
+                 discovered: TableConfig | None = None):
         super().__init__("within_fleet_budget",
                          description="The fleet limits of tables.yaml (fleet section) let one more maintenance "
                                      "run start: windows, concurrent runs, bytes rewritten per hour and day.",
@@ -33,8 +35,12 @@ class WithinFleetBudget(PredicateCondition):
         self.policy = config.fleet
         self.scope = scope or fleet_scope(config.tables)
         tables = {table.name: table for table in config.tables}
+        # ``discovered``: the record of one discover root's tables, counted on the partitioned assets
         self._rewrites = {key: _rewrite_bytes(tables[key.path[0]], key.path[-1])
                           for key in self.scope.assets if key.path[0] in tables}
+        if discovered is not None:
+            self._rewrites.update({discovered_asset_key(op): _rewrite_bytes(discovered, op)
+                                   for op in discovered.operations})
         self._usage: tuple[object, FleetUsage] | None = None  # (the tick's asset graph view, usage)
 
     def usage(self, context: AutomationContext) -> FleetUsage:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from dagster import (
     AssetExecutionContext,
     AssetKey,
+    AssetRecordsFilter,
     AssetsDefinition,
     AssetSelection,
     DagsterInstance,
@@ -39,10 +40,17 @@ from dagster import (
 )
 
 from assets.automation import DEFAULT_SENSOR_NAME as AUTOMATION_SENSOR_NAME
+from assets.discovered import discovered_asset_key
 from assets.health_view import health_cache, health_columns, health_policy
 from assets.maintenance import maintenance_asset_key
-from delta_core.config.generated_names import FLEET_GROUP, FLEET_REPORT_ASSET_NAME, FLEET_REPORT_JOB
-from delta_core.errors import DeltaError, NotADeltaTableError
+from delta_core.config.generated_names import (
+    DISCOVERED_PARTITIONS,
+    DISCOVERED_TABLES_RESOURCE_KEY,
+    FLEET_GROUP,
+    FLEET_REPORT_ASSET_NAME,
+    FLEET_REPORT_JOB,
+)
+from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
 from delta_core.health.checks import TableChecks, evaluate_checks
 from delta_core.health.priority import restored_points
 from delta_core.health.report import HealthReport
@@ -57,6 +65,7 @@ from schedules import SCHEDULE_TIMEZONE, schedule_name
 from schedules.next_tick import next_tick
 from sensors import sensor_name
 from sensors.advisor import FLEET_ADVISOR_SENSOR
+from sensors.discovered_log import DISCOVERED_LOG_SENSOR
 
 FLEET_REPORT_KEY = AssetKey([FLEET_GROUP, FLEET_REPORT_ASSET_NAME])
 FLEET_REPORT_SCHEDULE = "fleet_report_schedule"
@@ -73,17 +82,23 @@ def _utc(timestamp: float) -> str:
     return datetime.datetime.fromtimestamp(timestamp, tz=datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def last_maintenance(instance: DagsterInstance, table: TableConfig, history: Sequence[HistoryRow] | None) -> str:
+def last_maintenance(instance: DagsterInstance, table: TableConfig, history: Sequence[HistoryRow] | None, *,
+                     partitioned: bool = False) -> str:
     """The table's newest maintenance: its newest history row (``"<operation> <status> <time>
     (<trigger>)"``), else (no history kept, or none recorded yet) its newest maintenance
-    materialization (``"<operation> <time>"``); ``"never"``."""
+    materialization (``"<operation> <time>"``; ``partitioned``: of its partition of the discovered
+    tables' assets); ``"never"``."""
     mine = [r for r in history or () if r.table_name == table.name]
     if mine:
         last = max(mine, key=lambda r: r.end_time)
         return f"{last.operation} {last.status} {_utc(last.end_time.timestamp())} ({last.trigger})"
-    keys = [maintenance_asset_key(table.name, op) for op in table.operations]
-    latest = [(entry.timestamp, key.path[-1]) for key, entry in instance.get_latest_materialization_events(keys).items()
-              if entry is not None]
+    if partitioned:
+        latest = [(record.timestamp, op) for op in table.operations for record in instance.fetch_materializations(
+            AssetRecordsFilter(asset_key=discovered_asset_key(op), asset_partitions=[table.name]), limit=1).records]
+    else:
+        keys = [maintenance_asset_key(table.name, op) for op in table.operations]
+        latest = [(entry.timestamp, key.path[-1])
+                  for key, entry in instance.get_latest_materialization_events(keys).items() if entry is not None]
     if not latest:
         return "never"
     when, op = max(latest)
@@ -107,14 +122,17 @@ def running_instigators(instance: DagsterInstance, *, running_by_default: frozen
                      | {name for name in running_by_default if name not in states})
 
 
-def next_maintenance(table: TableConfig, now: float, running: frozenset[str]) -> str:
+def next_maintenance(table: TableConfig, now: float, running: frozenset[str], *, partitioned: bool = False) -> str:
     """What maintains the table next, from the schedules and sensors in ``running`` only: its
-    earliest running schedule's tick after ``now`` (``"<operation> <time>"``), ``"on health"``
-    when it is advised and an automation or advisor sensor runs, ``"on commits (<operations>)"``
-    when its log sensor runs; ``"nothing scheduled"`` without any of them."""
+    earliest running schedule's tick after ``now`` (``"<operation> <time>"``; ``partitioned``, a
+    discovered table as a partition: its crons are its automation conditions', so an automation
+    sensor must run), ``"on health"`` when it is advised and an automation or advisor sensor runs,
+    ``"on commits (<operations>)"`` when its log sensor runs; ``"nothing scheduled"`` without any of them."""
     after = datetime.datetime.fromtimestamp(now, tz=datetime.UTC)
+    automation = any(name.startswith(AUTOMATION_SENSOR_NAME) for name in running)
     ticks = [(next_tick(cron, after), op) for op in table.operations
-             if (cron := getattr(table.policy(op), "cron", None)) is not None and schedule_name(table.name, op) in running]
+             if (cron := getattr(table.policy(op), "cron", None)) is not None
+             and (automation if partitioned else schedule_name(table.name, op) in running)]
     parts = []
     if ticks:
         when, op = min(ticks)
@@ -123,7 +141,7 @@ def next_maintenance(table: TableConfig, now: float, running: frozenset[str]) ->
                                   for name in running):
         parts.append("on health")
     on_commits = [op for op in (CHECKPOINT.name, MANIFEST.name) if table.enabled(op)]
-    if on_commits and sensor_name(table.name) in running:
+    if on_commits and (DISCOVERED_LOG_SENSOR if partitioned else sensor_name(table.name)) in running:
         parts.append(f"on commits ({', '.join(on_commits)})")
     return "; ".join(parts) or "nothing scheduled"
 
@@ -192,12 +210,15 @@ def report_text(records: Sequence[TableRecord]) -> str:
 def build_fleet_report(config: MaintenanceConfig, *, running_by_default: frozenset[str] = frozenset(),
                        clock: Callable[[], float] = time.time) -> tuple[AssetsDefinition, AssetJob, ScheduleDefinition]:
     """The report asset, its job (``fleet_report``) and its schedule (``fleet_report_schedule``);
-    ``running_by_default``: the code location's schedules and sensors that run unless stopped."""
-    tables = config.tables
+    ``running_by_default``: the code location's schedules and sensors that run unless stopped.
+    With discovered tables as partitions, the report lists the partitions at its run."""
+    partitioned = config.fleet.partitioned and bool(config.discover)
+    listed = [t for t in config.tables if not (partitioned and t.discovered_under is not None)]
 
     # No "delta" kind: the all-tables maintenance job selects assets of that kind.
     @asset(key=FLEET_REPORT_KEY, group_name=FLEET_GROUP,
-           required_resource_keys={resource_key_of(t) for t in tables},
+           required_resource_keys={resource_key_of(t) for t in listed}
+           | ({DISCOVERED_TABLES_RESOURCE_KEY} if partitioned else set()),
            description="Every managed table with its health, failing checks, last and next maintenance and "
                        "the gain of its advised runs (from the Delta logs and this instance; no Spark).")
     def fleet_report(context: AssetExecutionContext) -> MaterializeResult:
@@ -205,8 +226,12 @@ def build_fleet_report(config: MaintenanceConfig, *, running_by_default: frozens
         running = running_instigators(context.instance, running_by_default=running_by_default)
         history = _history_rows(config, context)
         rows = []
-        for table in tables:
-            last, upcoming = last_maintenance(context.instance, table, history), next_maintenance(table, now, running)
+        tables = [(t, False) for t in listed]
+        if partitioned:
+            tables += [(t, True) for t in _partition_tables(context)]
+        for table, partition in tables:
+            last = last_maintenance(context.instance, table, history, partitioned=partition)
+            upcoming = next_maintenance(table, now, running, partitioned=partition)
             written = written_last_day(history, table, now)
             dt = table_resource(context.resources, table).open()
             try:
@@ -232,6 +257,18 @@ def build_fleet_report(config: MaintenanceConfig, *, running_by_default: frozens
         job=job, default_status=DefaultScheduleStatus.STOPPED,
         description=f"Refresh the fleet report on '{config.fleet.report_cron}' ({SCHEDULE_TIMEZONE}).")
     return fleet_report, job, schedule
+
+
+def _partition_tables(context: AssetExecutionContext) -> list[TableConfig]:
+    """The records of the discovered tables' partitions now (a table gone since: left out)."""
+    store = getattr(context.resources, DISCOVERED_TABLES_RESOURCE_KEY)
+    out = []
+    for name in sorted(context.instance.get_dynamic_partitions(DISCOVERED_PARTITIONS)):
+        try:
+            out.append(store.record(name))
+        except ConfigError as gone:
+            context.log.info(str(gone))
+    return out
 
 
 def _history_rows(config: MaintenanceConfig, context: AssetExecutionContext) -> list[HistoryRow] | None:

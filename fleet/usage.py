@@ -19,8 +19,11 @@ from dataclasses import dataclass
 
 from dagster import AssetKey, AssetRecordsFilter, DagsterInstance, DagsterRunStatus, RunsFilter
 
+from assets.automation import all_records
+from assets.discovered import discovered_asset_key
 from assets.maintenance import maintenance_asset_key
 from assets.metrics_view import BYTES_REMOVED_KEY
+from delta_core.config.generated_names import DISCOVERED_MAINTENANCE_JOB, discovered_job_name
 from delta_core.health.priority import REWRITES
 from fleet.budget import DAY_SECONDS, HOUR_SECONDS, FleetUsage, held_by
 from jobs import ALL_TABLES_MAINTENANCE_JOB, all_tables_job_name, maintenance_job_name, operation_job_name
@@ -29,8 +32,6 @@ from resources.config import MaintenanceConfig, TableConfig
 ESTIMATED_BYTES_TAG = "delta_maintenance/estimated_bytes"  # a requested run's rewrite estimate
 IN_PROGRESS = (DagsterRunStatus.QUEUED, DagsterRunStatus.NOT_STARTED, DagsterRunStatus.MANAGED,
                DagsterRunStatus.STARTING, DagsterRunStatus.STARTED, DagsterRunStatus.CANCELING)
-# Materializations read per rewrite asset and day: far more than a table's rewrites in a day.
-_MATERIALIZATIONS_PER_DAY = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,8 +47,18 @@ class FleetScope:
         return job_name in self.jobs or bool(asset_selection and self.assets.intersection(asset_selection))
 
 
-def fleet_scope(tables: Iterable[TableConfig]) -> FleetScope:
+def fleet_scope(tables: Iterable[TableConfig], *, partitioned: bool = False) -> FleetScope:
+    """What counts as maintenance for ``tables``; ``partitioned`` (``fleet.discovered_as``): the
+    discovered ones are partitions of the ``discovered_tables`` assets and run their jobs."""
     tables = tuple(tables)
+    discovered = tuple(t for t in tables if partitioned and t.discovered_under is not None)
+    if discovered:
+        ops = {op for t in discovered for op in t.operations}
+        listed = fleet_scope(t for t in tables if t.discovered_under is None)
+        return FleetScope(
+            jobs=listed.jobs | {DISCOVERED_MAINTENANCE_JOB, *map(discovered_job_name, ops)},
+            assets=listed.assets | {discovered_asset_key(op) for op in ops},
+            rewrite_assets=(*listed.rewrite_assets, *(discovered_asset_key(op) for op in sorted(ops) if op in REWRITES)))
     ops = {op for t in tables for op in t.operations}
     jobs = {maintenance_job_name(t.name) for t in tables} | {
         operation_job_name(t.name, op) for t in tables for op in t.operations}
@@ -61,9 +72,9 @@ def fleet_scope(tables: Iterable[TableConfig]) -> FleetScope:
 
 def rewritten_bytes(instance: DagsterInstance, key: AssetKey, *, since: float, until: float) -> list[tuple[float, int]]:
     """``(timestamp, bytes rewritten)`` of ``key``'s materializations between ``since`` and ``until``."""
-    records = instance.fetch_materializations(
-        AssetRecordsFilter(asset_key=key, after_timestamp=since, before_timestamp=until),
-        limit=_MATERIALIZATIONS_PER_DAY).records
+    # every one, page by page: a discovered tables' asset rewrites one partition per table
+    records = all_records(instance.fetch_materializations,
+                          AssetRecordsFilter(asset_key=key, after_timestamp=since, before_timestamp=until))
     out = []
     for record in records:
         materialization = record.asset_materialization

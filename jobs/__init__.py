@@ -18,12 +18,13 @@ the fleet jobs that select its assets (``TableJobs``), so the job count does not
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
 from dagster import AssetCheckKey, AssetKey, AssetSelection, define_asset_job, multi_or_in_process_executor
 
+from assets.discovered import DISCOVERED_TABLE_KEY, discovered_asset_key, partition_tags
 from assets.downstream import daily_summary_key
 from assets.health_checks import health_check_keys
 from assets.maintenance import OPERATION_TAG, maintenance_asset_key
@@ -32,8 +33,12 @@ from delta_core.config.generated_names import (
     ALL_TABLES_CHECKS_JOB,
     ALL_TABLES_MAINTENANCE_JOB,
     ALL_TABLES_OBSERVE_JOB,
+    DISCOVERED_CHECKS_JOB,
+    DISCOVERED_GROUP,
+    DISCOVERED_MAINTENANCE_JOB,
     all_tables_job_name,
     checks_job_name,
+    discovered_job_name,
     downstream_job_name,
     maintenance_job_name,
     observe_job_name,
@@ -67,10 +72,21 @@ class TableJobs:
     maintenance: AssetJob
     operations: dict[str, AssetJob]
     downstream: AssetJob | None
-    observe: AssetJob
+    observe: AssetJob | None  # None: a partition (its observations come from the log sensor)
     checks: AssetJob
     shared: Mapping[str, tuple[AssetKey, ...]] = field(default_factory=dict)
     shared_checks: tuple[AssetCheckKey, ...] = ()
+    partition: str | None = None  # a discovered table as a partition: the partition its runs maintain
+
+    @property
+    def run_tags(self) -> dict[str, str]:
+        """The tags every run for this table carries besides its own: its partition's, if any."""
+        return partition_tags(self.partition) if self.partition is not None else {}
+
+    def shares(self, job: AssetJob) -> bool:
+        """Whether ``job`` runs other tables too (a fleet job, or a partitioned one): its runs for
+        this table are told apart by their tags."""
+        return job.name in self.shared or self.partition is not None
 
     def selection(self, job: AssetJob) -> list[AssetKey] | None:
         """The assets a run of ``job`` for this table selects; None: all of the job's (its own job)."""
@@ -146,18 +162,24 @@ def _shared_jobs(table: TableConfig, fleet: Mapping[str, AssetJob]) -> TableJobs
 
 def build_cross_table_jobs(config: MaintenanceConfig) -> dict[str, AssetJob]:
     """The fleet jobs by name: all maintenance, one per operation and, when tables are discovered,
-    the observation of every discovered table (their own observe jobs)."""
+    the observation of every discovered table (their own observe jobs). With discovered tables as
+    partitions (``fleet.discovered_as``) these jobs serve the listed tables only: a job's assets
+    share one partitioning (``build_discovered_jobs``)."""
+    tables = [t for t in config.tables if not (config.fleet.partitioned and t.discovered_under is not None)]
     jobs = {ALL_TABLES_MAINTENANCE_JOB: _job(ALL_TABLES_MAINTENANCE_JOB,
-                                             AssetSelection.kind("delta") | _checks_of(*config.tables),
+                                             (AssetSelection.kind("delta") - AssetSelection.groups(DISCOVERED_GROUP))
+                                             | _checks_of(*tables),
                                              "Full maintenance of every managed table, then their health checks.")
-            } if config.tables else {}
+            } if tables else {}
     for op in OPERATIONS:
-        tables = [t for t in config.tables if op.name in t.operations]
-        if tables:
+        with_op = [t for t in tables if op.name in t.operations]
+        if with_op:
             jobs[all_tables_job_name(op.name)] = _job(
-                all_tables_job_name(op.name), AssetSelection.tag(OPERATION_TAG, op.name) | _checks_of(*tables),
+                all_tables_job_name(op.name),
+                (AssetSelection.tag(OPERATION_TAG, op.name) - AssetSelection.groups(DISCOVERED_GROUP))
+                | _checks_of(*with_op),
                 f"{op.name} of every managed table that enables it, then their health checks.")
-    discovered = [t for t in config.tables if t.discovered_under is not None]
+    discovered = [t for t in tables if t.discovered_under is not None]
     if discovered:
         jobs[ALL_TABLES_OBSERVE_JOB] = _job(ALL_TABLES_OBSERVE_JOB,
                                             AssetSelection.assets(*(table_asset_key(t.name) for t in discovered)),
@@ -166,4 +188,30 @@ def build_cross_table_jobs(config: MaintenanceConfig) -> dict[str, AssetJob]:
         jobs[ALL_TABLES_CHECKS_JOB] = _job(ALL_TABLES_CHECKS_JOB, _checks_of(*discovered),
                                            "Check discovered tables' health from their logs (a run selects one "
                                            "table's checks).")
+    return jobs
+
+
+def partition_jobs(table: TableConfig, jobs: Mapping[str, AssetJob]) -> TableJobs:
+    """The jobs of a discovered table as a partition: the ``build_discovered_jobs`` of its operations."""
+    return TableJobs(maintenance=jobs[DISCOVERED_MAINTENANCE_JOB],
+                     operations={op: jobs[discovered_job_name(op)] for op in table.operations},
+                     downstream=None, observe=None, checks=jobs[DISCOVERED_CHECKS_JOB], partition=table.name)
+
+
+def build_discovered_jobs(operations: Sequence[str]) -> dict[str, AssetJob]:
+    """The jobs over the discovered tables' partitions (``assets.discovered``): full maintenance,
+    one per operation of ``operations`` and the health checks; a run is one partition (table)."""
+    checks = AssetSelection.checks_for_assets(DISCOVERED_TABLE_KEY)
+    one_offs = [op.name for op in ONE_OFFS if op.name in operations]
+    maintained = [op for op in operations if op not in one_offs]
+    jobs = {DISCOVERED_MAINTENANCE_JOB: _job(
+        DISCOVERED_MAINTENANCE_JOB, AssetSelection.assets(*map(discovered_asset_key, maintained)) | checks,
+        f"Full maintenance of one discovered table (the run's partition): {', '.join(maintained)}, then its "
+        "health checks.")}
+    for op in operations:
+        jobs[discovered_job_name(op)] = _job(
+            discovered_job_name(op), AssetSelection.assets(discovered_asset_key(op)) | checks,
+            f"{operation(op).title} of one discovered table (the run's partition), then its health checks.")
+    jobs[DISCOVERED_CHECKS_JOB] = _job(DISCOVERED_CHECKS_JOB, checks,
+                                       "Check one discovered table's health (the run's partition) from its log.")
     return jobs

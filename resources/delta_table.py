@@ -7,6 +7,7 @@ transactions. All protocol work stays in ``delta_core``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -111,22 +112,59 @@ def table_resource_definition(table: TableConfig, *, clock: Clock = system_clock
 
 class DiscoveredTables:
     """The resource value serving every discovered table: ``table(name)`` is that table's
-    ``DeltaTableResource``, built when a run or a tick first asks for it."""
+    ``DeltaTableResource``, built when a run or a tick first asks for it; ``record(name)`` its
+    tables.yaml record. ``find`` (the discover roots walked again) serves a name the load did not
+    see (a table added since: a partition the discovery sensor added), at most once per
+    ``REFRESH_SECONDS``."""
 
-    def __init__(self, tables: Mapping[str, TableConfig], clock: Clock):
-        self._tables, self._clock = tables, clock
+    REFRESH_SECONDS = 60.0
+
+    def __init__(self, tables: Mapping[str, TableConfig], *, clock: Clock = system_clock,
+                 find: Callable[[], Sequence[TableConfig]] | None = None):
+        self._tables = dict(tables)
+        self._clock = clock
+        self._find = find
+        self._found_at = float("-inf")
         self._built: dict[str, DeltaTableResource] = {}
+
+    def record(self, name: str) -> TableConfig:
+        """The record of the discovered table ``name``; ``ConfigError`` when no root holds it now."""
+        if name not in self._tables and self._find is not None and time.monotonic() - self._found_at >= self.REFRESH_SECONDS:
+            self.refresh(self._find())
+        if name not in self._tables:
+            raise ConfigError(f"no discovered table is named {name!r}: it is no longer under a discover root of "
+                              "tables.yaml (the discovery sensor removes its partition on its next tick)")
+        return self._tables[name]
+
+    def refresh(self, tables: Sequence[TableConfig]) -> None:
+        """The discovered tables are now ``tables`` (the roots walked again)."""
+        self._found_at = time.monotonic()
+        self._tables = {t.name: t for t in tables}
+        self._built = {name: built for name, built in self._built.items() if name in self._tables}
+
+    def root_of(self, name: str) -> str | None:
+        """The discover root of the table ``name`` as last found (the load, or the discovery
+        sensor's last tick, which runs in the same code server); None when it was not found. An
+        automation tick asks this of every partition: it never walks the roots."""
+        known = self._tables.get(name)
+        return known.discovered_under if known is not None else None
 
     def table(self, name: str) -> DeltaTableResource:
         if name not in self._built:
-            self._built[name] = _initialized(self._tables[name], self._clock)
+            self._built[name] = _initialized(self.record(name), self._clock)
         return self._built[name]
 
 
-def discovered_tables_definition(tables: Sequence[TableConfig], *, clock: Clock = system_clock) -> ResourceDefinition:
-    """One resource for all discovered tables (``resources.DISCOVERED_TABLES_RESOURCE_KEY``)."""
+def discovered_tables_definition(tables: Sequence[TableConfig] | DiscoveredTables, *,
+                                 clock: Clock = system_clock) -> ResourceDefinition:
+    """One resource for all discovered tables (``resources.DISCOVERED_TABLES_RESOURCE_KEY``); given
+    a ``DiscoveredTables``, every run and tick of the process shares it (its own clock)."""
+    if isinstance(tables, DiscoveredTables):
+        shared = tables
+        return ResourceDefinition(resource_fn=lambda _context: shared,
+                                  description="The Delta tables found by discover: in tables.yaml.")
     by_name = {t.name: t for t in tables}
-    return ResourceDefinition(resource_fn=lambda _context: DiscoveredTables(by_name, clock),
+    return ResourceDefinition(resource_fn=lambda _context: DiscoveredTables(by_name, clock=clock),
                               description=f"The {len(by_name)} Delta tables found by discover: in tables.yaml.")
 
 

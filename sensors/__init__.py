@@ -27,8 +27,9 @@ automation.
 
 import itertools
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from dagster import (
     AssetObservation,
@@ -42,6 +43,7 @@ from dagster import (
     sensor,
 )
 
+from assets.discovered import DISCOVERED_TABLE_KEY
 from assets.maintenance import TABLE_TAG
 from assets.table import observe_table, table_asset_key
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
@@ -54,7 +56,10 @@ from jobs import TableJobs
 from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
 from schedules import op_run_config, policy_run_config
-from sensors.advisor import AdvisedTable, build_fleet_advisor_sensor
+from sensors.advisor import AdvisedPartitions, AdvisedTable, build_fleet_advisor_sensor
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
 
 TRIGGER_TAG = "delta_maintenance/trigger"
 VERSION_TAG = "delta_maintenance/version"
@@ -117,116 +122,139 @@ def _tags(table: str, trigger: str, version: int) -> dict[str, str]:
     return {TABLE_TAG: table, TRIGGER_TAG: trigger, VERSION_TAG: str(version)}
 
 
+@dataclass(frozen=True, slots=True)
+class TableTick:
+    """What one tick of a table's log sensor decided: the runs to request, the version to resume
+    after, and the observation of the table (none when nothing moved: ``skip_reason``)."""
+
+    requests: list[RunRequest]
+    cursor: int | None
+    observation: AssetObservation | None = None
+    skip_reason: str | None = None
+
+
+def table_tick(context: SensorEvaluationContext, table: TableConfig, jobs: TableJobs,
+               assets_by_op: Mapping[str, AssetsDefinition], dt: "DeltaTable", seen: int | None) -> TableTick:
+    """One tick of ``table``'s log sensor after version ``seen`` (None: the first tick): the
+    module docstring's requests, each of ``jobs`` (a partition's carry its tags), and the
+    observation of its table asset (a discovered table's: its partition)."""
+    checkpoint_job = jobs.operations.get(CHECKPOINT.name)
+    manifest_job = jobs.operations.get(MANIFEST.name)
+    interval = table.policies[CHECKPOINT.name].interval
+    if seen is None:
+        try:
+            latest = dt.latest_version()
+        except NotADeltaTableError as missing:
+            return TableTick([], None, skip_reason=f"{table.name}: {missing}")
+        batch = None
+    else:
+        try:
+            commits = list(itertools.islice(dt.changes_since(seen), table.sensor.max_commits_per_tick))
+        except LogGapError as gap:
+            # Commits after the cursor were cleaned up: resynchronise at the latest
+            # version and assume files and data changed.
+            context.log.warning(f"{table.name}: {gap}; resuming at the latest version")
+            latest = dt.latest_version()
+            commits = []
+            batch = CommitBatch.unknown(seen + 1, latest)
+        else:
+            if not commits:
+                return TableTick([], seen, skip_reason=f"no commits after version {seen}")
+            batch = CommitBatch.of(commits)
+            latest = batch.last_version
+
+    last_checkpoint = dt.last_checkpoint_version()
+    requests: list[RunRequest] = []
+    if checkpoint_job is not None and checkpoint_due(versions_since_checkpoint(latest, last_checkpoint), interval):
+        requests.append(RunRequest(
+            run_key=_run_key(table.name, CHECKPOINT.name, latest),
+            job_name=checkpoint_job.name,
+            asset_selection=jobs.selection(checkpoint_job),
+            asset_check_keys=jobs.check_selection(checkpoint_job),
+            # due by this sensor's interval: the run writes it whatever the table's own says
+            run_config=op_run_config(assets_by_op[CHECKPOINT.name],
+                                     policy_run_config(table, CHECKPOINT.name) | {"force": True}),
+            tags=_tags(table.name, "checkpoint_due", latest) | jobs.run_tags,
+        ))
+    if batch is not None and manifest_job is not None and batch.file_commits:
+        requests.append(RunRequest(
+            run_key=_run_key(table.name, MANIFEST.name, latest),
+            job_name=manifest_job.name,
+            asset_selection=jobs.selection(manifest_job),
+            asset_check_keys=jobs.check_selection(manifest_job),
+            run_config=op_run_config(assets_by_op[MANIFEST.name], policy_run_config(table, MANIFEST.name)),
+            tags=_tags(table.name, "files_changed", latest) | jobs.run_tags,
+        ))
+    if batch is not None and jobs.downstream is not None and batch.data_change_commits:
+        requests.append(RunRequest(
+            run_key=_run_key(table.name, "downstream", latest),
+            job_name=jobs.downstream.name,
+            asset_selection=jobs.selection(jobs.downstream),
+            tags=_tags(table.name, "data_changed", latest),
+        ))
+    requests.append(RunRequest(run_key=_run_key(table.name, "checks", latest), job_name=jobs.checks.name,
+                               asset_selection=jobs.selection(jobs.checks),
+                               asset_check_keys=jobs.check_selection(jobs.checks),
+                               tags=_tags(table.name, "new_version", latest) | jobs.run_tags))
+
+    # Commits the batch already read are not read again to find the data version.
+    known = ({v: CommitSummary.from_actions(v, actions).changes_data for v, actions in commits}
+             if batch is not None else None)
+    key = DISCOVERED_TABLE_KEY if jobs.partition is not None else table_asset_key(table.name)
+    data_version, metadata = observe_table(dt, table, context.instance, latest=latest,
+                                           last_checkpoint=last_checkpoint,
+                                           operation=batch.operations[-1] if batch else None,
+                                           timestamp_ms=None, known=known, key=key, partition=jobs.partition)
+    if batch is not None:
+        metadata.update({
+            "new_commits": MetadataValue.int(batch.commits),
+            "data_change_commits": MetadataValue.int(batch.data_change_commits),
+            "operations": MetadataValue.text(", ".join(sorted(set(batch.operations)))),
+        })
+    observation = AssetObservation(asset_key=key, partition=jobs.partition, metadata=metadata,
+                                   tags={DATA_VERSION_TAG: data_version.value})
+    return TableTick(requests, latest, observation)
+
+
 def build_table_sensor(table: TableConfig, jobs: TableJobs,
                        assets_by_op: dict[str, AssetsDefinition]) -> SensorDefinition | None:
     """The table's log sensor, or None when the policy turns it off.
 
     With no checkpoint, manifest or downstream job to start it still records each new version.
     """
-    checkpoint_job = jobs.operations.get(CHECKPOINT.name)
-    manifest_job = jobs.operations.get(MANIFEST.name)
-    targets = [j for j in (checkpoint_job, manifest_job, jobs.downstream, jobs.checks) if j is not None]
+    targets = [j for j in (jobs.operations.get(CHECKPOINT.name), jobs.operations.get(MANIFEST.name), jobs.downstream,
+                           jobs.checks) if j is not None]
     if not table.sensor.enabled:
         return None
-    resource_key = resource_key_of(table)
-    asset_key = table_asset_key(table.name)
-    interval = table.policies[CHECKPOINT.name].interval
-    max_commits = table.sensor.max_commits_per_tick
 
     @sensor(
         name=sensor_name(table.name),
         jobs=targets or None,
         minimum_interval_seconds=table.sensor.interval_seconds,
-        required_resource_keys={resource_key},
+        required_resource_keys={resource_key_of(table)},
         default_status=DefaultSensorStatus.RUNNING,
         description=(f"Watches `{table.name}`'s _delta_log: records each new version, requests its health "
                      "checks, checkpoint/manifest runs when due and downstream refreshes on data changes."),
     )
     def _sensor(context: SensorEvaluationContext) -> SensorResult:
         dt = table_resource(context.resources, table).open()
-        seen = parse_cursor(context.cursor)
-        if seen is None:
-            try:
-                latest = dt.latest_version()
-            except NotADeltaTableError as missing:
-                return SensorResult(skip_reason=f"{table.name}: {missing}")
-            batch = None
-        else:
-            try:
-                commits = list(itertools.islice(dt.changes_since(seen), max_commits))
-            except LogGapError as gap:
-                # Commits after the cursor were cleaned up: resynchronise at the latest
-                # version and assume files and data changed.
-                context.log.warning(f"{table.name}: {gap}; resuming at the latest version")
-                latest = dt.latest_version()
-                commits = []
-                batch = CommitBatch.unknown(seen + 1, latest)
-            else:
-                if not commits:
-                    return SensorResult(skip_reason=f"no commits after version {seen}", cursor=str(seen))
-                batch = CommitBatch.of(commits)
-                latest = batch.last_version
-
-        last_checkpoint = dt.last_checkpoint_version()
-        requests: list[RunRequest] = []
-        if checkpoint_job is not None and checkpoint_due(versions_since_checkpoint(latest, last_checkpoint), interval):
-            requests.append(RunRequest(
-                run_key=_run_key(table.name, CHECKPOINT.name, latest),
-                job_name=checkpoint_job.name,
-                asset_selection=jobs.selection(checkpoint_job),
-                asset_check_keys=jobs.check_selection(checkpoint_job),
-                # due by this sensor's interval: the run writes it whatever the table's own says
-                run_config=op_run_config(assets_by_op[CHECKPOINT.name],
-                                         policy_run_config(table, CHECKPOINT.name) | {"force": True}),
-                tags=_tags(table.name, "checkpoint_due", latest),
-            ))
-        if batch is not None and manifest_job is not None and batch.file_commits:
-            requests.append(RunRequest(
-                run_key=_run_key(table.name, MANIFEST.name, latest),
-                job_name=manifest_job.name,
-                asset_selection=jobs.selection(manifest_job),
-                asset_check_keys=jobs.check_selection(manifest_job),
-                run_config=op_run_config(assets_by_op[MANIFEST.name], policy_run_config(table, MANIFEST.name)),
-                tags=_tags(table.name, "files_changed", latest),
-            ))
-        if batch is not None and jobs.downstream is not None and batch.data_change_commits:
-            requests.append(RunRequest(
-                run_key=_run_key(table.name, "downstream", latest),
-                job_name=jobs.downstream.name,
-                asset_selection=jobs.selection(jobs.downstream),
-                tags=_tags(table.name, "data_changed", latest),
-            ))
-        requests.append(RunRequest(run_key=_run_key(table.name, "checks", latest), job_name=jobs.checks.name,
-                                   asset_selection=jobs.selection(jobs.checks),
-                                   asset_check_keys=jobs.check_selection(jobs.checks),
-                                   tags=_tags(table.name, "new_version", latest)))
-
-        # Commits the batch already read are not read again to find the data version.
-        known = ({v: CommitSummary.from_actions(v, actions).changes_data for v, actions in commits}
-                 if batch is not None else None)
-        data_version, metadata = observe_table(dt, table, context.instance, latest=latest,
-                                               last_checkpoint=last_checkpoint,
-                                               operation=batch.operations[-1] if batch else None,
-                                               timestamp_ms=None, known=known)
-        if batch is not None:
-            metadata.update({
-                "new_commits": MetadataValue.int(batch.commits),
-                "data_change_commits": MetadataValue.int(batch.data_change_commits),
-                "operations": MetadataValue.text(", ".join(sorted(set(batch.operations)))),
-            })
-        observation = AssetObservation(asset_key=asset_key, metadata=metadata,
-                                       tags={DATA_VERSION_TAG: data_version.value})
-        return SensorResult(run_requests=requests, cursor=str(latest), asset_events=[observation])
+        tick = table_tick(context, table, jobs, assets_by_op, dt, parse_cursor(context.cursor))
+        if tick.observation is None:
+            return SensorResult(skip_reason=tick.skip_reason,
+                                cursor=str(tick.cursor) if tick.cursor is not None else None)
+        return SensorResult(run_requests=tick.requests, cursor=str(tick.cursor), asset_events=[tick.observation])
 
     return _sensor
 
 
 def build_sensors(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,
-                  clock: Callable[[], float] = time.time) -> list[SensorDefinition]:
-    """Each table's log sensor and, when some table has ``advisor.mode: auto``, the fleet advisor
-    (``sensors.advisor``) over them, within the ``fleet`` budget over what ``scope`` counts as
-    maintenance (``fleet.usage.fleet_scope``), its now read from ``clock``."""
+                  clock: Callable[[], float] = time.time,
+                  partitions: AdvisedPartitions | None = None) -> list[SensorDefinition]:
+    """Each table's log sensor and, when some table has ``advisor.mode: auto`` (or ``partitions``,
+    discovered tables as partitions, are advised), the fleet advisor (``sensors.advisor``) over
+    them, within the ``fleet`` budget over what ``scope`` counts as maintenance
+    (``fleet.usage.fleet_scope``), its now read from ``clock``."""
     out = [s for table, jobs, assets_by_op in tables
            if (s := build_table_sensor(table, jobs, assets_by_op)) is not None]
-    advisor = build_fleet_advisor_sensor(tables, fleet, scope, clock=clock)
+    advisor = build_fleet_advisor_sensor(tables, fleet, scope, clock=clock, partitions=partitions)
     return out + ([advisor] if advisor is not None else [])

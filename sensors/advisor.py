@@ -46,11 +46,13 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from dagster import (
     AssetsDefinition,
+    DagsterInstance,
     DagsterRunStatus,
     DefaultSensorStatus,
     RunRequest,
@@ -63,6 +65,7 @@ from dagster import (
 
 from assets.health_view import health_cache
 from assets.maintenance import TABLE_TAG
+from delta_core.config.generated_names import DISCOVERED_PARTITIONS, DISCOVERED_TABLES_RESOURCE_KEY
 from delta_core.errors import ConfigError, NotADeltaTableError
 from delta_core.health.cache import HealthCache
 from delta_core.health.priority import Candidate, candidate, rank
@@ -73,9 +76,10 @@ from delta_core.maintenance.options import ZOrderOptions
 from delta_core.model.sizes import format_size
 from fleet.budget import admit
 from fleet.usage import ESTIMATED_BYTES_TAG, FleetScope, fleet_usage, max_bytes_bound
-from jobs import TableJobs
+from jobs import AssetJob, TableJobs, partition_jobs
 from resources import resource_key_of, table_resource
 from resources.config import FleetPolicy, TableConfig
+from resources.delta_table import DiscoveredTables
 from schedules import op_run_config, policy_run_config
 from sensors.report_cache import ReportCache
 
@@ -168,9 +172,9 @@ def _candidates(context: SensorEvaluationContext, advised: AdvisedTable, report:
         if requested.get(op) == report.version:
             held.append(f"{where}: already requested at version {report.version}")
             continue
-        shared = jobs.selection(job)  # a fleet job: its runs for this table carry the table's tag
+        # a fleet or partitioned job: its runs for this table carry the table's tag
         why_not = _held_back(context, job.name, cooldown_seconds=table.advisor.cooldown_minutes_for(op) * 60.0,
-                             now=now, tags={TABLE_OPERATION_TAG: f"{table.name}.{op}"} if shared else None)
+                             now=now, tags={TABLE_OPERATION_TAG: f"{table.name}.{op}"} if jobs.shares(job) else None)
         if why_not is not None:
             held.append(f"{where}: {why_not}")
             continue
@@ -192,7 +196,7 @@ def _request(advised: AdvisedTable, report: HealthReport, c: Candidate) -> RunRe
               ADVISOR_TAG: "true", TABLE_OPERATION_TAG: f"{table.name}.{op}",
               REASON_TAG: rec.reason, GAIN_TAG: f"{rec.estimated_gain:g} {rec.unit}",
               POINTS_TAG: f"{c.points:g}", ESTIMATED_BYTES_TAG: str(c.rewrite_bytes),
-              **health_tags(report)},
+              **health_tags(report), **jobs.run_tags},
     )
 
 
@@ -203,28 +207,55 @@ def _report(table: TableConfig, dt: DeltaTable, cache: HealthCache | None) -> He
                         cache=cache)
 
 
+@dataclass(frozen=True, slots=True)
+class AdvisedPartitions:
+    """The discovered tables as partitions (``assets.discovered``) the advisor ranks with the
+    listed ones: the partitions of the instance at each tick whose root says ``advisor: {mode: auto}``."""
+
+    tables: DiscoveredTables
+    jobs: Mapping[str, AssetJob]  # the discovered jobs by name
+    assets_by_op: dict[str, AssetsDefinition]
+    interval_seconds: int
+
+    def advised(self, instance: DagsterInstance) -> list[AdvisedTable]:
+        out = []
+        for name in sorted(instance.get_dynamic_partitions(DISCOVERED_PARTITIONS)):
+            try:
+                table = self.tables.record(name)
+            except ConfigError:
+                continue  # gone since the discovery sensor's last tick
+            if table.advisor.auto and table.operations:
+                out.append((table, partition_jobs(table, self.jobs), self.assets_by_op))
+        return out
+
+
 def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolicy, scope: FleetScope, *,
                                clock: Callable[[], float] = time.time,
-                               tick_budget_seconds: float = TICK_BUDGET_SECONDS) -> SensorDefinition | None:
+                               tick_budget_seconds: float = TICK_BUDGET_SECONDS,
+                               partitions: AdvisedPartitions | None = None) -> SensorDefinition | None:
     """The fleet advisor over the tables whose ``advisor.mode`` is ``auto`` (None if there are
-    none); it ticks at the shortest of their ``interval_seconds``. ``scope``: what counts as a
-    maintenance run or a rewrite (``fleet.usage.fleet_scope`` of every table); ``clock``: POSIX
-    seconds now (windows, cool-downs, the byte limits' hour and day, the reports' age);
-    ``tick_budget_seconds``: wall-clock time after which a tick computes no more reports."""
+    none) and the ``partitions`` that are; it ticks at the shortest of their ``interval_seconds``.
+    ``scope``: what counts as a maintenance run or a rewrite (``fleet.usage.fleet_scope`` of every
+    table); ``clock``: POSIX seconds now (windows, cool-downs, the byte limits' hour and day, the
+    reports' age); ``tick_budget_seconds``: wall-clock time after which a tick computes no more reports."""
     advised = [a for a in tables if a[0].advisor.auto and a[1].operations]
-    if not advised:
+    if not advised and partitions is None:
         return None
     cache = ReportCache(REPORT_MAX_AGE_SECONDS)
-    names = [a[0].name for a in advised]
+    listed = ", ".join(t.name for t, _, _ in advised)
+    whose = " and ".join(filter(None, [listed, "the discovered tables whose root says so" if partitions else ""]))
 
     @sensor(
         name=FLEET_ADVISOR_SENSOR,
-        jobs=[job for _, jobs, _ in advised for job in jobs.operations.values()],
-        minimum_interval_seconds=min(t.advisor.interval_seconds for t, _, _ in advised),
-        required_resource_keys={resource_key_of(t) for t, _, _ in advised},
+        jobs=[job for _, jobs, _ in advised for job in jobs.operations.values()]
+        + (list(partitions.jobs.values()) if partitions is not None else []),
+        minimum_interval_seconds=min([t.advisor.interval_seconds for t, _, _ in advised]
+                                     + ([partitions.interval_seconds] if partitions is not None else [])),
+        required_resource_keys={resource_key_of(t) for t, _, _ in advised}
+        | ({DISCOVERED_TABLES_RESOURCE_KEY} if partitions is not None else set()),
         default_status=DefaultSensorStatus.STOPPED,
         description=("Requests the maintenance that pays off most across the tables with advisor mode auto "
-                     f"({', '.join(t.name for t, _, _ in advised)}), best gain per byte rewritten first, "
+                     f"({whose}), best gain per byte rewritten first, "
                      "within the fleet budget of tables.yaml (fleet section)."),
     )
     def _advisor(context: SensorEvaluationContext) -> SensorResult:
@@ -236,7 +267,9 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
         stop_at = time.monotonic() + tick_budget_seconds
         figures = health_cache(context.instance)  # what other processes computed of each version
         not_reached = 0
-        for entry in cache.tables_oldest_first(names, advised):
+        every = advised + (partitions.advised(context.instance) if partitions is not None else [])
+        names = [a[0].name for a in every]
+        for entry in cache.tables_oldest_first(names, every):
             table = entry[0]
             if time.monotonic() >= stop_at:
                 not_reached += 1
@@ -252,7 +285,7 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
             candidates.extend(found)
             held.extend(not_now)
         admission = admit(rank(candidates), fleet_usage(context.instance, scope, now=now), fleet, now=now)
-        by_name = {a[0].name: a for a in advised}
+        by_name = {a[0].name: a for a in every}
         requests = []
         for c in admission.admitted:
             report = reports[c.table]

@@ -25,6 +25,12 @@ FLEET_REPORT_JOB = "fleet_report"
 ALL_TABLES_MAINTENANCE_JOB = "all_tables_maintenance"
 ALL_TABLES_OBSERVE_JOB = "all_tables_observe"
 ALL_TABLES_CHECKS_JOB = "all_tables_checks"
+# With ``fleet.discovered_as: partitions`` every discovered table is a partition (keyed by its name)
+# of the assets of one group: ``discovered_tables/delta_table``, ``discovered_tables/<operation>``.
+DISCOVERED_GROUP = "discovered_tables"
+DISCOVERED_PARTITIONS = "discovered_tables"  # the DynamicPartitionsDefinition's name
+DISCOVERED_MAINTENANCE_JOB = "discovered_maintenance"
+DISCOVERED_CHECKS_JOB = "discovered_checks"
 
 
 def table_resource_key(table_name: str) -> str:
@@ -56,21 +62,36 @@ def all_tables_job_name(operation: str) -> str:
     return f"all_tables_{operation}"
 
 
+def discovered_job_name(operation: str) -> str:
+    """The job of one operation over the discovered tables' partitions (a run: one partition)."""
+    return f"discovered_{operation}"
+
+
 def downstream_group(table_name: str) -> str:
     return f"{table_name}{DOWNSTREAM_GROUP_SUFFIX}"
 
 
-def location_names() -> set[tuple[str, str]]:
-    """The code location's own names, as (kind, name): fleet jobs, resources, group and report."""
+def location_names(*, partitioned: bool = False) -> set[tuple[str, str]]:
+    """The code location's own names, as (kind, name): fleet jobs, resources, group and report;
+    ``partitioned`` (``fleet.discovered_as: partitions``): also the discovered tables' group, assets
+    and jobs."""
     jobs = {ALL_TABLES_MAINTENANCE_JOB, ALL_TABLES_OBSERVE_JOB, ALL_TABLES_CHECKS_JOB, FLEET_REPORT_JOB,
             *(all_tables_job_name(op.name) for op in OPERATIONS)}
-    return {*(("job", j) for j in jobs), ("resource", SPARK_RESOURCE_KEY), ("resource", DISCOVERED_TABLES_RESOURCE_KEY),
-            ("group", FLEET_GROUP), ("asset key", f"{FLEET_GROUP}/{FLEET_REPORT_ASSET_NAME}")}
+    names = {("resource", SPARK_RESOURCE_KEY), ("resource", DISCOVERED_TABLES_RESOURCE_KEY),
+             ("group", FLEET_GROUP), ("asset key", f"{FLEET_GROUP}/{FLEET_REPORT_ASSET_NAME}")}
+    if partitioned:
+        jobs |= {DISCOVERED_MAINTENANCE_JOB, DISCOVERED_CHECKS_JOB, *(discovered_job_name(op.name) for op in REGISTRY)}
+        names |= {("group", DISCOVERED_GROUP), *(("asset key", f"{DISCOVERED_GROUP}/{asset}") for asset in
+                                                (TABLE_ASSET_NAME, *(op.name for op in REGISTRY)))}
+    return names | {("job", j) for j in jobs}
 
 
-def table_names(table_name: str, *, discovered: bool) -> set[tuple[str, str]]:
+def table_names(table_name: str, *, discovered: bool, partitioned: bool = False) -> set[tuple[str, str]]:
     """The names generated for a table, as (kind, name). A discovered table has no jobs or
-    resource of its own (it shares the fleet's)."""
+    resource of its own (it shares the fleet's); ``partitioned``, it is a partition key of the
+    fleet's assets and has no names of its own (discovery refuses two tables of one name)."""
+    if discovered and partitioned:
+        return set()
     names = {("group", table_name), ("group", downstream_group(table_name)),
              *(("asset key", f"{table_name}/{asset}") for asset in
                (TABLE_ASSET_NAME, DAILY_SUMMARY_ASSET_NAME, *(op.name for op in REGISTRY)))}
@@ -81,13 +102,13 @@ def table_names(table_name: str, *, discovered: bool) -> set[tuple[str, str]]:
     return names
 
 
-def collision(tables: Iterable[tuple[str, bool]]) -> tuple[str, str] | None:
+def collision(tables: Iterable[tuple[str, bool]], *, partitioned: bool = False) -> tuple[str, str] | None:
     """The first table (in order) whose generated names include the location's own or an
-    earlier table's, and why it cannot be loaded; ``tables`` are (name, discovered). None: no
-    collision."""
-    owner: dict[tuple[str, str], str | None] = dict.fromkeys(location_names())
+    earlier table's, and why it cannot be loaded; ``tables`` are (name, discovered);
+    ``partitioned``: discovered tables are partitions (``location_names``). None: no collision."""
+    owner: dict[tuple[str, str], str | None] = dict.fromkeys(location_names(partitioned=partitioned))
     for name, discovered in tables:
-        mine = table_names(name, discovered=discovered)
+        mine = table_names(name, discovered=discovered, partitioned=partitioned)
         for kind, generated in sorted(mine):
             if (kind, generated) in owner:
                 other = owner[kind, generated]

@@ -12,15 +12,15 @@ table's schema is checked by ``delta_core.config.table_checks``.
 
 from __future__ import annotations
 
-import dataclasses
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from delta_core.config.generated_names import collision
 from delta_core.config.records import (
     AdvisorPolicy,
     DailySummary,
+    DiscoverRoot,
     DownstreamPolicy,
     EnvRef,
     FleetPolicy,
@@ -73,14 +73,18 @@ def parse_config(raw: Any, *, source: str | None = None, base_dir: pathlib.Path 
                     for name, policy in doc["tables"].items()]
     except Invalid as exc:
         raise _error(exc.keys, exc.message, source) from None
+    fleet = FleetPolicy(**doc["fleet"])
     try:
-        discovered = _discovered(doc, explicit, base_dir=base_dir)
+        roots = _roots(doc, base_dir=base_dir)
+        if fleet.partitioned:
+            _refuse_downstream(roots)
+        discovered = discovered_tables(roots, explicit)
     except Invalid as exc:
         raise _error(exc.keys, exc.message, source) from None
     except ConfigError as exc:  # from discovery: a bad root, two tables of one name
         raise TableConfigError(str(exc), path=source, field="discover") from None
     tables = (*explicit, *discovered)
-    clash = collision((t.name, t.discovered_under is not None) for t in tables)
+    clash = collision(((t.name, t.discovered_under is not None) for t in tables), partitioned=fleet.partitioned)
     if clash is not None:
         raise TableConfigError(clash[1], path=source, table=clash[0], field="name")
     spark = doc["spark"]
@@ -88,8 +92,7 @@ def parse_config(raw: Any, *, source: str | None = None, base_dir: pathlib.Path 
         tables=tables, source=source,
         spark=SparkSettings(master=spark["master"], app_name=spark["app_name"], conf=tuple(spark["conf"].items()),
                             pool=spark["pool"]),
-        fleet=FleetPolicy(**doc["fleet"]),
-        history=_history(doc["history"], base_dir))
+        fleet=fleet, history=_history(doc["history"], base_dir), discover=roots)
 
 
 def _history(section: Mapping[str, Any] | None, base_dir: pathlib.Path | None) -> HistoryConfig | None:
@@ -167,24 +170,39 @@ def _advisor(section: Mapping[str, Any], *, target_size: int | None, min_file_si
                          windows=section["windows"])
 
 
-def _discovered(doc: Mapping[str, Any], explicit: list[TableConfig], *,
-                base_dir: pathlib.Path | None) -> list[TableConfig]:
-    """The records of the tables the ``discover`` roots find, each with its rule's ``defaults``; an
-    explicit table of the same name or location wins. The walk reads ``{env: NAME}`` now."""
-    from delta_core.log.discovery import DiscoverRule, discover_all  # storage (fsspec) only when discovering
+def _roots(doc: Mapping[str, Any], *, base_dir: pathlib.Path | None) -> tuple[DiscoverRoot, ...]:
+    """The ``discover`` entries: each rule with the record its tables take (one record per rule,
+    renamed per table: 2,000 tables must not read 2,000 policies). Reads ``{env: NAME}`` now."""
+    from delta_core.log.discovery import DiscoverRule  # storage (fsspec) only when discovering
 
-    rules, templates = [], []
+    roots = []
     for i, rule in enumerate(doc["discover"]):
         keys = ("discover", str(i), "defaults")
         defaults = rule["defaults"]
-        # One record per rule, renamed per table: 2,000 tables must not read 2,000 policies.
-        templates.append(_table("discovered", defaults, keys, uri=""))
         env = {k: {"env": v.name} if isinstance(v, EnvRef) else v for k, v in defaults["storage_options"]}
-        rules.append(DiscoverRule(root=resolve_table_uri(rule["root"], base_dir), include=rule["include"],
-                                  exclude=rule["exclude"],
-                                  storage_options=nested_options(resolve_env(env, ".".join(keys) + ".storage_options"))
-                                  or None))
-    explicit_uris = {t.name: t.uri if isinstance(t.uri, str) else None for t in explicit}
-    return [dataclasses.replace(templates[i], name=found.name, uri=found.uri, discovered_under=found.root)
-            for i, found in discover_all(rules, explicit_uris)]
+        roots.append(DiscoverRoot(
+            rule=DiscoverRule(root=resolve_table_uri(rule["root"], base_dir), include=rule["include"],
+                              exclude=rule["exclude"],
+                              storage_options=nested_options(resolve_env(env, ".".join(keys) + ".storage_options"))
+                              or None),
+            template=_table("discovered", defaults, keys, uri="")))
+    return tuple(roots)
 
+
+def _refuse_downstream(roots: Sequence[DiscoverRoot]) -> None:
+    """Discovered tables as partitions have no downstream assets: a root's ``defaults`` naming
+    some is refused, not ignored."""
+    for i, root in enumerate(roots):
+        if root.template.downstream.daily_summary is not None or root.template.downstream.assets:
+            raise Invalid(("discover", str(i), "defaults", "downstream"),
+                          "discovered tables as partitions (fleet.discovered_as: partitions) have no downstream "
+                          "assets; list the table under tables: to give it some, or drop downstream here")
+
+
+def discovered_tables(roots: Sequence[DiscoverRoot], explicit: Sequence[TableConfig]) -> list[TableConfig]:
+    """The records of the tables the ``discover`` roots find now, each with its root's ``defaults``;
+    an explicit table of the same name or location wins."""
+    from delta_core.log.discovery import discover_all
+
+    explicit_uris = {t.name: t.uri if isinstance(t.uri, str) else None for t in explicit}
+    return [roots[i].table(found.name, found.uri) for i, found in discover_all([r.rule for r in roots], explicit_uris)]

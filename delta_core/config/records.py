@@ -8,17 +8,21 @@ a section of its own, by the entry's name, and ``TableConfig.options`` reads one
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
 from delta_core.maintenance.history_records import HistoryLocation
 from delta_core.maintenance.operations import OPERATIONS, REGISTRY, VACUUM, Operation, operation
 from delta_core.model.table_properties import DEFAULT_CHECKPOINT_INTERVAL
+
+if TYPE_CHECKING:
+    from delta_core.log.discovery import DiscoverRule
 
 _Options = TypeVar("_Options")
 DEFAULT_SENSOR_INTERVAL_SECONDS = 30
@@ -28,6 +32,9 @@ DEFAULT_ADVISOR_COOLDOWN_MINUTES = 60.0
 DEFAULT_VACUUM_MIN_INTERVAL_HOURS = 24.0  # vacuum at most daily
 DEFAULT_FLEET_REPORT_CRON = "0 * * * *"  # the fleet report, hourly
 DEFAULT_SPARK_POOL = "delta_spark"  # the Dagster concurrency pool of every Spark step
+# tables.yaml ``fleet.discovered_as``: each discovered table its own assets, or one partition of the fleet's
+DISCOVERED_AS_ASSETS, DISCOVERED_AS_PARTITIONS = "assets", "partitions"
+DISCOVERED_SHAPES = (DISCOVERED_AS_ASSETS, DISCOVERED_AS_PARTITIONS)
 _WINDOW = re.compile(r"^([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])$")
 
 
@@ -219,6 +226,12 @@ class FleetPolicy:
     max_bytes_per_day: int | None = None  # ... in the last 24 hours
     windows: tuple[MaintenanceWindow, ...] = ()  # UTC
     report_cron: str = DEFAULT_FLEET_REPORT_CRON
+    discovered_as: str = DISCOVERED_AS_ASSETS  # DISCOVERED_SHAPES
+
+    @property
+    def partitioned(self) -> bool:
+        """Whether discovered tables are partitions of the fleet assets (``fleet.discovered_as``)."""
+        return self.discovered_as == DISCOVERED_AS_PARTITIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,12 +267,27 @@ def env_value(value: object, where: str) -> Any:
 
 
 @dataclass(frozen=True, slots=True)
+class DiscoverRoot:
+    """One ``discover:`` entry as read: where to walk (``rule``) and the policy every table found
+    there takes (``template``: its ``defaults``, renamed per table), so a table found after the
+    file was read gets the same record."""
+
+    rule: DiscoverRule
+    template: TableConfig
+
+    def table(self, name: str, uri: str) -> TableConfig:
+        """The record of the table ``name`` found at ``uri`` under this root."""
+        return dataclasses.replace(self.template, name=name, uri=uri, discovered_under=self.rule.root)
+
+
+@dataclass(frozen=True, slots=True)
 class MaintenanceConfig:
     tables: tuple[TableConfig, ...]
     spark: SparkSettings = field(default_factory=SparkSettings)
     fleet: FleetPolicy = field(default_factory=FleetPolicy)
     source: str | None = None
     history: HistoryConfig | None = None  # None: runs are not recorded
+    discover: tuple[DiscoverRoot, ...] = ()  # the discover: entries, in the file's order
 
     def table(self, name: str) -> TableConfig:
         for t in self.tables:

@@ -56,3 +56,28 @@ def test_clashing_tables_are_named(tables, table, words):
 
 def test_names_that_do_not_clash_pass():
     assert collision([("events", False), ("orders", True), ("all", False), ("tables_all", False)]) is None
+
+
+def test_discovered_partitions_generate_only_the_locations_names(tmp_path, tables_yaml):
+    """With discovered tables as partitions, every name of the definitions is the location's own
+    or a listed table's, however many tables are found; a listed table may not take one."""
+    lake = tmp_path / "lake"
+    for i in range(3):
+        create_table(str(lake / f"t{i}"), pa.schema([("id", pa.int64())]))
+    config = tables_yaml(f"""
+fleet: {{discovered_as: partitions}}
+tables:
+  events: {{uri: {tmp_path / "events"}}}
+discover: [{{root: {lake}, defaults: {{zorder: {{columns: [id]}}, manifest: true, purge: true}}}}]
+""")
+    defs = build_definitions(config)
+    graph = defs.resolve_asset_graph()
+    generated = {("job", j.name) for j in defs.resolve_all_job_defs() if not j.name.startswith("__")}
+    generated |= {("resource", key) for key in defs.resources or {}}
+    keys = list(graph.get_all_asset_keys())
+    generated |= {("asset key", "/".join(k.path)) for k in keys} | {("group", graph.get(k).group_name) for k in keys}
+    assert generated - (location_names(partitioned=True) | table_names("events", discovered=False)) == set()
+    assert table_names("t0", discovered=True, partitioned=True) == set()
+    clash = collision([("discovered", False)], partitioned=True)  # its job discovered_compact
+    assert clash is not None and "job 'discovered_analyze'" in clash[1] and "code location's own" in clash[1]
+    assert collision([("discovered", False)]) is None  # no such job without partitions
