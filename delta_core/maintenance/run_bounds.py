@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow.compute as pc
 
-from delta_core.maintenance.file_groups import FileGroup, keep_files
+from delta_core.maintenance.file_groups import FileGroup, group_paths, keep_where
+from delta_core.model.arrow_values import numbers_of
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -85,16 +86,9 @@ def quiet_groups(snapshot: Snapshot, groups: Sequence[G], quiet_minutes: float |
         kept = [g for g in groups if _partition_key(g) not in busy]
         skipped = [g for g in groups if _partition_key(g) in busy]
         return kept, QuietSkip(len({_partition_key(g) for g in skipped}), sum(g.num_files for g in skipped))
-    recent_paths = recent.column("path")
-    out: list[G] = []
-    files_skipped = 0
-    for g in groups:
-        quiet = keep_files(g, g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"),
-                                                                     value_set=recent_paths))))
-        if quiet is not None:
-            out.append(quiet)
-        files_skipped += g.num_files - (quiet.num_files if quiet is not None else 0)
-    return out, QuietSkip(0, files_skipped)
+    quiet = ~numbers_of(pc.is_in(group_paths(groups), value_set=recent.column("path"))).astype(bool)
+    out = keep_where(groups, quiet)
+    return out, QuietSkip(0, sum(g.num_files for g in groups) - sum(g.num_files for g in out))
 
 
 def ordered_groups(groups: Sequence[G], order: str) -> list[G]:

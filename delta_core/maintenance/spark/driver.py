@@ -34,9 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias, TypeVar
 
-import pyarrow as pa
-
-from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups
+from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups, group_paths
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, RewriteBounds
 from delta_core.maintenance.rewrite_commit import RewriteOutput, RewriteTally, deletion_vectors, run_rewrite_batches
@@ -126,7 +124,7 @@ def run_rewrite(
     ratio_before = skipped_file_ratio(snapshot, probes) if probes is not None else None
     if dry_run:
         # counted over the groups' columns: no Python string per input file
-        inputs = pa.chunked_array([g.file_list.column("path") for g in groups], pa.string())
+        inputs = group_paths(groups)
         planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=len(inputs), num_added_files=0,
                                removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
                                num_deletion_vectors_removed=len(deletion_vectors(snapshot, inputs)))
