@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pyarrow.compute as pc
 
 from delta_core.maintenance.file_groups import FileGroup, group_paths, keep_where
@@ -92,25 +93,28 @@ def quiet_groups(snapshot: Snapshot, groups: Sequence[G], quiet_minutes: float |
 
 
 def ordered_groups(groups: Sequence[G], order: str) -> list[G]:
-    """``groups`` in ``order`` (``smallest`` or ``benefit``; the module docstring's step 2)."""
-    first: dict[PartitionKey, int] = {}
-    part_bytes: dict[PartitionKey, int] = {}
-    part_files: dict[PartitionKey, int] = {}
-    for g in groups:
-        key = _partition_key(g)
-        first.setdefault(key, len(first))
-        part_bytes[key] = part_bytes.get(key, 0) + g.total_size
-        part_files[key] = part_files.get(key, 0) + g.num_files
-
-    def smallest(g: G) -> tuple[float, int, float]:
-        key = _partition_key(g)
-        return part_bytes[key], first[key], g.total_size
-
-    def benefit(g: G) -> tuple[float, int, float]:
-        key = _partition_key(g)
-        return -part_files[key] / max(part_bytes[key], 1), first[key], -g.num_files / max(g.total_size, 1)
-
-    return sorted(groups, key=smallest if order == "smallest" else benefit)
+    """``groups`` in ``order`` (``smallest`` or ``benefit``; the module docstring's step 2): one
+    stable sort of arrays, a partition key made once per distinct ``partition_values``."""
+    first: dict[PartitionKey, int] = {}  # partition -> its number, in order of first appearance
+    seen: dict[tuple[tuple[str, str | None], ...], int] = {}
+    part = np.empty(len(groups), np.int64)
+    for i, g in enumerate(groups):
+        code = seen.get(g.partition_values)
+        if code is None:
+            code = seen[g.partition_values] = first.setdefault(_partition_key(g), len(first))
+        part[i] = code
+    sizes = np.fromiter((g.total_size for g in groups), np.int64, len(groups))
+    files = np.fromiter((g.num_files for g in groups), np.int64, len(groups))
+    part_bytes = np.zeros(len(first), np.int64)
+    part_files = np.zeros(len(first), np.int64)
+    np.add.at(part_bytes, part, sizes)
+    np.add.at(part_files, part, files)
+    keys: tuple[np.ndarray, ...]  # the last is the first sort key
+    if order == "smallest":
+        keys = (sizes, part, part_bytes[part])
+    else:
+        keys = (-files / np.maximum(sizes, 1), part, -part_files[part] / np.maximum(part_bytes[part], 1))
+    return [groups[i] for i in np.lexsort(keys).tolist()]
 
 
 def take_within(groups: Sequence[G], *, max_bytes: int | None, max_files: int | None) -> tuple[list[G], Leftover]:
