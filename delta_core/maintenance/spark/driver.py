@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias, TypeVar
 
+from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups, group_paths
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, RewriteBounds
@@ -120,8 +121,10 @@ def run_rewrite(
     groups, left = take_within(ordered_groups(groups, bounds.order), max_bytes=bounds.max_bytes,
                                max_files=bounds.max_files)
     batches = batch_groups(groups, bounds.batch_size or DEFAULT_BATCH_BYTES)
-    probes = probe_values(snapshot, rewrite.skipping_columns) if rewrite.skipping_columns else None
-    ratio_before = skipped_file_ratio(snapshot, probes) if probes is not None else None
+    columns = rewrite.skipping_columns
+    ranges = column_bounds(snapshot, [(c,) for c in columns]) if columns else None  # parsed once for both
+    probes = probe_values(snapshot, columns, bounds=ranges) if columns else None
+    ratio_before = skipped_file_ratio(snapshot, probes, bounds=ranges) if probes is not None else None
     if dry_run:
         # counted over the groups' columns: no Python string per input file
         inputs = group_paths(groups)
