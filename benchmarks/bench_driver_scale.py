@@ -20,16 +20,28 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
   rows, statistics included, never every file's); and ``delta-core vacuum
   --dry-run --inventory``, over a generated Parquet inventory listing every file the log ever
   named plus ``--orphans`` unreferenced old files (no data files exist to list);
+- the dry runs, each what the operation does with ``dry_run`` (snapshot, plan, bounds, batches,
+  the skipped-file ratio; no Spark): ``compaction dry run`` over a plan of about
+  ``DRY_RUN_BINS`` bins in ``DRY_RUN_BATCHES`` batches (its target and batch sizes follow from
+  the live bytes; it prints the bins and batches it planned), ``Z-order dry run``, ``purge dry
+  run`` (the generated files have no deletion vectors: nothing to purge), and ``analyze plan``
+  (``plan_analyze --full`` and its commits' files: analyze has no dry run);
 - on a second log, ``clustered`` beside ``t`` (the same files, unpartitioned, clustered on ``id``
   and ``value``; the first nine tenths of the files clustered, the rest unclustered appends;
-  generated when a step below asks for it): ``clustered checkpoint`` (from its JSON commits) and
-  the ``cluster plan`` of an incremental run (``plan_clustering``) from that checkpoint.
+  generated when a step below asks for it): ``clustered checkpoint`` (from its JSON commits),
+  the ``cluster plan`` of an incremental run (``plan_clustering``) from that checkpoint, and its
+  ``cluster dry run``.
+
+First, unless ``--real-files 0``, a real compaction on real files (``real_compaction_share``:
+``--real-files`` small files written by delta_core, compacted on a warm local Spark session),
+reporting the share of its driver time outside the Spark jobs and the commits.
 
 A parent thread polls each child's RSS and stops it above ``--rss-limit`` MB (the step is then
 reported as over the limit), so a step that needs more than the machine can spare fails alone.
 
     python -m benchmarks.bench_driver_scale [--files 1000000 ...] [--commits 1000] [--removes 100000]
                                             [--wide] [--orphans 10000] [--steps NAME ...] [--keep DIR]
+                                            [--real-files 4000]
 """
 
 from __future__ import annotations

@@ -302,6 +302,7 @@ def run_rewrite_batches(
     """
     totals = _Totals()
     stopped = False
+    latest = snapshot  # advanced by the commits after it only (``Snapshot.update``), not re-read whole
     # progress by batch (files and bytes planned), for rewrites that take minutes
     reported = progress.tracked(label, batches, items_of=lambda b: sum(g.num_files for g in b),
                                 bytes_of=lambda b: sum(g.total_size for g in b))
@@ -319,7 +320,7 @@ def run_rewrite_batches(
             # Re-read the table just before writing, the first batch too (starting Spark takes
             # seconds after planning): a group whose input a writer removed meanwhile would only
             # lose its commit, so it is dropped before any task writes.
-            current = table.snapshot() if table.latest_version() != snapshot.version else snapshot
+            current = latest = latest.update()
             batch = _live_groups(table, current, batch, batch_label)
             if not batch:
                 if attempt:

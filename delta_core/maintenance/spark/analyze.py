@@ -127,7 +127,7 @@ def analyze(
         label = f"analyze batch {index}/{len(batches)} of {table.uri}"
         adds = list(iter_adds(snapshot.files_of(batch.column("path").to_pylist())))  # as planned
         if index > 1:
-            current = table.snapshot()
+            current = current.update()  # the commits since the last batch only
             if current.metadata != snapshot.metadata:
                 # The stats columns may differ now: the plan no longer says what to read.
                 aborted += len(batches) - index + 1

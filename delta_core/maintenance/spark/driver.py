@@ -126,11 +126,13 @@ def run_rewrite(
     probes = probe_values(snapshot, columns, bounds=ranges) if columns else None
     ratio_before = skipped_file_ratio(snapshot, probes, bounds=ranges) if probes is not None else None
     if dry_run:
-        # counted over the groups' columns: no Python string per input file
-        inputs = group_paths(groups)
-        planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=len(inputs), num_added_files=0,
-                               removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
-                               num_deletion_vectors_removed=len(deletion_vectors(snapshot, inputs)))
+        # The inputs' paths are cut from the plan only to count their deletion vectors, when
+        # some file has one: no Python string per input file either way.
+        vectors = snapshot.file_columns("deletion_vector").column(0)
+        planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=sum(g.num_files for g in groups),
+                               num_added_files=0, removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
+                               num_deletion_vectors_removed=len(deletion_vectors(snapshot, group_paths(groups)))
+                               if vectors.null_count < len(vectors) else 0)
         log.info("table=%s version=%d %s dry run: %d batch(es), %d file(s), %d bytes", table.uri, snapshot.version,
                  rewrite.label, len(batches), planned.num_removed_files, planned.removed_bytes)
         return RewriteRun(snapshot.version, len(batches), planned, watch, ratio_before, ratio_before, dry_run=True,
