@@ -317,9 +317,9 @@ def run_rewrite_batches(
             continue
         batch: Sequence[G] = planned
         for attempt in range(max_batch_retries + 1):
-            # Re-read the table just before writing, the first batch too (starting Spark takes
-            # seconds after planning): a group whose input a writer removed meanwhile would only
-            # lose its commit, so it is dropped before any task writes.
+            # Catch up with the table just before writing, the first batch too (starting Spark
+            # takes seconds after planning): a group whose input a writer removed meanwhile would
+            # only lose its commit, so it is dropped before any task writes.
             current = latest = latest.update()
             batch = _live_groups(table, current, batch, batch_label)
             if not batch:
