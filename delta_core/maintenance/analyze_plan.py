@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.compaction_plan import kept_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.purge_plan import selection
 from delta_core.maintenance.stats_coverage import snapshot_coverage
@@ -92,7 +93,7 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
     selected = numbers_of(mask).astype(bool)
     coverage = snapshot_coverage(snapshot)
     covered = selected & numbers_of(coverage.covered).astype(bool)
-    chosen = files.filter(mask_array(selected if full else selected & ~covered))
+    chosen = kept_rows(files, mask_array(selected if full else selected & ~covered))  # no copy of all
     chosen = chosen.take(pc.sort_indices(chosen.column("path"))) if chosen.num_rows else chosen
     return AnalyzePlan(
         read_version=snapshot.version,
