@@ -20,16 +20,28 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
   rows, statistics included, never every file's); and ``delta-core vacuum
   --dry-run --inventory``, over a generated Parquet inventory listing every file the log ever
   named plus ``--orphans`` unreferenced old files (no data files exist to list);
+- the dry runs, each what the operation does with ``dry_run`` (snapshot, plan, bounds, batches,
+  the skipped-file ratio; no Spark): ``compaction dry run`` over a plan of about
+  ``DRY_RUN_BINS`` bins in ``DRY_RUN_BATCHES`` batches (its target and batch sizes follow from
+  the live bytes; it prints the bins and batches it planned), ``Z-order dry run``, ``purge dry
+  run`` (the generated files have no deletion vectors: nothing to purge), and ``analyze plan``
+  (``plan_analyze --full`` and its commits' files: analyze has no dry run);
 - on a second log, ``clustered`` beside ``t`` (the same files, unpartitioned, clustered on ``id``
   and ``value``; the first nine tenths of the files clustered, the rest unclustered appends;
-  generated when a step below asks for it): ``clustered checkpoint`` (from its JSON commits) and
-  the ``cluster plan`` of an incremental run (``plan_clustering``) from that checkpoint.
+  generated when a step below asks for it): ``clustered checkpoint`` (from its JSON commits),
+  the ``cluster plan`` of an incremental run (``plan_clustering``) from that checkpoint, and its
+  ``cluster dry run``.
+
+First, unless ``--real-files 0``, a real compaction on real files (``real_compaction_share``:
+``--real-files`` small files written by delta_core, compacted on a warm local Spark session),
+reporting the share of its driver time outside the Spark jobs and the commits.
 
 A parent thread polls each child's RSS and stops it above ``--rss-limit`` MB (the step is then
 reported as over the limit), so a step that needs more than the machine can spare fails alone.
 
     python -m benchmarks.bench_driver_scale [--files 1000000 ...] [--commits 1000] [--removes 100000]
                                             [--wide] [--orphans 10000] [--steps NAME ...] [--keep DIR]
+                                            [--real-files 4000]
 """
 
 from __future__ import annotations
@@ -40,7 +52,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from benchmarks.bench_checkpoint import Clustering, _cpu_seconds, _file, _peak_rss_mb, generate_log
@@ -52,6 +64,15 @@ CLUSTERED = "clustered"  # the clustered table's directory, beside the partition
 CLUSTERING_COLUMNS = ("id", "value")
 CHECKPOINT_EVERY = 250
 COMMITTED_BINS = 20
+# The compaction dry run's plan: about this many bins in this many batches, whatever the scale.
+DRY_RUN_BINS = 350_000
+DRY_RUN_BATCHES = 5_000
+MEAN_FILE_SIZE = 10_000 + 996 // 2  # ``bench_checkpoint._file``'s sizes: 10,000 + i % 997 bytes
+# The real compaction: files of about this size, packed this many to a bin, in this many commits.
+REAL_FILE_BYTES = 50_000
+REAL_PARTITIONS = 8
+REAL_BIN_FILES = 20
+REAL_BATCHES = 10
 
 
 def _rss_now_mb(pid: int | str = "self") -> float:
@@ -136,6 +157,56 @@ def _vacuum_dry_run(path: str) -> None:
     _cli("vacuum", path, "--dry-run", "--json", "--inventory", os.path.join(os.path.dirname(path), INVENTORY))
 
 
+def _no_spark() -> Any:
+    raise AssertionError("a dry run started Spark")
+
+
+def _compaction_dry_run(path: str, live_files: int) -> str:
+    """``compact --dry-run`` over a plan of about ``DRY_RUN_BINS`` bins in ``DRY_RUN_BATCHES``
+    batches: the target and batch sizes follow from the live files' bytes (``MEAN_FILE_SIZE``)."""
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.options import RewriteBounds
+    from delta_core.maintenance.spark.compaction import CompactionMetrics, compact
+
+    live_bytes = live_files * MEAN_FILE_SIZE
+    metrics = compact(DeltaTable(path), _no_spark, target_size=max(1, live_bytes // DRY_RUN_BINS),
+                      bounds=RewriteBounds(batch_size=max(1, live_bytes // DRY_RUN_BATCHES)), dry_run=True)
+    assert isinstance(metrics, CompactionMetrics) and metrics.num_removed_files > 0
+    return f"{metrics.num_bins:,} bins, {metrics.num_batches:,} batches, {metrics.num_removed_files:,} files"
+
+
+def _zorder_dry_run(path: str, live_files: int) -> str:
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.zorder import zorder
+
+    metrics = zorder(DeltaTable(path), _no_spark, ["id", "value"], target_size=TARGET, dry_run=True)
+    return f"{metrics.num_batches:,} batches, {metrics.num_removed_files:,} files"
+
+
+def _purge_dry_run(path: str, live_files: int) -> str:
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.purge import purge
+
+    metrics = purge(DeltaTable(path), _no_spark, dry_run=True)
+    return f"{metrics.num_batches:,} batches, {metrics.num_removed_files:,} files (no deletion vectors)"
+
+
+def _cluster_dry_run(path: str, live_files: int) -> str:
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.spark.cluster import cluster
+
+    metrics = cluster(DeltaTable(path), _no_spark, target_size=TARGET, dry_run=True)
+    return f"{metrics.num_batches:,} batches, {metrics.num_removed_files:,} files"
+
+
+def _analyze_plan(path: str, live_files: int) -> str:
+    """What ``analyze --full`` decides before any Spark work: the plan and its commits' files."""
+    from delta_core.maintenance.analyze_plan import plan_analyze
+
+    plan = plan_analyze(_snapshot(path), full=True)
+    return f"{plan.num_files:,} files in {len(plan.batches()):,} commits"
+
+
 STEPS: dict[str, Callable[[str], Any]] = {
     "snapshot from JSON": _snapshot,
     "checkpoint": lambda path: _cli("checkpoint", path, "--json", "--force"),
@@ -154,12 +225,23 @@ STEPS: dict[str, Callable[[str], Any]] = {
 }
 
 
+# Steps that also take the number of live files, and say what they planned.
+DRY_RUNS: dict[str, Callable[[str, int], str]] = {
+    "compaction dry run": _compaction_dry_run,
+    "Z-order dry run": _zorder_dry_run,
+    "purge dry run": _purge_dry_run,
+    "analyze plan": _analyze_plan,
+    "cluster dry run": _cluster_dry_run,
+}
+ALL_STEPS = (*STEPS, *DRY_RUNS)
+
+
 JSON_STEPS = ("snapshot from JSON", "checkpoint", f"checkpoint every {CHECKPOINT_EVERY} commits",
               "clustered checkpoint")  # the others read the checkpoint "checkpoint" writes
-CLUSTERED_STEPS = ("clustered checkpoint", "cluster plan")  # on the clustered table
+CLUSTERED_STEPS = ("clustered checkpoint", "cluster plan", "cluster dry run")  # on the clustered table
 
 
-def _child(name: str, path: str, out: Any) -> None:
+def _child(name: str, path: str, live_files: int, out: Any) -> None:
     # The step's modules, imported before the clock starts (as any process has them loaded).
     import delta_core.cli.main  # noqa: F401
     import delta_core.log.table  # noqa: F401
@@ -170,8 +252,10 @@ def _child(name: str, path: str, out: Any) -> None:
 
     start_rss = _rss_now_mb()
     t0, cpu = time.perf_counter(), _cpu_seconds()
-    STEPS[name](path)
-    out.put((time.perf_counter() - t0, _cpu_seconds() - cpu, start_rss, _peak_rss_mb()))
+    note = DRY_RUNS[name](path, live_files) if name in DRY_RUNS else None
+    if name in STEPS:
+        STEPS[name](path)
+    out.put((time.perf_counter() - t0, _cpu_seconds() - cpu, start_rss, _peak_rss_mb(), note))
 
 
 def _drop_checkpoints(path: str) -> None:
@@ -182,14 +266,15 @@ def _drop_checkpoints(path: str) -> None:
             os.unlink(os.path.join(log_dir, name))
 
 
-def run_step(name: str, path: str, rss_limit_mb: float) -> tuple[float, float, float, float] | str:
-    """(seconds, CPU seconds, RSS at start MB, peak RSS MB) of step ``name`` in a fresh process,
-    or why not."""
+def run_step(name: str, path: str, rss_limit_mb: float, *,
+             live_files: int = 0) -> tuple[float, float, float, float, str | None] | str:
+    """(seconds, CPU seconds, RSS at start MB, peak RSS MB, what a dry run planned) of step
+    ``name`` in a fresh process, or why not."""
     if name in JSON_STEPS:
         _drop_checkpoints(path)
     ctx = multiprocessing.get_context("spawn")
     queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(name, path, queue))
+    proc = ctx.Process(target=_child, args=(name, path, live_files, queue))
     proc.start()
     seen = 0.0
     assert proc.pid is not None
@@ -206,8 +291,64 @@ def run_step(name: str, path: str, rss_limit_mb: float) -> tuple[float, float, f
     proc.join()
     if queue.empty():
         return f"failed (exit {proc.exitcode})"
-    result: tuple[float, float, float, float] = queue.get()
+    result: tuple[float, float, float, float, str | None] = queue.get()
     return result
+
+
+@contextlib.contextmanager
+def _timing(module: Any, name: str, spent: dict[str, float], key: str) -> Iterator[None]:
+    """Add the seconds spent in ``module.name`` to ``spent[key]`` while inside."""
+    original = getattr(module, name)
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            spent[key] += time.perf_counter() - t0
+
+    setattr(module, name, timed)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+def real_compaction_share(files: int, *, partitions: int = REAL_PARTITIONS, master: str = "local[*]") -> None:
+    """A real compaction of ``files`` small files (``bench_compaction.build``, about
+    ``REAL_FILE_BYTES`` each) into bins of ``REAL_BIN_FILES`` files, ``REAL_BATCHES`` commits, on
+    a warm Spark session: the share of its wall time spent outside the Spark jobs (``run_tasks``:
+    payloads shipped, tasks run, results collected) and the commits (``commit_rewrite``: proof,
+    conflict checks, log write)."""
+    import delta_core.maintenance.rewrite_commit as rewrite_commit
+    import delta_core.maintenance.spark.bin_rewrite as bin_rewrite
+    from benchmarks.bench_compaction import build
+    from benchmarks.harness import scratch_dir, warm_spark
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.options import RewriteBounds
+    from delta_core.maintenance.spark.compaction import compact
+
+    with scratch_dir("bench_driver_share_") as work:
+        uri = f"{work}/t"
+        t0 = time.perf_counter()
+        rows, size = build(uri, files * REAL_FILE_BYTES / 1e9, files, partitions)
+        written = DeltaTable(uri).snapshot().num_files
+        print(f"real compaction: {rows:,} rows in {written:,} files ({size / 1e6:.0f} MB, {partitions} partitions, "
+              f"built in {time.perf_counter() - t0:.0f} s)", flush=True)
+        spark = warm_spark(master, "bench-driver-share")
+        spent = {"Spark tasks": 0.0, "commits": 0.0}
+        with _timing(bin_rewrite, "run_tasks", spent, "Spark tasks"), \
+                _timing(rewrite_commit, "commit_rewrite_once", spent, "commits"):
+            t0 = time.perf_counter()
+            metrics = compact(DeltaTable(uri), spark, target_size=size // written * REAL_BIN_FILES,
+                              bounds=RewriteBounds(batch_size=max(1, size // REAL_BATCHES)))
+            wall = time.perf_counter() - t0
+        spark.stop()
+        outside = wall - sum(spent.values())
+        print(f"  {metrics.num_removed_files:,} files -> {metrics.num_added_files:,} in {metrics.batches_committed} "
+              f"commits: {wall:.1f} s; Spark tasks {spent['Spark tasks']:.1f} s, commits {spent['commits']:.1f} s, "
+              f"outside both {outside:.1f} s = {outside / wall:.1%} of the driver's time (target <= 10%)",
+              flush=True)
 
 
 def write_inventory(path: str, files: int, orphans: int) -> None:
@@ -242,10 +383,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--removes", type=int, default=None, help="default: a tenth of --files")
     parser.add_argument("--wide", action="store_true", help="seven stats columns per add instead of three")
     parser.add_argument("--orphans", type=int, default=10_000, help="unreferenced old files in the inventory")
-    parser.add_argument("--steps", nargs="*", choices=sorted(STEPS), default=list(STEPS))
+    parser.add_argument("--steps", nargs="*", choices=sorted(ALL_STEPS), default=list(ALL_STEPS))
     parser.add_argument("--rss-limit", type=float, default=11_000, help="stop a step above this RSS (MB)")
+    parser.add_argument("--real-files", type=int, default=4000,
+                        help="small files of the real compaction (0: none)")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR (or reuse the log there) and keep it")
     args, _unknown = parser.parse_known_args(argv)
+    if args.real_files:
+        real_compaction_share(args.real_files)
     for files in args.files:
         work = args.keep or tempfile.mkdtemp(prefix="bench_driver_scale_")
         path = os.path.join(work, "t")
@@ -269,11 +414,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {'step':<28}{'seconds':>9}{'CPU s':>8}{'RSS at start':>14}{'peak RSS':>10}  (MB; load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
             for name in args.steps:
-                r = run_step(name, clustered if name in CLUSTERED_STEPS else path, args.rss_limit)
+                r = run_step(name, clustered if name in CLUSTERED_STEPS else path, args.rss_limit,
+                             live_files=files - removes)
                 if isinstance(r, str):
                     print(f"  {name:<28}{r}", flush=True)
                 else:
-                    print(f"  {name:<28}{r[0]:>9.1f}{r[1]:>8.1f}{r[2]:>14.0f}{r[3]:>10.0f}", flush=True)
+                    print(f"  {name:<28}{r[0]:>9.1f}{r[1]:>8.1f}{r[2]:>14.0f}{r[3]:>10.0f}"
+                          + (f"  {r[4]}" if r[4] else ""), flush=True)
         finally:
             if not args.keep:
                 shutil.rmtree(work, ignore_errors=True)

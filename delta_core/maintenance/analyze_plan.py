@@ -11,7 +11,10 @@ file, as Delta Spark's ``StatisticsCollection.recompute`` does. The tasks read t
 columns holding the indexed leaves (at least one column: a file is read to count its rows).
 
 A table whose selected files are all covered yields an empty plan: nothing is read or committed.
-``batches()`` splits the files into commits so progress survives a failure on a large table.
+The plan keeps each chosen file's path and size only (coverage is parsed a slice of the stats
+at a time, ``snapshot_coverage``); ``batches()`` splits them into commits so progress survives
+a failure on a large table: zero-copy slices, whose ``add`` actions the run reads from the
+snapshot only when it reaches each commit.
 """
 
 from __future__ import annotations
@@ -24,12 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.log.file_actions import iter_adds
+from delta_core.maintenance.compaction_plan import kept_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
-from delta_core.maintenance.purge_plan import select_files
-from delta_core.maintenance.stats_coverage import stats_coverage
-from delta_core.model.actions import Add
-from delta_core.model.arrow_values import numbers_of
+from delta_core.maintenance.purge_plan import selection
+from delta_core.maintenance.stats_coverage import snapshot_coverage
+from delta_core.model.arrow_values import mask_array, numbers_of
 from delta_core.write.data_writer import data_fields
 from delta_core.write.operation_records import ComputeStatsParameters
 from delta_core.write.void_columns import is_void
@@ -48,7 +50,7 @@ class AnalyzePlan:
     full: bool
     columns: tuple[str, ...]  # the indexed leaf columns (logical dotted names) the new stats cover
     read_columns: tuple[str, ...]  # top-level logical columns the tasks read
-    files: pa.Table  # rows of ``Snapshot.files`` to analyze, by path
+    files: pa.Table  # ``path`` and ``size`` of the files to analyze, by path
     files_considered: int  # live files inside the predicate
     files_covered: int  # of those, the ones whose stats already cover ``columns``
 
@@ -65,10 +67,10 @@ class AnalyzePlan:
         return self.num_files == 0
 
     def batches(self, max_bytes: int = DEFAULT_BATCH_BYTES, *,
-                max_files: int = MAX_BATCH_FILES) -> list[tuple[Add, ...]]:
-        """The files' ``add`` actions in consecutive commits: a commit ends where the files so far
-        reach a multiple of ``max_bytes`` (so it holds at most ``max_bytes`` plus its last file)
-        or ``max_files`` files."""
+                max_files: int = MAX_BATCH_FILES) -> list[pa.Table]:
+        """The files (slices of ``files``) in consecutive commits: a commit ends where the files
+        so far reach a multiple of ``max_bytes`` (so it holds at most ``max_bytes`` plus its last
+        file) or ``max_files`` files."""
         if max_bytes <= 0 or max_files <= 0:
             raise ConfigError(f"batch limits must be positive, got {max_bytes} bytes and {max_files} files")
         if self.is_empty:
@@ -78,7 +80,7 @@ class AnalyzePlan:
         by_bytes, by_count = offsets // max_bytes, np.arange(len(sizes)) // max_files
         ends = np.flatnonzero((np.diff(by_bytes) > 0) | (np.diff(by_count) > 0)) + 1
         bounds = [0, *ends.tolist(), len(sizes)]
-        return [tuple(iter_adds(self.files.slice(lo, hi - lo))) for lo, hi in zip(bounds, bounds[1:])]
+        return [self.files.slice(lo, hi - lo) for lo, hi in zip(bounds, bounds[1:])]
 
     def operation_parameters(self) -> ComputeStatsParameters:
         return ComputeStatsParameters(predicate=self.predicate)
@@ -86,9 +88,12 @@ class AnalyzePlan:
 
 def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = False) -> AnalyzePlan:
     """Plan the analyze of ``snapshot`` (module doc)."""
-    files, predicate = select_files(snapshot, where)
-    coverage = stats_coverage(files, snapshot.metadata)
-    chosen = files if full else files.filter(pc.invert(coverage.covered))
+    files = snapshot.file_columns("path", "size")
+    mask, predicate = selection(snapshot, where, files)
+    selected = numbers_of(mask).astype(bool)
+    coverage = snapshot_coverage(snapshot)
+    covered = selected & numbers_of(coverage.covered).astype(bool)
+    chosen = kept_rows(files, mask_array(selected if full else selected & ~covered))  # no copy of all
     chosen = chosen.take(pc.sort_indices(chosen.column("path"))) if chosen.num_rows else chosen
     return AnalyzePlan(
         read_version=snapshot.version,
@@ -97,8 +102,8 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
         columns=tuple(c.name for c in coverage.columns),
         read_columns=_read_columns(snapshot, tuple(c.logical[0] for c in coverage.columns)),
         files=chosen,
-        files_considered=files.num_rows,
-        files_covered=coverage.num_covered,
+        files_considered=int(selected.sum()),
+        files_covered=int(covered.sum()),
     )
 
 

@@ -50,7 +50,7 @@ from delta_core.maintenance.bin_packing import lexical_order, sort_keys_of, valu
 from delta_core.maintenance.column_bounds import column_bounds
 from delta_core.maintenance.compaction_plan import resolve_sizes, table_target_size
 from delta_core.maintenance.curves import bits_per_column
-from delta_core.maintenance.file_groups import group_file_list
+from delta_core.maintenance.file_groups import group_file_list, groups_of_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.tag_codes import TagCodes, tag_codes
 from delta_core.maintenance.zorder_plan import PartitionFiles, ZOrderPlan, validate_columns
@@ -167,7 +167,7 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
         full=full,
         rewrite=ZOrderPlan(read_version=snapshot.version, columns=names, curve=CURVE, target_size=target,
                            predicate=None,
-                           partitions=(PartitionFiles((), group_file_list(files), rows, int(sizes[rows].sum())),)
+                           partitions=tuple(groups_of_rows(PartitionFiles, group_file_list(files), [rows], [()]))
                            if len(rows) else (),
                            files_considered=files.num_rows, bits_per_column=bits_per_column(len(names))),
         unclustered_files=int(unclustered.sum()),

@@ -91,11 +91,18 @@ def select_files(snapshot: Snapshot, where: str | None,
                  columns: Sequence[str] | None = None) -> tuple[pa.Table, str | None]:
     """Rows of ``snapshot.files`` (only ``columns`` of them when given) inside the partition
     predicate ``where`` (all when None), and the predicate's SQL."""
+    files = snapshot.files if columns is None else snapshot.file_columns(*columns)
+    mask, predicate = selection(snapshot, where, files)
+    return kept_rows(files, mask), predicate
+
+
+def selection(snapshot: Snapshot, where: str | None, files: pa.Table) -> tuple[pa.Array, str | None]:
+    """Which rows of ``files`` (``snapshot.files`` columns, ``path`` among them) lie inside the
+    partition predicate ``where`` (all when None), and the predicate's SQL."""
     predicate = parse_predicate(where, list(snapshot.partition_columns), schema_columns=snapshot.schema.field_names) \
         if where is not None else None
-    files = snapshot.files if columns is None else snapshot.file_columns(*columns)
     typed = snapshot.partition_values_typed() if predicate is not None else None
-    return kept_rows(files, selection_mask(files, typed, predicate)), (predicate.sql() if predicate else None)
+    return selection_mask(files, typed, predicate), (predicate.sql() if predicate else None)
 
 
 def plan_purge(

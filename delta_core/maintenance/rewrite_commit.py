@@ -56,12 +56,13 @@ from delta_core.errors import (
     StorageError,
 )
 from delta_core.log.file_actions import KEY_COLUMNS, file_keys, iter_adds
-from delta_core.maintenance.file_groups import FileGroup, keep_files
+from delta_core.maintenance.file_groups import FileGroup, group_paths, keep_where
 from delta_core.maintenance.options import DEFAULT_MAX_BATCH_RETRIES
 from delta_core.maintenance.run_bounds import Leftover
 from delta_core.maintenance.vacuum_plan import log_path_to_key
 from delta_core.model import progress
 from delta_core.model.actions import Add, DeletionVectorDescriptor, Remove
+from delta_core.model.arrow_values import numbers_of
 from delta_core.model.delta_operations import OPTIMIZE
 from delta_core.model.partition_values import url_decode_path
 from delta_core.write.commit_info import CommitInfoFields
@@ -301,6 +302,7 @@ def run_rewrite_batches(
     """
     totals = _Totals()
     stopped = False
+    latest = snapshot  # advanced by the commits after it only (``Snapshot.update``), not re-read whole
     # progress by batch (files and bytes planned), for rewrites that take minutes
     reported = progress.tracked(label, batches, items_of=lambda b: sum(g.num_files for g in b),
                                 bytes_of=lambda b: sum(g.total_size for g in b))
@@ -315,10 +317,10 @@ def run_rewrite_batches(
             continue
         batch: Sequence[G] = planned
         for attempt in range(max_batch_retries + 1):
-            # Re-read the table just before writing, the first batch too (starting Spark takes
-            # seconds after planning): a group whose input a writer removed meanwhile would only
-            # lose its commit, so it is dropped before any task writes.
-            current = table.snapshot() if table.latest_version() != snapshot.version else snapshot
+            # Catch up with the table just before writing, the first batch too (starting Spark
+            # takes seconds after planning): a group whose input a writer removed meanwhile would
+            # only lose its commit, so it is dropped before any task writes.
+            current = latest = latest.update()
             batch = _live_groups(table, current, batch, batch_label)
             if not batch:
                 if attempt:
@@ -346,14 +348,13 @@ def _live_groups(table: DeltaTable, current: Snapshot, batch: Sequence[G], batch
     with the deletion vector it has in ``current``); a group that lost inputs goes on with the rest
     while it holds two or more (``file_groups.keep_files``), else it is dropped. The files a
     writer added meanwhile are not taken in: they are the next run's."""
-    live_paths = current.files_of([path for g in batch for path in g.paths], ["path"]).column("path")
-    out = []
-    narrowed = 0
-    for g in batch:
-        kept = keep_files(g, g.file_list.filter(pc.is_in(g.file_list.column("path"), value_set=live_paths)))
-        if kept is not None:
-            out.append(kept)
-            narrowed += kept is not g
+    paths = group_paths(batch)
+    live = numbers_of(pc.is_in(paths, value_set=current.files_of(paths.to_pylist(), ["path"]).column("path")))
+    if live.all():
+        return tuple(batch)
+    out = keep_where(batch, live.astype(bool))
+    unchanged = {id(g) for g in batch}
+    narrowed = sum(id(g) not in unchanged for g in out)
     if narrowed or len(out) < len(batch):
         log.info("table=%s %s: inputs changed: %d group(s) dropped, %d narrowed to their live files", table.uri,
                  batch_label, len(batch) - len(out), narrowed)
@@ -367,7 +368,7 @@ def _rewrite_and_commit(
     totals: _Totals,
 ) -> BatchOutcome:
     """Rewrite ``batch`` on ``current`` and commit it; a commit is added to ``totals``."""
-    inputs = [path for g in batch for path in g.paths]
+    inputs = group_paths(batch).to_pylist()
     try:
         output = _rewrite_batch(table, current, batch, batch_label, rewrite=rewrite, inputs=inputs)
     except _REPLANNABLE as exc:  # ensure_inputs_live: an input changed before any task wrote

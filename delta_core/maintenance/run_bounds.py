@@ -27,9 +27,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
+import numpy as np
 import pyarrow.compute as pc
 
-from delta_core.maintenance.file_groups import FileGroup, keep_files
+from delta_core.maintenance.file_groups import FileGroup, group_paths, keep_where
+from delta_core.model.arrow_values import numbers_of
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -85,38 +87,34 @@ def quiet_groups(snapshot: Snapshot, groups: Sequence[G], quiet_minutes: float |
         kept = [g for g in groups if _partition_key(g) not in busy]
         skipped = [g for g in groups if _partition_key(g) in busy]
         return kept, QuietSkip(len({_partition_key(g) for g in skipped}), sum(g.num_files for g in skipped))
-    recent_paths = recent.column("path")
-    out: list[G] = []
-    files_skipped = 0
-    for g in groups:
-        quiet = keep_files(g, g.file_list.filter(pc.invert(pc.is_in(g.file_list.column("path"),
-                                                                     value_set=recent_paths))))
-        if quiet is not None:
-            out.append(quiet)
-        files_skipped += g.num_files - (quiet.num_files if quiet is not None else 0)
-    return out, QuietSkip(0, files_skipped)
+    quiet = ~numbers_of(pc.is_in(group_paths(groups), value_set=recent.column("path"))).astype(bool)
+    out = keep_where(groups, quiet)
+    return out, QuietSkip(0, sum(g.num_files for g in groups) - sum(g.num_files for g in out))
 
 
 def ordered_groups(groups: Sequence[G], order: str) -> list[G]:
-    """``groups`` in ``order`` (``smallest`` or ``benefit``; the module docstring's step 2)."""
-    first: dict[PartitionKey, int] = {}
-    part_bytes: dict[PartitionKey, int] = {}
-    part_files: dict[PartitionKey, int] = {}
-    for g in groups:
-        key = _partition_key(g)
-        first.setdefault(key, len(first))
-        part_bytes[key] = part_bytes.get(key, 0) + g.total_size
-        part_files[key] = part_files.get(key, 0) + g.num_files
-
-    def smallest(g: G) -> tuple[float, int, float]:
-        key = _partition_key(g)
-        return part_bytes[key], first[key], g.total_size
-
-    def benefit(g: G) -> tuple[float, int, float]:
-        key = _partition_key(g)
-        return -part_files[key] / max(part_bytes[key], 1), first[key], -g.num_files / max(g.total_size, 1)
-
-    return sorted(groups, key=smallest if order == "smallest" else benefit)
+    """``groups`` in ``order`` (``smallest`` or ``benefit``; the module docstring's step 2): one
+    stable sort of arrays, a partition key made once per distinct ``partition_values``."""
+    first: dict[PartitionKey, int] = {}  # partition -> its number, in order of first appearance
+    seen: dict[tuple[tuple[str, str | None], ...], int] = {}
+    part = np.empty(len(groups), np.int64)
+    for i, g in enumerate(groups):
+        code = seen.get(g.partition_values)
+        if code is None:
+            code = seen[g.partition_values] = first.setdefault(_partition_key(g), len(first))
+        part[i] = code
+    sizes = np.fromiter((g.total_size for g in groups), np.int64, len(groups))
+    files = np.fromiter((g.num_files for g in groups), np.int64, len(groups))
+    part_bytes = np.zeros(len(first), np.int64)
+    part_files = np.zeros(len(first), np.int64)
+    np.add.at(part_bytes, part, sizes)
+    np.add.at(part_files, part, files)
+    keys: tuple[np.ndarray, ...]  # the last is the first sort key
+    if order == "smallest":
+        keys = (sizes, part, part_bytes[part])
+    else:
+        keys = (-files / np.maximum(sizes, 1), part, -part_files[part] / np.maximum(part_bytes[part], 1))
+    return [groups[i] for i in np.lexsort(keys).tolist()]
 
 
 def take_within(groups: Sequence[G], *, max_bytes: int | None, max_files: int | None) -> tuple[list[G], Leftover]:

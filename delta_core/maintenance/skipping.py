@@ -3,8 +3,8 @@
 PROTOCOL.md "Per-file Statistics": a file must be read for ``col = v`` unless its
 ``[minValues, maxValues]`` excludes ``v``; a file without statistics is always read. Probe
 values are spread evenly between the column's smallest minimum and largest maximum (numeric
-columns) or over its distinct file minimums (others). Pure and columnar: only the snapshot's
-``file_stats()`` is read.
+columns) or over its distinct file minimums (others). Pure and columnar: only the bounds of the
+probed columns are parsed from the snapshot's statistics (``column_bounds``).
 """
 
 from __future__ import annotations
@@ -12,9 +12,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from delta_core.maintenance.column_bounds import column_bounds
+from delta_core.model.arrow_values import numbers_of
 from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX
 
 if TYPE_CHECKING:
@@ -23,10 +26,11 @@ if TYPE_CHECKING:
 DEFAULT_PROBES = 32
 
 
-def probe_values(snapshot: Snapshot, columns: Sequence[str], *,
-                 probes: int = DEFAULT_PROBES) -> dict[str, pa.Array]:
-    """Up to ``probes`` evenly spread values per column (columns without stats are left out)."""
-    stats = snapshot.file_stats()
+def probe_values(snapshot: Snapshot, columns: Sequence[str], *, probes: int = DEFAULT_PROBES,
+                 bounds: pa.Table | None = None) -> dict[str, pa.Array]:
+    """Up to ``probes`` evenly spread values per column (columns without stats are left out);
+    ``bounds``: ``column_bounds`` of ``columns``, when the caller has them already."""
+    stats = column_bounds(snapshot, [(c,) for c in columns]) if bounds is None else bounds
     out: dict[str, pa.Array] = {}
     for col in columns:
         name = MIN_PREFIX + col
@@ -50,9 +54,11 @@ def probe_values(snapshot: Snapshot, columns: Sequence[str], *,
     return out
 
 
-def skipped_shares(snapshot: Snapshot, probes: Mapping[str, pa.Array]) -> dict[str, list[float]]:
-    """Per column with min/max stats, the share of live files that ``col = v`` skips, per probe ``v``."""
-    stats = snapshot.file_stats()
+def skipped_shares(snapshot: Snapshot, probes: Mapping[str, pa.Array], *,
+                   bounds: pa.Table | None = None) -> dict[str, list[float]]:
+    """Per column with min/max stats, the share of live files that ``col = v`` skips, per probe
+    ``v`` (``bounds``: as ``probe_values`` takes them)."""
+    stats = column_bounds(snapshot, [(c,) for c in probes]) if bounds is None else bounds
     n = stats.num_rows
     out: dict[str, list[float]] = {}
     for col, values in probes.items():
@@ -60,6 +66,10 @@ def skipped_shares(snapshot: Snapshot, probes: Mapping[str, pa.Array]) -> dict[s
         if n == 0 or lo_name not in stats.column_names or hi_name not in stats.column_names:
             continue
         lo, hi = stats.column(lo_name), stats.column(hi_name)
+        skipped = _skipped_counts(lo, hi, values)
+        if skipped is not None:
+            out[col] = [s / n for s in skipped]
+            continue
         shares = out[col] = []
         for value in values:
             v = value.cast(lo.type) if value.type != lo.type else value
@@ -69,8 +79,31 @@ def skipped_shares(snapshot: Snapshot, probes: Mapping[str, pa.Array]) -> dict[s
     return out
 
 
-def skipped_file_ratio(snapshot: Snapshot, probes: Mapping[str, pa.Array]) -> float | None:
+def _skipped_counts(lo: pa.ChunkedArray, hi: pa.ChunkedArray, values: pa.Array) -> list[int] | None:
+    """The files ``col = v`` skips for each of ``values``, from the sorted bounds: those whose
+    minimum is above ``v`` plus those whose maximum is below it, one binary search per probe
+    instead of a pass over every file. None (count file by file) unless the bounds are numbers,
+    none NaN and each file's minimum at most its maximum: then the two sets are disjoint."""
+    if lo.type != hi.type or not (pa.types.is_integer(lo.type) or pa.types.is_floating(lo.type)):
+        return None
+    valid = pc.and_(pc.is_valid(lo), pc.is_valid(hi))
+    lows, highs = numbers_of(lo.filter(valid)), numbers_of(hi.filter(valid))
+    if pa.types.is_floating(lo.type) and (np.isnan(lows).any() or np.isnan(highs).any()):
+        return None
+    if not (lows <= highs).all():
+        return None
+    lows.sort()
+    highs.sort()
+    probes = numbers_of(values.cast(lo.type) if values.type != lo.type else values)
+    above = len(lows) - np.searchsorted(lows, probes, side="right")
+    below = np.searchsorted(highs, probes, side="left")
+    counts: list[int] = (above + below).tolist()
+    return counts
+
+
+def skipped_file_ratio(snapshot: Snapshot, probes: Mapping[str, pa.Array], *,
+                       bounds: pa.Table | None = None) -> float | None:
     """Mean share of live files a point query on a probe value skips (over probes and columns,
-    rounded to 4 places); None without stats."""
-    shares = [s for per_column in skipped_shares(snapshot, probes).values() for s in per_column]
+    rounded to 4 places); None without stats (``bounds``: as ``probe_values`` takes them)."""
+    shares = [s for per_column in skipped_shares(snapshot, probes, bounds=bounds).values() for s in per_column]
     return round(sum(shares) / len(shares), 4) if shares else None

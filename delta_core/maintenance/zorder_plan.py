@@ -42,7 +42,7 @@ from delta_core.maintenance.bin_packing import (
 )
 from delta_core.maintenance.compaction_plan import kept_rows, resolve_sizes, selection_mask, table_target_size
 from delta_core.maintenance.curves import bits_per_column
-from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
+from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of, groups_of_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.options import ZORDER_CURVES as CURVES
 from delta_core.maintenance.predicate import parse_predicate
@@ -212,9 +212,11 @@ def plan_zorder(
         cubes, current = cubes[kept], current[kept]
     sizes = numbers_or_zero(selected.column("size"))
     min_cube = target if min_cube_size is None else min_cube_size
-    groups = [_incremental(p, cubes, current, sizes, min_cube)
+    chosen = [(p.partition_values, _incremental(p.rows, cubes, current, sizes, min_cube))
               for p in group_partitions(selected, partition_key_names(snapshot))]
-    taken = tuple(g for g in groups if g.num_files)
+    chosen = [(values, rows) for values, rows in chosen if len(rows)]
+    taken = tuple(groups_of_rows(PartitionFiles, group_file_list(selected), [rows for _, rows in chosen],
+                                 [values for values, _ in chosen]))
     return ZOrderPlan(
         read_version=snapshot.version,
         columns=cols,
@@ -229,12 +231,11 @@ def plan_zorder(
     )
 
 
-def _incremental(partition: PartitionFiles, cubes: np.ndarray, current: np.ndarray, sizes: np.ndarray,
-                 min_cube_size: int) -> PartitionFiles:
-    """The files of ``partition`` one incremental run takes (the module docstring's rule);
-    ``cubes`` (``ZCUBE_ID`` codes), ``current`` (Z-ordered on the plan's columns) and ``sizes``
-    are per row of the plan's file list."""
-    rows = partition.rows
+def _incremental(rows: np.ndarray, cubes: np.ndarray, current: np.ndarray, sizes: np.ndarray,
+                 min_cube_size: int) -> np.ndarray:
+    """The files of a partition (its ``rows`` of the plan's file list) one incremental run takes
+    (the module docstring's rule); ``cubes`` (``ZCUBE_ID`` codes), ``current`` (Z-ordered on the
+    plan's columns) and ``sizes`` are per row of the plan's file list."""
     old = current[rows]
     _, cube_of, cube_files = np.unique(cubes[rows][old], return_inverse=True, return_counts=True)
     cube_bytes = np.bincount(cube_of.reshape(-1), weights=sizes[rows][old], minlength=len(cube_files))
@@ -242,5 +243,5 @@ def _incremental(partition: PartitionFiles, cubes: np.ndarray, current: np.ndarr
     take = ~old
     if take.any() or small.sum() >= 2:
         take[np.flatnonzero(old)[small[cube_of.reshape(-1)]]] = True
-    chosen = rows[take]
-    return PartitionFiles(partition.partition_values, partition.source, chosen, int(sizes[chosen].sum()))
+    chosen: np.ndarray = rows[take]
+    return chosen

@@ -56,3 +56,25 @@ def test_file_without_bounds_is_always_read(table_uri, value, expected):
     append(table, pa.table({"id": pa.array([0, 10], pa.int64())}))
     append(table, pa.table({"id": pa.array([None, None], pa.int64())}))
     assert skipped_shares(table.snapshot(), {"id": pa.array([value], pa.int64())}) == {"id": [expected]}
+
+
+def test_shares_counted_by_binary_search_equal_a_file_by_file_count(tmp_path):
+    """3,000 generated files (integer ``id`` and double ``value`` bounds), probes on and between
+    the bounds: each share is the files whose range excludes the value, counted one by one."""
+    from benchmarks.bench_checkpoint import generate_log
+    from delta_core.maintenance.column_bounds import column_bounds
+
+    generate_log(str(tmp_path / "t"), 3000, 30, removes=300)
+    snapshot = DeltaTable(str(tmp_path / "t")).snapshot()
+    bounds = column_bounds(snapshot, [("id",), ("value",)])
+    probes = probe_values(snapshot, ["id", "value"], probes=64, bounds=bounds)
+    edges = {c: sorted(set(bounds.column(f"min.{c}").to_pylist()[:50] + bounds.column(f"max.{c}").to_pylist()[:50]))
+             for c in ("id", "value")}
+    probes = {c: pa.concat_arrays([v, pa.array(edges[c], v.type)]) for c, v in probes.items()}
+    shares = skipped_shares(snapshot, probes, bounds=bounds)
+    for c, values in probes.items():
+        ranges = list(zip(bounds.column(f"min.{c}").to_pylist(), bounds.column(f"max.{c}").to_pylist()))
+        expected = [sum(1 for lo, hi in ranges if lo is not None and hi is not None and not lo <= v <= hi) / len(ranges)
+                    for v in values.to_pylist()]
+        assert shares[c] == expected
+    assert skipped_file_ratio(snapshot, probes, bounds=bounds) == skipped_file_ratio(snapshot, probes)

@@ -21,6 +21,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
+
+from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.analyze_commit import commit_stats, still_live
 from delta_core.maintenance.analyze_plan import AnalyzePlan, plan_analyze
 from delta_core.maintenance.metrics import OperationMetrics, Stopwatch
@@ -118,12 +121,13 @@ def analyze(
     versions: list[int] = []
     updated = changed = aborted = 0
     current = snapshot
-    reported = progress.tracked("analyze", batches, items_of=len, bytes_of=lambda b: sum(a.size for a in b))
+    reported = progress.tracked("analyze", batches, items_of=len,
+                                bytes_of=lambda b: int(pc.sum(b.column("size")).as_py() or 0))
     for index, batch in enumerate(reported, 1):
         label = f"analyze batch {index}/{len(batches)} of {table.uri}"
-        adds = list(batch)
+        adds = list(iter_adds(snapshot.files_of(batch.column("path").to_pylist())))  # as planned
         if index > 1:
-            current = table.snapshot()
+            current = current.update()  # the commits since the last batch only
             if current.metadata != snapshot.metadata:
                 # The stats columns may differ now: the plan no longer says what to read.
                 aborted += len(batches) - index + 1

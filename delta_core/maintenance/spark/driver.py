@@ -34,9 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Generic, Protocol, TypeAlias, TypeVar
 
-import pyarrow as pa
-
-from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups
+from delta_core.maintenance.column_bounds import column_bounds
+from delta_core.maintenance.file_groups import FileGroup, RewritePlan, batch_groups, group_paths
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES, RewriteBounds
 from delta_core.maintenance.rewrite_commit import RewriteOutput, RewriteTally, deletion_vectors, run_rewrite_batches
@@ -122,14 +121,18 @@ def run_rewrite(
     groups, left = take_within(ordered_groups(groups, bounds.order), max_bytes=bounds.max_bytes,
                                max_files=bounds.max_files)
     batches = batch_groups(groups, bounds.batch_size or DEFAULT_BATCH_BYTES)
-    probes = probe_values(snapshot, rewrite.skipping_columns) if rewrite.skipping_columns else None
-    ratio_before = skipped_file_ratio(snapshot, probes) if probes is not None else None
+    columns = rewrite.skipping_columns
+    ranges = column_bounds(snapshot, [(c,) for c in columns]) if columns else None  # parsed once for both
+    probes = probe_values(snapshot, columns, bounds=ranges) if columns else None
+    ratio_before = skipped_file_ratio(snapshot, probes, bounds=ranges) if probes is not None else None
     if dry_run:
-        # counted over the groups' columns: no Python string per input file
-        inputs = pa.chunked_array([g.file_list.column("path") for g in groups], pa.string())
-        planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=len(inputs), num_added_files=0,
-                               removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
-                               num_deletion_vectors_removed=len(deletion_vectors(snapshot, inputs)))
+        # The inputs' paths are cut from the plan only to count their deletion vectors, when
+        # some file has one: no Python string per input file either way.
+        vectors = snapshot.file_columns("deletion_vector").column(0)
+        planned = RewriteTally(versions=(), batches_aborted=0, num_removed_files=sum(g.num_files for g in groups),
+                               num_added_files=0, removed_bytes=sum(g.total_size for g in groups), added_bytes=0,
+                               num_deletion_vectors_removed=len(deletion_vectors(snapshot, group_paths(groups)))
+                               if vectors.null_count < len(vectors) else 0)
         log.info("table=%s version=%d %s dry run: %d batch(es), %d file(s), %d bytes", table.uri, snapshot.version,
                  rewrite.label, len(batches), planned.num_removed_files, planned.removed_bytes)
         return RewriteRun(snapshot.version, len(batches), planned, watch, ratio_before, ratio_before, dry_run=True,
