@@ -17,10 +17,10 @@ import pyarrow as pa
 from delta_core.write.table_writes import append, create_table
 
 HEAVY = ("pyarrow", "fsspec", "numpy", "pandas", "pyspark")
-# Loaded by no command that reads or checkpoints a table: Spark, pandas, other pyarrow readers,
-# the YAML and JSON Schema libraries, progress bars.
+# Loaded by no command that reads or checkpoints a local table: Spark, pandas, other pyarrow
+# readers, the YAML and JSON Schema libraries, progress bars, fsspec (local stores use os alone).
 NEVER_BY_READS = ("pyspark", "pandas", "pyarrow.dataset", "pyarrow.csv", "pyarrow.orc", "pyarrow.flight",
-                  "yaml", "jsonschema", "tqdm", "delta_core.maintenance.spark", "delta_core.health.report")
+                  "yaml", "jsonschema", "tqdm", "fsspec", "delta_core.maintenance.spark", "delta_core.health.report")
 
 _PROBE = """
 import contextlib, io, json, sys
