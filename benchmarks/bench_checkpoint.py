@@ -16,6 +16,8 @@ A second run measures the steady state (issue 19's target: at most 0.5x delta-rs
 (100) commits of 100 files follow it, which is what an automatic checkpoint reads. ``--size
 1M|3M`` picks the table size (``--files`` any other); ``--skip-json`` leaves out the first run
 (at 3M delta-rs takes minutes on it). The load average is printed with each run's figures.
+``bench_describe`` times the steady-state checkpoint as whole processes (``delta-core
+checkpoint`` against a delta-rs script, interpreter start and imports included).
 
     python -m benchmarks.bench_checkpoint [--size 1M|3M | --files N] [--commits 4] [--tail 100]
                                           [--repeat 1] [--skip-json]

@@ -13,17 +13,26 @@ waits for a core).
 - describe: ``delta-core describe --json --files`` vs a delta-rs script printing the same record
   (version, protocol, metadata, sorted file paths, record count from ``get_add_actions``), and
   ``describe --json`` without the file list (what ``describe`` prints by default);
+- checkpoint: ``delta-core checkpoint --force --json`` vs a delta-rs script calling
+  ``create_checkpoint()``, each on its own hard-linked copy of the table (what an automatic
+  checkpoint after ``--tail`` commits costs, start-up included);
 - ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
+
+The measured processes keep their compiled bytecode (``PYTHONPYCACHEPREFIX`` in the scratch
+directory; warmed by one untimed run of each command), as an installed package does, even where
+the environment sets ``PYTHONDONTWRITEBYTECODE`` (it does in our sessions: every process then
+compiles delta_core's sources, ~0.1 s of CPU); ``--compile`` measures with the environment as it is.
 
 Engines alternate, ``--repeat`` rounds; each figure is the median run (all runs are listed).
 Several sizes in one run: ``--files 100000 --files 1000000``. ``--table PATH`` measures an
 existing table as it is (neither generated nor removed), e.g. a hard-linked copy of the 10M-file
 log of ``bench_driver_scale`` after ``delta-core checkpoint``: generating 10M files the way
 above takes delta-rs's checkpoint of the JSON commits, which this machine cannot hold. The run
-closes with a summary per size: describe's time and peak RSS as ratios of delta-rs's (issue
-31's target: at most 0.5x both), with the file list and without.
+closes with a summary per size: describe's and checkpoint's time, peak RSS and CPU time as ratios
+of delta-rs's (the target: at most 0.4x its time and 0.5x its peak RSS at 1M files).
 
     python -m benchmarks.bench_describe [--files 100000]... [--table PATH]... [--tail 100] [--repeat 3]
+                                        [--compile]
 """
 
 from __future__ import annotations
@@ -38,7 +47,7 @@ import time
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from benchmarks.bench_checkpoint import _in_process, generate_log, run_deltars, write_commit
+from benchmarks.bench_checkpoint import _in_process, generate_log, link_copy, run_deltars, write_commit
 from benchmarks.harness import argument_parser, scratch_dir
 
 FILES_PER_TAIL_COMMIT = 100
@@ -81,6 +90,12 @@ print(json.dumps({
 }))
 """
 
+_DELTARS_CHECKPOINT = """
+import sys
+import deltalake
+deltalake.DeltaTable(sys.argv[1]).create_checkpoint()
+"""
+
 
 class Run(NamedTuple):
     """One process: wall seconds, peak RSS (MB), CPU seconds and its stdout's last line."""
@@ -91,11 +106,22 @@ class Run(NamedTuple):
     tail: str
 
 
+# The measured processes' environment (``_bytecode_cache``); None: this process's.
+_ENV: dict[str, str] | None = None
+
+
+def _bytecode_cache(work: str) -> None:
+    """Let the measured processes keep their compiled bytecode, in ``work``."""
+    global _ENV
+    _ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    _ENV["PYTHONPYCACHEPREFIX"] = os.path.join(work, "pycache")
+
+
 def _timed(argv: list[str]) -> Run:
     # stdout goes to a file: a describe of millions of files prints hundreds of MB
     with tempfile.NamedTemporaryFile("r", suffix=".time") as tf, tempfile.TemporaryFile("w+b") as out:
         proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M %U %S", *argv],
-                              stdout=out, stderr=subprocess.PIPE, text=True, check=False)
+                              stdout=out, stderr=subprocess.PIPE, text=True, check=False, env=_ENV)
         if proc.returncode:
             raise RuntimeError(f"{argv[:4]} failed: {proc.stderr[-2000:]}")
         seconds, kib, user, system = tf.read().split()[-4:]
@@ -113,11 +139,21 @@ def build_table(root: str, files: int, tail: int) -> None:
         write_commit(root, 5 + k, base + k * FILES_PER_TAIL_COMMIT, FILES_PER_TAIL_COMMIT)
 
 
-def _rounds(commands: dict[str, list[str]], repeat: int) -> dict[str, list[Run]]:
+def _rounds(commands: dict[str, list[str]], repeat: int, *, fresh_copy: str | None = None) -> dict[str, list[Run]]:
+    """Each command ``repeat`` times, alternating; with ``fresh_copy``, every run gets its own
+    hard-linked copy of that table as its last argument (a checkpoint writes into it)."""
     runs: dict[str, list[Run]] = {name: [] for name in commands}
-    for _ in range(repeat):
-        for name, argv in commands.items():
-            runs[name].append(_timed(argv))
+    for i in range(repeat):
+        for j, (name, argv) in enumerate(commands.items()):
+            if fresh_copy is None:
+                runs[name].append(_timed(argv))
+                continue
+            copy = f"{fresh_copy}.copy{i}_{j}"
+            link_copy(fresh_copy, copy)
+            try:
+                runs[name].append(_timed([*argv, copy]))
+            finally:
+                shutil.rmtree(copy, ignore_errors=True)
     return runs
 
 
@@ -143,33 +179,41 @@ def _report(title: str, runs: dict[str, list[Run]], ref: str | None) -> Medians:
     return med
 
 
-def _summary(rows: list[tuple[str, Medians]]) -> None:
-    """describe against delta-rs per table, as ratios (the issue's target: at most 0.5x)."""
-    print("\nsummary: describe --json vs delta-rs opening the table and listing its adds (medians)")
+def _summary(rows: list[tuple[str, Medians, Medians]]) -> None:
+    """describe and checkpoint against delta-rs per table, as ratios (the target: at most 0.4x
+    its time and 0.5x its peak RSS)."""
+    print("\nsummary: whole processes against delta-rs (medians): describe --json vs opening the table and "
+          "listing its adds; checkpoint vs create_checkpoint()")
     print(f"{'table':<28}{'engine':<22}{'s':>8}{'MB':>8}{'delta-rs s':>12}{'MB':>8}{'time ratio':>12}"
           f"{'RSS ratio':>11}{'CPU ratio':>11}")
-    for label, med in rows:
-        rs = med["delta-rs"]
-        for name in ("ours --files", "ours, no file list"):
-            m = med[name]
-            print(f"{label:<28}{name:<22}{m.seconds:>8.2f}{m.mb:>8.0f}{rs.seconds:>12.2f}{rs.mb:>8.0f}"
-                  f"{m.seconds / rs.seconds:>11.2f}x{m.mb / rs.mb:>10.2f}x{m.cpu / rs.cpu:>10.2f}x")
+    for label, describe, checkpoint in rows:
+        for med, names in ((describe, ("ours --files", "ours, no file list")), (checkpoint, ("ours checkpoint",))):
+            rs = med["delta-rs"]
+            for name in names:
+                m = med[name]
+                print(f"{label:<28}{name:<22}{m.seconds:>8.2f}{m.mb:>8.0f}{rs.seconds:>12.2f}{rs.mb:>8.0f}"
+                      f"{m.seconds / rs.seconds:>11.2f}x{m.mb / rs.mb:>10.2f}x{m.cpu / rs.cpu:>10.2f}x")
 
 
-def _measure(label: str, root: str, files: int | None, repeat: int) -> tuple[int, Medians]:
-    """Snapshot load and describe of the table at ``root`` (``files`` live files when known):
-    its number of live files and describe's medians."""
+def _measure(label: str, root: str, files: int | None, repeat: int) -> tuple[int, Medians, Medians]:
+    """Snapshot load, describe and checkpoint of the table at ``root`` (``files`` live files
+    when known): its number of live files, describe's medians and checkpoint's."""
     py = sys.executable
     load = _rounds({"ours": [py, "-c", _OURS_LOAD, root], "delta-rs": [py, "-c", _DELTARS_LOAD, root]}, repeat)
     counts = {name: {int(r.tail.split()[1]) for r in rs} for name, rs in load.items()}
     assert counts["ours"] == counts["delta-rs"] and len(counts["ours"]) == 1, counts
     assert files is None or counts["ours"] == {files}, counts
     _report(f"snapshot load, {label}", load, "delta-rs")
-    return counts["ours"].pop(), _report(f"describe --json, {label}", _rounds({
+    describe = _report(f"describe --json, {label}", _rounds({
         "ours --files": [py, "-m", "delta_core", "describe", root, "--json", "--files"],
         "ours, no file list": [py, "-m", "delta_core", "describe", root, "--json"],
         "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
     }, repeat), "delta-rs")
+    checkpoint = _report(f"checkpoint, {label} (each run on its own hard-linked copy)", _rounds({
+        "ours checkpoint": [py, "-m", "delta_core", "checkpoint", "--force", "--json"],
+        "delta-rs": [py, "-c", _DELTARS_CHECKPOINT],
+    }, repeat, fresh_copy=root), "delta-rs")
+    return counts["ours"].pop(), describe, checkpoint
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -181,14 +225,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tail", type=int, default=100, help="commits after the checkpoint")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated tables")
+    parser.add_argument("--compile", action="store_true",
+                        help="measure with this environment's bytecode setting (PYTHONDONTWRITEBYTECODE: "
+                             "every process compiles delta_core's sources)")
     args, _unknown = parser.parse_known_args(argv)
     py = sys.executable
     print(f"load average at start: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     with scratch_dir("bench_describe_", keep=args.keep) as work:
-        summary: list[tuple[str, Medians]] = []
+        summary: list[tuple[str, Medians, Medians]] = []
         small = os.path.join(work, "small")
         generate_log(small, 10, 2)
+        if not args.compile:
+            _bytecode_cache(work)
+        print("bytecode: " + ("as the environment says (PYTHONDONTWRITEBYTECODE="
+                              f"{os.environ.get('PYTHONDONTWRITEBYTECODE', '')!r})" if args.compile
+                              else "kept, as an installed package's"))
+        # untimed: compiles what describe and checkpoint import
+        _rounds({"describe": [py, "-m", "delta_core", "describe", "--json"],
+                 "checkpoint": [py, "-m", "delta_core", "checkpoint", "--force", "--json"]}, 1, fresh_copy=small)
         _report("CLI start-up (targets: --help 0.3 s, describe of a 10-file table 0.5 s)", _rounds({
             "delta-core --help": [py, "-m", "delta_core", "--help"],
             "describe, 10 files": [py, "-m", "delta_core", "describe", small, "--json"],
@@ -200,13 +255,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"\n{files:,} files: a checkpoint plus {args.tail} commits "
                   f"(built in {time.perf_counter() - t0:.1f} s); load average "
                   f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-            summary.append((f"{files:,} files", _measure(f"{files:,} files", root, files, args.repeat)[1]))
+            summary.append((f"{files:,} files", *_measure(f"{files:,} files", root, files, args.repeat)[1:]))
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
         for root in args.table:
             print(f"\n{root}: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-            n, med = _measure(root, root, None, args.repeat)
-            summary.append((f"{os.path.basename(os.path.normpath(root))} ({n:,})", med))
+            n, describe, checkpoint = _measure(root, root, None, args.repeat)
+            summary.append((f"{os.path.basename(os.path.normpath(root))} ({n:,})", describe, checkpoint))
         _summary(summary)
         print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0

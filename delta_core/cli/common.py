@@ -21,7 +21,6 @@ import traceback
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
-from delta_core.cli.policy import add_policy_arguments
 from delta_core.errors import ConfigError, DeltaError
 
 if TYPE_CHECKING:
@@ -53,6 +52,9 @@ def add_table_arguments(parser: argparse.ArgumentParser, *, policy: bool = False
     ``policy`` also ``--config``/``--table`` (``delta_core.cli.policy``), which may name the table
     instead of TABLE_URI."""
     if policy:
+        # deferred: the tables.yaml reader is imported by the commands that take a policy only
+        from delta_core.cli.policy import add_policy_arguments
+
         parser.add_argument("table_uri", metavar="TABLE_URI", nargs="?", default=None,
                             help="table root: a local path or an fsspec URI such as s3://bucket/table "
                                  "(optional with --table)")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from delta_core.cli.common import emit, open_table, table_command
 from delta_core.cli.operation_args import add_option_arguments
@@ -25,6 +25,9 @@ from delta_core.maintenance.history_records import location_from_env
 from delta_core.maintenance.operations import REGISTRY, Operation
 from delta_core.maintenance.recorded_run import RunOrigin, Score, run_recorded
 from delta_core.maintenance.report import summary_line
+
+if TYPE_CHECKING:
+    from delta_core.log.table import DeltaTable
 
 
 def _origin(policy: TablePolicy | None) -> RunOrigin:
@@ -36,12 +39,16 @@ def _origin(policy: TablePolicy | None) -> RunOrigin:
 
 
 def _scorer(policy: TablePolicy | None) -> Score:
-    from delta_core.health.policy import HealthPolicy
-    from delta_core.health.report import table_health
+    # health is imported when a recorded run scores the table, not by every command
+    def score(table: DeltaTable) -> int:
+        from delta_core.health.policy import HealthPolicy
+        from delta_core.health.report import table_health
 
-    health = policy.health if policy is not None else HealthPolicy()
-    columns = list(policy.zorder_columns) if policy is not None else []
-    return lambda table: table_health(table, policy=health, columns=columns or None).score
+        health = policy.health if policy is not None else HealthPolicy()
+        columns = list(policy.zorder_columns) if policy is not None else []
+        return table_health(table, policy=health, columns=columns or None).score
+
+    return score
 
 
 def spark_argument(parser: argparse.ArgumentParser) -> None:

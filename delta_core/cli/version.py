@@ -10,12 +10,14 @@ pointing at a clone, with or without another install in the environment), the ch
 from __future__ import annotations
 
 import argparse
-import importlib.metadata
 import json
 import pathlib
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import unquote, urlparse
+
+if TYPE_CHECKING:
+    import importlib.metadata
 
 DISTRIBUTION = "delta-maintenance"
 
@@ -32,6 +34,8 @@ def provides(dist: importlib.metadata.Distribution, package_dir: pathlib.Path) -
 
 def package_version() -> str:
     """``0.1.0``, or ``0.1.0 (source at /src/clone, not installed)`` from a checkout."""
+    import importlib.metadata  # deferred: 20-40 ms (email, zipfile) that only --version needs
+
     import delta_core
 
     package_dir = pathlib.Path(delta_core.__file__).resolve().parent

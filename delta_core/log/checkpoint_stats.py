@@ -12,6 +12,10 @@ batch or for a few ordinals. ``numRecords`` alone comes from ``add.stats_parsed.
 when every row has it (one integer column), else from the JSON. Tags come back as ``files``
 types them (``STRING_MAP``), whatever the writer named the map's parts (``conform_array``).
 
+Reading a whole column, the ``add`` rows are told apart by ``add.size`` (an integer) rather than
+``add.path`` (strings, a quarter of the bytes decoded) wherever the footer shows the two set in
+the same number of rows of every row group (``add_marker``).
+
 JSON ``stats`` are synthesised from ``stats_parsed`` only for rows that lack them. A checkpoint
 that is gone or no longer holds the rows it held at load time (a log cleanup raced the reader)
 raises ``CorruptLogError`` saying to reload the table.
@@ -141,14 +145,16 @@ class CheckpointStats:
         """``column`` of checkpoint part ``key``, batch by batch."""
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
-            yield from (values for _, values in self._values_in(pf, self.storage.uri(key), column))
+            yield from (values for _, values in self._values_in(pf, self.storage.uri(key), column,
+                                                                 marker=add_marker(pf)))
         finally:
             fh.close()
 
-    def _values_in(self, pf: pq.ParquetFile, source: str, column: str,
-                   row_groups: list[int] | None = None) -> Iterator[tuple[pa.ChunkedArray, pa.Array]]:
-        """The ``path`` and ``column`` (``stats`` or ``tags``) of the add rows of ``pf`` (of its
-        ``row_groups`` only, when given), batch by batch, typed as in ``FILES_SCHEMA``: JSON stats
+    def _values_in(self, pf: pq.ParquetFile, source: str, column: str, row_groups: list[int] | None = None,
+                   *, marker: str = "path") -> Iterator[tuple[pa.ChunkedArray, pa.Array]]:
+        """The ``marker`` (``path``, or ``add_marker``'s) and ``column`` (``stats`` or ``tags``) of
+        the add rows of ``pf`` (of its ``row_groups`` only, when given), batch by batch, typed as
+        in ``FILES_SCHEMA``: JSON stats
         are synthesised from ``add.stats_parsed`` for rows that lack them; an all-null batch
         shares its nulls (``shared_nulls``)."""
         if column not in DEFERRED_COLUMNS:
@@ -159,16 +165,16 @@ class CheckpointStats:
         typ = FILES_SCHEMA.field(column).type
         has_own = add_type.get_field_index(column) >= 0
         has_parsed = column == "stats" and add_type.get_field_index("stats_parsed") >= 0
-        columns = ["add.path"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
+        columns = [f"add.{marker}"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
         for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
-            rows, _ = rows_holding(batch.column("add"), "path")
+            rows, _ = rows_holding(batch.column("add"), marker)
             values = one_array(conform_array(pc.struct_field(rows, column), typ)) if has_own \
                 else shared_nulls(typ, len(rows))
             if has_parsed and values.null_count:
                 values = _fill_from_parsed(values, one_array(pc.struct_field(rows, "stats_parsed")))
             if values.null_count == len(values):
                 values = shared_nulls(typ, len(values))
-            yield pc.struct_field(rows, "path"), values
+            yield pc.struct_field(rows, marker), values
 
     def _adds_per_group(self, pf: pq.ParquetFile, source: str) -> list[int]:
         """The add rows of each row group of ``pf``: from the footer, else by reading ``add.path``."""
@@ -192,8 +198,9 @@ class CheckpointStats:
             if add_type.get_field_index("stats") < 0:
                 return None
             out: list[pa.Array] = []
-            for batch in iter_batches(pf, ["add.path", "add.stats"], self.storage.uri(key), self.version):
-                rows, _ = rows_holding(batch.column("add"), "path")
+            marker = add_marker(pf)
+            for batch in iter_batches(pf, [f"add.{marker}", "add.stats"], self.storage.uri(key), self.version):
+                rows, _ = rows_holding(batch.column("add"), marker)
                 stats = pc.struct_field(rows, "stats")
                 if stats.null_count and add_type.get_field_index("stats_parsed") >= 0:
                     return None
@@ -213,9 +220,10 @@ class CheckpointStats:
             if parsed is None or not pa.types.is_struct(parsed) or parsed.get_field_index("numRecords") < 0:
                 return None
             out: list[pa.Array] = []
-            for batch in iter_batches(pf, ["add.path", "add.stats_parsed.numRecords"], self.storage.uri(key),
+            marker = add_marker(pf)
+            for batch in iter_batches(pf, [f"add.{marker}", "add.stats_parsed.numRecords"], self.storage.uri(key),
                                       self.version):
-                rows, _ = rows_holding(batch.column("add"), "path")
+                rows, _ = rows_holding(batch.column("add"), marker)
                 nums = pc.struct_field(pc.struct_field(rows, "stats_parsed"), "numRecords")
                 if nums.null_count:
                     return None
@@ -223,6 +231,14 @@ class CheckpointStats:
             return pa.chunked_array(out, type=pa.int64())
         finally:
             fh.close()
+
+
+def add_marker(pf: pq.ParquetFile) -> str:
+    """The ``add`` field that marks the rows holding an ``add`` when a whole column is read:
+    ``size`` (required, one integer) where the footer's null counts show it set in as many rows
+    as the required ``path`` in every row group, else ``path`` itself."""
+    sizes = marked_per_group(pf, "add.size")
+    return "size" if sizes is not None and sizes == marked_per_group(pf, "add.path") else "path"
 
 
 def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:

@@ -152,7 +152,6 @@ class CheckpointRun:
 
 
 def run_checkpoint(table: DeltaTable, options: CheckpointOptions, spark: SparkFactory | None) -> Report:
-    from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
     from delta_core.write.checkpoint_write import write_checkpoint
     from delta_core.write.log_cleanup import cleanup_log
 
@@ -163,8 +162,13 @@ def run_checkpoint(table: DeltaTable, options: CheckpointOptions, spark: SparkFa
     if skipped is None:
         # Sidecars of a large v2Checkpoint table are written by Spark tasks when a session is
         # offered (it starts only then), else in this process.
+        sidecar_writer = None
+        if spark is not None:
+            from delta_core.maintenance.spark.checkpoint_sidecars import spark_sidecar_writer
+
+            sidecar_writer = spark_sidecar_writer(spark)
         result = write_checkpoint(table, version=options.version, sidecar_threshold=options.sidecar_threshold,
-                                  sidecar_writer=spark_sidecar_writer(spark) if spark is not None else None)
+                                  sidecar_writer=sidecar_writer)
     cleanup = cleanup_log(table) if options.cleanup_log else None
     return CheckpointRun(checkpoint=result, previous=previous, cleanup=cleanup, skipped_reason=skipped,
                          duration_seconds=watch.seconds())

@@ -16,7 +16,9 @@ environment.
 
 Listing a local root goes straight to ``os.scandir`` (one ``stat`` per file, no fsspec detail
 dictionaries): vacuum lists every file of a table through ``list_directories`` and
-``list_recursive`` and relies on that speed.
+``list_recursive`` and relies on that speed. Reads, listings and commits of a local root use the
+``os`` module alone, so fsspec is imported only once a local store's ``fs`` is asked for (a
+``describe`` or ``checkpoint`` process never imports it).
 """
 
 from __future__ import annotations
@@ -27,10 +29,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Mapping
-from typing import IO, Any, cast
-
-import fsspec
-from fsspec.core import url_to_fs
+from typing import IO, TYPE_CHECKING, Any, cast
 
 from delta_core.errors import (
     AtomicWriteUnsupportedError,
@@ -49,6 +48,9 @@ from delta_core.storage.atomic_output import (
 from delta_core.storage.base import DeleteOutcome, FileInfo, normalize_key
 from delta_core.storage.conditional_put import check_conditional_put
 from delta_core.storage.credentials import without_credentials
+
+if TYPE_CHECKING:
+    import fsspec
 
 log = logging.getLogger(__name__)
 
@@ -115,11 +117,17 @@ class FsspecStorage:
     ):
         self._options = dict(storage_options or {})
         self._allow_unsafe = allow_unsafe_commits
+        self._fs: fsspec.AbstractFileSystem | None = None
         local = local_os_path(root)
         if local is not None:  # a plain path, or file:/x, file:///x: the local table /x
-            root = local
+            self._scheme = "file"
+            self._root_path = local.rstrip("/") or "/"
+            self._root_uri = local
+            return
+        from fsspec.core import url_to_fs
+
         fs, path = url_to_fs(root, **self._options)
-        self._fs: fsspec.AbstractFileSystem | None = fs
+        self._fs = fs
         self._scheme = _protocol_of(fs)
         if self._scheme in ("file", "local"):
             self._scheme = "file"
@@ -143,6 +151,8 @@ class FsspecStorage:
     @property
     def fs(self) -> fsspec.AbstractFileSystem:
         if self._fs is None:
+            from fsspec.core import url_to_fs
+
             self._fs = url_to_fs(self._root_uri, **self._options)[0]
         return self._fs
 

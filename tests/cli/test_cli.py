@@ -231,7 +231,8 @@ def test_main_returns_2_and_prints_json_error(monkeypatch, capsys):
         p.set_defaults(func=lambda args: (_ for _ in ()).throw(ConfigError("bad setting; fix it")))
 
     module.register = register
-    monkeypatch.setattr(cli, "COMMAND_MODULES", (module,))
+    monkeypatch.setitem(sys.modules, "fake_cmd", module)
+    monkeypatch.setattr(cli, "COMMAND_MODULES", ("fake_cmd",))
     assert cli.main(["boom", "--json"]) == 2
     assert json.loads(capsys.readouterr().out) == {"error": {"kind": "config", "message": "bad setting; fix it"}}
     assert cli.main(["boom"]) == 2
