@@ -16,6 +16,7 @@ with none of them, "nothing scheduled". The ``fleet_report`` job refreshes it fr
 No ``from __future__ import annotations``: Dagster reads the asset's ``context`` annotation as a type.
 """
 
+import dataclasses
 import datetime
 import time
 from collections.abc import Callable, Sequence
@@ -54,7 +55,7 @@ from delta_core.errors import ConfigError, DeltaError, NotADeltaTableError
 from delta_core.health.checks import TableChecks, evaluate_checks
 from delta_core.health.priority import restored_points
 from delta_core.health.report import HealthReport
-from delta_core.maintenance.history_records import HistoryRow
+from delta_core.maintenance.history_records import HistoryRow, location_key
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
 from delta_core.model.sizes import format_size
 from fleet.budget import DAY_SECONDS
@@ -279,7 +280,15 @@ def _history_rows(config: MaintenanceConfig, context: AssetExecutionContext) -> 
     if config.history is None:
         return None
     try:
-        return read_rows(config.history.location())
+        return named_rows(read_rows(config.history.location()), config.tables)
     except DeltaError as exc:
         context.log.warning(f"maintenance history not read: {exc}")
         return None
+
+
+def named_rows(rows: Sequence[HistoryRow], tables: Sequence[TableConfig]) -> list[HistoryRow]:
+    """``rows``, those recorded without a table name (a CLI run given a URI) named after the table
+    of tables.yaml at that location."""
+    by_location = {location_key(t.uri): t.name for t in tables}
+    return [dataclasses.replace(r, table_name=by_location[key])
+            if r.table_name is None and (key := location_key(r.table_uri)) in by_location else r for r in rows]

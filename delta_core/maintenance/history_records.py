@@ -43,12 +43,16 @@ class HistoryLocation:
         return DeltaTable(self.uri, dict(self.storage_options) or None)
 
 
+def location_key(uri: str) -> str:
+    """One spelling per table location: a local root's resolved OS path, else the URI without a
+    trailing slash."""
+    local = local_os_path(uri)
+    return os.path.realpath(local) if local is not None else uri.rstrip("/")
+
+
 def same_location(a: str, b: str) -> bool:
-    """Whether two table roots name one location: local ones by their resolved OS paths."""
-    la, lb = local_os_path(a), local_os_path(b)
-    if la is not None and lb is not None:
-        return os.path.realpath(la) == os.path.realpath(lb)
-    return a.rstrip("/") == b.rstrip("/")
+    """Whether two table roots name one location (``location_key``)."""
+    return location_key(a) == location_key(b)
 
 
 def location_from_env() -> HistoryLocation | None:

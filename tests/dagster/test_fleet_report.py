@@ -5,7 +5,10 @@ a Dagster table; its last maintenance and bytes written come from the maintenanc
 from __future__ import annotations
 
 import datetime
+import os
 import pathlib
+import subprocess
+import sys
 import time
 
 import pyarrow as pa
@@ -106,3 +109,14 @@ def test_last_maintenance_and_bytes_come_from_the_history(config_path: pathlib.P
     assert rows["a"]["last_maintenance"] == "never"
     assert rows["a"]["written_24h"] == "0 B"
     assert rows["b"]["written_24h"] != "0 B"
+
+
+def test_a_cli_run_given_the_uri_counts_for_its_table(config_path: pathlib.Path) -> None:
+    # the CLI without --config records the run by URI only; the report names it after tables.yaml's entry
+    env = {**os.environ, "DELTA_MAINTENANCE_HISTORY": str(config_path.parent / "runs")}
+    subprocess.run([sys.executable, "-m", "delta_core", "checkpoint", str(config_path.parent / "a"), "--force"],
+                   check=True, capture_output=True, env=env, cwd=REPO_ROOT)
+    with instance_for_test() as instance:
+        rows = _report(config_path, instance, now=time.time())
+    assert rows["a"]["last_maintenance"].startswith("checkpoint SUCCEEDED 20")
+    assert rows["a"]["last_maintenance"].endswith("(cli)") and rows["b"]["last_maintenance"] == "never"
