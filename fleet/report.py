@@ -288,7 +288,7 @@ def _history_rows(config: MaintenanceConfig, context: AssetExecutionContext) -> 
 
 def named_rows(rows: Sequence[HistoryRow], tables: Sequence[TableConfig]) -> list[HistoryRow]:
     """``rows``, those recorded without a table name (a CLI run given a URI) named after the table
-    of tables.yaml at that location."""
-    by_location = {location_key(t.uri): t.name for t in tables}
+    of tables.yaml at that location (a URI read from the environment is not matched)."""
+    by_location = {location_key(t.uri): t.name for t in tables if isinstance(t.uri, str)}
     return [dataclasses.replace(r, table_name=by_location[key])
             if r.table_name is None and (key := location_key(r.table_uri)) in by_location else r for r in rows]
