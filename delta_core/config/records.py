@@ -226,7 +226,7 @@ class FleetPolicy:
     max_bytes_per_day: int | None = None  # ... in the last 24 hours
     windows: tuple[MaintenanceWindow, ...] = ()  # UTC
     report_cron: str = DEFAULT_FLEET_REPORT_CRON
-    discovered_as: str = DISCOVERED_AS_ASSETS  # DISCOVERED_SHAPES
+    discovered_as: str = DISCOVERED_AS_PARTITIONS  # DISCOVERED_SHAPES
 
     @property
     def partitioned(self) -> bool:

@@ -23,7 +23,7 @@ from delta_core.config.records import (
     DEFAULT_SENSOR_INTERVAL_SECONDS,
     DEFAULT_SPARK_POOL,
     DEFAULT_VACUUM_MIN_INTERVAL_HOURS,
-    DISCOVERED_AS_ASSETS,
+    DISCOVERED_AS_PARTITIONS,
     DISCOVERED_SHAPES,
     EnvRef,
     MaintenanceWindow,
@@ -272,10 +272,10 @@ FLEET = Section({
     "max_bytes_per_day": Key(SIZE, help="Bytes rewritten by maintenance in any 24 hours; none: no limit."),
     "windows": Key(WINDOWS, (), "UTC time spans ('22:00-06:00') in which advised runs may start; none: any time."),
     "report_cron": Key(CRON, DEFAULT_FLEET_REPORT_CRON, "Schedule (UTC) of the fleet report."),
-    "discovered_as": Key(OneOf(DISCOVERED_SHAPES), DISCOVERED_AS_ASSETS,
-                         "How discovered tables appear in Dagster: 'assets' (each its own assets, jobs, schedules, "
-                         "sensor) or 'partitions' (one partition each of a handful of fleet assets: the definitions "
-                         "do not grow with the tables; docs/fleet.md)."),
+    "discovered_as": Key(OneOf(DISCOVERED_SHAPES), DISCOVERED_AS_PARTITIONS,
+                         "How discovered tables appear in Dagster: 'partitions' (one partition each of a handful of "
+                         "fleet assets: the definitions do not grow with the tables) or 'assets' (each its own "
+                         "assets, jobs, schedules, sensor; up to a few thousand tables); docs/fleet.md."),
 }, help="Limits across all tables, for the fleet advisor.")
 
 HISTORY = Section({

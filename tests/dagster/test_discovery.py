@@ -39,6 +39,7 @@ def lake(tmp_path: pathlib.Path) -> pathlib.Path:
 
 
 DISCOVER = """\
+fleet: {discovered_as: assets}  # each discovered table its own assets (the default: partitions)
 discover:
   - root: lake
     exclude: ["scratch"]

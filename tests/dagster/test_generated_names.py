@@ -26,6 +26,7 @@ tables:
     analyze: true
     cluster: true
     downstream: {{daily_summary: {{date_column: d}}}}
+fleet: {{discovered_as: assets}}
 discover: [{{root: {lake}}}]
 """)
     assert [(t.name, t.discovered_under is not None) for t in config.tables] == [("events", False),
