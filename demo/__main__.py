@@ -11,7 +11,11 @@ It starts five runs, in this process, and names each: it observes the table and 
 checks (as the log sensor does on its first tick), refreshes the downstream ``daily_summary``
 from it, runs the full maintenance job (which runs the checks again after its steps), and
 observes the table again: the data version has not moved, so the summary stays in sync. It
-prints each check's status before and after maintenance. The table's writer leaves checkpoints to maintenance (``delta.checkpointInterval``
+prints each check's status before and after maintenance. It then does the same for the small
+tables under ``DIR/demo_data/lake``, which tables.yaml discovers as partitions of the
+``discovered_tables`` assets: a discovery sensor tick adds their partitions, and each table gets
+a run of its checks and one of its full maintenance (a run per partition); the fleet report over
+every table ends it. The table's writer leaves checkpoints to maintenance (``delta.checkpointInterval``
 ``WRITER_CHECKPOINT_INTERVAL``), so the job's checkpoint step finds one due by tables.yaml's
 interval and writes it.
 """
@@ -218,22 +222,35 @@ def _build_lake(lake: pathlib.Path) -> str:
 
 
 def _maintain_lake(defs, instance, config, lake: list[str]) -> bool:
-    """The discovered tables: their health checks (the fleet's ``all_tables_checks``), their
-    maintenance (``all_tables_maintenance`` selecting their assets), their checks again; then the
-    fleet report over every table, printed."""
-    from assets.maintenance import maintenance_asset_key
-    from fleet.report import FLEET_REPORT_JOB, report_text
-    from jobs import ALL_TABLES_CHECKS_JOB, ALL_TABLES_MAINTENANCE_JOB
+    """The discovered tables, partitions of the ``discovered_tables`` assets: a tick of the discovery
+    sensor adds a partition per table (as the daemon does); then per table, a run of one partition
+    each, its health checks (``discovered_checks``) and its full maintenance
+    (``discovered_maintenance``, which checks it again last); then the fleet report over every
+    table, printed."""
+    from dagster import AddDynamicPartitionsRequest, build_sensor_context
 
-    keys = [maintenance_asset_key(name, op) for name in lake for op in config.table(name).operations]
-    print(f"Discovered tables under {LAKE_DIR} ({', '.join(lake)}): checked, maintained, checked again:", flush=True)
-    checked = _run(defs, instance, ALL_TABLES_CHECKS_JOB, lambda result, _: _checks_text(result))
-    maintained = _run(defs, instance, ALL_TABLES_MAINTENANCE_JOB,
-                      lambda _, seconds: f"{len(keys)} steps in {seconds:.1f} s", assets=keys)
-    rechecked = _run(defs, instance, ALL_TABLES_CHECKS_JOB, lambda result, _: _checks_text(result))
-    if not (checked.success and maintained.success and rechecked.success):
-        return False
-    before, after = _check_statuses(checked), _check_statuses(rechecked)
+    from delta_core.config.generated_names import DISCOVERED_PARTITIONS
+    from fleet.report import FLEET_REPORT_JOB, report_text
+    from sensors.discovery import DISCOVERY_SENSOR, apply_partition_requests
+
+    print(f"Discovered tables under {LAKE_DIR}: one partition each of discovered_tables/*, one run per table:",
+          flush=True)
+    with build_sensor_context(instance=instance, definitions=defs) as context:
+        tick = defs.resolve_sensor_def(DISCOVERY_SENSOR).evaluate_tick(context)
+    requests = tick.dynamic_partitions_requests or ()
+    apply_partition_requests(instance, requests)
+    added = sum(len(r.partition_keys) for r in requests if isinstance(r, AddDynamicPartitionsRequest))
+    print(f"  {DISCOVERY_SENSOR:<26} tick: {added} partitions added, now "
+          f"{', '.join(sorted(instance.get_dynamic_partitions(DISCOVERED_PARTITIONS)))}", flush=True)
+    before: dict[tuple[str, str], tuple[str, str]] = {}
+    after: dict[tuple[str, str], tuple[str, str]] = {}
+    for name in lake:
+        checked, maintained = _maintain_partition(defs, instance, name, config.table(name).operations)
+        if not (checked.success and maintained.success):
+            return False
+        before |= _check_statuses(checked)
+        after |= _check_statuses(maintained)
+    print("  Health checks, before -> after discovered_maintenance:")
     for name in lake:
         mine = sorted(check for table, check in before if table == name)
         changed = [f"{c} {before[name, c][0]} -> {after[name, c][0]}" for c in mine
@@ -249,14 +266,30 @@ def _maintain_lake(defs, instance, config, lake: list[str]) -> bool:
     return True
 
 
-def _run(defs, instance, job_name: str, describe, run_config: dict | None = None, *, assets: list | None = None):
-    """Run ``job_name`` in this process (only ``assets`` of it when given, as a sensor's run of a
-    shared fleet job does), printing one line: the job, its run id (as the UI shortens it), the
-    outcome and ``describe(result, seconds)``; after a failure, the failed steps' errors instead."""
+def _maintain_partition(defs, instance, name: str, operations: tuple[str, ...]):
+    """The runs of one discovered table (its partition): its checks, then its full maintenance."""
+    from assets.discovered import partition_tags
+    from jobs import DISCOVERED_CHECKS_JOB, DISCOVERED_MAINTENANCE_JOB
+
+    checked = _run(defs, instance, DISCOVERED_CHECKS_JOB, lambda result, _: f"{name}: {_checks_text(result)}",
+                   tags=partition_tags(name))
+    if not checked.success:
+        return checked, checked
+    return checked, _run(defs, instance, DISCOVERED_MAINTENANCE_JOB,
+                         lambda _, seconds: f"{name}: {', '.join(operations)} in {seconds:.1f} s", partition_key=name)
+
+
+def _run(defs, instance, job_name: str, describe, run_config: dict | None = None, *,
+         partition_key: str | None = None, tags: dict[str, str] | None = None):
+    """Run ``job_name`` in this process (of one partition, by ``partition_key`` or by ``tags`` for a
+    job of checks alone, as a sensor's run of a discovered table's job is), printing one line: the
+    job, its run id (as the UI shortens it), the outcome and ``describe(result, seconds)``; after a
+    failure, the failed steps' errors instead."""
     print(f"  {job_name:<26} ", end="", flush=True)
     started = time.monotonic()
     result = defs.resolve_job_def(job_name).execute_in_process(
-        instance=instance, run_config=(run_config or {}) | QUIET_RUN_CONFIG, raise_on_error=False, asset_selection=assets)
+        instance=instance, run_config=(run_config or {}) | QUIET_RUN_CONFIG, raise_on_error=False,
+        partition_key=partition_key, tags=tags)
     if result.success:
         print(f"{result.run_id[:8]}  succeeded  {describe(result, time.monotonic() - started)}", flush=True)
         return result
@@ -286,8 +319,8 @@ def _observation_text(result, *, previous=None) -> str:
 
 def _check_statuses(result) -> dict[tuple[str, str], tuple[str, str]]:
     """Each check evaluation of a run by (table, check): ``pass``/``WARN``/``ERROR`` and the
-    recommended operation."""
-    return {(e.asset_key.path[0], e.check_name): ("pass" if e.passed else e.severity.value,
+    recommended operation; a discovered table is its check's partition."""
+    return {(e.partition or e.asset_key.path[0], e.check_name): ("pass" if e.passed else e.severity.value,
                                                   str(e.metadata["recommended_operation"].value))
             for e in result.get_asset_check_evaluations()}
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 
 from dagster import (
     AddDynamicPartitionsRequest,
+    DagsterInstance,
     DefaultSensorStatus,
     DeleteDynamicPartitionsRequest,
     SensorDefinition,
@@ -55,3 +56,15 @@ def build_discovery_sensor(find: Callable[[], Sequence[TableConfig]], tables: Di
         return SensorResult(dynamic_partitions_requests=requests)
 
     return _discovery
+
+
+def apply_partition_requests(instance: DagsterInstance,
+                             requests: Sequence[AddDynamicPartitionsRequest | DeleteDynamicPartitionsRequest]) -> None:
+    """Apply a tick's partition requests to ``instance``, as the daemon does after a tick: for a
+    tick evaluated in a process of its own (the demo)."""
+    for request in requests:
+        if isinstance(request, AddDynamicPartitionsRequest):
+            instance.add_dynamic_partitions(request.partitions_def_name, list(request.partition_keys))
+        else:
+            for key in request.partition_keys:
+                instance.delete_dynamic_partition(request.partitions_def_name, key)

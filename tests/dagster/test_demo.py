@@ -17,8 +17,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 SCREEN_LINES = 60
 RUNS = ("events_observe", "events_checks", "events_downstream_refresh", "events_maintenance", "events_observe")
-LAKE_RUNS = ("all_tables_checks", "all_tables_maintenance", "all_tables_checks", "fleet_report")
 LAKE = ("area0__customers", "area0__orders", "area1__clicks")
+# each discovered table is a partition: its checks, then its full maintenance, a run each
+LAKE_RUNS = (*("discovered_checks", "discovered_maintenance") * len(LAKE), "fleet_report")
 
 
 def test_demo_command_prints_before_after_summary(tmp_path):
@@ -26,7 +27,9 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     from dagster._core.definitions.data_version import StaleStatus
     from dagster._utils.test.data_versions import get_stale_status_resolver
 
+    from assets.discovered import PARTITION_TAG
     from definitions import build_definitions
+    from delta_core.config.generated_names import DISCOVERED_PARTITIONS
     from delta_core.log.table import DeltaTable
     from resources.config import load_config
 
@@ -60,6 +63,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
     assert not any(line.startswith("  data_skipping ") for line in text.splitlines())
     # The discovered tables fail small_files before their maintenance and pass after it, and the
     # fleet report lists every table with no failing check left.
+    assert f"discovered_tables_sensor   tick: 3 partitions added, now {', '.join(LAKE)}" in text
     for name in LAKE:
         line = next(line.split() for line in text.splitlines() if line.startswith(f"    {name} "))
         assert line[1:5] == ["small_files", "ERROR", "->", "pass;"]
@@ -94,7 +98,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
 
     # The runs it names, in order, are the runs the instance holds, all succeeded.
     printed = [line.split()[:3] for line in text.splitlines()
-               if line.startswith(("  events_", "  all_tables_", "  fleet_report"))]
+               if line.startswith(("  events_", "  discovered_checks ", "  discovered_maintenance ", "  fleet_report"))]
     assert [job for job, _, _ in printed] == [*RUNS, *LAKE_RUNS]
     assert all(outcome == "succeeded" for _, _, outcome in printed)
     home = tmp_path / ".dagster_home"
@@ -105,6 +109,10 @@ def test_demo_command_prints_before_after_summary(tmp_path):
         assert [run.job_name for run in runs] == [*RUNS, *LAKE_RUNS]
         assert [run.run_id[:8] for run in runs] == [run_id for _, run_id, _ in printed]
         assert all(run.status == DagsterRunStatus.SUCCESS for run in runs)
+        # a discovered table's runs are of its partition alone, the partitions the discovery tick added
+        assert [run.tags.get(PARTITION_TAG) for run in runs if run.job_name.startswith("discovered_")] == [
+            name for name in LAKE for _ in range(2)]
+        assert sorted(instance.get_dynamic_partitions(DISCOVERED_PARTITIONS)) == list(LAKE)
         # Its Spark steps ran in the pool, one slot at a time (the instance's default pool limit).
         assert instance.event_log_storage.get_concurrency_info("delta_spark").slot_count == 1
 
@@ -118,7 +126,7 @@ def test_demo_command_prints_before_after_summary(tmp_path):
                 "daily_summary in sync") in text
         # ... which Dagster agrees with: the summary refreshed before maintenance is not unsynced.
         defs = build_definitions(load_config(tmp_path / "tables.yaml"))
-        resolver = get_stale_status_resolver(instance, defs.assets)
+        resolver = get_stale_status_resolver(instance, defs.resolve_asset_graph().assets_defs)
         assert resolver.get_status(AssetKey(["events", "daily_summary"])) == StaleStatus.FRESH
         assert resolver.get_status(AssetKey(["events", "compact"])) == StaleStatus.FRESH
 

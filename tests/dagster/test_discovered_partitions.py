@@ -1,4 +1,4 @@
-"""Discovered tables as partitions (``fleet: {discovered_as: partitions}``): the definitions do not
+"""Discovered tables as partitions (``fleet: {discovered_as: partitions}``, the default): the definitions do not
 grow with the tables, the discovery sensor adds and removes partitions, and a partition keeps what
 a table's own assets do: one run maintains one table with its root's policy, eight health checks
 per table, automation per partition (crons, windows, cool-downs, failing checks, the fleet
@@ -29,7 +29,7 @@ from delta_core.config.generated_names import DISCOVERED_PARTITIONS
 from delta_core.log.table import DeltaTable
 from delta_core.write.table_writes import append, create_table
 from resources.config import MaintenanceConfig
-from sensors.discovery import DISCOVERY_SENSOR
+from sensors.discovery import DISCOVERY_SENSOR, apply_partition_requests
 from tests.dagster.conftest import write_yaml
 
 SCHEMA = pa.schema([("id", pa.int64()), ("day", pa.string())])
@@ -92,12 +92,7 @@ def discover(defs: Definitions, instance: DagsterInstance) -> None:
     with build_sensor_context(instance=instance, definitions=defs,
                               resources={k: top[k] for k in sensor.required_resource_keys}) as context:
         result = sensor.evaluate_tick(context)
-    for request in result.dynamic_partitions_requests or ():
-        if hasattr(request, "partition_keys") and type(request).__name__.startswith("Add"):
-            instance.add_dynamic_partitions(DISCOVERED_PARTITIONS, list(request.partition_keys))
-        else:
-            for key in request.partition_keys:
-                instance.delete_dynamic_partition(DISCOVERED_PARTITIONS, key)
+    apply_partition_requests(instance, result.dynamic_partitions_requests or ())
 
 
 def requested(defs: Definitions, instance: DagsterInstance, at: datetime.datetime, cursor=None):
@@ -369,3 +364,13 @@ def test_downstream_in_a_roots_defaults_is_refused(lake: pathlib.Path) -> None:
     with pytest.raises(TableConfigError, match="no downstream") as refused:
         load(lake, text)
     assert refused.value.field == "discover.1.defaults.downstream"
+
+
+def test_partitions_are_the_default_shape(lake: pathlib.Path) -> None:
+    """Without ``fleet.discovered_as`` the discovered tables are partitions; ``assets`` stays an option."""
+    config = load(lake, yaml_text().replace("fleet: {discovered_as: partitions}\n", ""))
+    assert config.fleet.partitioned
+    keys = set(build_definitions(config).resolve_asset_graph().get_all_asset_keys())
+    assert DISCOVERED_TABLE_KEY in keys and AssetKey(["h0", "compact"]) not in keys
+    as_assets = build_definitions(load(lake, yaml_text().replace("partitions", "assets")))
+    assert AssetKey(["h0", "compact"]) in set(as_assets.resolve_asset_graph().get_all_asset_keys())

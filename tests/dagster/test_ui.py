@@ -161,7 +161,9 @@ def test_graphql_lists_definitions_and_runs_maintenance(server):
             "events_downstream_refresh"} <= jobs
     assert {(s["name"], s["cronSchedule"]) for s in repo["schedules"]} >= {
         ("events_compact_schedule", "0 2 * * *"), ("events_vacuum_schedule", "0 3 * * 0")}
-    assert {s["name"] for s in repo["sensors"]} == {"events_delta_log_sensor", "default_automation_condition_sensor"}
+    # the discover root (no tables under it here) still gives the partitions' discovery and log sensors
+    assert {s["name"] for s in repo["sensors"]} == {"events_delta_log_sensor", "default_automation_condition_sensor",
+                                                    "discovered_tables_sensor", "discovered_tables_delta_log_sensor"}
 
     version_before = table.latest_version()
     checkpoint_before = table.last_checkpoint_version()
