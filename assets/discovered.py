@@ -28,6 +28,7 @@ from dagster import (
     AssetSpec,
     AutomationCondition,
     BackfillPolicy,
+    BetaWarning,
     Config,
     DynamicPartitionsDefinition,
     MaterializeResult,
@@ -107,21 +108,24 @@ def _disabled(op_name: str, table: TableConfig) -> MaterializeResult:
 def _discovered_operation_asset(op_name: str, deps: list[AssetKey], placement: Placement,
                                 condition: AutomationCondition | None) -> AssetsDefinition:
     op = operation(op_name)
+    # backfill_policy is beta in Dagster 1.13; it is the API for one run per partition.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", BetaWarning)
 
-    @asset(key=discovered_asset_key(op.name), group_name=DISCOVERED_GROUP, deps=deps,
-           partitions_def=DISCOVERED_TABLES, kinds={"delta", "spark"} if op.uses_spark else {"delta"},
-           tags={OPERATION_TAG: op.name}, required_resource_keys={DISCOVERED_TABLES_RESOURCE_KEY} | spark_keys(op),
-           description=f"{op.description} One partition per discovered table.",
-           pool=placement.spark_pool if op.uses_spark else None, automation_condition=condition,
-           # several partitions requested at once (a cron tick) are a backfill of one run per table
-           backfill_policy=BackfillPolicy.multi_run(1),
-           config_schema=CONFIG_SCHEMAS[op.name])
-    @op_body(CONFIGS[op.name])
-    def _asset(context: AssetExecutionContext, config: Config) -> MaterializeResult:
-        table = discovered_table(context)
-        if not table.enabled(op.name):
-            return _disabled(op.name, table)
-        return maintain(context, config, op, table, placement)
+        @asset(key=discovered_asset_key(op.name), group_name=DISCOVERED_GROUP, deps=deps,
+               partitions_def=DISCOVERED_TABLES, kinds={"delta", "spark"} if op.uses_spark else {"delta"},
+               tags={OPERATION_TAG: op.name}, required_resource_keys={DISCOVERED_TABLES_RESOURCE_KEY} | spark_keys(op),
+               description=f"{op.description} One partition per discovered table.",
+               pool=placement.spark_pool if op.uses_spark else None, automation_condition=condition,
+               # several partitions requested at once (a cron tick) are a backfill of one run per table
+               backfill_policy=BackfillPolicy.multi_run(1),
+               config_schema=CONFIG_SCHEMAS[op.name])
+        @op_body(CONFIGS[op.name])
+        def _asset(context: AssetExecutionContext, config: Config) -> MaterializeResult:
+            table = discovered_table(context)
+            if not table.enabled(op.name):
+                return _disabled(op.name, table)
+            return maintain(context, config, op, table, placement)
 
     return _asset
 
