@@ -7,7 +7,8 @@ every new file tagged ``clusteringProvider: "liquid"`` and with the run's ZCube)
 through the rewrite driver (``spark.driver``). Every new file has full stats. The commit is an
 ``OPTIMIZE`` with ``clusterBy`` and ``isFull`` in its parameters, under the rewrite rules of
 ``rewrite_commit``. The point-query skipped-file ratio on the clustering columns is measured
-before and after, from the log.
+before and after, from the log: the clustering columns' statistics are parsed once for the
+plan and that ratio (``clustering_bounds``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from typing import TYPE_CHECKING
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_by import cluster_by
-from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering, table_clustering_columns
+from delta_core.maintenance.cluster_plan import (
+    ClusterPlan,
+    clustering_bounds,
+    plan_clustering,
+    table_clustering_columns,
+)
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BOUNDS, RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics
@@ -26,11 +32,12 @@ from delta_core.maintenance.spark.curve_rewrite import DEFAULT_SAMPLE_ROWS, Curv
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
 
 if TYPE_CHECKING:
+    from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClusterMetrics", "ClusterPlan", "cluster", "plan_clustering"]
+__all__ = ["ClusterMetrics", "ClusterPlan", "cluster", "cluster_snapshot", "plan_clustering"]
 
 
 def cluster(
@@ -61,12 +68,33 @@ def cluster(
     else:
         cluster_by_version = cluster_by(table, columns).version if columns else None
         snapshot = gated_snapshot(table)
-    plan = plan_clustering(snapshot, full=full, target_size=target_size)
+    return cluster_snapshot(table, spark, snapshot, full=full, target_size=target_size, bounds=bounds,
+                            sample_rows=sample_rows, watch=watch, dry_run=dry_run,
+                            cluster_by_version=cluster_by_version)
+
+
+def cluster_snapshot(
+    table: DeltaTable,
+    spark: SparkSource,
+    snapshot: Snapshot,
+    *,
+    full: bool,
+    target_size: int | None,
+    bounds: RewriteBounds,
+    watch: Stopwatch,
+    dry_run: bool,
+    sample_rows: int = DEFAULT_SAMPLE_ROWS,
+    cluster_by_version: int | None = None,
+) -> ClusterMetrics:
+    """Plan and run one clustering of ``snapshot`` (gated, with clustering columns), as ``cluster``
+    does once the columns are set (``compact`` on a clustered table too)."""
+    ranges = clustering_bounds(snapshot)  # for the plan's merge rule and the skipped-file ratio alike
+    plan = plan_clustering(snapshot, full=full, target_size=target_size, bounds=ranges)
     log.info("table=%s version=%d clustering on %s%s: %d unclustered file(s), %d clustered merged, %d kept",
              table.uri, snapshot.version, ",".join(plan.names), " (full)" if full else "", plan.unclustered_files,
              plan.clustered_files_rewritten, plan.clustered_files_kept)
     executor = CurveRewrite.liquid(plan, sample_rows=sample_rows)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, executor, "clustering",
-                                                      skipping_columns=plan.rewrite.columns),
+                                                      skipping_columns=plan.rewrite.columns, skipping_bounds=ranges),
                       bounds=bounds, watch=watch, dry_run=dry_run)
     return ClusterMetrics.of(plan, run, zcube_id=executor.zcube_id, cluster_by_version=cluster_by_version)
