@@ -32,12 +32,11 @@ from delta_core.maintenance.spark.curve_rewrite import DEFAULT_SAMPLE_ROWS, Curv
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
 
 if TYPE_CHECKING:
-    from delta_core.log.snapshot import Snapshot
     from delta_core.log.table import DeltaTable
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ClusterMetrics", "ClusterPlan", "cluster", "cluster_snapshot", "plan_clustering"]
+__all__ = ["ClusterMetrics", "ClusterPlan", "cluster", "plan_clustering"]
 
 
 def cluster(
@@ -68,26 +67,6 @@ def cluster(
     else:
         cluster_by_version = cluster_by(table, columns).version if columns else None
         snapshot = gated_snapshot(table)
-    return cluster_snapshot(table, spark, snapshot, full=full, target_size=target_size, bounds=bounds,
-                            sample_rows=sample_rows, watch=watch, dry_run=dry_run,
-                            cluster_by_version=cluster_by_version)
-
-
-def cluster_snapshot(
-    table: DeltaTable,
-    spark: SparkSource,
-    snapshot: Snapshot,
-    *,
-    full: bool,
-    target_size: int | None,
-    bounds: RewriteBounds,
-    watch: Stopwatch,
-    dry_run: bool,
-    sample_rows: int = DEFAULT_SAMPLE_ROWS,
-    cluster_by_version: int | None = None,
-) -> ClusterMetrics:
-    """Plan and run one clustering of ``snapshot`` (gated, with clustering columns), as ``cluster``
-    does once the columns are set (``compact`` on a clustered table too)."""
     ranges = clustering_bounds(snapshot)  # for the plan's merge rule and the skipped-file ratio alike
     plan = plan_clustering(snapshot, full=full, target_size=target_size, bounds=ranges)
     log.info("table=%s version=%d clustering on %s%s: %d unclustered file(s), %d clustered merged, %d kept",

@@ -19,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.cluster_plan import table_clustering_columns
+from delta_core.maintenance.cluster_plan import clustering_bounds, plan_clustering, table_clustering_columns
 from delta_core.maintenance.compaction_plan import CompactionPlan, plan_compaction
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import (
@@ -30,7 +30,7 @@ from delta_core.maintenance.options import (
 )
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics, CompactionMetrics
 from delta_core.maintenance.spark.bin_rewrite import BinRewrite
-from delta_core.maintenance.spark.cluster import cluster_snapshot
+from delta_core.maintenance.spark.curve_rewrite import CurveRewrite
 from delta_core.maintenance.spark.driver import Rewrite, SparkSource, gated_snapshot, run_rewrite
 from delta_core.model.clustering import is_clustered_table
 
@@ -71,8 +71,14 @@ def compact(
             raise ConfigError("a clustered table has no partitions to select with --where; compact it whole "
                               "(it is clustered incrementally)", path=table.uri, version=snapshot.version)
         if table_clustering_columns(snapshot):
-            return cluster_snapshot(table, spark, snapshot, full=full, target_size=target_size, bounds=bounds,
-                                    watch=watch, dry_run=dry_run)
+            ranges = clustering_bounds(snapshot)  # parsed once: the plan's merge rule and the skipped-file ratio
+            clustering = plan_clustering(snapshot, full=full, target_size=target_size, bounds=ranges)
+            executor = CurveRewrite.liquid(clustering)
+            run = run_rewrite(table, spark, snapshot,
+                              Rewrite(clustering, executor, "clustering", skipping_columns=clustering.rewrite.columns,
+                                      skipping_bounds=ranges),
+                              bounds=bounds, watch=watch, dry_run=dry_run)
+            return ClusterMetrics.of(clustering, run, zcube_id=executor.zcube_id)
     if full:
         raise ConfigError("--full reclusters a clustered table, and this table has no clustering columns; "
                           "set them with delta-core cluster-by TABLE --columns a,b", path=table.uri,
