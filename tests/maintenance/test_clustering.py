@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 
 import pyarrow as pa
@@ -303,6 +305,23 @@ def test_plan_on_bounds_parsed_once_equals_the_plan_parsing_its_own(table_uri):
         assert counts[0] == counts[1]
         assert counts[0][1] == 10 if full else 1 <= counts[0][1] < 10  # merged with the new file: some, or all
         assert [g.paths for g in plans[0].groups] == [g.paths for g in plans[1].groups]
+
+
+def test_cluster_dry_run_does_not_import_pandas(table_uri):
+    """The dry run's skipped-file probes are built without ``pa.array`` (whose pandas probe
+    imports pandas: seconds per process under load)."""
+    table = _clustered_table(table_uri)
+    _add_files(table, [_rows(0, 100, n=45)])
+    script = (
+        "import sys\n"
+        "from delta_core.log.table import DeltaTable\n"
+        "from delta_core.maintenance.spark.cluster import cluster\n"
+        "metrics = cluster(DeltaTable(sys.argv[1]), lambda: None, dry_run=True)\n"
+        "assert metrics.unclustered_files == 1 and metrics.skipped_file_ratio_before is not None, metrics\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, table_uri], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_hand_written_clustering_on_a_delta_rs_table_is_read_planned_and_checkpointed(table_uri):
