@@ -125,8 +125,9 @@ def table_clustering_columns(snapshot: Snapshot) -> tuple[ClusteringColumn, ...]
     return clustering_columns(snapshot.domain_metadata, snapshot.schema, path=root, version=snapshot.version)
 
 
-def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int | None = None) -> ClusterPlan:
-    """Plan one clustering run of ``snapshot`` under the module docstring's rules. Pure."""
+def checked_clustering_columns(snapshot: Snapshot) -> tuple[tuple[ClusteringColumn, ...], tuple[str, ...]]:
+    """The clustering columns of ``snapshot`` and their canonical names, once this library can
+    cluster on them; ``ConfigError`` (or ``CorruptLogError``) saying what to do otherwise."""
     root = snapshot.storage.root
     columns = table_clustering_columns(snapshot)
     if not columns:
@@ -145,6 +146,23 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
     names = validate_columns(snapshot.schema, [c.logical[0] for c in columns], partition_columns=(),
                              num_indexed_cols=props.num_indexed_cols, stats_columns=props.stats_columns,
                              operation="cluster")
+    return columns, names
+
+
+def clustering_bounds(snapshot: Snapshot) -> pa.Table:
+    """``column_bounds`` of the clustering columns (checked as ``plan_clustering`` checks them),
+    for a run that both plans (``plan_clustering(bounds=...)``) and measures skipping on them:
+    the statistics are then parsed once, not once for each."""
+    _, names = checked_clustering_columns(snapshot)
+    return column_bounds(snapshot, [(n,) for n in names])
+
+
+def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int | None = None,
+                    bounds: pa.Table | None = None) -> ClusterPlan:
+    """Plan one clustering run of ``snapshot`` under the module docstring's rules. Pure.
+    ``bounds``: ``clustering_bounds(snapshot)`` when the caller has them already (else the merge
+    rule parses them, and only when it runs)."""
+    columns, names = checked_clustering_columns(snapshot)
     target, _ = resolve_sizes(target_size, None, table_target=table_target_size(snapshot))
     # No statistics unless the merge rule needs bounds, and then only the clustering columns';
     # the tags as codes, read a piece at a time.
@@ -159,7 +177,9 @@ def plan_clustering(snapshot: Snapshot, *, full: bool = False, target_size: int 
     else:
         take = unclustered.copy()
         if unclustered.any() and current.any():
-            take |= _merge_candidates(snapshot, files, sizes, cubes, columns, unclustered, current)
+            if bounds is None:
+                bounds = column_bounds(snapshot, [(n,) for n in names])
+            take |= _merge_candidates(bounds, files, sizes, cubes, columns, unclustered, current)
     rows = np.flatnonzero(take)
     clustered = ~unclustered
     return ClusterPlan(
@@ -204,12 +224,12 @@ def _file_kinds(provider: pa.ChunkedArray, has_cube: np.ndarray, zorder_by: TagC
     return chosen
 
 
-def _merge_candidates(snapshot: Snapshot, files: pa.Table, sizes: np.ndarray, cubes: np.ndarray,
+def _merge_candidates(bounds: pa.Table, files: pa.Table, sizes: np.ndarray, cubes: np.ndarray,
                       columns: Sequence[ClusteringColumn], unclustered: np.ndarray,
                       candidates: np.ndarray) -> np.ndarray:
     """The clustered files merged with the unclustered ones (the module docstring's rule;
-    ``sizes`` of the files, ``cubes``: their ZCubes as ``tag_codes``)."""
-    bounds = column_bounds(snapshot, [c.logical for c in columns])
+    ``bounds``: ``column_bounds`` of ``columns``, ``sizes`` of the files, ``cubes``: their ZCubes
+    as ``tag_codes``)."""
     score = np.ones(files.num_rows)
     for column in columns:
         lo_name, hi_name = MIN_PREFIX + column.logical[0], MAX_PREFIX + column.logical[0]

@@ -40,8 +40,14 @@ def int_scalar(value: int, typ: pa.DataType = _INT64) -> pa.Scalar:
     return int_array([value], typ)[0]
 
 
+def float_array(values: Iterable[float]) -> pa.Array:
+    """A non-null float64 array."""
+    buf = array("d", values)
+    return pa.Array.from_buffers(pa.float64(), len(buf), [None, pa.py_buffer(buf)])
+
+
 def float_scalar(value: float) -> pa.Scalar:
-    return pa.Array.from_buffers(pa.float64(), 1, [None, pa.py_buffer(array("d", [value]))])[0]
+    return float_array([value])[0]
 
 
 def bool_array(values: Iterable[bool]) -> pa.Array:

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from delta_core.model.arrow_rows import array_from_pylist
-from delta_core.model.arrow_values import float_scalar, int_array, numbers_of
+from delta_core.model.arrow_values import float_array, float_scalar, int_array, numbers_of
 from delta_core.write.checkpoint_write import METADATA_TYPE, PROTOCOL_TYPE, SIDECAR_TYPE, TXN_TYPE
 
 CASES = [
@@ -83,6 +83,12 @@ def test_numbers_of_refuses_nulls_and_other_types(values) -> None:
 
 def test_float_scalar() -> None:
     assert float_scalar(0.25).equals(pa.scalar(0.25, pa.float64()))
+
+
+@pytest.mark.parametrize("values", [[], [0.25, -3.0, 1e300]])
+def test_float_array(values: list[float]) -> None:
+    got = float_array(values)
+    assert got.equals(pa.array(values, pa.float64())) and got.null_count == 0
 
 
 @pytest.mark.parametrize("typ", [pa.int32(), pa.int64(), pa.uint8(), pa.uint64()])

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 from dataclasses import replace
 
 import pyarrow as pa
@@ -18,7 +20,7 @@ from delta_core.errors import (
 )
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.cluster_by import cluster_by
-from delta_core.maintenance.cluster_plan import plan_clustering
+from delta_core.maintenance.cluster_plan import clustering_bounds, plan_clustering
 from delta_core.maintenance.spark.compaction import compact
 from delta_core.maintenance.spark.zorder import zorder
 from delta_core.model.actions import DomainMetadata
@@ -286,6 +288,40 @@ def test_wide_append_rewrites_at_most_twice_its_bytes(table_uri):
     assert plan.unclustered_files == 1 and 1 <= plan.clustered_files_rewritten < 10
     assert plan.rewrite.input_bytes <= 2 * new_bytes
     assert plan.clustered_files_kept == 10 - plan.clustered_files_rewritten
+
+
+def test_plan_on_bounds_parsed_once_equals_the_plan_parsing_its_own(table_uri):
+    """A run parses the clustering columns' bounds once for the plan and the skipped-file ratio
+    (``clustering_bounds``): the plan given them is the plan that parses them itself."""
+    table = _clustered_table(table_uri)
+    _add_files(table, [_rows(0, 100, n=45)])  # spread over every clustered file's range: the merge rule runs
+    snap = table.snapshot()
+    bounds = clustering_bounds(snap)
+    assert bounds.column_names == ["min.x", "max.x"] and bounds.num_rows == snap.num_files
+    for full in (False, True):
+        plans = [plan_clustering(snap, full=full), plan_clustering(snap, full=full, bounds=bounds)]
+        counts = [(p.unclustered_files, p.clustered_files_rewritten, p.clustered_files_kept, p.other_provider_files,
+                   p.rewrite.input_bytes) for p in plans]
+        assert counts[0] == counts[1]
+        assert counts[0][1] == 10 if full else 1 <= counts[0][1] < 10  # merged with the new file: some, or all
+        assert [g.paths for g in plans[0].groups] == [g.paths for g in plans[1].groups]
+
+
+def test_cluster_dry_run_does_not_import_pandas(table_uri):
+    """The dry run's skipped-file probes are built without ``pa.array`` (whose pandas probe
+    imports pandas: seconds per process under load)."""
+    table = _clustered_table(table_uri)
+    _add_files(table, [_rows(0, 100, n=45)])
+    script = (
+        "import sys\n"
+        "from delta_core.log.table import DeltaTable\n"
+        "from delta_core.maintenance.spark.cluster import cluster\n"
+        "metrics = cluster(DeltaTable(sys.argv[1]), lambda: None, dry_run=True)\n"
+        "assert metrics.unclustered_files == 1 and metrics.skipped_file_ratio_before is not None, metrics\n"
+        "print('pandas' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script, table_uri], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 def test_hand_written_clustering_on_a_delta_rs_table_is_read_planned_and_checkpointed(table_uri):

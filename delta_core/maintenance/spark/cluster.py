@@ -7,7 +7,8 @@ every new file tagged ``clusteringProvider: "liquid"`` and with the run's ZCube)
 through the rewrite driver (``spark.driver``). Every new file has full stats. The commit is an
 ``OPTIMIZE`` with ``clusterBy`` and ``isFull`` in its parameters, under the rewrite rules of
 ``rewrite_commit``. The point-query skipped-file ratio on the clustering columns is measured
-before and after, from the log.
+before and after, from the log: the clustering columns' statistics are parsed once for the
+plan and that ratio (``clustering_bounds``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,12 @@ from typing import TYPE_CHECKING
 
 from delta_core.errors import ConfigError
 from delta_core.maintenance.cluster_by import cluster_by
-from delta_core.maintenance.cluster_plan import ClusterPlan, plan_clustering, table_clustering_columns
+from delta_core.maintenance.cluster_plan import (
+    ClusterPlan,
+    clustering_bounds,
+    plan_clustering,
+    table_clustering_columns,
+)
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import DEFAULT_BOUNDS, RewriteBounds
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics
@@ -61,12 +67,13 @@ def cluster(
     else:
         cluster_by_version = cluster_by(table, columns).version if columns else None
         snapshot = gated_snapshot(table)
-    plan = plan_clustering(snapshot, full=full, target_size=target_size)
+    ranges = clustering_bounds(snapshot)  # for the plan's merge rule and the skipped-file ratio alike
+    plan = plan_clustering(snapshot, full=full, target_size=target_size, bounds=ranges)
     log.info("table=%s version=%d clustering on %s%s: %d unclustered file(s), %d clustered merged, %d kept",
              table.uri, snapshot.version, ",".join(plan.names), " (full)" if full else "", plan.unclustered_files,
              plan.clustered_files_rewritten, plan.clustered_files_kept)
     executor = CurveRewrite.liquid(plan, sample_rows=sample_rows)
     run = run_rewrite(table, spark, snapshot, Rewrite(plan, executor, "clustering",
-                                                      skipping_columns=plan.rewrite.columns),
+                                                      skipping_columns=plan.rewrite.columns, skipping_bounds=ranges),
                       bounds=bounds, watch=watch, dry_run=dry_run)
     return ClusterMetrics.of(plan, run, zcube_id=executor.zcube_id, cluster_by_version=cluster_by_version)

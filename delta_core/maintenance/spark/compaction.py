@@ -19,7 +19,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.cluster_plan import plan_clustering, table_clustering_columns
+from delta_core.maintenance.cluster_plan import clustering_bounds, plan_clustering, table_clustering_columns
 from delta_core.maintenance.compaction_plan import CompactionPlan, plan_compaction
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import (
@@ -71,10 +71,12 @@ def compact(
             raise ConfigError("a clustered table has no partitions to select with --where; compact it whole "
                               "(it is clustered incrementally)", path=table.uri, version=snapshot.version)
         if table_clustering_columns(snapshot):
-            clustering = plan_clustering(snapshot, full=full, target_size=target_size)
+            ranges = clustering_bounds(snapshot)  # parsed once: the plan's merge rule and the skipped-file ratio
+            clustering = plan_clustering(snapshot, full=full, target_size=target_size, bounds=ranges)
             executor = CurveRewrite.liquid(clustering)
             run = run_rewrite(table, spark, snapshot,
-                              Rewrite(clustering, executor, "clustering", skipping_columns=clustering.rewrite.columns),
+                              Rewrite(clustering, executor, "clustering", skipping_columns=clustering.rewrite.columns,
+                                      skipping_bounds=ranges),
                               bounds=bounds, watch=watch, dry_run=dry_run)
             return ClusterMetrics.of(clustering, run, zcube_id=executor.zcube_id)
     if full:

@@ -49,6 +49,7 @@ from delta_core.write.operation_records import OptimizeScan
 from delta_core.write.void_columns import check_void_writable
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from delta_core.log.snapshot import Snapshot
@@ -81,13 +82,15 @@ class Rewrite(Generic[G]):
     """A plan paired with the executor of its groups, as the driver runs it. ``label`` names
     the progress stage, the batches in the log and the Spark jobs; ``operation`` is the commits'
     ``commitInfo.operation``; ``skipping_columns``: measure the point-query skipped-file ratio
-    on them before and after."""
+    on them before and after (``skipping_bounds``: their ``column_bounds`` in the planned
+    snapshot, when the operation parsed them already for its plan)."""
 
     plan: RewritePlan[G]
     executor: TaskExecutor[G]
     label: str
     operation: str = OPTIMIZE
     skipping_columns: tuple[str, ...] = ()
+    skipping_bounds: pa.Table | None = None
 
 
 def gated_snapshot(table: DeltaTable) -> Snapshot:
@@ -122,7 +125,9 @@ def run_rewrite(
                                max_files=bounds.max_files)
     batches = batch_groups(groups, bounds.batch_size or DEFAULT_BATCH_BYTES)
     columns = rewrite.skipping_columns
-    ranges = column_bounds(snapshot, [(c,) for c in columns]) if columns else None  # parsed once for both
+    ranges = rewrite.skipping_bounds  # parsed once for both (and for the plan, when it needed them)
+    if ranges is None and columns:
+        ranges = column_bounds(snapshot, [(c,) for c in columns])
     probes = probe_values(snapshot, columns, bounds=ranges) if columns else None
     ratio_before = skipped_file_ratio(snapshot, probes, bounds=ranges) if probes is not None else None
     if dry_run:
