@@ -87,11 +87,14 @@ def _table(root: pathlib.Path, *, configuration: dict[str, str] | None = None) -
                 "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}
     write_log(str(root), [adds], configuration=configuration, protocol=protocol)
     write_checkpoint(DeltaTable(str(root)))
-    write_log_commit = [remove("m0.parquet", 1_000, when=T0), _raw_add("late.parquet", GOOD)]
-    with open(os.path.join(root, "_delta_log", f"{1:020d}.json"), "w", encoding="utf-8") as fh:
-        fh.write("".join(json.dumps(line) + "\n" for line in
-                         [{"commitInfo": {"timestamp": T0 + 1, "operation": "WRITE"}}, *write_log_commit]))
+    _commit(root, 1, [remove("m0.parquet", 1_000, when=T0), _raw_add("late.parquet", GOOD)])
     return DeltaTable(str(root))
+
+
+def _commit(root: pathlib.Path, version: int, actions: list[dict[str, Any]]) -> None:
+    lines = [{"commitInfo": {"timestamp": T0 + version, "operation": "WRITE"}}, *actions]
+    with open(os.path.join(root, "_delta_log", f"{version:020d}.json"), "w", encoding="utf-8") as fh:
+        fh.write("".join(json.dumps(line) + "\n" for line in lines))
 
 
 def _checkpoint_files(root: pathlib.Path) -> list[pathlib.Path]:
@@ -134,3 +137,8 @@ def test_health_counts_the_same_cold_warm_and_without_cache(tmp_path: pathlib.Pa
     assert plain.files_without_stats == cold.files_without_stats == expected.count(None)
     assert plain.deleted_rows == cold.deleted_rows == 1
     assert plain.stats_coverage == cold.stats_coverage == warm.stats_coverage
+    _commit(tmp_path / "t", 2, [_raw_add("next.parquet", GOOD)])
+    following = table_health(table, policy=policy, cache=cache).metrics  # the checkpoint's counts reused
+    replayed = table_health(table, policy=policy).metrics
+    assert following.num_records == replayed.num_records == total + 3
+    assert following.files_without_stats == replayed.files_without_stats
