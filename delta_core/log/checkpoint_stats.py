@@ -155,7 +155,7 @@ class CheckpointStats:
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
             add_type = _add_type(pf)
-            count = count and (add_type is None or _parsed_num_records_type(add_type) is None)
+            count = count and (add_type is None or not _has_parsed_num_records(add_type))
             for _, values in self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf)):
                 yield values, num_records_from_stats(values) if count else None
         finally:
@@ -227,7 +227,7 @@ class CheckpointStats:
             add_type = _add_type(pf)
             if add_type is None:
                 return pa.chunked_array([], type=pa.int64())
-            if _parsed_num_records_type(add_type) is None:
+            if not _has_parsed_num_records(add_type):
                 return None
             out: list[pa.Array] = []
             marker = add_marker(pf)
@@ -259,12 +259,10 @@ def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:
     return typ if pa.types.is_struct(typ) and typ.get_field_index("path") >= 0 else None
 
 
-def _parsed_num_records_type(add_type: pa.StructType) -> pa.DataType | None:
-    """The type of ``add.stats_parsed.numRecords``; None without it."""
+def _has_parsed_num_records(add_type: pa.StructType) -> bool:
+    """Whether the ``add`` struct has ``stats_parsed.numRecords``."""
     parsed = add_type.field("stats_parsed").type if add_type.get_field_index("stats_parsed") >= 0 else None
-    if parsed is None or not pa.types.is_struct(parsed) or parsed.get_field_index("numRecords") < 0:
-        return None
-    return parsed.field("numRecords").type
+    return parsed is not None and pa.types.is_struct(parsed) and parsed.get_field_index("numRecords") >= 0
 
 
 def _fill_from_parsed(stats: pa.Array, parsed: pa.Array) -> pa.Array:
