@@ -48,11 +48,10 @@ from delta_core.storage.base import Storage
 
 log = logging.getLogger(__name__)
 
-FORMAT = 1  # bump when what an entry holds, or how a figure is computed, changes
+FORMAT = 2  # bump when what an entry holds, or how a figure is computed, changes
 CACHE_ENV = "DELTA_HEALTH_CACHE"  # a directory or URI: where health evaluations keep their figures
 _DIGEST = 24  # hex digits of a key's SHA-256 in file names
 CHECKPOINT_PREFIX = "checkpoint-"  # names of checkpoint entries; version entries start with the version
-NO_RECORDS = -1  # a checkpoint row without numRecords (``CheckpointCoverage.records``)
 
 
 def _digest(text: str) -> str:
@@ -123,18 +122,21 @@ class CheckpointKey:
 @dataclass(frozen=True, slots=True)
 class CheckpointCoverage:
     """Per checkpoint ``add`` row (by ordinal): whether its coverage is known, whether its stats
-    cover the columns, and (when read) its ``numRecords`` (``NO_RECORDS`` where it has none)."""
+    cover the columns, and (when read) its ``numRecords``: ``counted`` says which rows have one
+    (any int64 is a count the reader may give, so none can stand for "none")."""
 
     known: np.ndarray
     covered: np.ndarray
     records: np.ndarray | None = None  # int64, every row of the checkpoint
+    counted: np.ndarray | None = None  # bool, with ``records``
 
     def encode(self, key: CheckpointKey) -> bytes:
         head = json.dumps({"key": key.document(), "rows": len(self.known), "records": self.records is not None},
                           separators=(",", ":"))
         bits = np.packbits(self.known).tobytes() + np.packbits(self.covered).tobytes()
         if self.records is not None:
-            bits += self.records.astype("<i8").tobytes()
+            assert self.counted is not None  # both or neither
+            bits += np.packbits(self.counted).tobytes() + self.records.astype("<i8").tobytes()
         return head.encode("utf-8") + b"\n" + zlib.compress(bits, 1)  # fast: 80 MB of counts at 10M files
 
     @classmethod
@@ -150,11 +152,12 @@ class CheckpointCoverage:
             raise TypeError("records is not a boolean")
         bits = np.frombuffer(zlib.decompress(body), dtype=np.uint8)
         size = (rows + 7) // 8
-        if len(bits) != 2 * size + (8 * rows if with_records else 0):
+        if len(bits) != 2 * size + (size + 8 * rows if with_records else 0):
             raise ValueError(f"{len(bits)} bytes for {rows} rows")
-        records = bits[2 * size:].view("<i8").astype(np.int64) if with_records else None
+        records = bits[3 * size:].view("<i8").astype(np.int64) if with_records else None
+        counted = np.unpackbits(bits[2 * size:3 * size], count=rows).astype(bool) if with_records else None
         return cls(np.unpackbits(bits[:size], count=rows).astype(bool),
-                   np.unpackbits(bits[size:2 * size], count=rows).astype(bool), records)
+                   np.unpackbits(bits[size:2 * size], count=rows).astype(bool), records, counted)
 
 
 class HealthCache:

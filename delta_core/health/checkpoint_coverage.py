@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.health.cache import NO_RECORDS, CheckpointCoverage, CheckpointKey, HealthCache
+from delta_core.health.cache import CheckpointCoverage, CheckpointKey, HealthCache
 from delta_core.maintenance.stats_coverage import StatsCoverage, required_stats_columns, snapshot_coverage
 from delta_core.model.arrow_values import int_array_of, int_scalar, mask_array, numbers_of
 
@@ -44,11 +44,11 @@ def reused_coverage(snapshot: Snapshot, cache: HealthCache | None) -> StatsCover
     found = cache.load_coverage(_key(snapshot))
     if found is None or len(found.known) <= int(ordinals.max()) or not bool(found.known[ordinals].all()):
         return None
-    if found.records is not None:
+    if found.records is not None and found.counted is not None:
         counted = int_array_of(found.records)
         try:
             snapshot.reuse_checkpoint_num_records(pa.chunked_array(
-                [pc.if_else(pc.equal(counted, int_scalar(NO_RECORDS)), pa.nulls(len(counted), pa.int64()), counted)]))
+                [pc.if_else(mask_array(found.counted), counted, pa.nulls(len(counted), pa.int64()))]))
         except ValueError:
             pass  # counts of another length: the snapshot reads its own
     after = snapshot_coverage(snapshot, after_checkpoint=True)
@@ -72,9 +72,10 @@ def keep_coverage(snapshot: Snapshot, cache: HealthCache | None, coverage: Stats
         known[:len(found.known)], covered[:len(found.covered)] = found.known, found.covered
     known[ordinals] = True
     covered[ordinals] = numbers_of(coverage.covered.slice(0, len(ordinals)))
-    records = None
+    records = has_records = None
     if counted is not None and len(counted) == size:
-        records = numbers_of(pc.fill_null(counted, int_scalar(NO_RECORDS))).astype(np.int64)
+        records = numbers_of(pc.fill_null(counted, int_scalar(0))).astype(np.int64)
+        has_records = numbers_of(pc.is_valid(counted))
     elif found is not None and found.records is not None and len(found.records) == size:
-        records = found.records
-    cache.store_coverage(key, CheckpointCoverage(known, covered, records))
+        records, has_records = found.records, found.counted
+    cache.store_coverage(key, CheckpointCoverage(known, covered, records, has_records))

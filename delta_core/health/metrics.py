@@ -197,6 +197,8 @@ def compute_metrics(
 ) -> HealthMetrics:
     """The log-only metrics of ``snapshot``; ``now_ms`` decides which tombstones have expired.
     ``coverage``: the files' stats coverage when already known (else computed here)."""
+    # Coverage first: its read of the stats counts the files' records too (num_records below).
+    coverage = coverage if coverage is not None else snapshot_coverage(snapshot, count_records=True)
     files = snapshot.file_columns("size", "deletion_vector", "num_records")
     n = files.num_rows
     sizes = numbers_or_zero(files.column("size"))
@@ -225,7 +227,6 @@ def compute_metrics(
 
     skip, depth = column_quality(snapshot, columns)
     missing_stats = int(records.null_count)
-    coverage = coverage if coverage is not None else snapshot_coverage(snapshot)
     return HealthMetrics(
         version=snapshot.version,
         num_files=n,

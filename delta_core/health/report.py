@@ -162,7 +162,7 @@ def compute_version_health(table: DeltaTable, snapshot: Snapshot, *, policy: Hea
     measured = tuple(columns) if columns is not None else clustered
     _check_columns(snapshot, measured, uri=table.uri)
     reused = reused_coverage(snapshot, cache)
-    coverage = reused if reused is not None or cache is None else snapshot_coverage(snapshot)
+    coverage = reused if reused is not None or cache is None else snapshot_coverage(snapshot, count_records=True)
     metrics = compute_metrics(snapshot, policy=policy, now_ms=now_ms, columns=measured, coverage=coverage)
     if reused is None and coverage is not None:
         keep_coverage(snapshot, cache, coverage)

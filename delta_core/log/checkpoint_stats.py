@@ -66,7 +66,14 @@ class CheckpointStats:
         time (a caller that streams holds one batch, not the column); the caller checks the total
         with ``check_rows``."""
         for key in self.keys:
-            yield from self._column_of(key, column)
+            yield from (values for values, _ in self._column_of(key, column))
+
+    def iter_counted_stats(self) -> Iterator[tuple[pa.Array, pa.ChunkedArray | None]]:
+        """``iter_stats()``'s batches, each with its rows' ``numRecords`` as ``num_records``
+        counts them when it counts that part's from the JSON (no ``add.stats_parsed.numRecords``),
+        else None: one read of the column serves both."""
+        for key in self.keys:
+            yield from self._column_of(key, "stats", count=True)
 
     def stats_at(self, ordinals: np.ndarray, paths: pa.Array | pa.ChunkedArray,
                  column: str = "stats") -> Iterator[pa.Array]:
@@ -141,12 +148,16 @@ class CheckpointStats:
             f"checkpoint {self.version} of {self.storage.root} {what} (it was rewritten or cleaned up "
             "meanwhile); reload the table", path=self.storage.root, version=self.version)
 
-    def _column_of(self, key: str, column: str) -> Iterator[pa.Array]:
-        """``column`` of checkpoint part ``key``, batch by batch."""
+    def _column_of(self, key: str, column: str, *,
+                   count: bool = False) -> Iterator[tuple[pa.Array, pa.ChunkedArray | None]]:
+        """``column`` of checkpoint part ``key``, batch by batch, with the batch's ``numRecords``
+        when ``count`` and the part counts them from the JSON (``iter_counted_stats``)."""
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
-            yield from (values for _, values in self._values_in(pf, self.storage.uri(key), column,
-                                                                 marker=add_marker(pf)))
+            add_type = _add_type(pf)
+            count = count and (add_type is None or not _has_parsed_num_records(add_type))
+            for _, values in self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf)):
+                yield values, num_records_from_stats(values) if count else None
         finally:
             fh.close()
 
@@ -216,8 +227,7 @@ class CheckpointStats:
             add_type = _add_type(pf)
             if add_type is None:
                 return pa.chunked_array([], type=pa.int64())
-            parsed = add_type.field("stats_parsed").type if add_type.get_field_index("stats_parsed") >= 0 else None
-            if parsed is None or not pa.types.is_struct(parsed) or parsed.get_field_index("numRecords") < 0:
+            if not _has_parsed_num_records(add_type):
                 return None
             out: list[pa.Array] = []
             marker = add_marker(pf)
@@ -247,6 +257,12 @@ def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:
         return None
     typ = pf.schema_arrow.field(idx).type
     return typ if pa.types.is_struct(typ) and typ.get_field_index("path") >= 0 else None
+
+
+def _has_parsed_num_records(add_type: pa.StructType) -> bool:
+    """Whether the ``add`` struct has ``stats_parsed.numRecords``."""
+    parsed = add_type.field("stats_parsed").type if add_type.get_field_index("stats_parsed") >= 0 else None
+    return parsed is not None and pa.types.is_struct(parsed) and parsed.get_field_index("numRecords") >= 0
 
 
 def _fill_from_parsed(stats: pa.Array, parsed: pa.Array) -> pa.Array:

@@ -17,6 +17,7 @@ the fast path of ``commit_read``). That reader has no map type, so ``partitionVa
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -262,7 +263,10 @@ def num_records_from_stats(stats: pa.ChunkedArray | pa.Array) -> pa.ChunkedArray
             out.append(pa.nulls(len(chunk), pa.int64()))
             continue
         found = pc.struct_field(pc.extract_regex(chunk, _NUM_RECORDS), "n")
-        nums = pc.cast(found, pa.int64())
+        try:
+            nums = pc.cast(found, pa.int64())
+        except pa.ArrowInvalid:  # digits beyond int64: no count
+            nums = pa.array([None if n is None else _int64_or_none(int(n)) for n in found.to_pylist()], pa.int64())
         misses = pc.and_(pc.is_valid(chunk), pc.is_null(found))
         if pc.any(misses).as_py():
             values = nums.to_pylist()
@@ -279,7 +283,13 @@ def _parse_num_records(text: str) -> int | None:
         value = json.loads(text).get("numRecords")
     except (ValueError, AttributeError):
         return None
-    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return None
+    return _int64_or_none(int(value))
+
+
+def _int64_or_none(value: int) -> int | None:
+    return value if -(1 << 63) <= value < (1 << 63) else None
 
 
 # --- reconciliation keys -----------------------------------------------------------------

@@ -155,16 +155,20 @@ class ReplayState:
         column: pa.ChunkedArray = self._cache["stats"]
         return column
 
-    def iter_stats(self, *, after_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def iter_stats(self, *, after_checkpoint: bool = False,
+                   count_records: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``stats`` of each live file in order, a piece at a time: deferred checkpoint stats
         are read batch by batch and commit stats unpacked commit by commit, never held whole
         (``stats`` holds the whole column). ``after_checkpoint``: only those of the files after
-        the ``checkpoint_rows`` ones (none of the checkpoint is read)."""
+        the ``checkpoint_rows`` ones (none of the checkpoint is read). ``count_records``: the
+        checkpoint rows' ``numRecords`` are counted from the batches read (where the checkpoint
+        counts them from its JSON: ``CheckpointStats.iter_counted_stats``) and kept, so
+        ``num_records`` does not read the column again."""
         skip = self._segments()[0] if after_checkpoint else 0
         if not self.stats_deferred or "stats" in self._cache:
             yield self.stats.slice(skip)
             return
-        yield from self._iter_deferred("stats", skip_checkpoint=after_checkpoint)
+        yield from self._iter_deferred("stats", skip_checkpoint=after_checkpoint, count_records=count_records)
 
     def checkpoint_num_records(self) -> pa.ChunkedArray | None:
         """``numRecords`` of every checkpoint ``add`` row, by ordinal, as ``num_records`` read
@@ -198,20 +202,32 @@ class ReplayState:
             return
         yield from self._iter_deferred("tags")
 
-    def _iter_deferred(self, name: str, *, skip_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def _iter_deferred(self, name: str, *, skip_checkpoint: bool = False,
+                       count_records: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """Column ``name`` (``stats`` or ``tags``) of each live file in order: the checkpoint
         rows' read batch by batch (only the batches' rows replay kept; none when
-        ``skip_checkpoint``), then the rows' own, then the commit rows' unpacked piece by piece."""
+        ``skip_checkpoint``), then the rows' own, then the commit rows' unpacked piece by piece.
+        ``count_records``: as ``iter_stats``."""
         kept, first_commit = self._segments()
         if kept and not skip_checkpoint:
             assert self.checkpoint_stats is not None
             total = self.checkpoint_stats.num_rows
             wanted = None if kept == total else ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), total)
+            counting = count_records and name == "stats" and CHECKPOINT_NUM_RECORDS not in self._cache
+            batches = self.checkpoint_stats.iter_counted_stats() if counting \
+                else ((batch, None) for batch in self.checkpoint_stats.iter_stats(name))
+            counts: list[pa.Array] | None = [] if counting else None
             start = 0
-            for batch in self.checkpoint_stats.iter_stats(name):
+            for batch, counted in batches:
+                if counted is None:
+                    counts = None
+                elif counts is not None:
+                    counts.extend(counted.chunks)
                 yield batch if wanted is None else batch.filter(mask_array(wanted[start:start + len(batch)]))
                 start += len(batch)
             self.checkpoint_stats.check_rows(start)
+            if counts is not None:
+                self._cache[CHECKPOINT_NUM_RECORDS] = pa.chunked_array(counts, type=pa.int64())
         if first_commit > kept:
             yield self.rows[name].slice(kept, first_commit - kept)
         if first_commit < self.rows.num_rows:

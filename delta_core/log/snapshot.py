@@ -209,11 +209,13 @@ class Snapshot:
             physical_keys=self.column_mapping_mode != "none", paths=self._state.rows["path"],
         )
 
-    def iter_stats(self, *, after_checkpoint: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def iter_stats(self, *, after_checkpoint: bool = False,
+                   count_records: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
         """``stats`` of the live files in ``files`` order, a piece at a time: checkpoint stats
         are read batch by batch, never held whole (``ReplayState.iter_stats``); with
-        ``after_checkpoint``, only those of the files after the ``checkpoint_rows`` ones."""
-        return self._state.iter_stats(after_checkpoint=after_checkpoint)
+        ``after_checkpoint``, only those of the files after the ``checkpoint_rows`` ones; with
+        ``count_records``, ``num_records`` is counted from the same read."""
+        return self._state.iter_stats(after_checkpoint=after_checkpoint, count_records=count_records)
 
     def checkpoint_rows(self) -> pa.ChunkedArray | None:
         """Checkpoint ``add`` row ordinals of the first live files (``ReplayState.checkpoint_rows``)."""

@@ -29,14 +29,15 @@ if TYPE_CHECKING:
 STATS_SLICE_ROWS = 96 * 1024
 
 
-def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS, *,
-                 after_checkpoint: bool = False) -> Iterator[pa.ChunkedArray]:
+def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS, *, after_checkpoint: bool = False,
+                 count_records: bool = False) -> Iterator[pa.ChunkedArray]:
     """The ``stats`` of the live files in ``files`` order, in slices of at least ``rows`` files
     (the last may be shorter; a table without files yields one empty slice); with
-    ``after_checkpoint``, of the files after ``Snapshot.checkpoint_rows`` only."""
+    ``after_checkpoint``, of the files after ``Snapshot.checkpoint_rows`` only; with
+    ``count_records``, the snapshot counts its ``num_records`` from the same read."""
     pending: list[pa.Array] = []
     held, given = 0, False
-    for piece in snapshot.iter_stats(after_checkpoint=after_checkpoint):
+    for piece in snapshot.iter_stats(after_checkpoint=after_checkpoint, count_records=count_records):
         pending.extend(chunks_of(piece))
         held += len(piece)
         if held >= rows:

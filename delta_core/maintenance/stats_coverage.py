@@ -115,14 +115,17 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     return StatsCoverage(columns, pc.fill_null(covered, false))
 
 
-def snapshot_coverage(snapshot: Snapshot, *, after_checkpoint: bool = False) -> StatsCoverage:
+def snapshot_coverage(snapshot: Snapshot, *, after_checkpoint: bool = False,
+                      count_records: bool = False) -> StatsCoverage:
     """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time;
-    with ``after_checkpoint``, of the files after ``Snapshot.checkpoint_rows`` only."""
+    with ``after_checkpoint``, of the files after ``Snapshot.checkpoint_rows`` only; with
+    ``count_records``, the snapshot counts its files' ``num_records`` from the same read
+    (``Snapshot.iter_stats``)."""
     rows = snapshot.checkpoint_rows() if after_checkpoint else None
     dvs = snapshot.file_columns("deletion_vector").column(0).slice(0 if rows is None else len(rows))
     covered: list[pa.Array] = []
     start = 0
-    for stats in stats_slices(snapshot, after_checkpoint=after_checkpoint):
+    for stats in stats_slices(snapshot, after_checkpoint=after_checkpoint, count_records=count_records):
         part = pa.table({"stats": stats, "deletion_vector": dvs.slice(start, len(stats))})
         covered.extend(stats_coverage(part, snapshot.metadata).covered.chunks)
         start += len(stats)

@@ -229,7 +229,7 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
 
 
 def _py_count(v: Any) -> int | None:
-    return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return v if isinstance(v, int) and not isinstance(v, bool) and -(1 << 63) <= v < (1 << 63) else None
 
 
 def _py_flag(v: Any) -> bool | None:
@@ -262,6 +262,9 @@ def _parse_chunk_fast(texts: pa.Array, cols: list[StatsColumn], schema: pa.Schem
     empty = string_scalar("{}")
     filled = pc.if_else(pc.equal(pc.utf8_length(pc.fill_null(texts, string_scalar(""))), int_scalar(0, pa.int32())),
                         empty, pc.fill_null(texts, empty))
+    if n and filled[0].as_py().strip().lstrip("\ufeff").strip() in ("", "null"):
+        # Arrow's JSON reader crashes the process when its first row is a JSON null.
+        raise pa.ArrowInvalid("the first stats string is blank or null")
     blob = _lines_blob(filled) if n else b""
     table = pa_json.read_json(
         pa.BufferReader(blob),

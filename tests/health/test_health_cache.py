@@ -142,7 +142,8 @@ def test_a_later_version_reuses_the_checkpoints_coverage(tmp_path):
     found = cache.load_coverage(key)
     assert found is not None and found.covered.any() and found.records is not None
     assert len(found.records) == len(found.known) == 4  # every add row of the checkpoint
-    cache.store_coverage(key, CheckpointCoverage(found.known, found.covered & False, found.records + 1000))
+    cache.store_coverage(key, CheckpointCoverage(found.known, found.covered & False, found.records + 1000,
+                                                 found.counted))
     append(table, pa.table({"x": pa.array([4], pa.int64()), "s": ["d"]}))
     marked = _outcome(root, cache)[2].metrics
     replayed = _outcome(root, None)[2].metrics
