@@ -187,7 +187,7 @@ def test_rewrite_removes_keep_what_the_remove_action_may_carry(future_table):
 @pytest.mark.spark
 def test_compaction_runs_on_a_future_writers_log(future_table, spark):
     table = DeltaTable(future_table)
-    metrics = compact(table, spark)
+    metrics = compact(table, spark, min_input_files=2)
     assert metrics.num_removed_files == 2 and metrics.num_added_files == 1  # partition "a"
     written = [json.loads(x) for x in pathlib.Path(future_table, "_delta_log", f"{metrics.version:020d}.json")
                .read_text().splitlines()]

@@ -72,7 +72,7 @@ def test_append_omits_void_columns(void_table, with_void_data):
 
 @pytest.mark.spark
 def test_compact_omits_void_columns(void_table, spark):
-    metrics = compact(void_table, spark)
+    metrics = compact(void_table, spark, min_input_files=2)
     assert metrics.num_removed_files == 2 and metrics.num_added_files == 1
     (add,) = _new_files(void_table, metrics.version)
     _assert_void_free(void_table, add)
