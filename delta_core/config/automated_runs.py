@@ -8,6 +8,11 @@ only the files whose own deleted-row share is over the policy's ratio
 purge the health advice predicts, which brings the table within its threshold while leaving the
 files with a few deleted rows alone. PROTOCOL.md "Deletion Vectors": the rows stay deleted either
 way; only their bytes wait.
+
+A compaction given no ``min_input_files`` likewise merges any two small files when a person starts
+it (as OPTIMIZE), and waits for the policy's ``min_input_files`` (``HealthPolicy``, 5 by default,
+Iceberg's ``min-input-files``) when automation starts it: the compaction the health advice
+predicts, which keeps the bytes automation rewrites low.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import dataclasses
 from typing import TypeVar
 
 from delta_core.config.records import TableConfig
-from delta_core.maintenance.options import PurgeOptions
+from delta_core.maintenance.options import CompactOptions, PurgeOptions
 
 # Triggers (``history_records.TRIGGERS``) of a run a person started; every other one is automation.
 EXPLICIT_TRIGGERS = ("cli", "job")
@@ -25,7 +30,10 @@ _Options = TypeVar("_Options")
 
 def run_options(table: TableConfig, options: _Options, *, trigger: str) -> _Options:
     """``options`` (an operation's option record for ``table``) as a run started by ``trigger`` uses them."""
-    if trigger in EXPLICIT_TRIGGERS or not isinstance(options, PurgeOptions) or options.max_deleted_rows_ratio is not None:
+    if trigger in EXPLICIT_TRIGGERS:
         return options
-    ratio = table.advisor.health.purge_file_ratio
-    return dataclasses.replace(options, max_deleted_rows_ratio=ratio)
+    if isinstance(options, PurgeOptions) and options.max_deleted_rows_ratio is None:
+        return dataclasses.replace(options, max_deleted_rows_ratio=table.advisor.health.purge_file_ratio)
+    if isinstance(options, CompactOptions) and options.min_input_files is None:
+        return dataclasses.replace(options, min_input_files=table.advisor.health.min_input_files)
+    return options

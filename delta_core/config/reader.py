@@ -40,6 +40,7 @@ from delta_core.errors import ConfigError
 from delta_core.health.policy import ADVISOR_THRESHOLDS, table_health_policy
 from delta_core.maintenance.operations import CHECKPOINT, COMPACT, PURGE, REGISTRY, ZORDER
 from delta_core.maintenance.option_fields import policy_fields
+from delta_core.maintenance.options import DEFAULT_MIN_INPUT_FILES
 from delta_core.maintenance.policy_values import resolve_env, resolve_table_uri
 from delta_core.model.table_properties import TableProperties
 
@@ -143,7 +144,7 @@ def _table(name: str, policy: Mapping[str, Any], keys: Keys, *, uri: str | EnvRe
         advisor=_advisor(advisor, target_size=compact.target_size, min_file_size=compact.min_file_size,
                          checkpoint_interval=(policy[CHECKPOINT.name] or {}).get("interval"),
                          zorder_target_size=policies[ZORDER.name].options.target_size,
-                         min_input_files=compact.min_input_files,
+                         min_input_files=compact.min_input_files or DEFAULT_MIN_INPUT_FILES,
                          purge_max_deleted_rows_ratio=policies[PURGE.name].options.max_deleted_rows_ratio),
     )
 

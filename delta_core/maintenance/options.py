@@ -23,9 +23,11 @@ ZORDER_CURVES = ("zorder", "hilbert")
 MAX_CLUSTERING_COLUMNS = 4  # here, not in ``curves`` (numpy), so the CLI loads light
 # Delta Spark's spark.databricks.delta.optimize.maxDeletedRowsRatio (``compaction_plan``)
 DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
-# Iceberg's rewrite_data_files min-input-files: a compaction bin of fewer files waits for more,
-# unless they merge into a file that is no longer small (``compaction_plan``).
+# Iceberg's rewrite_data_files min-input-files: in a compaction automation starts, a bin of fewer
+# files waits for more, unless they merge into a file that is no longer small (``compaction_plan``).
 DEFAULT_MIN_INPUT_FILES = 5
+# A compaction a person starts merges any two small files, as Delta's OPTIMIZE does.
+EXPLICIT_MIN_INPUT_FILES = 2
 
 
 # One commit per ~8 GiB of input by default: progress survives failures (``file_groups.batch_groups``).
@@ -89,10 +91,12 @@ class CompactOptions(RewriteBounds):
         DEFAULT_MAX_DELETED_ROWS_RATIO, kind=Kind.RATIO,
         help="also rewrite files whose deletion vectors delete more than this share of their rows, even alone "
              "(as Delta Spark's OPTIMIZE)")
-    min_input_files: int = option(
-        DEFAULT_MIN_INPUT_FILES, kind=Kind.COUNT, minimum=2,
+    min_input_files: int | None = option(
+        None, kind=Kind.COUNT, minimum=2,
         help="merge small fragments only when at least this many go into one file (Iceberg's min-input-files); "
-             "fewer files are merged only into a file of at least the minimum size, or for their deleted rows")
+             "fewer files are merged only into a file of at least the minimum size, or for their deleted rows; "
+             "unset, a run started by hand merges any two (as OPTIMIZE) and one started by automation "
+             "waits for the advisor policy's min_input_files (5)")
     full: bool = option(False, kind=Kind.FLAG, in_policy=False,
                         help="clustered tables: recluster every file, not only the unclustered ones (OPTIMIZE FULL)")
     dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,

@@ -32,7 +32,7 @@ def test_one_compaction_settles_the_small_files_check(spark, capsys, tmp_path, p
     _appends(uri, appends=30, rows=300, partitioned=partitioned)
     before = multiset(deltars_rows(uri))
     config = tmp_path / "tables.yaml"
-    config.write_text(f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB}}\n", encoding="utf-8")
+    config.write_text(f"tables:\n  events:\n    uri: {uri}\n    compact: {{target_size: 64KB, min_input_files: 5}}\n", encoding="utf-8")
     doc = _health(capsys, str(config))
     check = _small_files(doc)
     assert check["status"] != "pass" and check["operation"] == "compact"

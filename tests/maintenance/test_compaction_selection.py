@@ -10,6 +10,7 @@ import pytest
 
 from delta_core.errors import ConfigError
 from delta_core.health.compaction_estimate import estimate_compaction
+from delta_core.health.policy import HealthPolicy
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.bin_packing import MERGED_FRAGMENT_SLACK
 from delta_core.maintenance.compaction_plan import plan_compaction
@@ -36,7 +37,8 @@ def _bins(snapshot, **kwargs) -> list[list[str]]:
 def test_min_input_files_leaves_a_group_of_too_few_fragments_alone(tmp_path):
     snapshot = _snapshot(tmp_path, [*(add(f"a{i}", 2 * KB, part="a") for i in range(4)),
                                     *(add(f"b{i}", 2 * KB, part="b") for i in range(5))])
-    assert DEFAULT_MIN_INPUT_FILES == CompactOptions().min_input_files == 5
+    # the plan's default is automation's (the policy's, 5); a run a person starts with no value merges any two
+    assert DEFAULT_MIN_INPUT_FILES == HealthPolicy().min_input_files == 5 and CompactOptions().min_input_files is None
     assert _bins(snapshot) == [[f"b{i}" for i in range(5)]]  # a's four wait for a fifth
     assert _bins(snapshot, min_input_files=4) == [[f"a{i}" for i in range(4)], [f"b{i}" for i in range(5)]]
     with pytest.raises(ConfigError, match="at least 2"):
@@ -118,7 +120,7 @@ def test_compaction_leaves_near_target_files_and_lone_fragments_untouched(spark,
     big = max(snapshot.add_actions(), key=lambda a: a.size)
     us = {a.path for a in snapshot.add_actions() if a.partition_values["region"] == "us"}
     before = multiset(deltars_rows(uri))
-    metrics = compact(table, spark, target_size=big.size + 1, min_file_size=big.size)
+    metrics = compact(table, spark, target_size=big.size + 1, min_file_size=big.size, min_input_files=5)
     assert (metrics.num_removed_files, metrics.num_added_files) == (6, 1)
     live = set(table.snapshot().file_paths)
     assert big.path in live and us <= live

@@ -25,7 +25,7 @@ from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import (
     DEFAULT_BOUNDS,
     DEFAULT_MAX_DELETED_ROWS_RATIO,
-    DEFAULT_MIN_INPUT_FILES,
+    EXPLICIT_MIN_INPUT_FILES,
     RewriteBounds,
 )
 from delta_core.maintenance.rewrite_metrics import ClusterMetrics, CompactionMetrics
@@ -51,14 +51,15 @@ def compact(
     min_file_size: int | None = None,
     bounds: RewriteBounds = DEFAULT_BOUNDS,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
-    min_input_files: int = DEFAULT_MIN_INPUT_FILES,
+    min_input_files: int | None = None,
     full: bool = False,
     dry_run: bool = False,
 ) -> CompactionMetrics | ClusterMetrics:
     """Bin-pack the small files of ``table`` on ``spark`` (a SparkSession, or a factory called
     only when there is something to compact), and rewrite the files whose deletion vectors
     delete more than ``max_deleted_rows_ratio`` of their rows; a bin of fewer than
-    ``min_input_files`` waits unless it makes a file that is no longer small (``compaction_plan``).
+    ``min_input_files`` (None: ``EXPLICIT_MIN_INPUT_FILES``, any two, as OPTIMIZE) waits unless it
+    makes a file that is no longer small (``compaction_plan``).
 
     On a clustered table with clustering columns this clusters instead (the module docstring;
     ``full`` reclusters every file, ``min_file_size`` does not apply, and a ``where`` predicate
@@ -84,7 +85,8 @@ def compact(
                           "set them with delta-core cluster-by TABLE --columns a,b", path=table.uri,
                           version=snapshot.version)
     plan = plan_compaction(snapshot, target_size=target_size, min_file_size=min_file_size, where=where,
-                           max_deleted_rows_ratio=max_deleted_rows_ratio, min_input_files=min_input_files)
+                           max_deleted_rows_ratio=max_deleted_rows_ratio,
+                           min_input_files=EXPLICIT_MIN_INPUT_FILES if min_input_files is None else min_input_files)
     log.info("table=%s version=%d compaction plan: %d bins over %d files (%d bytes) in %d partitions",
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
              plan.partitions_compacted)
