@@ -59,16 +59,17 @@ BOUNDED = {"order": "smallest", "max_batch_retries": 2}
 def test_schedules_carry_policy_config(defs):
     when = dt.datetime(2024, 3, 3, 2, 0, tzinfo=dt.UTC)
     with DagsterInstance.ephemeral() as instance:
+        # compaction's min_input_files is unset: a scheduled run is automation's, which takes the policy's at run time
         expected = {
             "events_compact_schedule": ("0 2 * * *", "events_compact", "events__compact",
                                         {"target_size": 32_000_000, "where": "event_date >= '2024-03-02'",
-                                         "max_deleted_rows_ratio": 0.05, "min_input_files": 5, **BOUNDED}),
+                                         "max_deleted_rows_ratio": 0.05, **BOUNDED}),
             "events_vacuum_schedule": ("0 3 * * 0", "events_vacuum", "events__vacuum",
                                        {"retention_hours": 200.0, "dry_run": True, "force": False, "mode": "full"}),
             "events_zorder_schedule": ("15 5 * * 6", "events_zorder", "events__zorder",
                                        {"columns": ["user_id"], "curve": "hilbert", **BOUNDED}),
             "orders_compact_schedule": ("0 1 * * *", "orders_compact", "orders__compact",
-                                        {"max_deleted_rows_ratio": 0.05, "min_input_files": 5, **BOUNDED}),
+                                        {"max_deleted_rows_ratio": 0.05, **BOUNDED}),
             "orders_vacuum_schedule": ("0 4 1 * *", "orders_vacuum", "orders__vacuum",
                                        {"dry_run": False, "force": False, "mode": "full"}),
         }
