@@ -9,10 +9,12 @@ purge the health advice predicts, which brings the table within its threshold wh
 files with a few deleted rows alone. PROTOCOL.md "Deletion Vectors": the rows stay deleted either
 way; only their bytes wait.
 
-A compaction given no ``min_input_files`` likewise merges any two small files when a person starts
-it (as OPTIMIZE), and waits for the policy's ``min_input_files`` (``HealthPolicy``, 5 by default,
-Iceberg's ``min-input-files``) when automation starts it: the compaction the health advice
-predicts, which keeps the bytes automation rewrites low.
+A compaction given no ``selection`` likewise bin-packs every small file when a person starts it
+(as OPTIMIZE: any two small files of a partition merge, whatever their sizes), and uses automated
+selection when automation starts it: fragments first, a merged file waiting until about as much
+new data has come (``bin_packing.keep_bins``), with the policy's ``min_input_files``
+(``HealthPolicy``, 5 by default, Iceberg's ``min-input-files``) when the run gives none: the
+compaction the health advice predicts, which keeps the bytes automation rewrites low.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import dataclasses
 from typing import TypeVar
 
 from delta_core.config.records import TableConfig
-from delta_core.maintenance.options import CompactOptions, PurgeOptions
+from delta_core.maintenance.options import AUTOMATED, CompactOptions, PurgeOptions
 
 # Triggers (``history_records.TRIGGERS``) of a run a person started; every other one is automation.
 EXPLICIT_TRIGGERS = ("cli", "job")
@@ -34,6 +36,7 @@ def run_options(table: TableConfig, options: _Options, *, trigger: str) -> _Opti
         return options
     if isinstance(options, PurgeOptions) and options.max_deleted_rows_ratio is None:
         return dataclasses.replace(options, max_deleted_rows_ratio=table.advisor.health.purge_file_ratio)
-    if isinstance(options, CompactOptions) and options.min_input_files is None:
-        return dataclasses.replace(options, min_input_files=table.advisor.health.min_input_files)
+    if isinstance(options, CompactOptions):
+        count = table.advisor.health.min_input_files if options.min_input_files is None else options.min_input_files
+        return dataclasses.replace(options, min_input_files=count, selection=options.selection or AUTOMATED)
     return options

@@ -5,9 +5,10 @@ model's estimate (``health.compaction_estimate``). The rule: within each partiti
 files are sorted by size (ties by path, when the caller gives the paths) and packed greedily
 into bins of at most ``target_size`` bytes, a file larger than the target opening a bin of its
 own; a bin holding a single file is dropped, unless it holds a file that is ``due`` (over the
-deleted-rows ratio: rewritten even alone). ``keep_bins`` then keeps only the bins worth their
-bytes (the rule is in its docstring: small fragments merge first, larger files only into a file
-that is no longer small).
+deleted-rows ratio: rewritten even alone). ``keep_bins`` then keeps the bins to rewrite: every
+one, as OPTIMIZE, in a run a person starts; under automated selection only those worth their bytes
+(the rule is in its docstring: small fragments merge first, larger files only into a file that is
+no longer small).
 
 No Python object is made per file. After one sort, a bin starting at sorted row ``i`` ends
 where the running total of sizes first exceeds ``cumsum[i - 1] + target_size``, which one
@@ -238,22 +239,24 @@ def pack(
 
 
 def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_size: int, fragment_size: int,
-              min_input_files: int) -> Packing:
-    """The bins of ``packing`` (over ``sizes`` and ``due``, as given to ``pack``) that are worth
-    rewriting, each kept whole, cut to its fragments, or dropped:
+              min_input_files: int, automated: bool) -> Packing:
+    """The bins of ``packing`` (over ``sizes`` and ``due``, as given to ``pack``) to rewrite, each
+    kept whole, cut to its fragments, or dropped:
 
     - a bin holding a ``due`` file is kept whole (its deleted rows go);
     - a bin of two files or more whose sizes reach ``min_file_size`` is kept whole: it merges them
       into one file that is no longer small, which no later run rewrites, whatever its count
       (as Iceberg rewrites a group short of ``min-input-files`` whose bytes make a full file);
-    - any other bin keeps only its fragments (files under ``fragment_size``), and only when there are
-      at least ``min_input_files`` of them: small fragments merge first (Amoro's minor optimizing),
-      while a larger file waits until it can join a file that is no longer small. The fragments
-      kept are the most, smallest first, whose largest is at most the others together (give or
-      take ``MERGED_FRAGMENT_SLACK``, so that fragments of about one size always merge), so a
-      merged fragment is rewritten only once about as much new data has come as it holds: each
-      merge nearly doubles its largest input, and a byte is rewritten a few times on its way to
-      the target, not once per run;
+    - bin-packing (not ``automated``: OPTIMIZE's, a run a person starts) keeps any other bin whole
+      when it holds at least ``min_input_files`` files, whatever their sizes;
+    - ``automated`` selection keeps of any other bin only its fragments (files under
+      ``fragment_size``), and only when there are at least ``min_input_files`` of them: small
+      fragments merge first (Amoro's minor optimizing), while a larger file waits until it can join
+      a file that is no longer small. The fragments kept are the most, smallest first, whose
+      largest is at most the others together (give or take ``MERGED_FRAGMENT_SLACK``, so that
+      fragments of about one size always merge), so a merged fragment is rewritten only once about
+      as much new data has come as it holds: each merge nearly doubles its largest input, and a
+      byte is rewritten a few times on its way to the target, not once per run;
     - the rest are dropped: too few files to pay for their rewrite (Iceberg's ``min-input-files``).
 
     The bins keep their order; a kept bin keeps its rows' order."""
@@ -263,6 +266,8 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
     whole = packing.bin_totals(due.astype(np.int64)) > 0
     whole |= (counts >= 2) & (packing.bin_totals(sizes) >= min_file_size)
     bin_of = np.repeat(np.arange(packing.num_bins), counts)
+    if not automated:
+        return _kept(packing, (whole | (counts >= min_input_files))[bin_of], bin_of)
     packed = sizes[packing.rows]
     starts = packing.bounds[:-1]
     # rows are by size within a bin: the fragments kept are the longest run, smallest first, whose
@@ -274,6 +279,10 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
     last = np.maximum.reduceat(np.where(ends, index, -1), starts)
     fragment = index <= last[bin_of]
     minor = ~whole & (np.bincount(bin_of[fragment], minlength=packing.num_bins) >= min_input_files)
-    keep = whole[bin_of] | (minor[bin_of] & fragment)
+    return _kept(packing, whole[bin_of] | (minor[bin_of] & fragment), bin_of)
+
+
+def _kept(packing: Packing, keep: np.ndarray, bin_of: np.ndarray) -> Packing:
+    """``packing`` with only the rows ``keep`` marks (``bin_of``: each row's bin), bins left empty dropped."""
     kept = np.bincount(bin_of[keep], minlength=packing.num_bins)
     return Packing(packing.rows[keep], np.concatenate([[0], np.cumsum(kept[kept > 0])]).astype(np.int64))

@@ -15,16 +15,19 @@ Delta Spark, such a file is rewritten even alone in its bin: otherwise a lone la
 deleted rows would never be cleaned. The rewrite drops the deleted rows and the new file has no
 vector.
 
-Which bins are rewritten (``bin_packing.keep_bins``), so that a byte is rewritten about twice on
-its way to the target and not once per run: a bin of at least ``min_input_files`` (default
-``DEFAULT_MIN_INPUT_FILES``, 5, Iceberg's ``min-input-files``) fragments, files under
-``target_size * FRAGMENT_FRACTION`` (1/8, Amoro's fragment ratio), merges them (minor; a fragment
-larger than the smaller ones together, give or take ``MERGED_FRAGMENT_SLACK``, waits, so merged
-fragments are not rewritten for a little new data); a bin whose
-files reach ``min_file_size`` merges them into a file that is no longer small, however few they
-are (major); a bin with a file over the deleted-rows ratio is rewritten whole. Other bins wait for
-more files. Files at or above ``min_file_size`` are never candidates (unless over the ratio), so
-they are only rewritten for their deleted rows.
+Which bins are rewritten (``bin_packing.keep_bins``) depends on the ``selection``. Both rewrite a
+bin whose files reach ``min_file_size`` (major: a file that is no longer small, however few went
+in) and a bin with a file over the deleted-rows ratio. ``BIN_PACK`` (OPTIMIZE's, what a run a
+person starts uses) also rewrites every other bin of at least ``min_input_files`` small files (two
+when a person gives no count). ``AUTOMATED`` (the plan's default, what a run automation starts
+uses, and what the health advice predicts) waits, so that a byte is rewritten about twice on its
+way to the target and not once per run: of the other bins it rewrites only those of at least
+``min_input_files`` (default ``DEFAULT_MIN_INPUT_FILES``, 5, Iceberg's ``min-input-files``)
+fragments, files under ``target_size * FRAGMENT_FRACTION`` (1/8, Amoro's fragment ratio), and
+only those fragments (minor; a fragment larger than the smaller ones together, give or take
+``MERGED_FRAGMENT_SLACK``, waits, so merged fragments are not rewritten for a little new data).
+Other bins wait for more files. Files at or above ``min_file_size`` are never candidates (unless
+over the ratio), so they are only rewritten for their deleted rows.
 
 Defaults: ``target_size`` is ``delta.targetFileSize`` when the table sets it, else
 ``DEFAULT_TARGET_FILE_SIZE`` (128 MiB, ``delta_core.model.table_properties``); ``min_file_size`` is
@@ -65,9 +68,11 @@ from delta_core.maintenance.bin_packing import (
 )
 from delta_core.maintenance.file_groups import FileGroup, batch_groups, group_file_list, groups_of
 from delta_core.maintenance.options import (
+    AUTOMATED,
     DEFAULT_BATCH_BYTES,
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     DEFAULT_MIN_INPUT_FILES,
+    SELECTIONS,
 )
 from delta_core.maintenance.predicate import Expr, evaluate, parse_predicate
 from delta_core.maintenance.tag_codes import tag_codes
@@ -108,6 +113,7 @@ class CompactionPlan:
     partitions_considered: int
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO
     min_input_files: int = DEFAULT_MIN_INPUT_FILES
+    selection: str = AUTOMATED
     partitions_compacted: int = field(init=False)
 
     def __post_init__(self) -> None:
@@ -186,6 +192,13 @@ def check_min_input_files(count: int) -> int:
     return count
 
 
+def check_selection(selection: str) -> str:
+    """``selection`` if it names one (``SELECTIONS``), else ``ConfigError``."""
+    if selection not in SELECTIONS:
+        raise ConfigError(f"compaction selection must be one of {', '.join(SELECTIONS)}, got {selection!r}")
+    return selection
+
+
 def fragment_size(target_size: int, min_file_size: int) -> int:
     """Files under this many bytes are fragments (``FRAGMENT_FRACTION`` of the target, at most
     the minimum file size)."""
@@ -243,6 +256,7 @@ def pack_candidates(
     min_file_size: int,
     max_deleted_rows_ratio: float,
     min_input_files: int = DEFAULT_MIN_INPUT_FILES,
+    selection: str = AUTOMATED,
     exact: bool = True,
     zcubes: np.ndarray | None = None,
 ) -> Candidates:
@@ -254,7 +268,7 @@ def pack_candidates(
     ``exact`` breaks ties of equal size by path, as the plan's bins need; without it the paths
     are sorted only when that can change the counts (a due file among the candidates).
     ``zcubes`` marks the files of Z-order cubes (``zcube_files``): only due ones are candidates.
-    The bins kept are those ``keep_bins`` keeps (``min_input_files``; the module docstring)."""
+    The bins kept are those ``keep_bins`` keeps (``min_input_files``, ``selection``; the module docstring)."""
     n = files.num_rows
     due_column = over_deleted_rows_ratio(files, max_deleted_rows_ratio)
     sizes = numbers_or_zero(files.column("size"))
@@ -272,7 +286,8 @@ def pack_candidates(
     chosen_sizes, chosen_due = (sizes, due) if every else (sizes[chosen], due[chosen])
     packing = pack(codes if every else codes[chosen], chosen_sizes, chosen_due, target_size=target_size, ties=ties)
     packing = keep_bins(packing, chosen_sizes, chosen_due, min_file_size=min_file_size,
-                        fragment_size=fragment_size(target_size, min_file_size), min_input_files=min_input_files)
+                        fragment_size=fragment_size(target_size, min_file_size), min_input_files=min_input_files,
+                        automated=selection == AUTOMATED)
     rows = packing.rows if every else chosen[packing.rows]
     return Candidates(group_file_list(files), list(keys), Packing(rows, packing.bounds),
                       int(codes.max()) + 1 if n else 0)
@@ -307,6 +322,7 @@ def pack_files(
     selected: pa.Array | None = None,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     min_input_files: int = DEFAULT_MIN_INPUT_FILES,
+    selection: str = AUTOMATED,
     zcubes: np.ndarray | None = None,
 ) -> tuple[list[Bin], int, int]:
     """Bins over the Arrow file list; returns ``(bins, files_considered, partitions_considered)``
@@ -319,7 +335,7 @@ def pack_files(
     keys = partition_key_columns(files, partition_columns)
     found = pack_candidates(files, keys, target_size=target_size, min_file_size=min_file_size,
                             max_deleted_rows_ratio=max_deleted_rows_ratio, min_input_files=min_input_files,
-                            zcubes=zcubes)
+                            selection=selection, zcubes=zcubes)
     packing = found.packing
     values = list(zip(*(take_rows(k, packing.first_rows()).to_pylist() for k in found.keys))) if found.keys \
         else [()] * packing.num_bins
@@ -336,11 +352,13 @@ def plan_compaction(
     where: str | None = None,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     min_input_files: int = DEFAULT_MIN_INPUT_FILES,
+    selection: str = AUTOMATED,
 ) -> CompactionPlan:
-    """Plan the compaction of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``). Pure: no IO
-    beyond what the snapshot already holds."""
+    """Plan the compaction of ``snapshot`` (a ``delta_core.log.snapshot.Snapshot``) with the bins
+    ``selection`` keeps (the module docstring). Pure: no IO beyond what the snapshot already holds."""
     check_deleted_rows_ratio(max_deleted_rows_ratio)
     check_min_input_files(min_input_files)
+    check_selection(selection)
     partition_columns = list(snapshot.partition_columns)
     target, minimum = resolve_sizes(target_size, min_file_size, table_target=table_target_size(snapshot))
     predicate = parse_predicate(where, partition_columns,
@@ -352,7 +370,7 @@ def plan_compaction(
     bins, considered, partitions = pack_files(
         files, partition_columns=partition_key_names(snapshot), target_size=target, min_file_size=minimum,
         selected=mask, max_deleted_rows_ratio=max_deleted_rows_ratio, min_input_files=min_input_files,
-        zcubes=zcube_files(snapshot),
+        selection=selection, zcubes=zcube_files(snapshot),
     )
     return CompactionPlan(
         read_version=snapshot.version,
@@ -364,4 +382,5 @@ def plan_compaction(
         partitions_considered=partitions,
         max_deleted_rows_ratio=max_deleted_rows_ratio,
         min_input_files=min_input_files,
+        selection=selection,
     )

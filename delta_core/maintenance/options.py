@@ -28,6 +28,10 @@ DEFAULT_MAX_DELETED_ROWS_RATIO = 0.05
 DEFAULT_MIN_INPUT_FILES = 5
 # A compaction a person starts merges any two small files, as Delta's OPTIMIZE does.
 EXPLICIT_MIN_INPUT_FILES = 2
+# How a compaction chooses the bins it rewrites (``bin_packing.keep_bins``): every bin of small files,
+# as OPTIMIZE (a run a person starts), or automation's waiting rules (a run automation starts).
+BIN_PACK, AUTOMATED = "bin-pack", "automated"
+SELECTIONS = (BIN_PACK, AUTOMATED)
 
 
 # One commit per ~8 GiB of input by default: progress survives failures (``file_groups.batch_groups``).
@@ -93,10 +97,15 @@ class CompactOptions(RewriteBounds):
              "(as Delta Spark's OPTIMIZE)")
     min_input_files: int | None = option(
         None, kind=Kind.COUNT, minimum=2,
-        help="merge small fragments only when at least this many go into one file (Iceberg's min-input-files); "
-             "fewer files are merged only into a file of at least the minimum size, or for their deleted rows; "
-             "unset, a run started by hand merges any two (as OPTIMIZE) and one started by automation "
-             "waits for the advisor policy's min_input_files (5)")
+        help="merge small files only when at least this many go into one file (Iceberg's min-input-files; "
+             "automated selection counts only fragments); fewer files are merged only into a file of at least "
+             "the minimum size, or for their deleted rows; unset, a run started by hand merges any two (as "
+             "OPTIMIZE) and one started by automation waits for the advisor policy's min_input_files (5)")
+    selection: str | None = option(
+        None, kind=Kind.CHOICE, choices=SELECTIONS, in_policy=False,
+        help="which bins are rewritten: bin-pack (every bin of two small files or more, as OPTIMIZE) or "
+             "automated (fragments first; a merged file waits until about as much new data has come); unset, "
+             "a run started by hand bin-packs and one started by automation uses automated selection")
     full: bool = option(False, kind=Kind.FLAG, in_policy=False,
                         help="clustered tables: recluster every file, not only the unclustered ones (OPTIMIZE FULL)")
     dry_run: bool = option(False, kind=Kind.FLAG, in_policy=False,

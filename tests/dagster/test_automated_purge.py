@@ -2,7 +2,8 @@
 policy's ratio (0.05, as OPTIMIZE's maxDeletedRowsRatio); one started by hand keeps REORG ...
 APPLY (PURGE)'s meaning and rewrites every file with a deleted row. Real tables with deletion
 vectors, the purge asset materialized on a real Dagster instance; rows read back by delta-rs.
-Compaction's ``min_input_files`` follows the same split (any two by hand, the policy's 5 by automation)."""
+Compaction follows the same split: a run by hand bin-packs any two small files, one by automation
+takes automated selection with the policy's ``min_input_files`` (5)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from assets.automation import TRIGGER_TAG
 from definitions import build_definitions, build_resources
 from delta_core.config.automated_runs import run_options
 from delta_core.log.table import DeltaTable
-from delta_core.maintenance.options import DEFAULT_MIN_INPUT_FILES, CompactOptions, PurgeOptions
+from delta_core.maintenance.options import AUTOMATED, DEFAULT_MIN_INPUT_FILES, CompactOptions, PurgeOptions
 from delta_core.model.actions import Remove
 from resources.config import load_config
 from tests.dagster.conftest import write_yaml
@@ -75,7 +76,7 @@ tables:
     assert (a.advisor.health.purge_file_ratio, b.advisor.health.purge_file_ratio) == (0.1, 0.0)
 
 
-def test_run_options_fill_min_input_files_for_automation_only(tmp_path):
+def test_run_options_fill_the_selection_and_min_input_files_for_automation_only(tmp_path):
     cfg = load_config(write_yaml(tmp_path / "tables.yaml", """
 tables:
   a: {uri: /a}
@@ -83,11 +84,13 @@ tables:
 """))
     a, b = cfg.table("a"), cfg.table("b")
     given = a.options(CompactOptions)
-    assert given.min_input_files is None  # a run started by hand merges any two, as OPTIMIZE
+    assert given.min_input_files is None and given.selection is None  # by hand: bin-pack any two, as OPTIMIZE
     for trigger in ("schedule", "automation", "advisor", "sensor"):
-        assert run_options(a, given, trigger=trigger).min_input_files == DEFAULT_MIN_INPUT_FILES == 5
+        automated = run_options(a, given, trigger=trigger)
+        assert (automated.selection, automated.min_input_files) == (AUTOMATED, DEFAULT_MIN_INPUT_FILES)
     for trigger in ("cli", "job"):
         assert run_options(a, given, trigger=trigger) == given
     # a value written in the compact section holds for every run, and health predicts with it
-    assert run_options(b, b.options(CompactOptions), trigger="automation").min_input_files == 3
+    automated = run_options(b, b.options(CompactOptions), trigger="automation")
+    assert (automated.selection, automated.min_input_files) == (AUTOMATED, 3)
     assert (a.advisor.health.min_input_files, b.advisor.health.min_input_files) == (5, 3)

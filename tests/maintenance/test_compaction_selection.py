@@ -1,7 +1,9 @@
-"""Which bins a compaction rewrites (``bin_packing.keep_bins``): too few fragments wait for more
-(``min_input_files``), a few larger small files merge only into a file that is no longer small,
-files near the target are left alone unless over the deleted-rows ratio, and the health estimate
-counts what the planner plans."""
+"""Which bins a compaction rewrites (``bin_packing.keep_bins``). Automated selection: too few
+fragments wait for more (``min_input_files``), a few larger small files merge only into a file
+that is no longer small, files near the target are left alone unless over the deleted-rows ratio,
+and the health estimate counts what the planner plans. Bin-packing (a run a person starts): every
+bin of enough small files, whatever their sizes; files near the target still only for their
+deleted rows."""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from delta_core.health.policy import HealthPolicy
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.bin_packing import MERGED_FRAGMENT_SLACK
 from delta_core.maintenance.compaction_plan import plan_compaction
-from delta_core.maintenance.options import DEFAULT_MIN_INPUT_FILES, CompactOptions
+from delta_core.maintenance.options import BIN_PACK, DEFAULT_MIN_INPUT_FILES, EXPLICIT_MIN_INPUT_FILES, CompactOptions
 from tests.health.conftest import DV_PROTOCOL, add, write_log
 
 KB = 1024
@@ -81,6 +83,29 @@ def test_files_near_the_target_are_rewritten_only_for_their_deleted_rows(tmp_pat
                add("near_dv_high", 100 * KB, part="c", dv_cardinality=30)]  # 30 of 100: over 0.05
     snapshot = _snapshot(tmp_path, actions, protocol=DV_PROTOCOL)
     assert _bins(snapshot) == [[f"f{i}" for i in range(5)], ["near_dv_high"]]
+
+
+def _bin_packed(snapshot, *, min_input_files: int = EXPLICIT_MIN_INPUT_FILES) -> list[list[str]]:
+    plan = plan_compaction(snapshot, target_size=TARGET, min_file_size=MINIMUM, min_input_files=min_input_files,
+                           selection=BIN_PACK)
+    return [sorted(b.paths) for b in plan.bins]
+
+
+def test_bin_packing_merges_every_bin_of_small_files_whatever_their_sizes(tmp_path):
+    # a: a merged fragment and one new file; b: two larger small files still small together;
+    # c: three fragments; d: a file near the target beside a fragment, e: one over the ratio
+    actions = [add("merged", 10 * KB, part="a"), add("new", KB, part="a"),
+               add("b1", 40 * KB, part="b"), add("b2", 40 * KB, part="b"),
+               *(add(f"c{i}", 2 * KB, part="c") for i in range(3)),
+               add("near", 100 * KB, part="d"), add("d1", 2 * KB, part="d"),
+               add("near_dv_high", 100 * KB, part="e", dv_cardinality=30)]
+    snapshot = _snapshot(tmp_path, actions, protocol=DV_PROTOCOL)
+    assert _bins(snapshot) == [["near_dv_high"]]  # automation: everything small waits
+    assert _bin_packed(snapshot) == [["merged", "new"], ["b1", "b2"], ["c0", "c1", "c2"], ["near_dv_high"]]
+    # a count given by hand still holds: c's three wait for a fourth, the other pairs for a third
+    assert _bin_packed(snapshot, min_input_files=4) == [["near_dv_high"]]
+    with pytest.raises(ConfigError, match="selection must be one of bin-pack, automated"):
+        plan_compaction(snapshot, selection="all")
 
 
 def test_health_counts_the_small_files_left_after_the_plan(tmp_path):

@@ -23,6 +23,7 @@ from delta_core.maintenance.cluster_plan import clustering_bounds, plan_clusteri
 from delta_core.maintenance.compaction_plan import CompactionPlan, plan_compaction
 from delta_core.maintenance.metrics import Stopwatch
 from delta_core.maintenance.options import (
+    BIN_PACK,
     DEFAULT_BOUNDS,
     DEFAULT_MAX_DELETED_ROWS_RATIO,
     EXPLICIT_MIN_INPUT_FILES,
@@ -52,14 +53,17 @@ def compact(
     bounds: RewriteBounds = DEFAULT_BOUNDS,
     max_deleted_rows_ratio: float = DEFAULT_MAX_DELETED_ROWS_RATIO,
     min_input_files: int | None = None,
+    selection: str | None = None,
     full: bool = False,
     dry_run: bool = False,
 ) -> CompactionMetrics | ClusterMetrics:
     """Bin-pack the small files of ``table`` on ``spark`` (a SparkSession, or a factory called
     only when there is something to compact), and rewrite the files whose deletion vectors
-    delete more than ``max_deleted_rows_ratio`` of their rows; a bin of fewer than
-    ``min_input_files`` (None: ``EXPLICIT_MIN_INPUT_FILES``, any two, as OPTIMIZE) waits unless it
-    makes a file that is no longer small (``compaction_plan``).
+    delete more than ``max_deleted_rows_ratio`` of their rows. ``selection`` (None: ``BIN_PACK``,
+    as OPTIMIZE) says which bins are rewritten; a bin of fewer than ``min_input_files`` (None:
+    ``EXPLICIT_MIN_INPUT_FILES``, any two) waits unless it makes a file that is no longer small
+    (``compaction_plan``). Automation passes ``AUTOMATED`` and the policy's count
+    (``config.automated_runs``).
 
     On a clustered table with clustering columns this clusters instead (the module docstring;
     ``full`` reclusters every file, ``min_file_size`` does not apply, and a ``where`` predicate
@@ -86,7 +90,8 @@ def compact(
                           version=snapshot.version)
     plan = plan_compaction(snapshot, target_size=target_size, min_file_size=min_file_size, where=where,
                            max_deleted_rows_ratio=max_deleted_rows_ratio,
-                           min_input_files=EXPLICIT_MIN_INPUT_FILES if min_input_files is None else min_input_files)
+                           min_input_files=EXPLICIT_MIN_INPUT_FILES if min_input_files is None else min_input_files,
+                           selection=BIN_PACK if selection is None else selection)
     log.info("table=%s version=%d compaction plan: %d bins over %d files (%d bytes) in %d partitions",
              table.uri, snapshot.version, len(plan.bins), plan.num_input_files, plan.input_bytes,
              plan.partitions_compacted)
