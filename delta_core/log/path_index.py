@@ -13,7 +13,7 @@ strings on those rows only), and replay advances it with the rows a commit kept 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -21,16 +21,44 @@ import pyarrow as pa
 from delta_core.model.path_identity import surely_plain
 from delta_core.model.string_hashes import string_hashes
 
+_NONE = np.zeros(0, np.int64)
+
+
+def _matching(hashes: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``rows`` of the entries of ``hashes`` (ascending) equal to one of ``wanted`` (distinct)."""
+    first = np.searchsorted(hashes, wanted, side="left")
+    counts = np.searchsorted(hashes, wanted, side="right") - first
+    total = int(counts.sum())
+    if not total:
+        return _NONE
+    # The entries first[i] .. first[i] + counts[i] - 1 of each wanted hash, in one array.
+    starts = np.repeat(first - np.cumsum(counts) + counts, counts)
+    found: np.ndarray = rows[starts + np.arange(total)]
+    return found
+
+
+def _sorted_by_hash(hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    order = np.argsort(hashes)
+    return hashes[order], rows[order].astype(np.int64)
+
 
 @dataclass(frozen=True, slots=True)
 class PathIndex:
-    """``hashes`` (uint64, ascending) of the paths at ``rows`` (int64), one entry per row;
-    ``plain``: every path is a plain relative path, its own canonical form
-    (``path_identity.surely_plain``), so replay may match canonical paths through the index."""
+    """The rows of a state are its live ``core`` rows, then its ``tail`` rows. ``hashes``
+    (uint64, ascending) are the path hashes of the core rows at ``rows`` (numbered as when the
+    index was built), ``dropped`` (ascending) the core rows no longer live; ``tail_hashes``
+    (ascending) those of the tail rows at ``tail_rows`` (counted from the first tail row).
+    Advancing the index drops rows and appends others without touching the core's entries, so
+    it costs what the commits touched, not what the table holds. ``plain``: every path is a
+    plain relative path, its own canonical form (``path_identity.surely_plain``), so replay may
+    match canonical paths through the index."""
 
     hashes: np.ndarray
     rows: np.ndarray
     plain: bool
+    dropped: np.ndarray = field(default_factory=lambda: _NONE)
+    tail_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
+    tail_rows: np.ndarray = field(default_factory=lambda: _NONE)
 
     @classmethod
     def build(cls, paths: pa.Array | pa.ChunkedArray) -> PathIndex | None:
@@ -42,6 +70,10 @@ class PathIndex:
         order = np.argsort(hashes)
         return cls(hashes[order], order.astype(np.int64), surely_plain(paths))
 
+    @property
+    def _live_core(self) -> int:
+        return len(self.rows) - len(self.dropped)
+
     def candidates(self, wanted: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
         """Rows (ascending, distinct) whose path hashes as one of ``wanted``: every row whose path
         is one of them, perhaps with a few others. None when ``wanted`` cannot be hashed."""
@@ -49,30 +81,37 @@ class PathIndex:
         if hashes is None:
             return None
         hashes = np.unique(hashes)
-        first = np.searchsorted(self.hashes, hashes, side="left")
-        counts = np.searchsorted(self.hashes, hashes, side="right") - first
-        total = int(counts.sum())
-        if not total:
-            return np.zeros(0, np.int64)
-        # The entries first[i] .. first[i] + counts[i] - 1 of each wanted hash, in one array.
-        starts = np.repeat(first - np.cumsum(counts) + counts, counts)
-        return np.unique(self.rows[starts + np.arange(total)])
+        core = _matching(self.hashes, self.rows, hashes)
+        if len(self.dropped) and len(core):
+            at = np.searchsorted(self.dropped, core)
+            gone = self.dropped[np.minimum(at, len(self.dropped) - 1)] == core
+            core = core[~gone] - at[~gone]  # numbered among the live core rows
+        tail = _matching(self.tail_hashes, self.tail_rows, hashes) + self._live_core
+        return np.unique(np.concatenate([core, tail]))
 
-    def advanced(self, kept: np.ndarray | None, added: pa.Array | pa.ChunkedArray) -> PathIndex | None:
-        """The index of a state whose rows are this one's rows where ``kept`` (a bool per row;
-        None: all), in order, then ``added``'s paths. None when ``added`` cannot be hashed."""
-        hashes, rows = self.hashes, self.rows
-        if kept is not None:
-            entry_kept = kept[rows]
-            hashes = hashes[entry_kept]
-            rows = (np.cumsum(kept) - 1)[rows[entry_kept]]
-        if not len(added):
-            return PathIndex(hashes, rows, self.plain)
-        new = string_hashes(added)
-        if new is None:
-            return None
-        order = np.argsort(new)
-        at = np.searchsorted(hashes, new[order])
-        first = len(rows) if kept is None else int(np.count_nonzero(kept))
-        return PathIndex(np.insert(hashes, at, new[order]), np.insert(rows, at, first + order.astype(np.int64)),
-                         self.plain and surely_plain(added))
+    def advanced(self, gone: np.ndarray, added: pa.Array | pa.ChunkedArray) -> PathIndex | None:
+        """The index of a state whose rows are this one's rows but those at ``gone`` (ascending,
+        distinct), in order, then ``added``'s paths. None when ``added`` cannot be hashed."""
+        live_core = self._live_core
+        split = int(np.searchsorted(gone, live_core))
+        gone_core, gone_tail = gone[:split], gone[split:] - live_core
+        dropped = self.dropped
+        if len(gone_core):
+            # The k-th live core row is core row k + #{j: dropped[j] - j <= k}.
+            shifted = dropped - np.arange(len(dropped))
+            core_rows = gone_core + np.searchsorted(shifted, gone_core, side="right")
+            dropped = np.insert(dropped, np.searchsorted(dropped, core_rows), core_rows)
+        tail_hashes, tail_rows = self.tail_hashes, self.tail_rows
+        if len(gone_tail):
+            at = np.searchsorted(gone_tail, tail_rows)
+            stays = gone_tail[np.minimum(at, len(gone_tail) - 1)] != tail_rows
+            tail_hashes, tail_rows = tail_hashes[stays], tail_rows[stays] - at[stays]
+        if len(added):
+            new = string_hashes(added)
+            if new is None:
+                return None
+            tail_hashes, tail_rows = _sorted_by_hash(
+                np.concatenate([tail_hashes, new]),
+                np.concatenate([tail_rows, len(tail_rows) + np.arange(len(new))]))
+        return PathIndex(self.hashes, self.rows, self.plain and (not len(added) or surely_plain(added)), dropped,
+                         tail_hashes, tail_rows)

@@ -519,9 +519,11 @@ def _reconcile_files(
     if base_files.num_rows:
         assert touched is not None and new_add_paths is not None  # kept above for the base
         if path_index is not None and path_index.plain:
-            kept = _kept_by_index(base_files, path_index, touched, new_add_paths)
-            index = path_index.advanced(kept, new_adds["path"])
-            if kept is not None:
+            gone = _gone_by_index(base_files, path_index, touched, new_add_paths)
+            index = path_index.advanced(gone, new_adds["path"])
+            if len(gone):
+                kept = np.ones(base_files.num_rows, dtype=bool)
+                kept[gone] = False
                 base_files = _filter_by_chunk(base_files, mask_array(kept))
         else:
             base_paths = paths(base_files)
@@ -538,24 +540,22 @@ def _reconcile_files(
     return files, tombstones, index
 
 
-def _kept_by_index(base_files: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
-                   new_add_paths: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
-    """Which base rows stay (None: all), as ``_reconcile_files``'s scan decides it: a row goes
+def _gone_by_index(base_files: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
+                   new_add_paths: pa.Array | pa.ChunkedArray) -> np.ndarray:
+    """The base rows (ascending) that go, as ``_reconcile_files``'s scan decides it: a row goes
     when its key is ``touched`` or its path is newly added. The base's paths are their own
     canonical forms (``index.plain``), so a row that goes has the path of a touched key: only
     the rows ``index`` finds for those paths are compared, as strings."""
     key_paths = pc.list_element(pc.split_pattern(touched, KEY_SEPARATOR, max_splits=1), 0)
     candidates = index.candidates(key_paths)
-    if candidates is None or not len(candidates):
-        return None
+    if candidates is None:  # a touched key without a path: compare every row's
+        candidates = np.arange(base_files.num_rows, dtype=np.int64)
+    if not len(candidates):
+        return candidates
     found = _take_columns(base_files, candidates, ["path", "deletion_vector"])
     goes = pc.or_(pc.is_in(file_keys(found), value_set=touched), pc.is_in(found["path"], value_set=new_add_paths))
-    gone = candidates[numbers_of(goes).astype(bool)]
-    if not len(gone):
-        return None
-    kept = np.ones(base_files.num_rows, dtype=bool)
-    kept[gone] = False
-    return kept
+    gone: np.ndarray = candidates[numbers_of(goes).astype(bool)]
+    return gone
 
 
 def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:

@@ -97,9 +97,8 @@ def test_an_updated_snapshot_advances_the_index_and_holds_the_files_of_a_fresh_l
     every = [*fresh.file_paths, *inputs, "f7.parquet", "nope.parquet"]
     for wanted in (every, ["f5.parquet", "f6.parquet", "out0.parquet"], ["f7.parquet"], inputs):
         assert updated.files_of(wanted).equals(_filtered(fresh.files, wanted)), wanted
-    # The index holds each live row once, under the hash of its own path.
-    assert sorted(advanced.rows.tolist()) == list(range(updated.num_files))
-    assert (PathIndex.build(updated.replay_state.rows["path"]).hashes == advanced.hashes).all()  # type: ignore[union-attr]
+    # The index finds each live row under its own path.
+    assert advanced.candidates(updated.replay_state.rows["path"]).tolist() == list(range(updated.num_files))  # type: ignore[union-attr]
     # A commit naming a file by an absolute path that is not plain: the next state has no index
     # and still finds every file.
     _commit(root, 5, [_add(f"{root.as_posix()}/abs.parquet", 7)])
@@ -120,6 +119,9 @@ def test_candidates_are_every_row_of_a_wanted_path() -> None:
     assert index.candidates(pa.array(["zz"])).tolist() == []
     assert index.candidates(pa.array(["a", None])) is None  # cannot be hashed: the caller scans
     assert PathIndex.build(pa.array(["a", None])) is None
-    kept = index.advanced(np.array([True, False, True, True, False, True]), pa.array(["e", "b"]))
-    assert kept is not None
-    assert kept.candidates(pa.array(["c", "e", "b"])).tolist() == [1, 4, 5]
+    advanced = index.advanced(np.array([1, 4]), pa.array(["e", "b"]))  # rows: a c d "" e b
+    assert advanced is not None
+    assert advanced.candidates(pa.array(["c", "e", "b", "a/b"])).tolist() == [1, 4, 5]
+    again = advanced.advanced(np.array([0, 4]), pa.array(["a"]))  # rows: c d "" b a
+    assert again is not None
+    assert again.candidates(pa.array(["a", "b", "c", "e", ""])).tolist() == [0, 2, 3, 4]
