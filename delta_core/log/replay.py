@@ -66,6 +66,8 @@ CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
 # lookup by path was made (``rows_of``).
 PATH_INDEX = "path_index"
 LOOKED_UP = "looked_up"
+# ``_cache`` key of the last rows ``files_at`` read: (names, rows, table).
+LAST_READ = "last_read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -271,8 +273,19 @@ class ReplayState:
     def files_at(self, rows: np.ndarray, names: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
         """Columns ``names`` of ``files`` at row numbers ``rows`` (ascending, distinct). Deferred
         statistics and tags are read only if named, and only for these rows: from the checkpoint
-        row groups and the commits' packed pieces that hold them (``files`` reads every file's)."""
+        row groups and the commits' packed pieces that hold them (``files`` reads every file's).
+        The last rows read are kept: a rewrite batch reads its inputs' rows twice (which need
+        summaries, then the rows its commit removes)."""
         rows = np.asarray(rows, dtype=np.int64)
+        last = self._cache.get(LAST_READ)
+        if last is not None and last[0] == tuple(names) and np.array_equal(last[1], rows):
+            table: pa.Table = last[2]
+            return table
+        table = self._read_files_at(rows, names)
+        self._cache[LAST_READ] = (tuple(names), rows, table)
+        return table
+
+    def _read_files_at(self, rows: np.ndarray, names: Sequence[str]) -> pa.Table:
         if not self.stats_deferred or "files" in self._cache:
             return _take_columns(self.files, rows, names)
         picked = _take_columns(self.rows, rows, [n for n in self.rows.column_names
