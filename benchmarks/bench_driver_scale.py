@@ -34,14 +34,20 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
 
 First, unless ``--real-files 0``, a real compaction on real files (``real_compaction_share``:
 ``--real-files`` small files written by delta_core, compacted on a warm local Spark session),
-reporting the share of its driver time outside the Spark jobs and the commits.
+reporting the share of its driver time outside the Spark jobs and the commits. With
+``--real-in-log`` that compaction runs inside each generated log instead
+(``real_compaction_in_log``): ``--real-files`` real files in a partition of their own, added
+after the generated commits and checkpointed with them, compacted with ``--where`` on that
+partition, so the snapshot, the plan and every batch's lookups and commits work on a table of
+``--files`` files (``--steps`` with no names runs nothing else; ``--profile FILE`` keeps cProfile
+stats of the run).
 
 A parent thread polls each child's RSS and stops it above ``--rss-limit`` MB (the step is then
 reported as over the limit), so a step that needs more than the machine can spare fails alone.
 
     python -m benchmarks.bench_driver_scale [--files 1000000 ...] [--commits 1000] [--removes 100000]
                                             [--wide] [--orphans 10000] [--steps NAME ...] [--keep DIR]
-                                            [--real-files 4000]
+                                            [--real-files 4000] [--real-in-log [--profile FILE]]
 """
 
 from __future__ import annotations
