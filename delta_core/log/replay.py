@@ -66,7 +66,7 @@ CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
 # lookup by path was made (``rows_of``).
 PATH_INDEX = "path_index"
 LOOKED_UP = "looked_up"
-# ``_cache`` key of the last rows ``files_at`` read: (names, rows, table).
+# ``_cache`` key of the last rows ``files_at`` read, by the columns read: {names: (rows, table)}.
 LAST_READ = "last_read"
 
 
@@ -274,15 +274,16 @@ class ReplayState:
         """Columns ``names`` of ``files`` at row numbers ``rows`` (ascending, distinct). Deferred
         statistics and tags are read only if named, and only for these rows: from the checkpoint
         row groups and the commits' packed pieces that hold them (``files`` reads every file's).
-        The last rows read are kept: a rewrite batch reads its inputs' rows twice (which need
-        summaries, then the rows its commit removes)."""
+        The last rows read of each set of columns are kept: a rewrite batch reads its inputs'
+        rows twice (which need summaries, then the rows its commit removes), and their keys twice."""
         rows = np.asarray(rows, dtype=np.int64)
-        last = self._cache.get(LAST_READ)
-        if last is not None and last[0] == tuple(names) and np.array_equal(last[1], rows):
-            table: pa.Table = last[2]
+        last = self._cache.setdefault(LAST_READ, {})
+        kept = last.get(tuple(names))
+        if kept is not None and np.array_equal(kept[0], rows):
+            table: pa.Table = kept[1]
             return table
         table = self._read_files_at(rows, names)
-        self._cache[LAST_READ] = (tuple(names), rows, table)
+        last[tuple(names)] = (rows, table)
         return table
 
     def _read_files_at(self, rows: np.ndarray, names: Sequence[str]) -> pa.Table:
