@@ -66,6 +66,8 @@ CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
 # lookup by path was made (``rows_of``).
 PATH_INDEX = "path_index"
 LOOKED_UP = "looked_up"
+# ``_cache`` key of the tombstones' ``PathIndex``, which replay builds once the live files' serves.
+TOMBSTONE_INDEX = "tombstone_index"
 # ``_cache`` key of the last rows ``files_at`` read, by the columns read: {names: (rows, table)}.
 LAST_READ = "last_read"
 
@@ -466,20 +468,23 @@ def reconcile_files(
     rows are copied, so the commits' rows and the result do not both exist whole. When the
     batch's stats are packed, each new row gets ``COMMIT_ROW``: ``first_ordinal`` plus its row
     in the batch's adds."""
-    files, tombstones, _ = _reconcile_files(base_files, base_tombstones, batch, table_root=table_root,
-                                            consume=consume, first_ordinal=first_ordinal)
+    files, tombstones, _, _ = _reconcile_files(base_files, base_tombstones, batch, table_root=table_root,
+                                               consume=consume, first_ordinal=first_ordinal)
     return files, tombstones
 
 
 def _reconcile_files(
     base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None,
     consume: bool, first_ordinal: int, path_index: PathIndex | None = None,
-) -> tuple[pa.Table, pa.Table, PathIndex | None]:
-    """``reconcile_files``, and the result's ``PathIndex`` advanced from ``path_index``, the
-    base's (None without one). With an index of plain paths (their own canonical forms), the
-    base rows a commit touches are found through it, without a scan of the base's paths."""
+    tombstone_index: PathIndex | None = None,
+) -> tuple[pa.Table, pa.Table, PathIndex | None, PathIndex | None]:
+    """``reconcile_files``, and the result's ``PathIndex`` of its live files and of its
+    tombstones, advanced from ``path_index`` and ``tombstone_index``, the base's (None without
+    one). With an index of plain paths (their own canonical forms), the base rows a commit
+    touches are found through it, without a scan of the base's paths; the tombstones' index is
+    built the first time the live files' one serves."""
     if not batch.has_file_actions:
-        return base_files, base_tombstones, path_index
+        return base_files, base_tombstones, path_index, tombstone_index
 
     def paths(t: pa.Table) -> pa.ChunkedArray | pa.Array:
         return t["path"] if table_root is None else canonical_paths(t["path"], table_root)
@@ -529,16 +534,12 @@ def _reconcile_files(
         if newest is not None:
             new_adds, new_add_paths = _take_ascending(new_adds, newest), new_add_paths.take(newest)
 
-    index = None
+    index = tomb = None
     if base_files.num_rows:
         assert touched is not None and new_add_paths is not None  # kept above for the base
         if path_index is not None and path_index.plain:
-            gone = _gone_by_index(base_files, path_index, touched, new_add_paths)
-            index = path_index.advanced(gone, new_adds["path"])
-            if len(gone):
-                kept = np.ones(base_files.num_rows, dtype=bool)
-                kept[gone] = False
-                base_files = _filter_by_chunk(base_files, mask_array(kept))
+            base_files, index = _without_touched(base_files, path_index, touched, new_adds["path"],
+                                                 new_add_paths=new_add_paths)
         else:
             base_paths = paths(base_files)
             keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
@@ -546,28 +547,49 @@ def _reconcile_files(
                 keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=new_add_paths)))
             base_files = _filter_by_chunk(base_files, keep_files)
     if base_tombstones.num_rows:
-        keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
-                                             value_set=touched))
-        base_tombstones = _filter_by_chunk(base_tombstones, keep_tombstones)
+        if index is not None:
+            tomb = tombstone_index or PathIndex.build(base_tombstones["path"])  # built once, then advanced
+        if tomb is not None and tomb.plain:
+            base_tombstones, tomb = _without_touched(base_tombstones, tomb, touched, new_removes["path"])
+        else:
+            keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
+                                                 value_set=touched))
+            base_tombstones = _filter_by_chunk(base_tombstones, keep_tombstones)
+            tomb = None
     files = pa.concat_tables(_aligned(base_files, new_adds))
     tombstones = pa.concat_tables([base_tombstones, new_removes])
-    return files, tombstones, index
+    return files, tombstones, index, tomb
 
 
-def _gone_by_index(base_files: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
-                   new_add_paths: pa.Array | pa.ChunkedArray) -> np.ndarray:
+def _without_touched(table: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
+                     added: pa.Array | pa.ChunkedArray, *,
+                     new_add_paths: pa.Array | pa.ChunkedArray | None = None) -> tuple[pa.Table, PathIndex | None]:
+    """``table`` (a base's live files or tombstones, paths plain) without the rows the commits
+    replace (``_gone_by_index``), and ``index`` advanced to it followed by the rows ``added``."""
+    gone = _gone_by_index(table, index, touched, new_add_paths)
+    if len(gone):
+        kept = np.ones(table.num_rows, dtype=bool)
+        kept[gone] = False
+        table = _filter_by_chunk(table, mask_array(kept))
+    return table, index.advanced(gone, added)
+
+
+def _gone_by_index(base: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
+                   new_add_paths: pa.Array | pa.ChunkedArray | None) -> np.ndarray:
     """The base rows (ascending) that go, as ``_reconcile_files``'s scan decides it: a row goes
-    when its key is ``touched`` or its path is newly added. The base's paths are their own
-    canonical forms (``index.plain``), so a row that goes has the path of a touched key: only
-    the rows ``index`` finds for those paths are compared, as strings."""
+    when its key is ``touched`` or its path is newly added (``new_add_paths``, for live files).
+    The base's paths are their own canonical forms (``index.plain``), so a row that goes has the
+    path of a touched key: only the rows ``index`` finds for those paths are compared, as strings."""
     key_paths = pc.list_element(pc.split_pattern(touched, KEY_SEPARATOR, max_splits=1), 0)
     candidates = index.candidates(key_paths)
     if candidates is None:  # a touched key without a path: compare every row's
-        candidates = np.arange(base_files.num_rows, dtype=np.int64)
+        candidates = np.arange(base.num_rows, dtype=np.int64)
     if not len(candidates):
         return candidates
-    found = _take_columns(base_files, candidates, ["path", "deletion_vector"])
-    goes = pc.or_(pc.is_in(file_keys(found), value_set=touched), pc.is_in(found["path"], value_set=new_add_paths))
+    found = _take_columns(base, candidates, ["path", "deletion_vector"])
+    goes = pc.is_in(file_keys(found), value_set=touched)
+    if new_add_paths is not None:
+        goes = pc.or_(goes, pc.is_in(found["path"], value_set=new_add_paths))
     gone: np.ndarray = candidates[numbers_of(goes).astype(bool)]
     return gone
 
@@ -620,8 +642,9 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         if batch.add_stats is not None:
             first_ordinal = 0 if commit_stats is None else commit_stats.num_rows
             commit_stats = batch.add_stats if commit_stats is None else commit_stats.then(batch.add_stats)
-    rows, tombstones, index = _reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume,
-                                               first_ordinal=first_ordinal, path_index=base._cache.get(PATH_INDEX))
+    rows, tombstones, index, tombstone_index = _reconcile_files(
+        base.rows, base.tombstones, batch, table_root=root, consume=consume, first_ordinal=first_ordinal,
+        path_index=base._cache.get(PATH_INDEX), tombstone_index=base._cache.get(TOMBSTONE_INDEX))
     if commit_stats is not None and COMMIT_ROW in rows.column_names and batch.has_file_actions:
         ordinals = rows[COMMIT_ROW]
         commit_stats = commit_stats.keeping(ordinals.slice(ordinals.null_count))  # commit rows come last
@@ -633,6 +656,8 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
     )
     if index is not None:  # advanced from the base's: lookups in the new state use it at once
         state._cache[PATH_INDEX] = index
+    if tombstone_index is not None:
+        state._cache[TOMBSTONE_INDEX] = tombstone_index
     return state
 
 

@@ -7,13 +7,14 @@ from __future__ import annotations
 import json
 import pathlib
 import random
+import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.log.path_index import PathIndex
-from delta_core.log.replay import PATH_INDEX
+from delta_core.log.replay import PATH_INDEX, TOMBSTONE_INDEX
 from delta_core.log.snapshot import Snapshot
 from delta_core.log.table import DeltaTable
 from delta_core.write.checkpoint_write import write_checkpoint
@@ -55,7 +56,7 @@ def _add(path: str, size: int, *, dv: dict[str, object] | None = None) -> dict[s
 
 
 def _remove(path: str, *, dv: dict[str, object] | None = None) -> dict[str, object]:
-    remove: dict[str, object] = {"path": path, "deletionTimestamp": 2, "dataChange": True}
+    remove: dict[str, object] = {"path": path, "deletionTimestamp": int(time.time() * 1000), "dataChange": True}
     return {"remove": remove if dv is None else {**remove, "deletionVector": dv}}
 
 
@@ -125,3 +126,30 @@ def test_candidates_are_every_row_of_a_wanted_path() -> None:
     again = advanced.advanced(np.array([0, 4]), pa.array(["a"]))  # rows: c d "" b a
     assert again is not None
     assert again.candidates(pa.array(["a", "b", "c", "e", ""])).tolist() == [0, 2, 3, 4]
+
+
+def test_tombstones_are_matched_through_their_own_index_across_updates(tmp_path: pathlib.Path) -> None:
+    root = tmp_path / "t"
+    (root / "_delta_log").mkdir(parents=True)
+    _commit(root, 0, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
+                      {"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+                                    "schemaString": json.dumps(SCHEMA), "partitionColumns": [],
+                                    "configuration": {}}},
+                      *[_add(f"f{i}.parquet", 100 + i) for i in range(30)]])
+    _commit(root, 1, [_remove(f"f{i}.parquet") for i in range(10)])
+    write_checkpoint(DeltaTable(str(root)))
+    snapshot = DeltaTable(str(root)).snapshot()
+    for _ in range(2):
+        snapshot.files_of(["f12.parquet"])
+    # A removed path added back (its tombstone goes), more removes, then a removed file's
+    # tombstone replaced by a newer remove.
+    for version, actions in ((2, [_add("f3.parquet", 3), _remove("f20.parquet"), _remove("f21.parquet")]),
+                             (3, [_remove("f3.parquet"), _remove("f4.parquet"), _add("n.parquet", 1)]),
+                             (4, [_add("f20.parquet", 20), _remove("f22.parquet")])):
+        _commit(root, version, actions)
+        snapshot = snapshot.update()
+        fresh = DeltaTable(str(root)).snapshot()
+        tombstones: PathIndex | None = snapshot.replay_state._cache.get(TOMBSTONE_INDEX)
+        assert tombstones is not None and tombstones.plain
+        assert snapshot.files.equals(fresh.files) and snapshot.tombstones.equals(fresh.tombstones), version
+        assert snapshot.files_of(fresh.file_paths).equals(fresh.files), version
