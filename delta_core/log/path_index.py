@@ -5,10 +5,11 @@ A rewrite run looks its batch's inputs up in its snapshot several times (still l
 deletion vector? which rows does the commit remove?) and advances the snapshot by its own
 commits between batches. A scan of a path column of millions per lookup costs time that grows
 with the table, not the batch. This index holds each live file's 64-bit path hash
-(``model.string_hashes``), sorted, with its row: a lookup hashes only the wanted paths and
+(``model.string_hashes``) with its row, sorted: a lookup hashes only the wanted paths and
 returns the rows of equal hashes (a superset: hashes may collide, so callers confirm them as
 strings on those rows only), and replay advances it with the rows a commit kept and added
-(``advanced``), so later states never hash the whole column again.
+(``advanced``), so later states never hash the whole column again. The row goes in the low bits
+of the hash it replaces, so the index is one array of 8 bytes a file, sorted without an argsort.
 """
 
 from __future__ import annotations
@@ -37,6 +38,32 @@ def _matching(hashes: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.nd
     return found
 
 
+def _mixed(hashes: np.ndarray) -> np.ndarray:
+    """``hashes`` through SplitMix64's finaliser, in place: a bijection whose high bits depend on
+    every bit (a polynomial hash of a short string varies in its low bits only), so the high
+    bits the packed index keeps still tell paths apart."""
+    hashes ^= hashes >> np.uint64(30)
+    hashes *= np.uint64(0xBF58476D1CE4E5B9)
+    hashes ^= hashes >> np.uint64(27)
+    hashes *= np.uint64(0x94D049BB133111EB)
+    hashes ^= hashes >> np.uint64(31)
+    return hashes
+
+
+def _matching_packed(keys: np.ndarray, bits: int, wanted: np.ndarray) -> np.ndarray:
+    """The rows packed in the low ``bits`` of the ``keys`` (ascending) whose high bits are those
+    of one of ``wanted``'s (mixed) hashes."""
+    low = np.uint64((1 << bits) - 1)
+    lo = _mixed(wanted.copy()) & ~low
+    first = np.searchsorted(keys, lo, side="left")
+    counts = np.searchsorted(keys, lo | low, side="right") - first
+    total = int(counts.sum())
+    if not total:
+        return _NONE
+    starts = np.repeat(first - np.cumsum(counts) + counts, counts)
+    return (keys[starts + np.arange(total)] & low).astype(np.int64)
+
+
 def _sorted_by_hash(hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     order = np.argsort(hashes)
     return hashes[order], rows[order].astype(np.int64)
@@ -44,17 +71,19 @@ def _sorted_by_hash(hashes: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, n
 
 @dataclass(frozen=True, slots=True)
 class PathIndex:
-    """The rows of a state are its live ``core`` rows, then its ``tail`` rows. ``hashes``
-    (uint64, ascending) are the path hashes of the core rows at ``rows`` (numbered as when the
-    index was built), ``dropped`` (ascending) the core rows no longer live; ``tail_hashes``
+    """The rows of a state are its live ``core`` rows, then its ``tail`` rows. ``core`` (uint64,
+    ascending) holds each core row's path hash with its low ``bits`` replaced by the row (numbered
+    as when the index was built, ``core_rows`` of them), ``dropped`` (ascending) the core rows no
+    longer live; ``tail_hashes``
     (ascending) those of the tail rows at ``tail_rows`` (counted from the first tail row).
     Advancing the index drops rows and appends others without touching the core's entries, so
     it costs what the commits touched, not what the table holds. ``plain``: every path is a
     plain relative path, its own canonical form (``path_identity.surely_plain``), so replay may
     match canonical paths through the index."""
 
-    hashes: np.ndarray
-    rows: np.ndarray
+    core: np.ndarray
+    bits: int
+    core_rows: int
     plain: bool
     dropped: np.ndarray = field(default_factory=lambda: _NONE)
     tail_hashes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint64))
@@ -67,12 +96,16 @@ class PathIndex:
         hashes = string_hashes(paths)
         if hashes is None:
             return None
-        order = np.argsort(hashes)
-        return cls(hashes[order], order.astype(np.int64), surely_plain(paths))
+        bits = max(1, (len(hashes) - 1).bit_length())
+        _mixed(hashes)
+        hashes &= ~np.uint64((1 << bits) - 1)
+        hashes |= np.arange(len(hashes), dtype=np.uint64)
+        hashes.sort()
+        return cls(hashes, bits, len(hashes), surely_plain(paths))
 
     @property
     def _live_core(self) -> int:
-        return len(self.rows) - len(self.dropped)
+        return self.core_rows - len(self.dropped)
 
     def candidates(self, wanted: pa.Array | pa.ChunkedArray) -> np.ndarray | None:
         """Rows (ascending, distinct) whose path hashes as one of ``wanted``: every row whose path
@@ -81,7 +114,7 @@ class PathIndex:
         if hashes is None:
             return None
         hashes = np.unique(hashes)
-        core = _matching(self.hashes, self.rows, hashes)
+        core = _matching_packed(self.core, self.bits, hashes)
         if len(self.dropped) and len(core):
             at = np.searchsorted(self.dropped, core)
             gone = self.dropped[np.minimum(at, len(self.dropped) - 1)] == core
@@ -113,5 +146,5 @@ class PathIndex:
             tail_hashes, tail_rows = _sorted_by_hash(
                 np.concatenate([tail_hashes, new]),
                 np.concatenate([tail_rows, len(tail_rows) + np.arange(len(new))]))
-        return PathIndex(self.hashes, self.rows, self.plain and (not len(added) or surely_plain(added)), dropped,
-                         tail_hashes, tail_rows)
+        return PathIndex(self.core, self.bits, self.core_rows, self.plain and (not len(added) or surely_plain(added)),
+                         dropped, tail_hashes, tail_rows)
