@@ -65,14 +65,19 @@ def _commit(root: pathlib.Path, version: int, actions: list[dict[str, object]]) 
     (root / "_delta_log" / f"{version:020d}.json").write_text("\n".join(json.dumps(a) for a in lines) + "\n")
 
 
-def test_an_updated_snapshot_advances_the_index_and_holds_the_files_of_a_fresh_load(tmp_path: pathlib.Path) -> None:
-    root = tmp_path / "t"
+def _created(root: pathlib.Path, *, files: int) -> pathlib.Path:
+    """A table whose first commit adds ``f0.parquet`` .. ``f{files - 1}.parquet``."""
     (root / "_delta_log").mkdir(parents=True)
     _commit(root, 0, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
                       {"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
                                     "schemaString": json.dumps(SCHEMA), "partitionColumns": [],
                                     "configuration": {}}},
-                      *[_add(f"f{i}.parquet", 100 + i) for i in range(40)]])
+                      *[_add(f"f{i}.parquet", 100 + i) for i in range(files)]])
+    return root
+
+
+def test_an_updated_snapshot_advances_the_index_and_holds_the_files_of_a_fresh_load(tmp_path: pathlib.Path) -> None:
+    root = _created(tmp_path / "t", files=40)
     _commit(root, 1, [_add(f"g{i}.parquet", 200 + i) for i in range(20)])
     write_checkpoint(DeltaTable(str(root)))  # the base: checkpoint rows, statistics deferred
     _commit(root, 2, [_remove("f0.parquet"), _add("h0.parquet", 300)])
@@ -129,13 +134,7 @@ def test_candidates_are_every_row_of_a_wanted_path() -> None:
 
 
 def test_tombstones_are_matched_through_their_own_index_across_updates(tmp_path: pathlib.Path) -> None:
-    root = tmp_path / "t"
-    (root / "_delta_log").mkdir(parents=True)
-    _commit(root, 0, [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}},
-                      {"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
-                                    "schemaString": json.dumps(SCHEMA), "partitionColumns": [],
-                                    "configuration": {}}},
-                      *[_add(f"f{i}.parquet", 100 + i) for i in range(30)]])
+    root = _created(tmp_path / "t", files=30)
     _commit(root, 1, [_remove(f"f{i}.parquet") for i in range(10)])
     write_checkpoint(DeltaTable(str(root)))
     snapshot = DeltaTable(str(root)).snapshot()
