@@ -34,19 +34,26 @@ needs a snapshot: its figure is what a process running that plan needs). The ste
 
 First, unless ``--real-files 0``, a real compaction on real files (``real_compaction_share``:
 ``--real-files`` small files written by delta_core, compacted on a warm local Spark session),
-reporting the share of its driver time outside the Spark jobs and the commits.
+reporting the share of its driver time outside the Spark jobs and the commits. With
+``--real-in-log`` that compaction runs inside each generated log instead
+(``real_compaction_in_log``): ``--real-files`` real files in a partition of their own, added
+after the generated commits and checkpointed with them, compacted with ``--where`` on that
+partition, so the snapshot, the plan and every batch's lookups and commits work on a table of
+``--files`` files (``--steps`` with no names runs nothing else; ``--profile FILE`` keeps cProfile
+stats of the run).
 
 A parent thread polls each child's RSS and stops it above ``--rss-limit`` MB (the step is then
 reported as over the limit), so a step that needs more than the machine can spare fails alone.
 
     python -m benchmarks.bench_driver_scale [--files 1000000 ...] [--commits 1000] [--removes 100000]
                                             [--wide] [--orphans 10000] [--steps NAME ...] [--keep DIR]
-                                            [--real-files 4000]
+                                            [--real-files 4000] [--real-in-log [--profile FILE]]
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import multiprocessing
 import os
 import shutil
@@ -73,6 +80,12 @@ REAL_FILE_BYTES = 50_000
 REAL_PARTITIONS = 8
 REAL_BIN_FILES = 20
 REAL_BATCHES = 10
+# The real files inside a generated log: this many rows each, in a partition the log never names,
+# their keys and the version that added them kept beside the table (``reset_real_partition``).
+REAL_FILE_ROWS = 2_000
+REAL_DAY = "2024-02-01"
+REAL_KEYS = "real_keys.txt"
+REAL_VERSION = "real_version.txt"
 
 
 def _rss_now_mb(pid: int | str = "self") -> float:
@@ -314,19 +327,56 @@ def _timing(module: Any, name: str, spent: dict[str, float], key: str) -> Iterat
         setattr(module, name, original)
 
 
+def _timed_compaction(uri: str, spark: Any, *, where: str | None, target_size: int, batch_size: int,
+                      profile: str | None = None) -> None:
+    """Compact ``uri`` (``where``: its partitions to compact) on ``spark`` and print where the
+    driver's wall time went: the snapshot load (``gated_snapshot``), the plan
+    (``plan_compaction``), the Spark jobs (``run_tasks``: payloads shipped, tasks run, results
+    collected), the commits (``commit_rewrite``: proof, conflict checks, log write) and the rest;
+    the share outside the jobs and commits is given with the load and the plan counted, and
+    without them (the batches' own overhead). ``profile``: cProfile stats of the run to that file."""
+    import cProfile
+
+    import delta_core.maintenance.rewrite_commit as rewrite_commit
+    import delta_core.maintenance.spark.bin_rewrite as bin_rewrite
+    import delta_core.maintenance.spark.compaction as compaction
+    from delta_core.log.table import DeltaTable
+    from delta_core.maintenance.options import RewriteBounds
+
+    spent = {"snapshot load": 0.0, "plan": 0.0, "Spark tasks": 0.0, "commits": 0.0}
+    profiler = cProfile.Profile() if profile else None
+    with _timing(compaction, "gated_snapshot", spent, "snapshot load"), \
+            _timing(compaction, "plan_compaction", spent, "plan"), \
+            _timing(bin_rewrite, "run_tasks", spent, "Spark tasks"), \
+            _timing(rewrite_commit, "commit_rewrite_once", spent, "commits"):
+        t0 = time.perf_counter()
+        if profiler is not None:
+            profiler.enable()
+        metrics = compaction.compact(DeltaTable(uri), spark, where=where, target_size=target_size,
+                                     bounds=RewriteBounds(batch_size=batch_size))
+        if profiler is not None:
+            profiler.disable()
+        wall = time.perf_counter() - t0
+    if profiler is not None and profile:
+        profiler.dump_stats(profile)
+    outside = wall - spent["Spark tasks"] - spent["commits"]
+    batches_own = outside - spent["snapshot load"] - spent["plan"]
+    committed = max(1, metrics.batches_committed)
+    print(f"  {metrics.num_removed_files:,} files -> {metrics.num_added_files:,} in {metrics.batches_committed} "
+          f"commits: {wall:.1f} s; " + ", ".join(f"{k} {v:.1f} s" for k, v in spent.items()), flush=True)
+    print(f"  outside tasks and commits: {outside:.1f} s = {outside / wall:.1%} of the driver's time with the load "
+          f"and the plan; without them {batches_own:.1f} s = "
+          f"{batches_own / max(wall - spent['snapshot load'] - spent['plan'], 1e-9):.1%} "
+          f"({batches_own / committed:.2f} s a batch; target <= 10%)", flush=True)
+
+
 def real_compaction_share(files: int, *, partitions: int = REAL_PARTITIONS, master: str = "local[*]") -> None:
     """A real compaction of ``files`` small files (``bench_compaction.build``, about
     ``REAL_FILE_BYTES`` each) into bins of ``REAL_BIN_FILES`` files, ``REAL_BATCHES`` commits, on
-    a warm Spark session: the share of its wall time spent outside the Spark jobs (``run_tasks``:
-    payloads shipped, tasks run, results collected) and the commits (``commit_rewrite``: proof,
-    conflict checks, log write)."""
-    import delta_core.maintenance.rewrite_commit as rewrite_commit
-    import delta_core.maintenance.spark.bin_rewrite as bin_rewrite
+    a warm Spark session (``_timed_compaction``)."""
     from benchmarks.bench_compaction import build
     from benchmarks.harness import scratch_dir, warm_spark
     from delta_core.log.table import DeltaTable
-    from delta_core.maintenance.options import RewriteBounds
-    from delta_core.maintenance.spark.compaction import compact
 
     with scratch_dir("bench_driver_share_") as work:
         uri = f"{work}/t"
@@ -336,19 +386,98 @@ def real_compaction_share(files: int, *, partitions: int = REAL_PARTITIONS, mast
         print(f"real compaction: {rows:,} rows in {written:,} files ({size / 1e6:.0f} MB, {partitions} partitions, "
               f"built in {time.perf_counter() - t0:.0f} s)", flush=True)
         spark = warm_spark(master, "bench-driver-share")
-        spent = {"Spark tasks": 0.0, "commits": 0.0}
-        with _timing(bin_rewrite, "run_tasks", spent, "Spark tasks"), \
-                _timing(rewrite_commit, "commit_rewrite_once", spent, "commits"):
-            t0 = time.perf_counter()
-            metrics = compact(DeltaTable(uri), spark, target_size=size // written * REAL_BIN_FILES,
-                              bounds=RewriteBounds(batch_size=max(1, size // REAL_BATCHES)))
-            wall = time.perf_counter() - t0
+        _timed_compaction(uri, spark, where=None, target_size=size // written * REAL_BIN_FILES,
+                          batch_size=max(1, size // REAL_BATCHES))
         spark.stop()
-        outside = wall - sum(spent.values())
-        print(f"  {metrics.num_removed_files:,} files -> {metrics.num_added_files:,} in {metrics.batches_committed} "
-              f"commits: {wall:.1f} s; Spark tasks {spent['Spark tasks']:.1f} s, commits {spent['commits']:.1f} s, "
-              f"outside both {outside:.1f} s = {outside / wall:.1%} of the driver's time (target <= 10%)",
-              flush=True)
+
+
+def add_real_partition(path: str, files: int) -> int:
+    """Write ``files`` real Parquet files (the generated log's columns, ``REAL_FILE_ROWS`` rows
+    each, stats by delta_core's writer) in partition ``day=REAL_DAY``, which the generated log
+    never names, and commit them as one blind append after its last commit (written directly,
+    as ``generate_log`` writes its commits, so no replay of the log is needed). Their keys go to
+    ``REAL_KEYS`` beside the table and the version to ``REAL_VERSION``, for ``reset_real_partition``."""
+    import numpy as np
+    import pyarrow as pa
+
+    from delta_core.log.commit_read import parse_commit
+    from delta_core.log.table import DeltaTable
+    from delta_core.model.actions import encode_actions
+    from delta_core.model.partition_values import url_decode_path
+    from delta_core.write.data_writer import write_data_file
+
+    storage = DeltaTable(path).storage
+    header = parse_commit(storage.read(f"_delta_log/{0:020d}.json"), version=0, source=path)
+    assert header.metadata is not None
+    version = 1 + max(int(n[:20]) for n in os.listdir(os.path.join(path, "_delta_log")) if n.endswith(".json"))
+    rng = np.random.default_rng(version)
+    letters = np.frombuffer(b"abcdefghijklmnopqrstuvwxyz0123456789", dtype=np.uint8)
+    adds = []
+    for i in range(files):
+        text = letters[rng.integers(0, len(letters), REAL_FILE_ROWS * 16)].tobytes().decode()
+        data = pa.table({"id": pa.array(np.arange(i * REAL_FILE_ROWS, (i + 1) * REAL_FILE_ROWS, dtype=np.int64)),
+                         "name": pa.array([text[j * 16:(j + 1) * 16] for j in range(REAL_FILE_ROWS)]),
+                         "value": pa.array(rng.random(REAL_FILE_ROWS))})
+        adds.append(write_data_file(storage, data, metadata=header.metadata, partition_values={"day": REAL_DAY}))
+    info = json.dumps({"commitInfo": {"timestamp": int(time.time() * 1000), "operation": "WRITE"}})
+    with open(os.path.join(path, "_delta_log", f"{version:020d}.json"), "wb") as fh:
+        fh.write(info.encode() + b"\n" + encode_actions(adds))
+    with open(os.path.join(os.path.dirname(path), REAL_KEYS), "w") as fh:
+        fh.write("\n".join(url_decode_path(a.path) for a in adds) + "\n")
+    with open(os.path.join(os.path.dirname(path), REAL_VERSION), "w") as fh:
+        fh.write(str(version))
+    return version
+
+
+def reset_real_partition(path: str) -> None:
+    """Undo an earlier real compaction of a kept table: the log back to ``REAL_VERSION`` (later
+    commits and their checksums deleted; the checkpoint at that version stays) and the files it
+    wrote in the real partition deleted, so the same files are compacted again."""
+    with open(os.path.join(os.path.dirname(path), REAL_VERSION)) as fh:
+        version = int(fh.read())
+    with open(os.path.join(os.path.dirname(path), REAL_KEYS)) as fh:
+        keep = set(fh.read().split())
+    log_dir = os.path.join(path, "_delta_log")
+    for name in os.listdir(log_dir):
+        if name[:20].isdigit() and int(name[:20]) > version:
+            os.unlink(os.path.join(log_dir, name))
+    hint = os.path.join(log_dir, "_last_checkpoint")
+    with contextlib.suppress(FileNotFoundError):
+        with open(hint) as fh:
+            if json.load(fh)["version"] > version:
+                os.unlink(hint)  # names a checkpoint just deleted; listing finds the one kept
+    part = os.path.join(path, f"day={REAL_DAY}")
+    for name in os.listdir(part):
+        if f"day={REAL_DAY}/{name}" not in keep:
+            os.unlink(os.path.join(part, name))
+
+
+def real_compaction_in_log(path: str, files: int, rss_limit_mb: float, *, master: str = "local[*]",
+                           profile: str | None = None) -> None:
+    """A real compaction inside the generated log at ``path``: its ``files`` real files
+    (``add_real_partition``, once; a kept table is reset first) compacted with ``--where`` on
+    their partition, from a checkpoint at the version that added them, on a warm Spark session
+    (``_timed_compaction``): bins of ``REAL_BIN_FILES`` files, ``REAL_BATCHES`` commits."""
+    from benchmarks.harness import warm_spark
+
+    if os.path.exists(os.path.join(os.path.dirname(path), REAL_VERSION)):
+        reset_real_partition(path)
+    else:
+        t0 = time.perf_counter()
+        add_real_partition(path, files)
+        print(f"real partition day={REAL_DAY}: {files:,} files written and committed in "
+              f"{time.perf_counter() - t0:.0f} s", flush=True)
+        r = run_step("checkpoint", path, rss_limit_mb)
+        print(f"  checkpoint with them: {r if isinstance(r, str) else f'{r[0]:.0f} s'}", flush=True)
+    with open(os.path.join(os.path.dirname(path), REAL_KEYS)) as fh:
+        keys = fh.read().split()
+    size = sum(os.path.getsize(os.path.join(path, k)) for k in keys)
+    print(f"real compaction of day={REAL_DAY} ({len(keys):,} files, {size / 1e6:.0f} MB) in the table's log "
+          f"(load {os.getloadavg()[0]:.1f})", flush=True)
+    spark = warm_spark(master, "bench-driver-share")
+    _timed_compaction(path, spark, where=f"day = '{REAL_DAY}'", target_size=size // len(keys) * REAL_BIN_FILES,
+                      batch_size=max(1, size // REAL_BATCHES), profile=profile)
+    spark.stop()
 
 
 def write_inventory(path: str, files: int, orphans: int) -> None:
@@ -387,9 +516,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--rss-limit", type=float, default=11_000, help="stop a step above this RSS (MB)")
     parser.add_argument("--real-files", type=int, default=4000,
                         help="small files of the real compaction (0: none)")
+    parser.add_argument("--real-in-log", action="store_true",
+                        help="the real compaction inside each generated log (--real-files files in one partition)")
+    parser.add_argument("--profile", metavar="FILE", help="cProfile stats of the real compaction in the log")
     parser.add_argument("--keep", metavar="DIR", help="generate into DIR (or reuse the log there) and keep it")
     args, _unknown = parser.parse_known_args(argv)
-    if args.real_files:
+    if args.real_files and not args.real_in_log:
         real_compaction_share(args.real_files)
     for files in args.files:
         work = args.keep or tempfile.mkdtemp(prefix="bench_driver_scale_")
@@ -404,6 +536,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"{files:,} adds and {removed:,} removes in {args.commits} commits, {size / 1e9:.2f} GB of JSON"
                       f"{', wide stats' if args.wide else ''} (generated in {time.perf_counter() - t0:.0f} s)",
                       flush=True)
+            if args.real_in_log and args.real_files:
+                real_compaction_in_log(path, args.real_files, args.rss_limit, profile=args.profile)
             clustered = os.path.join(work, CLUSTERED)
             if any(s in CLUSTERED_STEPS for s in args.steps) and not os.path.isdir(clustered):
                 t0 = time.perf_counter()

@@ -41,6 +41,7 @@ from delta_core.log.file_actions import (
     file_keys,
     num_records_from_stats,
 )
+from delta_core.log.path_index import PathIndex
 from delta_core.model.actions import DomainMetadata, Metadata, Protocol, Txn
 from delta_core.model.arrow_values import (
     bool_array,
@@ -61,6 +62,14 @@ from delta_core.model.string_hashes import repeated_groups
 
 # ``_cache`` key of the checkpoint rows' ``numRecords`` (every row, by ordinal).
 CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
+# ``_cache`` keys of the rows' ``PathIndex`` (None: the paths cannot be hashed) and of whether a
+# lookup by path was made (``rows_of``).
+PATH_INDEX = "path_index"
+LOOKED_UP = "looked_up"
+# ``_cache`` key of the tombstones' ``PathIndex``, which replay builds once the live files' serves.
+TOMBSTONE_INDEX = "tombstone_index"
+# ``_cache`` key of the last rows ``files_at`` read, by the columns read: {names: (rows, table)}.
+LAST_READ = "last_read"
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,14 +255,44 @@ class ReplayState:
         columns = [lazy[n]() if n in lazy else self.rows[n] for n in names]
         return pa.Table.from_arrays(columns, schema=pa.schema([FILES_SCHEMA.field(n) for n in names]))
 
+    def rows_of(self, paths: pa.Array) -> np.ndarray:
+        """Row numbers (ascending) of the live files whose ``path`` (as in the log) is one of
+        ``paths`` (distinct, no nulls). A state's first lookup scans the path column; the second
+        builds its ``PathIndex`` (kept, and advanced to the states ``reconcile`` makes from it:
+        a rewrite run looks up each batch's inputs several times), which later lookups use,
+        confirming what it finds as strings on those rows only."""
+        index: PathIndex | None = self._cache.get(PATH_INDEX)
+        if PATH_INDEX not in self._cache and self._cache.get(LOOKED_UP):
+            index = self._cache[PATH_INDEX] = PathIndex.build(self.rows["path"])
+        self._cache[LOOKED_UP] = True
+        candidates = None if index is None else index.candidates(paths)
+        if candidates is None:
+            return numbers_of(pc.indices_nonzero(pc.is_in(self.rows["path"], value_set=paths))).astype(np.int64)
+        found = pc.is_in(take_rows(self.rows["path"], candidates), value_set=paths)
+        rows: np.ndarray = candidates[numbers_of(found).astype(bool)]
+        return rows
+
     def files_at(self, rows: np.ndarray, names: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
         """Columns ``names`` of ``files`` at row numbers ``rows`` (ascending, distinct). Deferred
         statistics and tags are read only if named, and only for these rows: from the checkpoint
-        row groups and the commits' packed pieces that hold them (``files`` reads every file's)."""
-        taken = int_array_of(rows)
+        row groups and the commits' packed pieces that hold them (``files`` reads every file's).
+        The last rows read of each set of columns are kept: a rewrite batch reads its inputs'
+        rows twice (which need summaries, then the rows its commit removes), and their keys twice."""
+        rows = np.asarray(rows, dtype=np.int64)
+        last = self._cache.setdefault(LAST_READ, {})
+        kept = last.get(tuple(names))
+        if kept is not None and np.array_equal(kept[0], rows):
+            table: pa.Table = kept[1]
+            return table
+        table = self._read_files_at(rows, names)
+        last[tuple(names)] = (rows, table)
+        return table
+
+    def _read_files_at(self, rows: np.ndarray, names: Sequence[str]) -> pa.Table:
         if not self.stats_deferred or "files" in self._cache:
-            return self.files.take(taken).select(list(names))
-        picked = self.rows.take(taken)
+            return _take_columns(self.files, rows, names)
+        picked = _take_columns(self.rows, rows, [n for n in self.rows.column_names
+                                                 if n in names or n in ("path", CHECKPOINT_ROW, COMMIT_ROW)])
         kept, first_commit = self._segments()
         in_checkpoint, in_commits = (int(i) for i in np.searchsorted(rows, [kept, first_commit]))
         commit_ordinals = picked[COMMIT_ROW].slice(in_commits) if in_commits < len(rows) else None
@@ -348,6 +387,14 @@ def _newest_per_key_exact(keys: pa.ChunkedArray | pa.Array, order: pa.Array) -> 
     return winners.take(pc.sort_indices(winners))
 
 
+def _take_columns(table: pa.Table, rows: np.ndarray, names: Sequence[str]) -> pa.Table:
+    """Columns ``names`` of ``table`` at row numbers ``rows``, taken chunk by chunk
+    (``take_rows``): ``Table.take`` joins each column's chunks first, a copy of the whole table
+    for a few rows of it."""
+    fields = [table.schema.field(n) for n in names]
+    return pa.Table.from_arrays([take_rows(table[n], rows) for n in names], schema=pa.schema(fields))
+
+
 def _take_ascending(table: pa.Table, rows: pa.Array) -> pa.Table:
     """Rows ``rows`` (ascending, distinct) of ``table``, as a filter: Arrow's ``take`` on a table
     of many chunks (one per commit) first concatenates each column, a whole copy of the table
@@ -421,8 +468,23 @@ def reconcile_files(
     rows are copied, so the commits' rows and the result do not both exist whole. When the
     batch's stats are packed, each new row gets ``COMMIT_ROW``: ``first_ordinal`` plus its row
     in the batch's adds."""
+    files, tombstones, _, _ = _reconcile_files(base_files, base_tombstones, batch, table_root=table_root,
+                                               consume=consume, first_ordinal=first_ordinal)
+    return files, tombstones
+
+
+def _reconcile_files(
+    base_files: pa.Table, base_tombstones: pa.Table, batch: CommitBatch, *, table_root: TableRoot | None,
+    consume: bool, first_ordinal: int, path_index: PathIndex | None = None,
+    tombstone_index: PathIndex | None = None,
+) -> tuple[pa.Table, pa.Table, PathIndex | None, PathIndex | None]:
+    """``reconcile_files``, and the result's ``PathIndex`` of its live files and of its
+    tombstones, advanced from ``path_index`` and ``tombstone_index``, the base's (None without
+    one). With an index of plain paths (their own canonical forms), the base rows a commit
+    touches are found through it, without a scan of the base's paths; the tombstones' index is
+    built the first time the live files' one serves."""
     if not batch.has_file_actions:
-        return base_files, base_tombstones
+        return base_files, base_tombstones, path_index, tombstone_index
 
     def paths(t: pa.Table) -> pa.ChunkedArray | pa.Array:
         return t["path"] if table_root is None else canonical_paths(t["path"], table_root)
@@ -472,20 +534,64 @@ def reconcile_files(
         if newest is not None:
             new_adds, new_add_paths = _take_ascending(new_adds, newest), new_add_paths.take(newest)
 
+    index = tomb = None
     if base_files.num_rows:
         assert touched is not None and new_add_paths is not None  # kept above for the base
-        base_paths = paths(base_files)
-        keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
-        if new_adds.num_rows:
-            keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=new_add_paths)))
-        base_files = _filter_by_chunk(base_files, keep_files)
+        if path_index is not None and path_index.plain:
+            base_files, index = _without_touched(base_files, path_index, touched, new_adds["path"],
+                                                 new_add_paths=new_add_paths)
+        else:
+            base_paths = paths(base_files)
+            keep_files = pc.invert(pc.is_in(file_keys(base_files, paths=base_paths), value_set=touched))
+            if new_adds.num_rows:
+                keep_files = pc.and_(keep_files, pc.invert(pc.is_in(base_paths, value_set=new_add_paths)))
+            base_files = _filter_by_chunk(base_files, keep_files)
     if base_tombstones.num_rows:
-        keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
-                                             value_set=touched))
-        base_tombstones = _filter_by_chunk(base_tombstones, keep_tombstones)
+        if index is not None:
+            tomb = tombstone_index or PathIndex.build(base_tombstones["path"])  # built once, then advanced
+        if tomb is not None and tomb.plain:
+            base_tombstones, tomb = _without_touched(base_tombstones, tomb, touched, new_removes["path"])
+        else:
+            keep_tombstones = pc.invert(pc.is_in(file_keys(base_tombstones, paths=paths(base_tombstones)),
+                                                 value_set=touched))
+            base_tombstones = _filter_by_chunk(base_tombstones, keep_tombstones)
+            tomb = None
     files = pa.concat_tables(_aligned(base_files, new_adds))
     tombstones = pa.concat_tables([base_tombstones, new_removes])
-    return files, tombstones
+    return files, tombstones, index, tomb
+
+
+def _without_touched(table: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
+                     added: pa.Array | pa.ChunkedArray, *,
+                     new_add_paths: pa.Array | pa.ChunkedArray | None = None) -> tuple[pa.Table, PathIndex | None]:
+    """``table`` (a base's live files or tombstones, paths plain) without the rows the commits
+    replace (``_gone_by_index``), and ``index`` advanced to it followed by the rows ``added``."""
+    gone = _gone_by_index(table, index, touched, new_add_paths)
+    if len(gone):
+        kept = np.ones(table.num_rows, dtype=bool)
+        kept[gone] = False
+        table = _filter_by_chunk(table, mask_array(kept))
+    return table, index.advanced(gone, added)
+
+
+def _gone_by_index(base: pa.Table, index: PathIndex, touched: pa.Array | pa.ChunkedArray,
+                   new_add_paths: pa.Array | pa.ChunkedArray | None) -> np.ndarray:
+    """The base rows (ascending) that go, as ``_reconcile_files``'s scan decides it: a row goes
+    when its key is ``touched`` or its path is newly added (``new_add_paths``, for live files).
+    The base's paths are their own canonical forms (``index.plain``), so a row that goes has the
+    path of a touched key: only the rows ``index`` finds for those paths are compared, as strings."""
+    key_paths = pc.list_element(pc.split_pattern(touched, KEY_SEPARATOR, max_splits=1), 0)
+    candidates = index.candidates(key_paths)
+    if candidates is None:  # a touched key without a path: compare every row's
+        candidates = np.arange(base.num_rows, dtype=np.int64)
+    if not len(candidates):
+        return candidates
+    found = _take_columns(base, candidates, ["path", "deletion_vector"])
+    goes = pc.is_in(file_keys(found), value_set=touched)
+    if new_add_paths is not None:
+        goes = pc.or_(goes, pc.is_in(found["path"], value_set=new_add_paths))
+    gone: np.ndarray = candidates[numbers_of(goes).astype(bool)]
+    return gone
 
 
 def reconciliation_defect(batch: CommitBatch, *, table_root: str) -> str | None:
@@ -536,17 +642,23 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
         if batch.add_stats is not None:
             first_ordinal = 0 if commit_stats is None else commit_stats.num_rows
             commit_stats = batch.add_stats if commit_stats is None else commit_stats.then(batch.add_stats)
-    rows, tombstones = reconcile_files(base.rows, base.tombstones, batch, table_root=root, consume=consume,
-                                       first_ordinal=first_ordinal)
+    rows, tombstones, index, tombstone_index = _reconcile_files(
+        base.rows, base.tombstones, batch, table_root=root, consume=consume, first_ordinal=first_ordinal,
+        path_index=base._cache.get(PATH_INDEX), tombstone_index=base._cache.get(TOMBSTONE_INDEX))
     if commit_stats is not None and COMMIT_ROW in rows.column_names and batch.has_file_actions:
         ordinals = rows[COMMIT_ROW]
         commit_stats = commit_stats.keeping(ordinals.slice(ordinals.null_count))  # commit rows come last
-    return ReplayState(
+    state = ReplayState(
         protocol=protocol, metadata=metadata, rows=rows, tombstones=tombstones, txns=txns,
         domain_metadata={k: d for k, d in domains.items() if not d.removed},
         checkpoint_stats=base.checkpoint_stats if CHECKPOINT_ROW in rows.column_names else None,
         commit_stats=commit_stats if COMMIT_ROW in rows.column_names else None,
     )
+    if index is not None:  # advanced from the base's: lookups in the new state use it at once
+        state._cache[PATH_INDEX] = index
+    if tombstone_index is not None:
+        state._cache[TOMBSTONE_INDEX] = tombstone_index
+    return state
 
 
 def base_state(

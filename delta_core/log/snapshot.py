@@ -28,7 +28,7 @@ from delta_core.log.replay import ReplayState, base_state, live_txns, reconcile,
 from delta_core.log.version_checksum import warn_on_mismatch
 from delta_core.model import table_features
 from delta_core.model.actions import Add, CommitInfo, DomainMetadata, Metadata, Protocol, Remove, Txn
-from delta_core.model.arrow_values import numbers_of, string_array
+from delta_core.model.arrow_values import string_array
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.metadata_validation import validate_metadata
 from delta_core.model.partition_values import typed_partition_values
@@ -162,10 +162,9 @@ class Snapshot:
     def files_of(self, paths: Iterable[str], columns: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
         """Rows of ``files`` (``columns`` of them) whose ``path`` (as in the log) is one of
         ``paths``, in ``files`` order. Statistics and tags are read only if named, and for these
-        rows only: a rewrite's inputs among millions of files, where ``files`` reads every file's."""
-        wanted = string_array(sorted(set(paths)))
-        found = pc.indices_nonzero(pc.is_in(self._state.rows["path"], value_set=wanted))
-        return self._state.files_at(numbers_of(found), columns)
+        rows only: a rewrite's inputs among millions of files, where ``files`` reads every file's.
+        Repeated lookups go through the state's path index (``ReplayState.rows_of``)."""
+        return self._state.files_at(self._state.rows_of(string_array(sorted(set(paths)))), columns)
 
     @property
     def file_paths(self) -> list[str]:

@@ -111,9 +111,9 @@ def deletion_vectors(snapshot: Snapshot, paths: Sequence[str] | pa.ChunkedArray)
     read from the files' ``path`` and ``deletion_vector`` columns only: no statistics, and no
     lookup at all when no file has a vector."""
     files = snapshot.file_columns("path", "deletion_vector")
+    if files.column("deletion_vector").null_count == files.num_rows:
+        return {}  # the common table without vectors: no pass over its millions of rows
     files = files.filter(pc.is_valid(files.column("deletion_vector")))
-    if files.num_rows == 0:
-        return {}
     wanted = paths if isinstance(paths, pa.ChunkedArray) else pa.array(list(paths), pa.string())
     files = files.filter(pc.is_in(files.column("path"), value_set=wanted))
     return {path: DeletionVectorDescriptor(storage_type=d["storageType"], path_or_inline_dv=d["pathOrInlineDv"],

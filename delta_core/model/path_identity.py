@@ -191,7 +191,7 @@ class TableRoot:
         return self.place(path).identity if needs_canonicalising(path) else path
 
 
-def _surely_plain(paths: pa.ChunkedArray | pa.Array) -> bool:
+def surely_plain(paths: pa.ChunkedArray | pa.Array) -> bool:
     """True when no row can need work, decided on the raw string bytes (a few vectorised scans,
     several times cheaper than a per-row regex over millions of paths): no ``%`` or ``:``, no
     ``//`` or ``/.``, and no row starting with ``/`` or ``.``."""
@@ -237,7 +237,7 @@ def canonical_paths(paths: pa.ChunkedArray | pa.Array, root: TableRoot) -> pa.Ch
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    if len(paths) == 0 or _surely_plain(paths):
+    if len(paths) == 0 or surely_plain(paths):
         return paths
     chunked = isinstance(paths, pa.ChunkedArray)
     flat = paths.combine_chunks() if chunked else paths
