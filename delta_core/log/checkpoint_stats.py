@@ -23,7 +23,7 @@ raises ``CorruptLogError`` saying to reload the table.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,6 +74,53 @@ class CheckpointStats:
         else None: one read of the column serves both."""
         for key in self.keys:
             yield from self._column_of(key, "stats", count=True)
+
+    def holds_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> bool:
+        """Whether some part's ``add.stats_parsed`` holds ``numRecords`` and every one of ``leaves``
+        (paths inside it, e.g. ``("nullCount", "id")``), from the parts' footers."""
+        for key in self.keys:
+            fh, pf = open_parquet(self.storage, key, version=self.version)
+            try:
+                if _holds_leaves(_add_type(pf), leaves):
+                    return True
+            finally:
+                fh.close()
+        return False
+
+    def iter_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> Iterator[tuple[pa.StructArray | None, pa.Array]]:
+        """The add rows' ``stats_parsed`` with only ``numRecords`` and ``leaves`` read
+        (``holds_struct_stats``), batch by batch in ordinal order, each with its rows' JSON
+        ``stats`` where ``numRecords`` is not in the struct (null elsewhere), for the caller to
+        judge those rows by; a part whose ``stats_parsed`` lacks some leaf gives None and every
+        row's JSON (``iter_stats``'s batch). The caller checks the total with ``check_rows``."""
+        typ = FILES_SCHEMA.field("stats").type
+        for key in self.keys:
+            source = self.storage.uri(key)
+            fh, pf = open_parquet(self.storage, key, version=self.version)
+            try:
+                add_type, marker = _add_type(pf), add_marker(pf)
+                if add_type is None:
+                    continue
+                if not _holds_leaves(add_type, leaves):
+                    yield from ((None, values) for _, values in self._values_in(pf, source, "stats", marker=marker))
+                    continue
+                # The JSON is read only where the footer shows add rows without stats_parsed.numRecords.
+                counted = marked_per_group(pf, "add.stats_parsed.numRecords")
+                json = add_type.get_field_index("stats") >= 0 and (
+                    counted is None or counted != marked_per_group(pf, "add.path"))
+                columns = [f"add.{marker}", *(".".join(("add.stats_parsed", *leaf)) for leaf in
+                                              [("numRecords",), *leaves])] + (["add.stats"] if json else [])
+                for batch in iter_batches(pf, columns, source, self.version):
+                    rows, _ = rows_holding(batch.column("add"), marker)
+                    parsed = one_array(pc.struct_field(rows, "stats_parsed"))
+                    missing = pc.is_null(pc.struct_field(parsed, "numRecords"))
+                    values = shared_nulls(typ, len(parsed))
+                    if json and pc.any(missing).as_py():
+                        values = pc.if_else(missing, one_array(conform_array(pc.struct_field(rows, "stats"), typ)),
+                                            values)
+                    yield parsed, values
+            finally:
+                fh.close()
 
     def stats_at(self, ordinals: np.ndarray, paths: pa.Array | pa.ChunkedArray,
                  column: str = "stats") -> Iterator[pa.Array]:
@@ -263,6 +310,21 @@ def _has_parsed_num_records(add_type: pa.StructType) -> bool:
     """Whether the ``add`` struct has ``stats_parsed.numRecords``."""
     parsed = add_type.field("stats_parsed").type if add_type.get_field_index("stats_parsed") >= 0 else None
     return parsed is not None and pa.types.is_struct(parsed) and parsed.get_field_index("numRecords") >= 0
+
+
+def _holds_leaves(add_type: pa.StructType | None, leaves: Sequence[tuple[str, ...]]) -> bool:
+    """Whether ``add_type``'s ``stats_parsed`` holds ``numRecords`` and ``leaves`` as non-nested
+    fields (names without dots, which a dotted column selection would split)."""
+
+    def holds(path: tuple[str, ...]) -> bool:
+        node: pa.DataType | None = add_type
+        for name in path:
+            if "." in name or not isinstance(node, pa.StructType) or node.get_field_index(name) < 0:
+                return False
+            node = node.field(name).type
+        return not pa.types.is_nested(node)
+
+    return all(holds(("stats_parsed", *leaf)) for leaf in [("numRecords",), *leaves])
 
 
 def _fill_from_parsed(stats: pa.Array, parsed: pa.Array) -> pa.Array:
