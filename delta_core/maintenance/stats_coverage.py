@@ -160,10 +160,11 @@ def _checkpoint_coverage(snapshot: Snapshot, *, count_records: bool) -> list[pa.
         if count_records:
             counted = one_array(num_records_from_stats(texts))
             counts.append(counted if records is None else pc.coalesce(records, counted))
+        n = len(texts)
         if wanted is not None:
-            mask = mask_array(wanted[start:start + len(texts)])
+            mask = mask_array(wanted[start:start + n])
             texts, parsed, records = (None if a is None else a.filter(mask) for a in (texts, parsed, records))
-        start += len(texts)
+        start += n
         dv = dvs.slice(kept, len(texts))
         kept += len(texts)
         from_json = (false_array(len(texts)) if texts.null_count == len(texts) else
