@@ -165,7 +165,7 @@ def _checkpoint_coverage(snapshot: Snapshot, *, count_records: bool) -> list[pa.
             mask = mask_array(wanted[start:start + n])
             texts, parsed, records = (None if a is None else a.filter(mask) for a in (texts, parsed, records))
         start += n
-        dv = dvs.slice(kept, len(texts))
+        dv = one_array(dvs.slice(kept, len(texts)))
         kept += len(texts)
         from_json = (false_array(len(texts)) if texts.null_count == len(texts) else
                      one_array(stats_coverage(pa.table({"stats": texts, "deletion_vector": dv}),
