@@ -46,6 +46,19 @@ DEFERRED_COLUMNS = ("stats", "tags")
 
 
 @dataclass(frozen=True, slots=True)
+class StructStats:
+    """A batch of checkpoint add rows' statistics (``CheckpointStats.iter_struct_stats``):
+    ``parsed``, their ``stats_parsed`` with the leaves asked for (None where the part lacks some:
+    then ``stats`` holds every row's JSON); ``stats``, the JSON of the rows whose struct has no
+    ``numRecords`` (null elsewhere); ``num_records`` as ``CheckpointStats.num_records`` counts
+    them, or None when it reads them from the struct later (a part without the leaves)."""
+
+    parsed: pa.StructArray | None
+    stats: pa.Array
+    num_records: pa.Array | pa.ChunkedArray | None
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointStats:
     """Reads ``stats``, ``numRecords`` and ``tags`` of the ``add`` rows of checkpoint Parquet
     ``keys`` (parts, then sidecars: the order the rows were loaded in)."""
@@ -87,12 +100,10 @@ class CheckpointStats:
                 fh.close()
         return False
 
-    def iter_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> Iterator[tuple[pa.StructArray | None, pa.Array]]:
-        """The add rows' ``stats_parsed`` with only ``numRecords`` and ``leaves`` read
-        (``holds_struct_stats``), batch by batch in ordinal order, each with its rows' JSON
-        ``stats`` where ``numRecords`` is not in the struct (null elsewhere), for the caller to
-        judge those rows by; a part whose ``stats_parsed`` lacks some leaf gives None and every
-        row's JSON (``iter_stats``'s batch). The caller checks the total with ``check_rows``."""
+    def iter_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> Iterator[StructStats]:
+        """The add rows' statistics batch by batch in ordinal order, ``stats_parsed`` with only
+        ``numRecords`` and ``leaves`` read (``holds_struct_stats``), where the part holds them
+        (``StructStats``). The caller checks the total with ``check_rows``."""
         typ = FILES_SCHEMA.field("stats").type
         for key in self.keys:
             source = self.storage.uri(key)
@@ -102,23 +113,29 @@ class CheckpointStats:
                 if add_type is None:
                     continue
                 if not _holds_leaves(add_type, leaves):
-                    yield from ((None, values) for _, values in self._values_in(pf, source, "stats", marker=marker))
+                    yield from (StructStats(None, values, counted) for values, counted in
+                                self._column_of(key, "stats", count=True))
                     continue
-                # The JSON is read only where the footer shows add rows without stats_parsed.numRecords.
+                # As ``num_records``: the struct's numRecords when every add row of the part has
+                # them (the footer tells), else the JSON's, read with it, and the struct's where a
+                # row has no JSON.
                 counted = marked_per_group(pf, "add.stats_parsed.numRecords")
-                json = add_type.get_field_index("stats") >= 0 and (
-                    counted is None or counted != marked_per_group(pf, "add.path"))
+                every = (counted == marked_per_group(pf, "add.path") if counted is not None
+                         else self._parsed_num_records(key) is not None)
+                json = not every and add_type.get_field_index("stats") >= 0
                 columns = [f"add.{marker}", *(".".join(("add.stats_parsed", *leaf)) for leaf in
                                               [("numRecords",), *leaves])] + (["add.stats"] if json else [])
                 for batch in iter_batches(pf, columns, source, self.version):
                     rows, _ = rows_holding(batch.column("add"), marker)
                     parsed = one_array(pc.struct_field(rows, "stats_parsed"))
-                    missing = pc.is_null(pc.struct_field(parsed, "numRecords"))
-                    values = shared_nulls(typ, len(parsed))
-                    if json and pc.any(missing).as_py():
-                        values = pc.if_else(missing, one_array(conform_array(pc.struct_field(rows, "stats"), typ)),
-                                            values)
-                    yield parsed, values
+                    records = pc.cast(pc.struct_field(parsed, "numRecords"), pa.int64())
+                    if not json:
+                        yield StructStats(parsed, shared_nulls(typ, len(parsed)), records)
+                        continue
+                    texts = one_array(conform_array(pc.struct_field(rows, "stats"), typ))
+                    counts = pc.if_else(pc.is_valid(texts), one_array(num_records_from_stats(texts)), records)
+                    yield StructStats(parsed, pc.if_else(pc.is_null(records), texts, shared_nulls(typ, len(texts))),
+                                      counts)
             finally:
                 fh.close()
 

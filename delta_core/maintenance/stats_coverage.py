@@ -34,10 +34,9 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.log.file_actions import num_records_from_stats
 from delta_core.maintenance.column_bounds import pruned_schema, stats_slices
 from delta_core.model.actions import Metadata
-from delta_core.model.arrow_values import false_array, int_scalar, mask_array, one_array, ordinal_mask
+from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, mask_array, one_array, ordinal_mask
 from delta_core.model.schema import PrimitiveType
 from delta_core.model.stats import (
     MAX_PREFIX,
@@ -153,31 +152,31 @@ def _checkpoint_coverage(snapshot: Snapshot, *, count_records: bool) -> list[pa.
     wanted = None if len(rows) == reader.num_rows else ordinal_mask(rows, reader.num_rows)
     dvs = snapshot.file_columns("deletion_vector").column(0)
     covered: list[pa.Array] = []
-    counts: list[pa.Array] = []
+    counts: list[pa.Array] | None = [] if count_records and snapshot.checkpoint_num_records() is None else None
     start = kept = 0
-    for parsed, texts in reader.iter_struct_stats(list(leaves.values())):
-        records = None if parsed is None else pc.cast(pc.struct_field(parsed, "numRecords"), pa.int64())
-        if count_records:
-            counted = one_array(num_records_from_stats(texts))
-            counts.append(counted if records is None else pc.coalesce(records, counted))
-        n = len(texts)
+    for batch in reader.iter_struct_stats(list(leaves.values())):
+        parsed, texts, n = batch.parsed, batch.stats, len(batch.stats)
+        if counts is not None and batch.num_records is not None:
+            counts.extend(chunks_of(batch.num_records))
+        else:
+            counts = None
         if wanted is not None:
             mask = mask_array(wanted[start:start + n])
-            texts, parsed, records = (None if a is None else a.filter(mask) for a in (texts, parsed, records))
+            texts, parsed = texts.filter(mask), None if parsed is None else parsed.filter(mask)
         start += n
         dv = one_array(dvs.slice(kept, len(texts)))
         kept += len(texts)
         from_json = (false_array(len(texts)) if texts.null_count == len(texts) else
                      one_array(stats_coverage(pa.table({"stats": texts, "deletion_vector": dv}),
-                                          snapshot.metadata).covered))
-        if parsed is None or records is None:
+                                              snapshot.metadata).covered))
+        if parsed is None:
             covered.append(from_json)
             continue
         stats = {name: pc.struct_field(parsed, list(path)) for name, path in fields.items()}
-        from_struct = _covered(columns, stats.__getitem__, dv)
-        covered.append(pc.if_else(pc.is_valid(records), from_struct, from_json))
+        covered.append(pc.if_else(pc.is_valid(stats[NUM_RECORDS]), _covered(columns, stats.__getitem__, dv),
+                                  from_json))
     reader.check_rows(start)
-    if count_records and snapshot.checkpoint_num_records() is None:
+    if counts is not None:
         snapshot.reuse_checkpoint_num_records(pa.chunked_array(counts, pa.int64()))
     return covered
 
