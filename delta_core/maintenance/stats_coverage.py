@@ -79,7 +79,7 @@ class StatsCoverage:
 
     @property
     def num_covered(self) -> int:
-        return int(pc.sum(pc.cast(self.covered, pa.int64())).as_py() or 0) if len(self.covered) else 0
+        return int(pc.sum(self.covered).as_py() or 0)  # a boolean sum counts the trues
 
     @property
     def ratio(self) -> float:
