@@ -9,8 +9,10 @@ writers read them. A snapshot therefore loads a Parquet checkpoint without ``add
 ``add.tags``, tags each checkpoint row with its ordinal (``CHECKPOINT_ROW``) through replay,
 and keeps a ``CheckpointStats`` that reads either column later, in the same order, batch by
 batch or for a few ordinals. ``numRecords`` alone comes from ``add.stats_parsed.numRecords``
-when every row has it (one integer column), else from the JSON. Tags come back as ``files``
-types them (``STRING_MAP``), whatever the writer named the map's parts (``conform_array``).
+when every row has it (one integer column), else from the JSON; a reader that needs only some
+statistics (stats coverage) reads just their leaves of ``stats_parsed`` (``iter_struct_stats``).
+Tags come back as ``files`` types them (``STRING_MAP``), whatever the writer named the map's
+parts (``conform_array``).
 
 Reading a whole column, the ``add`` rows are told apart by ``add.size`` (an integer) rather than
 ``add.path`` (strings, a quarter of the bytes decoded) wherever the footer shows the two set in

@@ -22,7 +22,11 @@ Booleans, binary, arrays and maps take a ``nullCount`` only. Wide bounds (``tigh
 from deletion vectors) still cover: they are valid for skipping. A stat that does not parse as its
 column's type (``model.stats.parse_stats``) counts as absent.
 
-Columnar over the snapshot's files; only the required columns' stats are parsed. Pure: no IO.
+Columnar over the snapshot's files; only the required columns' stats are parsed. A checkpoint's
+files are judged from its ``add.stats_parsed`` where it holds those stats (Delta Spark writes it
+by default, ``delta.checkpoint.writeStatsAsStruct``): their validity, typed already, with only
+those leaves read and no JSON parsed; rows whose struct has no ``numRecords`` and parts without
+those leaves are judged from their JSON. Pure but for the snapshot's reads.
 """
 
 from __future__ import annotations
