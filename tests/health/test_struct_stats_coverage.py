@@ -97,14 +97,16 @@ def _every_add_has_json(root: pathlib.Path) -> bool:
     return True
 
 
-def _ours(root: pathlib.Path) -> pathlib.Path:
-    """Our writer, writeStatsAsStruct on: all-null, NaN, long-string, timestamp and nested
-    columns; a checkpoint, then a file removed (replay keeps a subset of its rows) and one added."""
+def _ours(root: pathlib.Path, *, mapping: str = "none") -> pathlib.Path:
+    """Our writer, writeStatsAsStruct on (column mapping ``mapping``: the struct keyed by physical
+    names): all-null, NaN, long-string, timestamp and nested columns; a checkpoint, then a file
+    removed (replay keeps a subset of its rows) and one added."""
     schema = pa.schema([("i", pa.int64()), ("f", pa.float64()), ("s", pa.string()),
                         ("ts", pa.timestamp("us", tz="UTC")), ("n", pa.struct([("d", pa.date32())])),
                         ("b", pa.bool_())])
     # The first file's stats cover two columns, the others' all six: some files are not covered.
-    table = create_table(str(root), schema, properties={**STRUCT, "delta.dataSkippingNumIndexedCols": "2"})
+    table = create_table(str(root), schema, properties={**STRUCT, "delta.dataSkippingNumIndexedCols": "2",
+                                                        "delta.columnMapping.mode": mapping})
     rows = [
         {"i": [1, 2], "f": [0.5, float("nan")], "s": ["a", "b"], "ts": [0, 10**12], "n": [{"d": 1}, {"d": 2}],
          "b": [True, None]},
@@ -120,6 +122,10 @@ def _ours(root: pathlib.Path) -> pathlib.Path:
     delete_files(table, [table.snapshot().file_paths[1]])
     append(table, pa.table(rows[0], schema=schema))
     return root
+
+
+def _ours_mapped(root: pathlib.Path) -> pathlib.Path:
+    return _ours(root, mapping="name")
 
 
 def _delta_rs(root: pathlib.Path) -> pathlib.Path:
@@ -172,7 +178,8 @@ def test_fixture_coverage_is_the_json_judgement(root: pathlib.Path, tmp_path: pa
         assert _report(root) == _report(_without_struct(root, tmp_path / "plain"))
 
 
-@pytest.mark.parametrize("build", [_ours, _delta_rs, _mixed], ids=["ours", "delta-rs", "mixed"])
+@pytest.mark.parametrize("build", [_ours, _ours_mapped, _delta_rs, _mixed],
+                         ids=["ours", "ours-column-mapping", "delta-rs", "mixed"])
 def test_written_struct_coverage_is_the_json_judgement(build, tmp_path: pathlib.Path):
     root = build(tmp_path / "t")
     assert _holds_struct(root)
