@@ -20,11 +20,18 @@ scratch directory (no ``./tables.yaml`` policy to look up), the commands alterna
 It prints health / describe ratios of wall time and peak RSS per size (the target: at most 1.2x
 both); the sizes run one after the other in the same run, ``--files 1000000 --files 10000000``.
 
+The checkpoint holds JSON ``stats`` only (our writer's default). ``--stats-as-struct`` measures a
+second flavour of each size too, after the first: the same log (hard links, but commit 0 sets
+``delta.checkpoint.writeStatsAsStruct``) checkpointed with ``add.stats_parsed`` beside the JSON,
+as Delta Spark writes by default; the summary gives both flavours' ratios.
+
     python -m benchmarks.bench_health [--files 1000000]... [--commits 4] [--tail 10] [--repeat 3]
+                                      [--stats-as-struct]
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import statistics
@@ -33,11 +40,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 
-from benchmarks.bench_checkpoint import generate_log, write_commit
+from benchmarks.bench_checkpoint import generate_log, link_copy, write_commit
 from benchmarks.bench_describe import Run, _timed
 from benchmarks.harness import argument_parser, scratch_dir
 
 REFERENCE = "describe --files"
+STATS_AS_STRUCT = "delta.checkpoint.writeStatsAsStruct"
+FLAVOURS = ("json", "json+struct")  # the checkpoint's stats: our writer's default, Delta Spark's
 NEXT = "health, next version"  # run after a new commit
 TARGET = 1.2
 
@@ -57,14 +66,34 @@ def _commands(table: str, cache_root: str, repeat: int) -> dict[str, list[list[s
     }
 
 
-def _build(table: str, files: int, commits: int, tail: int) -> None:
+def _with_struct_stats(table: str, copy: str) -> None:
+    """``table``'s log (no checkpoint yet) hard-linked into ``copy``, whose commit 0 sets
+    ``delta.checkpoint.writeStatsAsStruct``."""
+    link_copy(table, copy)
+    first = os.path.join(copy, "_delta_log", f"{0:020d}.json")
+    with open(first) as fh:
+        actions = [json.loads(line) for line in fh]
+    os.unlink(first)  # a link: the original stays as it is
+    for action in actions:
+        if "metaData" in action:
+            action["metaData"]["configuration"][STATS_AS_STRUCT] = "true"
+    with open(first, "w") as fh:
+        fh.write("".join(json.dumps(a) + "\n" for a in actions))
+
+
+def _build(tables: list[str], files: int, commits: int, tail: int) -> None:
+    """The first of ``tables`` generated, the others (``FLAVOURS``) copied from it; each then
+    checkpointed and followed by ``tail`` commits."""
     from delta_core.log.table import DeltaTable
     from delta_core.write.checkpoint_write import write_checkpoint
 
-    generate_log(table, files, commits)
-    write_checkpoint(DeltaTable(table))
-    for k in range(tail):
-        write_commit(table, commits + 1 + k, files + k * 100, 100)
+    generate_log(tables[0], files, commits)
+    for copy in tables[1:]:
+        _with_struct_stats(tables[0], copy)
+    for table in tables:
+        write_checkpoint(DeltaTable(table))
+        for k in range(tail):
+            write_commit(table, commits + 1 + k, files + k * 100, 100)
 
 
 def _measure(table: str, work: str, repeat: int, *, version: int, first_file: int) -> dict[str, Run]:
@@ -88,14 +117,15 @@ def _measure(table: str, work: str, repeat: int, *, version: int, first_file: in
                       statistics.median(r.cpu for r in rs), "") for name, rs in runs.items()}
 
 
-def _summary(rows: list[tuple[int, dict[str, Run]]]) -> None:
+def _summary(rows: list[tuple[int, str, dict[str, Run]]]) -> None:
     print(f"\nsummary: health / {REFERENCE} (and / describe without the file list), medians; target {TARGET}x")
-    print(f"{'files':>12}  {'health':<22}{'time':>8}{'RSS':>8}{'CPU':>8}   {'time':>8}{'RSS':>8}  (/ describe)")
-    for files, med in rows:
+    print(f"{'files':>12}  {'checkpoint':<12}{'health':<22}{'time':>8}{'RSS':>8}{'CPU':>8}   {'time':>8}{'RSS':>8}"
+          "  (/ describe)")
+    for files, flavour, med in rows:
         ref, plain = med[REFERENCE], med["describe"]
         for name in ("health", "health, cold", "health, warm", NEXT):
             m = med[name]
-            print(f"{files:>12,}  {name:<22}{m.seconds / ref.seconds:>7.2f}x{m.mb / ref.mb:>7.2f}x"
+            print(f"{files:>12,}  {flavour:<12}{name:<22}{m.seconds / ref.seconds:>7.2f}x{m.mb / ref.mb:>7.2f}x"
                   f"{m.cpu / ref.cpu:>7.2f}x   {m.seconds / plain.seconds:>7.2f}x{m.mb / plain.mb:>7.2f}x")
 
 
@@ -107,27 +137,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--tail", type=int, default=10, help="small commits after the checkpoint")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the generated tables")
+    parser.add_argument("--stats-as-struct", action="store_true",
+                        help="also measure each size with stats_parsed in the checkpoint (Delta Spark's default)")
     args, _unknown = parser.parse_known_args(argv)
     os.environ.pop("DELTA_HEALTH_CACHE", None)
     # The commands run from the scratch directory: they must import this checkout's delta_core.
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH")) if p)
     os.environ.pop("DELTA_MAINTENANCE_TABLES", None)
-    rows: list[tuple[int, dict[str, Run]]] = []
+    flavours = FLAVOURS if args.stats_as_struct else FLAVOURS[:1]
+    rows: list[tuple[int, str, dict[str, Run]]] = []
     with scratch_dir("bench_health_", keep=args.keep) as work:
         os.chdir(work)  # the commands look for ./tables.yaml: there is none here
         for files in args.files or [1_000_000]:
-            table = os.path.join(work, f"t{files}")
+            tables = [os.path.join(work, f"t{files}_{flavour}") for flavour in flavours]
             t0 = time.perf_counter()
-            _build(table, files, args.commits, args.tail)
+            _build(tables, files, args.commits, args.tail)
             total = files + 100 * args.tail
-            print(f"\n{total:,} files: checkpoint at version {args.commits} + {args.tail} commits "
-                  f"(built in {time.perf_counter() - t0:.1f} s); load average "
-                  f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
-            rows.append((total, _measure(table, work, args.repeat, version=args.commits + args.tail,
-                                         first_file=total)))
-            if not args.keep:
-                shutil.rmtree(table, ignore_errors=True)
+            for flavour, table in zip(flavours, tables, strict=True):
+                print(f"\n{total:,} files, {flavour} checkpoint: at version {args.commits} + {args.tail} commits "
+                      f"(built in {time.perf_counter() - t0:.1f} s); load average "
+                      f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
+                rows.append((total, flavour, _measure(table, work, args.repeat, version=args.commits + args.tail,
+                                                      first_file=total)))
+                if not args.keep:
+                    shutil.rmtree(table, ignore_errors=True)
         _summary(rows)
         print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     return 0

@@ -9,8 +9,10 @@ writers read them. A snapshot therefore loads a Parquet checkpoint without ``add
 ``add.tags``, tags each checkpoint row with its ordinal (``CHECKPOINT_ROW``) through replay,
 and keeps a ``CheckpointStats`` that reads either column later, in the same order, batch by
 batch or for a few ordinals. ``numRecords`` alone comes from ``add.stats_parsed.numRecords``
-when every row has it (one integer column), else from the JSON. Tags come back as ``files``
-types them (``STRING_MAP``), whatever the writer named the map's parts (``conform_array``).
+when every row has it (one integer column), else from the JSON; a reader that needs only some
+statistics (stats coverage) reads just their leaves of ``stats_parsed`` (``iter_struct_stats``).
+Tags come back as ``files`` types them (``STRING_MAP``), whatever the writer named the map's
+parts (``conform_array``).
 
 Reading a whole column, the ``add`` rows are told apart by ``add.size`` (an integer) rather than
 ``add.path`` (strings, a quarter of the bytes decoded) wherever the footer shows the two set in
@@ -23,7 +25,7 @@ raises ``CorruptLogError`` saying to reload the table.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,6 +45,19 @@ CHECKPOINT_ROW = "checkpoint_row"
 
 # The ``FILES_SCHEMA`` columns of checkpoint ``add`` rows that are read here, not at load time.
 DEFERRED_COLUMNS = ("stats", "tags")
+
+
+@dataclass(frozen=True, slots=True)
+class StructStats:
+    """A batch of checkpoint add rows' statistics (``CheckpointStats.iter_struct_stats``):
+    ``parsed``, their ``stats_parsed`` with the leaves asked for (None where the part lacks some:
+    then ``stats`` holds every row's JSON); ``stats``, the JSON of the rows whose struct has no
+    ``numRecords`` (null elsewhere); ``num_records`` as ``CheckpointStats.num_records`` counts
+    them, or None when it reads them from the struct later (a part without the leaves)."""
+
+    parsed: pa.StructArray | None
+    stats: pa.Array
+    num_records: pa.Array | pa.ChunkedArray | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +89,57 @@ class CheckpointStats:
         else None: one read of the column serves both."""
         for key in self.keys:
             yield from self._column_of(key, "stats", count=True)
+
+    def holds_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> bool:
+        """Whether some part's ``add.stats_parsed`` holds ``numRecords`` and every one of ``leaves``
+        (paths inside it, e.g. ``("nullCount", "id")``), from the parts' footers."""
+        for key in self.keys:
+            fh, pf = open_parquet(self.storage, key, version=self.version)
+            try:
+                if _holds_leaves(_add_type(pf), leaves):
+                    return True
+            finally:
+                fh.close()
+        return False
+
+    def iter_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> Iterator[StructStats]:
+        """The add rows' statistics batch by batch in ordinal order, ``stats_parsed`` with only
+        ``numRecords`` and ``leaves`` read (``holds_struct_stats``), where the part holds them
+        (``StructStats``). The caller checks the total with ``check_rows``."""
+        typ = FILES_SCHEMA.field("stats").type
+        for key in self.keys:
+            source = self.storage.uri(key)
+            fh, pf = open_parquet(self.storage, key, version=self.version)
+            try:
+                add_type, marker = _add_type(pf), add_marker(pf)
+                if add_type is None:
+                    continue
+                if not _holds_leaves(add_type, leaves):
+                    yield from (StructStats(None, values, counted) for values, counted in
+                                self._column_of(key, "stats", count=True))
+                    continue
+                # As ``num_records``: the struct's numRecords when every add row of the part has
+                # them (the footer tells), else the JSON's, read with it, and the struct's where a
+                # row has no JSON.
+                counted = marked_per_group(pf, "add.stats_parsed.numRecords")
+                every = (counted == marked_per_group(pf, "add.path") if counted is not None
+                         else self._parsed_num_records(key) is not None)
+                json = not every and add_type.get_field_index("stats") >= 0
+                columns = [f"add.{marker}", *(".".join(("add.stats_parsed", *leaf)) for leaf in
+                                              [("numRecords",), *leaves])] + (["add.stats"] if json else [])
+                for batch in iter_batches(pf, columns, source, self.version):
+                    rows, _ = rows_holding(batch.column("add"), marker)
+                    parsed = one_array(pc.struct_field(rows, "stats_parsed"))
+                    records = pc.cast(pc.struct_field(parsed, "numRecords"), pa.int64())
+                    if not json:
+                        yield StructStats(parsed, shared_nulls(typ, len(parsed)), records)
+                        continue
+                    texts = one_array(conform_array(pc.struct_field(rows, "stats"), typ))
+                    counts = pc.if_else(pc.is_valid(texts), one_array(num_records_from_stats(texts)), records)
+                    yield StructStats(parsed, pc.if_else(pc.is_null(records), texts, shared_nulls(typ, len(texts))),
+                                      counts)
+            finally:
+                fh.close()
 
     def stats_at(self, ordinals: np.ndarray, paths: pa.Array | pa.ChunkedArray,
                  column: str = "stats") -> Iterator[pa.Array]:
@@ -263,6 +329,21 @@ def _has_parsed_num_records(add_type: pa.StructType) -> bool:
     """Whether the ``add`` struct has ``stats_parsed.numRecords``."""
     parsed = add_type.field("stats_parsed").type if add_type.get_field_index("stats_parsed") >= 0 else None
     return parsed is not None and pa.types.is_struct(parsed) and parsed.get_field_index("numRecords") >= 0
+
+
+def _holds_leaves(add_type: pa.StructType | None, leaves: Sequence[tuple[str, ...]]) -> bool:
+    """Whether ``add_type``'s ``stats_parsed`` holds ``numRecords`` and ``leaves`` as non-nested
+    fields (names without dots, which a dotted column selection would split)."""
+
+    def holds(path: tuple[str, ...]) -> bool:
+        node: pa.DataType | None = add_type
+        for name in path:
+            if "." in name or not isinstance(node, pa.StructType) or node.get_field_index(name) < 0:
+                return False
+            node = node.field(name).type
+        return not pa.types.is_nested(node)
+
+    return all(holds(("stats_parsed", *leaf)) for leaf in [("numRecords",), *leaves])
 
 
 def _fill_from_parsed(stats: pa.Array, parsed: pa.Array) -> pa.Array:

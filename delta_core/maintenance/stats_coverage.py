@@ -22,11 +22,16 @@ Booleans, binary, arrays and maps take a ``nullCount`` only. Wide bounds (``tigh
 from deletion vectors) still cover: they are valid for skipping. A stat that does not parse as its
 column's type (``model.stats.parse_stats``) counts as absent.
 
-Columnar over the snapshot's files; only the required columns' stats are parsed. Pure: no IO.
+Columnar over the snapshot's files; only the required columns' stats are parsed. A checkpoint's
+files are judged from its ``add.stats_parsed`` where it holds those stats (Delta Spark writes it
+by default, ``delta.checkpoint.writeStatsAsStruct``): their validity, typed already, with only
+those leaves read and no JSON parsed; rows whose struct has no ``numRecords`` and parts without
+those leaves are judged from their JSON. Pure but for the snapshot's reads.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -35,7 +40,7 @@ import pyarrow.compute as pc
 
 from delta_core.maintenance.column_bounds import pruned_schema, stats_slices
 from delta_core.model.actions import Metadata
-from delta_core.model.arrow_values import false_array, int_scalar
+from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, mask_array, one_array, ordinal_mask
 from delta_core.model.schema import PrimitiveType
 from delta_core.model.stats import (
     MAX_PREFIX,
@@ -78,12 +83,48 @@ class StatsCoverage:
 
     @property
     def num_covered(self) -> int:
-        return int(pc.sum(pc.cast(self.covered, pa.int64())).as_py() or 0) if len(self.covered) else 0
+        return int(pc.sum(self.covered).as_py() or 0)  # a boolean sum counts the trues
 
     @property
     def ratio(self) -> float:
         """Share of the files that are covered (1.0 for no files)."""
         return round(self.num_covered / self.num_files, 6) if self.num_files else 1.0
+
+
+def _struct_leaves(columns: tuple[StatsColumn, ...]) -> dict[str, tuple[str, ...]]:
+    """The stats the coverage rules read (``parse_stats`` names, ``numRecords`` aside) and where
+    a checkpoint's ``stats_parsed`` holds them."""
+    leaves: dict[str, tuple[str, ...]] = {}
+    for c in columns:
+        leaves[NULL_COUNT_PREFIX + c.name] = ("nullCount", *c.physical)
+        name = c.type.name if isinstance(c.type, PrimitiveType) else None
+        if name in _BOUNDED or name == _STRING:
+            leaves[MIN_PREFIX + c.name] = ("minValues", *c.physical)
+        if name in _BOUNDED:
+            leaves[MAX_PREFIX + c.name] = ("maxValues", *c.physical)
+    return leaves
+
+
+def _covered(columns: tuple[StatsColumn, ...], stat: Callable[[str], pa.Array | pa.ChunkedArray],
+             deletion_vectors: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """The module doc's rules over the files' stats ``stat(name)`` (``parse_stats`` names)."""
+    false = false_array(1)[0]  # not pa.scalar(False): converting Python values imports pandas
+    records = stat(NUM_RECORDS)
+    cardinality = pc.fill_null(pc.struct_field(deletion_vectors, "cardinality"), int_scalar(0))
+    live = pc.subtract(records, cardinality)
+    covered = pc.is_valid(records)
+    for c in columns:
+        nulls = stat(NULL_COUNT_PREFIX + c.name)
+        ok = pc.is_valid(nulls)
+        name = c.type.name if isinstance(c.type, PrimitiveType) else None
+        if name in _BOUNDED or name == _STRING:
+            bounds = pc.is_valid(stat(MIN_PREFIX + c.name))
+            if name != _STRING:
+                bounds = pc.and_(bounds, pc.is_valid(stat(MAX_PREFIX + c.name)))
+            all_null = pc.fill_null(pc.greater_equal(nulls, live), false)
+            ok = pc.and_(ok, pc.or_(bounds, all_null))
+        covered = pc.and_(covered, ok)
+    return pc.fill_null(covered, false)
 
 
 def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
@@ -96,31 +137,66 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
     parsed = parse_stats(files.column("stats"), pruned_schema(table_schema(metadata), {c.logical for c in columns}),
                          partition_columns=metadata.partition_columns, physical=True)
-    false = false_array(1)[0]  # not pa.scalar(False): converting Python values imports pandas
-    records = parsed.column(NUM_RECORDS)
-    cardinality = pc.fill_null(pc.struct_field(files.column("deletion_vector"), "cardinality"), int_scalar(0))
-    live = pc.subtract(records, cardinality)
-    covered = pc.is_valid(records)
-    for c in columns:
-        nulls = parsed.column(NULL_COUNT_PREFIX + c.name)
-        ok = pc.is_valid(nulls)
-        name = c.type.name if isinstance(c.type, PrimitiveType) else None
-        if name in _BOUNDED or name == _STRING:
-            bounds = pc.is_valid(parsed.column(MIN_PREFIX + c.name))
-            if name != _STRING:
-                bounds = pc.and_(bounds, pc.is_valid(parsed.column(MAX_PREFIX + c.name)))
-            all_null = pc.fill_null(pc.greater_equal(nulls, live), false)
-            ok = pc.and_(ok, pc.or_(bounds, all_null))
-        covered = pc.and_(covered, ok)
-    return StatsCoverage(columns, pc.fill_null(covered, false))
+    covered = _covered(columns, parsed.column, files.column("deletion_vector"))
+    return StatsCoverage(columns, covered if isinstance(covered, pa.ChunkedArray) else pa.chunked_array([covered]))
+
+
+def _checkpoint_coverage(snapshot: Snapshot, *, count_records: bool) -> list[pa.Array] | None:
+    """Coverage of the files replay kept from the checkpoint (``Snapshot.checkpoint_rows``),
+    judged from the checkpoint's ``stats_parsed`` where it holds the stats the rules read (only
+    those leaves are read), from the JSON of the rows whose struct has no ``numRecords`` and of
+    the parts without those leaves; None when no part holds them. ``count_records``: the
+    snapshot counts the checkpoint rows' ``num_records`` from the same read."""
+    reader, rows = snapshot.replay_state.checkpoint_stats, snapshot.checkpoint_rows()
+    columns = required_stats_columns(snapshot.metadata)
+    leaves = _struct_leaves(columns)
+    if reader is None or rows is None or not len(rows) or not reader.holds_struct_stats(list(leaves.values())):
+        return None
+    fields = {NUM_RECORDS: ("numRecords",), **leaves}
+    wanted = None if len(rows) == reader.num_rows else ordinal_mask(rows, reader.num_rows)
+    dvs = snapshot.file_columns("deletion_vector").column(0)
+    covered: list[pa.Array] = []
+    counts: list[pa.Array] | None = [] if count_records and snapshot.checkpoint_num_records() is None else None
+    start = kept = 0
+    for batch in reader.iter_struct_stats(list(leaves.values())):
+        parsed, texts, n = batch.parsed, batch.stats, len(batch.stats)
+        if counts is not None and batch.num_records is not None:
+            counts.extend(chunks_of(batch.num_records))
+        else:
+            counts = None
+        if wanted is not None:
+            mask = mask_array(wanted[start:start + n])
+            texts, parsed = texts.filter(mask), None if parsed is None else parsed.filter(mask)
+        start += n
+        dv = one_array(dvs.slice(kept, len(texts)))
+        kept += len(texts)
+        from_json = (false_array(len(texts)) if texts.null_count == len(texts) else
+                     one_array(stats_coverage(pa.table({"stats": texts, "deletion_vector": dv}),
+                                              snapshot.metadata).covered))
+        if parsed is None:
+            covered.append(from_json)
+            continue
+        stats = {name: pc.struct_field(parsed, list(path)) for name, path in fields.items()}
+        covered.append(pc.if_else(pc.is_valid(stats[NUM_RECORDS]), _covered(columns, stats.__getitem__, dv),
+                                  from_json))
+    reader.check_rows(start)
+    if counts is not None:
+        snapshot.reuse_checkpoint_num_records(pa.chunked_array(counts, pa.int64()))
+    return covered
 
 
 def snapshot_coverage(snapshot: Snapshot, *, after_checkpoint: bool = False,
                       count_records: bool = False) -> StatsCoverage:
-    """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time;
+    """Coverage of every live file of ``snapshot``, its stats read and parsed a slice at a time,
+    the checkpoint's files' from its ``stats_parsed`` where it holds them (``_checkpoint_coverage``);
     with ``after_checkpoint``, of the files after ``Snapshot.checkpoint_rows`` only; with
     ``count_records``, the snapshot counts its files' ``num_records`` from the same read
     (``Snapshot.iter_stats``)."""
+    columns = required_stats_columns(snapshot.metadata)
+    head = None if after_checkpoint else _checkpoint_coverage(snapshot, count_records=count_records)
+    if head is not None:
+        tail = snapshot_coverage(snapshot, after_checkpoint=True)
+        return StatsCoverage(columns, pa.chunked_array([*head, *tail.covered.chunks], pa.bool_()))
     rows = snapshot.checkpoint_rows() if after_checkpoint else None
     dvs = snapshot.file_columns("deletion_vector").column(0).slice(0 if rows is None else len(rows))
     covered: list[pa.Array] = []
@@ -129,4 +205,4 @@ def snapshot_coverage(snapshot: Snapshot, *, after_checkpoint: bool = False,
         part = pa.table({"stats": stats, "deletion_vector": dvs.slice(start, len(stats))})
         covered.extend(stats_coverage(part, snapshot.metadata).covered.chunks)
         start += len(stats)
-    return StatsCoverage(required_stats_columns(snapshot.metadata), pa.chunked_array(covered, pa.bool_()))
+    return StatsCoverage(columns, pa.chunked_array(covered, pa.bool_()))

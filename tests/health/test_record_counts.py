@@ -110,18 +110,30 @@ def test_coverage_read_counts_records_as_the_reader(tmp_path: pathlib.Path, as_s
     counted = table.snapshot()
     coverage = snapshot_coverage(counted, count_records=True)
     assert coverage.num_files == expected.num_rows
-    if as_struct:
-        # stats_parsed.numRecords is the reader's source: one integer column, read on demand
-        assert counted.checkpoint_num_records() is None
-    else:
-        for part in _checkpoint_files(tmp_path / "t"):
-            part.unlink()  # counted already: nothing more is read from the checkpoint
+    # With stats_parsed too: some rows' struct has no numRecords, so the reader counts every row
+    # of the checkpoint from its JSON, and so does the coverage's read of the struct.
+    for part in _checkpoint_files(tmp_path / "t"):
+        part.unlink()  # counted already: nothing more is read from the checkpoint
     assert counted.file_columns("path", "num_records").equals(expected)
     by_path = dict(zip(expected["path"].to_pylist(), expected["num_records"].to_pylist(), strict=True))
     assert by_path["late.parquet"] == by_path["good.parquet"] == by_path["dv.parquet"] == 3
     assert by_path["none.parquet"] is None
-    if not as_struct:
-        assert [by_path[f"m{i}.parquet"] for i in range(1, len(MALFORMED))] == [r for _, r, _ in MALFORMED[1:]]
+    assert [by_path[f"m{i}.parquet"] for i in range(1, len(MALFORMED))] == [r for _, r, _ in MALFORMED[1:]]
+
+
+def test_struct_counts_when_every_row_has_them(tmp_path: pathlib.Path) -> None:
+    # Every row's stats_parsed has numRecords: the coverage's read counts from the struct.
+    adds = [_raw_add("good.parquet", GOOD), _raw_add("twice.parquet", '{"numRecords":1,"numRecords":2}')]
+    write_log(str(tmp_path / "t"), [adds], configuration={"delta.checkpoint.writeStatsAsStruct": "true"})
+    table = DeltaTable(str(tmp_path / "t"))
+    write_checkpoint(table)
+    expected = table.snapshot().file_columns("path", "num_records")
+    counted = table.snapshot()
+    snapshot_coverage(counted, count_records=True)
+    for part in _checkpoint_files(tmp_path / "t"):
+        part.unlink()
+    assert counted.file_columns("path", "num_records").equals(expected)
+    assert expected["num_records"].to_pylist() == [3, 2]  # the struct's (the JSON reader takes the first key)
 
 
 def test_health_counts_the_same_cold_warm_and_without_cache(tmp_path: pathlib.Path) -> None:
