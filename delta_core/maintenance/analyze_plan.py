@@ -12,9 +12,9 @@ columns holding the indexed leaves (at least one column: a file is read to count
 
 A table whose selected files are all covered yields an empty plan: nothing is read or committed.
 The plan keeps each chosen file's path and size only (coverage is parsed a slice of the stats
-at a time, ``snapshot_coverage``); ``batches()`` splits them into commits so progress survives
-a failure on a large table: zero-copy slices, whose ``add`` actions the run reads from the
-snapshot only when it reaches each commit.
+at a time, a few slices at once: ``column_bounds.parsed_slices``); ``batches()`` splits them
+into commits so progress survives a failure on a large table: zero-copy slices, whose ``add``
+actions the run reads from the snapshot only when it reaches each commit.
 """
 
 from __future__ import annotations
@@ -27,10 +27,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
+from delta_core.maintenance.column_bounds import parsed_slices
 from delta_core.maintenance.compaction_plan import kept_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.purge_plan import selection
-from delta_core.maintenance.stats_coverage import snapshot_coverage
+from delta_core.maintenance.stats_coverage import StatsCoverage, required_stats_columns, stats_coverage
 from delta_core.model.arrow_values import mask_array, numbers_of
 from delta_core.write.data_writer import data_fields
 from delta_core.write.operation_records import ComputeStatsParameters
@@ -91,7 +92,7 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
     files = snapshot.file_columns("path", "size")
     mask, predicate = selection(snapshot, where, files)
     selected = numbers_of(mask).astype(bool)
-    coverage = snapshot_coverage(snapshot)
+    coverage = _coverage(snapshot)
     covered = selected & numbers_of(coverage.covered).astype(bool)
     chosen = kept_rows(files, mask_array(selected if full else selected & ~covered))  # no copy of all
     chosen = chosen.take(pc.sort_indices(chosen.column("path"))) if chosen.num_rows else chosen
@@ -105,6 +106,19 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
         files_considered=int(selected.sum()),
         files_covered=int(covered.sum()),
     )
+
+
+def _coverage(snapshot: Snapshot) -> StatsCoverage:
+    """``stats_coverage`` of every live file, its slices parsed on threads (``parsed_slices``)."""
+    vectors = snapshot.file_columns("deletion_vector").column(0)
+    metadata = snapshot.metadata
+
+    def covered(stats: pa.ChunkedArray, first: int) -> pa.ChunkedArray:
+        part = pa.table({"stats": stats, "deletion_vector": vectors.slice(first, len(stats))})
+        return stats_coverage(part, metadata).covered
+
+    chunks = [c for part in parsed_slices(snapshot, covered) for c in part.chunks]
+    return StatsCoverage(required_stats_columns(metadata), pa.chunked_array(chunks, pa.bool_()))
 
 
 def _read_columns(snapshot: Snapshot, tops: tuple[str, ...]) -> tuple[str, ...]:

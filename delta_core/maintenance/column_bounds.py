@@ -5,14 +5,19 @@ A planner that needs the bounds of some columns (clustering's merge rule) or the
 (stats coverage) parses only those: the ``stats`` JSON is read a slice of ``STATS_SLICE_ROWS``
 files at a time (``Snapshot.iter_stats``: a checkpoint's statistics are never held whole) and
 parsed against the table schema pruned to the wanted leaves, so a table of 10M files costs the
-typed columns asked for, not gigabytes of JSON strings.
+typed columns asked for, not gigabytes of JSON strings. Parsing is most of a planner's time at
+that scale: ``parsed_slices`` parses a few slices at once on threads (Arrow's JSON reader and
+compute functions release the GIL) while the next ones are read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterator, Sequence
+import os
+from collections import deque
+from collections.abc import Callable, Collection, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
@@ -27,6 +32,10 @@ if TYPE_CHECKING:
 # Rows of stats parsed at once: big enough that the per-parse setup is paid rarely, small enough
 # that one slice's strings and parsed columns stay under ~100 MB.
 STATS_SLICE_ROWS = 96 * 1024
+# Slices parsed at once (one a core, at most four: each holds ~100 MB while parsed).
+PARSE_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+T = TypeVar("T")
 
 
 def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS, *, after_checkpoint: bool = False,
@@ -45,6 +54,23 @@ def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS, *, after_chec
             pending, held, given = [], 0, True
     if held or not given:
         yield pa.chunked_array(pending, pa.string())
+
+
+def parsed_slices(snapshot: Snapshot, parse: Callable[[pa.ChunkedArray, int], T], *,
+                  after_checkpoint: bool = False, count_records: bool = False) -> Iterator[T]:
+    """``parse(stats, first)`` of each of ``stats_slices`` (``first``: the slice's first row in
+    ``files`` order), in order: up to ``PARSE_THREADS`` slices parse on threads while this one
+    reads the next (``parse`` must not touch ``snapshot``, which the reading advances)."""
+    with ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="stats-parse") as pool:
+        pending: deque[Future[T]] = deque()
+        first = 0
+        for stats in stats_slices(snapshot, after_checkpoint=after_checkpoint, count_records=count_records):
+            pending.append(pool.submit(parse, stats, first))
+            first += len(stats)
+            if len(pending) > PARSE_THREADS:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
 
 
 def pruned_schema(schema: StructType, keep: Collection[tuple[str, ...]]) -> StructType:
@@ -73,8 +99,10 @@ def column_bounds(snapshot: Snapshot, columns: Sequence[tuple[str, ...]]) -> pa.
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
     schema = pruned_schema(table_schema(snapshot.metadata), set(columns))
     names = [f"{prefix}{'.'.join(c)}" for c in columns for prefix in (MIN_PREFIX, MAX_PREFIX)]
-    parts: list[pa.Table] = []
-    for stats in stats_slices(snapshot):
-        parsed = parse_stats(stats, schema, partition_columns=snapshot.partition_columns, physical=True)
-        parts.append(parsed.select([n for n in names if n in parsed.column_names]))  # the bounds only
-    return pa.concat_tables(parts)
+    partition_columns = snapshot.partition_columns
+
+    def bounds_of(stats: pa.ChunkedArray, _first: int) -> pa.Table:
+        parsed = parse_stats(stats, schema, partition_columns=partition_columns, physical=True)
+        return parsed.select([n for n in names if n in parsed.column_names])  # the bounds only
+
+    return pa.concat_tables(list(parsed_slices(snapshot, bounds_of)))
