@@ -80,10 +80,11 @@ def skipped_shares(snapshot: Snapshot, probes: Mapping[str, pa.Array], *,
 
 
 def _skipped_counts(lo: pa.ChunkedArray, hi: pa.ChunkedArray, values: pa.Array) -> list[int] | None:
-    """The files ``col = v`` skips for each of ``values``, from the sorted bounds: those whose
-    minimum is above ``v`` plus those whose maximum is below it, one binary search per probe
-    instead of a pass over every file. None (count file by file) unless the bounds are numbers,
-    none NaN and each file's minimum at most its maximum: then the two sets are disjoint."""
+    """The files ``col = v`` skips for each of ``values``: those whose minimum is above ``v``
+    plus those whose maximum is below it, counted from each bound's place among the sorted probes
+    (a binary search in a few dozen values per file, no sort of the files' bounds). None (count
+    file by file) unless the bounds are numbers, none NaN and each file's minimum at most its
+    maximum: then the two sets are disjoint."""
     if lo.type != hi.type or not (pa.types.is_integer(lo.type) or pa.types.is_floating(lo.type)):
         return None
     valid = pc.and_(pc.is_valid(lo), pc.is_valid(hi))
@@ -92,13 +93,19 @@ def _skipped_counts(lo: pa.ChunkedArray, hi: pa.ChunkedArray, values: pa.Array) 
         return None
     if not (lows <= highs).all():
         return None
-    lows.sort()
-    highs.sort()
     probes = numbers_of(values.cast(lo.type) if values.type != lo.type else values)
-    above = len(lows) - np.searchsorted(lows, probes, side="right")
-    below = np.searchsorted(highs, probes, side="left")
-    counts: list[int] = (above + below).tolist()
-    return counts
+    order = np.argsort(probes, kind="stable")
+    ranked = probes[order]
+    slots = len(probes) + 1
+    # a minimum above the j-th smallest probe has more than j probes below it; a maximum below
+    # it has at most j probes at or below it
+    below_min = np.bincount(np.searchsorted(ranked, lows, side="left"), minlength=slots)
+    up_to_max = np.bincount(np.searchsorted(ranked, highs, side="right"), minlength=slots)
+    skipped = len(lows) - np.cumsum(below_min)[:-1] + np.cumsum(up_to_max)[:-1]
+    counts = np.empty(len(probes), dtype=np.int64)
+    counts[order] = skipped
+    result: list[int] = counts.tolist()
+    return result
 
 
 def skipped_file_ratio(snapshot: Snapshot, probes: Mapping[str, pa.Array], *,
