@@ -19,6 +19,7 @@ actions the run reads from the snapshot only when it reaches each commit.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -92,10 +93,13 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
     files = snapshot.file_columns("path", "size")
     mask, predicate = selection(snapshot, where, files)
     selected = numbers_of(mask).astype(bool)
-    coverage = _coverage(snapshot)
-    covered = selected & numbers_of(coverage.covered).astype(bool)
-    chosen = kept_rows(files, mask_array(selected if full else selected & ~covered))  # no copy of all
-    chosen = chosen.take(pc.sort_indices(chosen.column("path"))) if chosen.num_rows else chosen
+    with ThreadPoolExecutor(1, thread_name_prefix="analyze-sort") as pool:
+        # full takes every selected file whatever its coverage: sorted while the stats parse
+        every = pool.submit(_by_path, kept_rows(files, mask_array(selected))) if full else None
+        coverage = _coverage(snapshot)
+        covered = selected & numbers_of(coverage.covered).astype(bool)
+        chosen = every.result() if every is not None \
+            else _by_path(kept_rows(files, mask_array(selected & ~covered)))  # no copy of all
     return AnalyzePlan(
         read_version=snapshot.version,
         predicate=predicate,
@@ -106,6 +110,11 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
         files_considered=int(selected.sum()),
         files_covered=int(covered.sum()),
     )
+
+
+def _by_path(files: pa.Table) -> pa.Table:
+    """``files`` in path order (the plan's order: its commits are consecutive slices)."""
+    return files.take(pc.sort_indices(files.column("path"))) if files.num_rows else files
 
 
 def _coverage(snapshot: Snapshot) -> StatsCoverage:
