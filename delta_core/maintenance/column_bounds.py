@@ -57,14 +57,15 @@ def stats_slices(snapshot: Snapshot, rows: int = STATS_SLICE_ROWS, *, after_chec
 
 
 def parsed_slices(snapshot: Snapshot, parse: Callable[[pa.ChunkedArray, int], T], *,
-                  after_checkpoint: bool = False, count_records: bool = False) -> Iterator[T]:
+                  rows: int = STATS_SLICE_ROWS, after_checkpoint: bool = False,
+                  count_records: bool = False) -> Iterator[T]:
     """``parse(stats, first)`` of each of ``stats_slices`` (``first``: the slice's first row in
     ``files`` order), in order: up to ``PARSE_THREADS`` slices parse on threads while this one
     reads the next (``parse`` must not touch ``snapshot``, which the reading advances)."""
     with ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="stats-parse") as pool:
         pending: deque[Future[T]] = deque()
         first = 0
-        for stats in stats_slices(snapshot, after_checkpoint=after_checkpoint, count_records=count_records):
+        for stats in stats_slices(snapshot, rows, after_checkpoint=after_checkpoint, count_records=count_records):
             pending.append(pool.submit(parse, stats, first))
             first += len(stats)
             if len(pending) > PARSE_THREADS:
