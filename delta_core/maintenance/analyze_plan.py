@@ -32,7 +32,12 @@ from delta_core.maintenance.column_bounds import parsed_slices
 from delta_core.maintenance.compaction_plan import kept_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.purge_plan import selection
-from delta_core.maintenance.stats_coverage import StatsCoverage, required_stats_columns, stats_coverage
+from delta_core.maintenance.stats_coverage import (
+    StatsCoverage,
+    required_stats_columns,
+    snapshot_coverage,
+    stats_coverage,
+)
 from delta_core.model.arrow_values import mask_array, numbers_of
 from delta_core.write.data_writer import data_fields
 from delta_core.write.operation_records import ComputeStatsParameters
@@ -118,7 +123,11 @@ def _by_path(files: pa.Table) -> pa.Table:
 
 
 def _coverage(snapshot: Snapshot) -> StatsCoverage:
-    """``stats_coverage`` of every live file, its slices parsed on threads (``parsed_slices``)."""
+    """``snapshot_coverage`` of every live file: itself when the checkpoint holds ``stats_parsed``
+    (it reads those without JSON), else the JSON's slices parsed on threads (``parsed_slices``)."""
+    reader = snapshot.replay_state.checkpoint_stats
+    if reader is not None and reader.holds_struct_stats(()):
+        return snapshot_coverage(snapshot)
     vectors = snapshot.file_columns("deletion_vector").column(0)
     metadata = snapshot.metadata
 

@@ -218,3 +218,34 @@ def test_commit_is_abandoned_when_the_metadata_changed_meanwhile(tmp_path):
 
     assert (outcome.version, outcome.files, outcome.dropped, outcome.reason) == (None, 0, 0, "metadata_changed")
     assert table.latest_version() == changed
+
+
+@pytest.mark.parametrize("as_struct", [False, True])
+def test_plan_of_a_checkpointed_table_judges_coverage_as_snapshot_coverage(tmp_path, as_struct):
+    """Files checkpointed with stats on one column, then more indexed columns and files with
+    all of them: a checkpoint with JSON stats only (parsed a slice at a time on threads) or with
+    ``stats_parsed`` too (read without JSON) plans the files ``snapshot_coverage`` judges
+    uncovered, in path order."""
+    from delta_core.write.checkpoint_write import write_checkpoint
+    from delta_core.write.table_writes import append
+    from tests.maintenance.conftest import batch
+
+    uri = str(tmp_path / "t")
+    properties = {"delta.dataSkippingNumIndexedCols": "1"}
+    if as_struct:
+        properties["delta.checkpoint.writeStatsAsStruct"] = "true"
+    table = make_table(uri, appends=4, properties=properties)
+    write_checkpoint(table, version=table.snapshot().version)
+    set_properties(DeltaTable(uri), {"delta.dataSkippingNumIndexedCols": "32"})
+    for start in (1000, 2000):
+        append(DeltaTable(uri), batch(start, 40))
+    snapshot = DeltaTable(uri).snapshot()
+    assert snapshot.replay_state.checkpoint_stats.holds_struct_stats(()) == as_struct
+    coverage = snapshot_coverage(snapshot)
+    assert (snapshot.num_files, coverage.num_covered) == (12, 4)
+    full, partial = plan_analyze(snapshot, full=True), plan_analyze(snapshot)
+    assert full.files_covered == partial.files_covered == 4
+    assert full.files.column("path").to_pylist() == sorted(snapshot.file_columns("path").column(0).to_pylist())
+    uncovered = [p for p, ok in zip(snapshot.file_columns("path").column(0).to_pylist(), coverage.covered.to_pylist())
+                 if not ok]
+    assert partial.files.column("path").to_pylist() == sorted(uncovered)
