@@ -11,8 +11,8 @@ file, as Delta Spark's ``StatisticsCollection.recompute`` does. The tasks read t
 columns holding the indexed leaves (at least one column: a file is read to count its rows).
 
 A table whose selected files are all covered yields an empty plan: nothing is read or committed.
-The plan keeps each chosen file's path and size only (coverage is parsed a slice of the stats
-at a time, a few slices at once: ``column_bounds.parsed_slices``); ``batches()`` splits them
+The plan keeps each chosen file's path and size only (coverage is judged a slice of the stats
+at a time, a few slices at once: ``stats_coverage.snapshot_coverage``); ``batches()`` splits them
 into commits so progress survives a failure on a large table: zero-copy slices, whose ``add``
 actions the run reads from the snapshot only when it reaches each commit.
 """
@@ -28,15 +28,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import ConfigError
-from delta_core.maintenance.column_bounds import parsed_slices
 from delta_core.maintenance.compaction_plan import kept_rows
 from delta_core.maintenance.options import DEFAULT_BATCH_BYTES
 from delta_core.maintenance.purge_plan import selection
 from delta_core.maintenance.stats_coverage import (
-    StatsCoverage,
-    required_stats_columns,
     snapshot_coverage,
-    stats_coverage,
 )
 from delta_core.model.arrow_values import mask_array, numbers_of
 from delta_core.write.data_writer import data_fields
@@ -101,7 +97,7 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
     with ThreadPoolExecutor(1, thread_name_prefix="analyze-sort") as pool:
         # full takes every selected file whatever its coverage: sorted while the stats parse
         every = pool.submit(_by_path, kept_rows(files, mask_array(selected))) if full else None
-        coverage = _coverage(snapshot)
+        coverage = snapshot_coverage(snapshot)
         covered = selected & numbers_of(coverage.covered).astype(bool)
         chosen = every.result() if every is not None \
             else _by_path(kept_rows(files, mask_array(selected & ~covered)))  # no copy of all
@@ -120,23 +116,6 @@ def plan_analyze(snapshot: Snapshot, *, where: str | None = None, full: bool = F
 def _by_path(files: pa.Table) -> pa.Table:
     """``files`` in path order (the plan's order: its commits are consecutive slices)."""
     return files.take(pc.sort_indices(files.column("path"))) if files.num_rows else files
-
-
-def _coverage(snapshot: Snapshot) -> StatsCoverage:
-    """``snapshot_coverage`` of every live file: itself when the checkpoint holds ``stats_parsed``
-    (it reads those without JSON), else the JSON's slices parsed on threads (``parsed_slices``)."""
-    reader = snapshot.replay_state.checkpoint_stats
-    if reader is not None and reader.holds_struct_stats(()):
-        return snapshot_coverage(snapshot)
-    vectors = snapshot.file_columns("deletion_vector").column(0)
-    metadata = snapshot.metadata
-
-    def covered(stats: pa.ChunkedArray, first: int) -> pa.ChunkedArray:
-        part = pa.table({"stats": stats, "deletion_vector": vectors.slice(first, len(stats))})
-        return stats_coverage(part, metadata).covered
-
-    chunks = [c for part in parsed_slices(snapshot, covered) for c in part.chunks]
-    return StatsCoverage(required_stats_columns(metadata), pa.chunked_array(chunks, pa.bool_()))
 
 
 def _read_columns(snapshot: Snapshot, tops: tuple[str, ...]) -> tuple[str, ...]:

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from delta_core.maintenance.column_bounds import pruned_schema, stats_slices
+from delta_core.maintenance.column_bounds import parsed_slices, pruned_schema
 from delta_core.model.actions import Metadata
 from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, mask_array, one_array, ordinal_mask
 from delta_core.model.schema import PrimitiveType
@@ -199,10 +199,12 @@ def snapshot_coverage(snapshot: Snapshot, *, after_checkpoint: bool = False,
         return StatsCoverage(columns, pa.chunked_array([*head, *tail.covered.chunks], pa.bool_()))
     rows = snapshot.checkpoint_rows() if after_checkpoint else None
     dvs = snapshot.file_columns("deletion_vector").column(0).slice(0 if rows is None else len(rows))
-    covered: list[pa.Array] = []
-    start = 0
-    for stats in stats_slices(snapshot, after_checkpoint=after_checkpoint, count_records=count_records):
-        part = pa.table({"stats": stats, "deletion_vector": dvs.slice(start, len(stats))})
-        covered.extend(stats_coverage(part, snapshot.metadata).covered.chunks)
-        start += len(stats)
-    return StatsCoverage(columns, pa.chunked_array(covered, pa.bool_()))
+    metadata = snapshot.metadata
+
+    def covered(stats: pa.ChunkedArray, first: int) -> pa.ChunkedArray:
+        part = pa.table({"stats": stats, "deletion_vector": dvs.slice(first, len(stats))})
+        return stats_coverage(part, metadata).covered
+
+    chunks = [c for part in parsed_slices(snapshot, covered, after_checkpoint=after_checkpoint,
+                                          count_records=count_records) for c in part.chunks]
+    return StatsCoverage(columns, pa.chunked_array(chunks, pa.bool_()))
