@@ -18,7 +18,7 @@ Python process:
 - evaluates one tick of ``fleet_advisor_sensor`` over every table (the defaults say
   ``advisor: {mode: auto}``), with the definitions' resources, how many tables it reached
   within its time budget, and the next ticks until one has reached every table (at most
-  ``ADVISOR_TICKS``; no table moved: the reports are reused);
+  ``ADVISOR_TICKS``, ``$BENCH_FLEET_ADVISOR_TICKS``; no table moved: the reports are reused);
 - evaluates the automation conditions (``dagster.evaluate_automation_conditions``) of every
   maintenance asset at once, and of the first automation sensor's assets (what one of its
   ticks evaluates: at most ``assets.automation.MAX_ASSETS_PER_SENSOR``);
@@ -72,7 +72,7 @@ from pathlib import Path
 from benchmarks.harness import argument_parser
 
 REPO = Path(__file__).resolve().parent.parent
-ADVISOR_TICKS = 12  # the advisor ticks evaluated until one reaches every table
+ADVISOR_TICKS = int(os.environ.get("BENCH_FLEET_ADVISOR_TICKS", "12"))  # ticks evaluated until one reaches all
 # (figure, what it is held to, target) at 10,000 tables (seconds; the RSS in MB)
 TARGETS = (("import_definitions_s", "definitions load", 30.0), ("snapshot_s", "repository snapshot", 60.0),
            ("s3_refresh_s", "discovery refresh on S3", 60.0), ("advisor_tick_s", "advisor tick", 60.0),
