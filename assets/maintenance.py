@@ -50,6 +50,7 @@ from assets.operation_config import config_class, options_from_config
 from assets.table import table_asset_key
 from delta_core.config.automated_runs import run_options
 from delta_core.config.records import DEFAULT_SPARK_POOL, HistoryConfig
+from delta_core.config.table_checks import check_operation
 from delta_core.errors import ConfigError, DeltaError
 from delta_core.health.report import HealthReport
 from delta_core.log.log_segment import LogSegment
@@ -205,6 +206,7 @@ def maintain(context: AssetExecutionContext, config: Config, op: Operation, tabl
         return health[snapshot.log_segment]
 
     snapshot = dt.snapshot()
+    check_operation(table, op.name, snapshot.metadata)  # the load checked listed tables only, and the schema may move
     before, health_before = FileStats.of(snapshot), health_at(snapshot)
     origin = RunOrigin(trigger=trigger, history=_history(placement, context),
                        table_name=table.name, dagster_run_id=context.run.run_id,

@@ -52,17 +52,19 @@ def table_observation_metadata(version: int, *, last_checkpoint: int | None,
 
 def observe_table(dt: "DeltaTable", table: TableConfig, instance: DagsterInstance, *, latest: int, last_checkpoint: int | None,
                   operation: str | None, timestamp_ms: int | None, known: dict[int, bool] | None = None,
-                  key: AssetKey | None = None, partition: str | None = None) -> tuple[DataVersion, dict[str, MetadataValue]]:
+                  key: AssetKey | None = None, partition: str | None = None,
+                  health: bool = True) -> tuple[DataVersion, dict[str, MetadataValue]]:
     """The data version and metadata of one observation of ``table`` at Delta version ``latest``:
     health figures only when the version is new since the previous observation (cheap when
-    nothing happened). ``known``: versions already read and whether they changed data; ``key``
-    and ``partition``: the asset observed (default: the table's own, unpartitioned)."""
+    nothing happened) and ``health`` (False: the policy misfits the table, so the figures it
+    judges by cannot be computed). ``known``: versions already read and whether they changed
+    data; ``key`` and ``partition``: the asset observed (default: the table's own, unpartitioned)."""
     previous = previous_observation(instance, key or table_asset_key(table.name), partition=partition)
     data_version = data_change_version(dt, latest, previous=previous, known=known)
     meta = table_observation_metadata(latest, last_checkpoint=last_checkpoint,
                                       operation=operation, timestamp_ms=timestamp_ms)
     meta["data_change_version"] = MetadataValue.int(data_version)
-    if previous is None or previous.delta_version != latest:
+    if health and (previous is None or previous.delta_version != latest):
         meta.update(health_metadata(table_health_report(dt, table, cache=health_cache(instance))))
     return DataVersion(str(data_version)), meta
 

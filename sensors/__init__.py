@@ -12,6 +12,10 @@ depends on how many commits landed, not on the table's size. For those commits i
 4. requests a downstream refresh only when some commit changed data (an ``add``/``remove``
    with ``dataChange=true``); compact and zorder commit ``dataChange=false`` and do not;
 5. requests the table's health checks (``<table>_checks``, ``assets.health_checks``).
+6. for a discovered table, checks its policy (its root's ``defaults``) against its schema and
+   names a misfit on the observation (``policy_misfit``, without health figures: they are
+   judged by that policy) and in the tick's log: the load does not read discovered tables
+   (``delta_core.config.table_checks``).
 
 Run keys are ``<table>:<purpose>:v<version>``, so evaluating the same tick twice cannot start
 a second run. The first tick (no cursor) starts watching at the current version: it observes
@@ -46,6 +50,7 @@ from dagster import (
 from assets.discovered import DISCOVERED_TABLE_KEY
 from assets.maintenance import TABLE_TAG
 from assets.table import observe_table, table_asset_key
+from delta_core.config.table_checks import table_misfit
 from delta_core.errors import ConfigError, LogGapError, NotADeltaTableError
 from delta_core.log.commit_summary import CommitSummary
 from delta_core.maintenance.operations import CHECKPOINT, MANIFEST
@@ -54,7 +59,7 @@ from delta_core.write.checkpoint_cadence import checkpoint_due, versions_since_c
 from fleet.usage import FleetScope
 from jobs import TableJobs
 from resources import resource_key_of, table_resource
-from resources.config import FleetPolicy, TableConfig
+from resources.config import FleetPolicy, TableConfig, TableConfigError
 from schedules import op_run_config, policy_run_config
 from sensors.advisor import AdvisedPartitions, AdvisedTable, build_fleet_advisor_sensor
 
@@ -63,6 +68,7 @@ if TYPE_CHECKING:
 
 TRIGGER_TAG = "delta_maintenance/trigger"
 VERSION_TAG = "delta_maintenance/version"
+POLICY_MISFIT_KEY = "policy_misfit"  # a discovered table's observation: its policy's misfit with its schema
 # The asset-event tag that carries a data version: the documented ``data_version`` field of
 # Dagster's external-asset REST API is stored under this key, and staleness is computed from it.
 # A sensor cannot return an ``ObserveResult(data_version=...)`` and Dagster exports no public
@@ -120,6 +126,16 @@ def _run_key(table: str, purpose: str, version: int) -> str:
 
 def _tags(table: str, trigger: str, version: int) -> dict[str, str]:
     return {TABLE_TAG: table, TRIGGER_TAG: trigger, VERSION_TAG: str(version)}
+
+
+def _misfit(context: SensorEvaluationContext, table: TableConfig, dt: "DeltaTable",
+            version: int) -> TableConfigError | None:
+    """A discovered table's policy misfit with its schema at ``version``, said in the tick's log."""
+    misfit = table_misfit(table, dt.protocol_and_metadata(version)[1])
+    if misfit is not None:
+        context.log.warning(f"discovered table {table.name} (root {table.discovered_under}): {misfit}; "
+                            "its runs of that operation refuse it, and its health is not computed until it fits")
+    return misfit
 
 
 @dataclass(frozen=True, slots=True)
@@ -201,10 +217,14 @@ def table_tick(context: SensorEvaluationContext, table: TableConfig, jobs: Table
     known = ({v: CommitSummary.from_actions(v, actions).changes_data for v, actions in commits}
              if batch is not None else None)
     key = DISCOVERED_TABLE_KEY if jobs.partition is not None else table_asset_key(table.name)
+    misfit = _misfit(context, table, dt, latest) if table.discovered_under is not None else None
     data_version, metadata = observe_table(dt, table, context.instance, latest=latest,
                                            last_checkpoint=last_checkpoint,
                                            operation=batch.operations[-1] if batch else None,
-                                           timestamp_ms=None, known=known, key=key, partition=jobs.partition)
+                                           timestamp_ms=None, known=known, key=key, partition=jobs.partition,
+                                           health=misfit is None)
+    if misfit is not None:
+        metadata[POLICY_MISFIT_KEY] = MetadataValue.text(str(misfit))
     if batch is not None:
         metadata.update({
             "new_commits": MetadataValue.int(batch.commits),

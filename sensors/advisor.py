@@ -277,8 +277,8 @@ def build_fleet_advisor_sensor(tables: Sequence[AdvisedTable], fleet: FleetPolic
             dt = table_resource(context.resources, table).open()
             try:
                 report = cache.report(table.name, dt, functools.partial(_report, table, dt, figures), now=now)
-            except NotADeltaTableError as missing:
-                held.append(f"{table.name}: {missing}")
+            except (NotADeltaTableError, ConfigError) as unjudged:  # gone, or its policy misfits its schema
+                held.append(f"{table.name}: {unjudged}")
                 continue
             reports[table.name] = report
             found, not_now = _candidates(context, entry, report, requested.get(table.name, {}), now=now)

@@ -10,7 +10,10 @@ every table again, as the first tick does.
 
 ``tables_oldest_first`` orders a tick's tables so that, when the tick's time budget runs out
 before every table is evaluated (``sensors.advisor``), the tables never evaluated or evaluated
-longest ago go first and the next tick takes up the rest.
+longest ago go first and the next tick takes up the rest. A table counts as evaluated when its
+report is computed or found current (its log listed), so the ticks take the tables in turn:
+each is reached within ``ceil(tables / tables one tick reaches)`` ticks, even when listing
+every unmoved table takes longer than one tick.
 """
 
 from __future__ import annotations
@@ -38,11 +41,13 @@ class ReportCache:
 
     max_age_seconds: float
     _reports: dict[str, _Cached] = field(default_factory=dict)
+    _evaluated_at: dict[str, float] = field(default_factory=dict)  # computed or found current
 
     def report(self, name: str, table: DeltaTable, compute: Callable[[], HealthReport], *,
                now: float) -> HealthReport:
         """``name``'s report at its latest version: the cached one, or ``compute()``'s."""
         cached = self._reports.get(name)
+        self._evaluated_at[name] = now
         if cached is not None and now - cached.computed_at < self.max_age_seconds \
                 and table.latest_version() == cached.version:
             return cached.report
@@ -52,6 +57,5 @@ class ReportCache:
 
     def tables_oldest_first(self, names: Sequence[str], entries: Sequence[_Entry]) -> list[_Entry]:
         """``entries`` (one per table of ``names``, same order): never evaluated first, then by age."""
-        order = sorted(range(len(names)), key=lambda i: (c.computed_at if (c := self._reports.get(names[i]))
-                                                          is not None else float("-inf")))
+        order = sorted(range(len(names)), key=lambda i: self._evaluated_at.get(names[i], float("-inf")))
         return [entries[i] for i in order]

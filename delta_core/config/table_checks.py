@@ -8,9 +8,13 @@ flag is set (vacuum's retention below ``delta.deletedFileRetentionDuration`` nee
 ``allow_short_retention: true``). Each misfit is a ``TableConfigError`` naming the file, the
 table and the field. The command line and the code location run the same checks.
 
-Only protocol and metadata are read (no file actions), ``READ_THREADS`` tables at a time. A table
-that cannot be read now is skipped with a log line: it may not exist yet, or its URI or secrets
-may come from the environment of a run; its runs check the same things before any work.
+``check_tables`` (the load) reads the tables listed under ``tables:`` only: protocol and metadata
+(no file actions), ``READ_THREADS`` tables at a time. A table that cannot be read now is skipped
+with a log line: it may not exist yet, or its URI or secrets may come from the environment of a
+run. Discovered tables are not read at load (10,000 of them would be ~30,000 requests on S3 at
+every load): a run checks its own operation's section before any work (``check_operation``,
+the load's message), and their log sensor names a misfit on the table's observation
+(``table_misfit``) when it first sees the table and at each new version.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import logging
 import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from delta_core.config.records import EnvRef, MaintenanceConfig, TableConfig, TableConfigError, nested_options
@@ -53,55 +58,81 @@ def short_retention_error(options: Any, properties: TableProperties, *, whose: s
 
 
 def check_tables(config: MaintenanceConfig) -> None:
-    """Check every readable table's policy against its schema; ``TableConfigError`` on the first
-    misfit of a table listed under ``tables:``. A discovered table's misfit is logged instead: one
-    table of a fleet must not keep the others from loading, and its runs refuse the same misfit."""
+    """Check the policy of every readable table listed under ``tables:`` against its schema;
+    ``TableConfigError`` on the first misfit (discovered tables: module docstring)."""
+    listed = [t for t in config.tables if t.discovered_under is None]
     with ThreadPoolExecutor(max_workers=READ_THREADS, thread_name_prefix="table-checks") as pool:
-        read = list(pool.map(_read_metadata, config.tables))  # in order: the first misfit is the first table's
-    for table, metadata in zip(config.tables, read, strict=True):
-        if metadata is None:
-            continue
-        try:
+        read = list(pool.map(_read_metadata, listed))  # in order: the first misfit is the first table's
+    for table, metadata in zip(listed, read, strict=True):
+        if metadata is not None:
             check_table(table, metadata, source=config.source)
-        except TableConfigError as misfit:
-            if table.discovered_under is None:
-                raise
-            log.warning("discovered table %r (root %s): %s; its runs of that operation will refuse it",
-                        table.name, table.discovered_under, misfit)
+
+
+def table_misfit(table: TableConfig, metadata: Metadata, *, source: str | None = None) -> TableConfigError | None:
+    """The first misfit of ``table``'s policy with its ``metadata`` (``check_table``), or None."""
+    try:
+        check_table(table, metadata, source=source)
+    except TableConfigError as misfit:
+        return misfit
+    return None
 
 
 def check_table(table: TableConfig, metadata: Metadata, *, source: str | None) -> None:
     """Every operation section's fields against the table's ``metadata``, by their kind (a section
     turned off too: a run launched by hand takes its values)."""
-    from delta_core.maintenance.predicate import parse_predicate
-    from delta_core.maintenance.zorder_plan import validate_columns
-    from delta_core.model.schema import StructType
-
-    schema = StructType.from_json(metadata.schema_string)
-    partitions = list(metadata.partition_columns)
-    properties = TableProperties(metadata.configuration)
-    kind_checks: dict[Kind, Callable[[Any, str], object]] = {
-        Kind.PREDICATE: lambda where, _: parse_predicate(where, partitions, schema_columns=schema.field_names),
-        Kind.COLUMNS: lambda columns, op: validate_columns(
-            schema, columns, partition_columns=partitions, num_indexed_cols=properties.num_indexed_cols,
-            stats_columns=properties.stats_columns, operation=op),
-    }
+    shape = _Shape.of(metadata)
     for op in REGISTRY:
-        policy = table.policy(op.name) if op.configured_in is None else None
-        if policy is None:  # configured in another's section: checked with it
+        if op.configured_in is None:  # else configured in another's section: checked with it
+            _check_section(table, op.name, shape, source=source)
+
+
+def check_operation(table: TableConfig, op_name: str, metadata: Metadata, *, source: str | None = None) -> None:
+    """``op_name``'s section of ``table`` against its ``metadata``, as ``check_table`` checks it: a
+    run checks its own before any work, with the message the load gives."""
+    _check_section(table, op_name, _Shape.of(metadata), source=source)
+
+
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """What the checks need of a table's metadata, parsed once: its properties and a check per
+    option kind (``parse_predicate``, ``validate_columns``)."""
+
+    properties: TableProperties
+    checks: dict[Kind, Callable[[Any, str], object]]
+
+    @classmethod
+    def of(cls, metadata: Metadata) -> _Shape:
+        from delta_core.maintenance.predicate import parse_predicate
+        from delta_core.maintenance.zorder_plan import validate_columns
+        from delta_core.model.schema import StructType
+
+        schema = StructType.from_json(metadata.schema_string)
+        partitions = list(metadata.partition_columns)
+        properties = TableProperties(metadata.configuration)
+        return cls(properties, {
+            Kind.PREDICATE: lambda where, _: parse_predicate(where, partitions, schema_columns=schema.field_names),
+            Kind.COLUMNS: lambda columns, op: validate_columns(
+                schema, columns, partition_columns=partitions, num_indexed_cols=properties.num_indexed_cols,
+                stats_columns=properties.stats_columns, operation=op),
+        })
+
+
+def _check_section(table: TableConfig, op_name: str, shape: _Shape, *, source: str | None) -> None:
+    policy = table.policy(op_name)
+    if policy is None:
+        return
+    for f in policy_fields(type(policy.options)):
+        value, check = getattr(policy.options, f.name), shape.checks.get(f.spec.kind)
+        if check is None or value is None or value == ():
             continue
-        for f in policy_fields(op.options_type):
-            value, check = getattr(policy.options, f.name), kind_checks.get(f.spec.kind)
-            if check is None or value is None or value == ():
-                continue
-            try:
-                check(value, op.name)
-            except ConfigError as exc:
-                raise TableConfigError(str(exc), path=source, table=table.name, field=f"{op.name}.{f.policy_key}") \
-                    from None
-        short = short_retention_error(policy.options, properties, whose="the table's")
-        if short is not None:
-            raise TableConfigError(short[1], path=source, table=table.name, field=f"{op.name}.{short[0]}")
+        try:
+            check(value, op_name)
+        except ConfigError as exc:
+            raise TableConfigError(str(exc), path=source, table=table.name, field=f"{op_name}.{f.policy_key}") \
+                from None
+    short = short_retention_error(policy.options, shape.properties, whose="the table's")
+    if short is not None:
+        raise TableConfigError(short[1], path=source, table=table.name, field=f"{op_name}.{short[0]}")
 
 
 def _read_metadata(table: TableConfig) -> Metadata | None:

@@ -374,3 +374,55 @@ def test_partitions_are_the_default_shape(lake: pathlib.Path) -> None:
     assert DISCOVERED_TABLE_KEY in keys and AssetKey(["h0", "compact"]) not in keys
     as_assets = build_definitions(load(lake, yaml_text().replace("partitions", "assets")))
     assert AssetKey(["h0", "compact"]) in set(as_assets.resolve_asset_graph().get_all_asset_keys())
+
+
+def test_a_misfit_is_named_by_the_log_sensor_and_refused_by_the_run(lake: pathlib.Path, instance: DagsterInstance,
+                                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """The load reads no discovered table (one whose log cannot be read loads silently); a table
+    whose schema misfits its root's defaults (hot's zorder on ``id``) is named on its partition's
+    observation and in the log sensor's tick, and its zorder run refuses it with the same message,
+    writing nothing; the other tables are not held back (the advisor ranks them)."""
+    from delta_core.config.table_checks import table_misfit
+    from sensors import POLICY_MISFIT_KEY
+    from sensors.advisor import FLEET_ADVISOR_SENSOR
+    from sensors.discovered_log import DISCOVERED_LOG_SENSOR
+
+    odd = create_table(str(lake / "hot" / "odd"), pa.schema([("key", pa.string())]))
+    append(odd, pa.table({"key": ["a"]}))
+    broken = lake / "hot" / "broken" / "_delta_log"
+    broken.mkdir(parents=True)
+    (broken / "00000000000000000000.json").write_text("not json\n")
+    with caplog.at_level("INFO", logger="delta_core.config.table_checks"):
+        config = load(lake, yaml_text())
+        defs = build_definitions(config)
+    assert caplog.records == []  # neither odd nor broken was read
+    (broken / "00000000000000000000.json").unlink()
+    broken.rmdir()
+    discover(defs, instance)
+    sensor = defs.resolve_sensor_def(DISCOVERED_LOG_SENSOR)
+    top = defs.get_repository_def().get_top_level_resources()
+    with build_sensor_context(instance=instance, definitions=defs,
+                              resources={k: top[k] for k in sensor.required_resource_keys}) as context:
+        tick = sensor.evaluate_tick(context)
+    named = {e.partition: e.metadata[POLICY_MISFIT_KEY].value for e in tick.asset_events
+             if POLICY_MISFIT_KEY in e.metadata}
+    record = next(t for t in config.tables if t.name == "odd")
+    misfit = table_misfit(record, DeltaTable(str(lake / "hot" / "odd")).protocol_and_metadata()[1])
+    assert misfit is not None and (misfit.table, misfit.field) == ("odd", "zorder.columns")
+    assert named == {"odd": str(misfit)} and "'id'" in str(misfit)
+    refused = defs.resolve_job_def("discovered_zorder").execute_in_process(
+        instance=instance, partition_key="odd", raise_on_error=False)
+    assert not refused.success
+    (failure,) = refused.get_step_failure_events()
+    error = failure.step_failure_data.error
+    assert error is not None and error.cause is not None  # the step's error, caused by ours
+    assert error.cause.message.strip() == f"delta_core.config.records.TableConfigError: {misfit}"
+    assert DeltaTable(str(lake / "hot" / "odd")).latest_version() == 1
+    fits = defs.resolve_job_def("discovered_zorder").execute_in_process(instance=instance, partition_key="c0")
+    assert fits.success  # cold leaves zorder off: nothing done, nothing refused
+    advisor = defs.resolve_sensor_def(FLEET_ADVISOR_SENSOR)
+    with build_sensor_context(instance=instance, definitions=defs,
+                              resources={k: top[k] for k in advisor.required_resource_keys}) as context:
+        advised = advisor.evaluate_tick(context)  # odd is held back, the other advised tables ranked
+    assert sorted(r.tags["dagster/partition"] for r in advised.run_requests if r.job_name == "discovered_compact") \
+        == ["h0", "h1", "h2"]

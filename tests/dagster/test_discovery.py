@@ -184,16 +184,26 @@ def test_advisor_holds_back_per_table_on_a_shared_job(lake: pathlib.Path) -> Non
         assert request.tags[TABLE_OPERATION_TAG] == "area0__sub__deep.compact"
 
 
-def test_a_discovered_table_that_misfits_the_defaults_is_logged_not_fatal(
+def test_a_discovered_table_that_misfits_the_defaults_is_named_by_its_log_sensor_not_fatal(
         lake: pathlib.Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Each discovered table its own assets: the load does not read it, its log sensor's tick names
+    the misfit on its observation; a listed table's misfit still refuses the load."""
     from definitions import build_definitions
+    from sensors import POLICY_MISFIT_KEY, sensor_name
 
     create_table(str(lake / "area1" / "other"), pa.schema([("key", pa.string())]))
     text = DISCOVER.replace("      checkpoint: {interval: 7}\n", "      checkpoint: {interval: 7}\n      zorder: {columns: [id]}\n")
-    with caplog.at_level("WARNING", logger="resources.table_checks"):
+    with caplog.at_level("INFO", logger="delta_core.config.table_checks"):
         defs = build_definitions(load_config(write_yaml(lake.parent / "tables.yaml", text)))
     assert defs.resolve_assets_def(AssetKey(["area0__orders", "zorder"])) is not None
-    assert "discovered table 'area1__other'" in caplog.text and "'id'" in caplog.text
+    assert "area1__other" not in caplog.text  # not read at load
+    sensor = defs.resolve_sensor_def(sensor_name("area1__other"))
+    resources = {k: defs.get_repository_def().get_top_level_resources()[k] for k in sensor.required_resource_keys}
+    with instance_for_test() as instance, build_sensor_context(instance=instance, definitions=defs,
+                                                               resources=resources) as context:
+        (observation,) = sensor.evaluate_tick(context).asset_events
+    said = observation.metadata[POLICY_MISFIT_KEY].value
+    assert said.startswith("table 'area1__other': field 'zorder.columns': ") and "'id'" in said
     explicit = text.replace("area1__users:\n    uri: lake/area1/users", "area1__users:\n    uri: lake/area1/other\n"
                             "    zorder: {columns: [id]}")
     with pytest.raises(TableConfigError, match="area1__users"):

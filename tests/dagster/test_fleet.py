@@ -319,3 +319,12 @@ def test_report_cache_reuses_a_report_until_the_version_moves_or_it_ages(fleet_t
     assert cache.tables_oldest_first(["b", "a", "c"], entries) == ["entry b", "entry a", "entry c"]
     cache.report("a", dt, compute, now=1300.0)
     assert cache.tables_oldest_first(["b", "a", "c"], entries) == ["entry b", "entry c", "entry a"]
+    # a report found current counts as evaluated too, so ticks that reach only some of the
+    # unmoved tables take them in turn
+    steady = ReportCache(max_age_seconds=3600.0)
+    c = DeltaTable(fleet_tables["c"].uri)
+    steady.report("a", dt, compute, now=0.0)
+    steady.report("c", c, lambda: table_health(c), now=1.0)
+    computed.clear()
+    steady.report("a", dt, compute, now=2.0)
+    assert computed == [] and steady.tables_oldest_first(["a", "c"], ["entry a", "entry c"]) == ["entry c", "entry a"]
