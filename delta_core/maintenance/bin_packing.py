@@ -259,17 +259,25 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
       byte is rewritten a few times on its way to the target, not once per run;
     - the rest are dropped: too few files to pay for their rewrite (Iceberg's ``min-input-files``).
 
-    The bins keep their order; a kept bin keeps its rows' order."""
+    The bins keep their order; a kept bin keeps its rows' order. Only the rows of the bins not
+    kept whole are looked at one by one: at scale most bins are whole, often all of them."""
     if packing.num_bins == 0:
         return packing
     counts = np.diff(packing.bounds)
-    whole = packing.bin_totals(due.astype(np.int64)) > 0
-    whole |= (counts >= 2) & (packing.bin_totals(sizes) >= min_file_size)
-    bin_of = np.repeat(np.arange(packing.num_bins), counts)
+    whole = (counts >= 2) & (packing.bin_totals(sizes) >= min_file_size)
+    if due.any():
+        whole |= packing.bin_totals(due.astype(np.int64)) > 0
     if not automated:
-        return _kept(packing, (whole | (counts >= min_input_files))[bin_of], bin_of)
-    packed = sizes[packing.rows]
-    starts = packing.bounds[:-1]
+        return _kept_bins(packing, whole | (counts >= min_input_files))
+    rest = np.flatnonzero(~whole)
+    if not len(rest):
+        return packing
+    # The bins not whole, side by side: local row ``i`` is the packing's row ``at[i]``.
+    lengths = counts[rest]
+    starts = np.cumsum(lengths) - lengths
+    at = np.arange(int(lengths.sum())) + np.repeat(packing.bounds[rest] - starts, lengths)
+    bin_of = np.repeat(np.arange(len(rest)), lengths)
+    packed = sizes[packing.rows[at]]
     # rows are by size within a bin: the fragments kept are the longest run, smallest first, whose
     # largest is at most MERGED_FRAGMENT_SLACK times the others together (the first row alone qualifies)
     index = np.arange(len(packed))
@@ -278,11 +286,19 @@ def keep_bins(packing: Packing, sizes: np.ndarray, due: np.ndarray, *, min_file_
     ends = (packed < fragment_size) & ((index == starts[bin_of]) | (packed <= MERGED_FRAGMENT_SLACK * before))
     last = np.maximum.reduceat(np.where(ends, index, -1), starts)
     fragment = index <= last[bin_of]
-    minor = ~whole & (np.bincount(bin_of[fragment], minlength=packing.num_bins) >= min_input_files)
-    return _kept(packing, whole[bin_of] | (minor[bin_of] & fragment), bin_of)
-
-
-def _kept(packing: Packing, keep: np.ndarray, bin_of: np.ndarray) -> Packing:
-    """``packing`` with only the rows ``keep`` marks (``bin_of``: each row's bin), bins left empty dropped."""
-    kept = np.bincount(bin_of[keep], minlength=packing.num_bins)
+    minor = np.bincount(bin_of[fragment], minlength=len(rest)) >= min_input_files
+    chosen = minor[bin_of] & fragment
+    keep = np.repeat(whole, counts)
+    keep[at[chosen]] = True
+    kept = np.where(whole, counts, 0)
+    kept[rest] = np.bincount(bin_of[chosen], minlength=len(rest))
     return Packing(packing.rows[keep], np.concatenate([[0], np.cumsum(kept[kept > 0])]).astype(np.int64))
+
+
+def _kept_bins(packing: Packing, keep: np.ndarray) -> Packing:
+    """``packing`` with only the bins ``keep`` marks, each whole."""
+    if keep.all():
+        return packing
+    counts = np.diff(packing.bounds)
+    return Packing(packing.rows[np.repeat(keep, counts)],
+                   np.concatenate([[0], np.cumsum(counts[keep])]).astype(np.int64))
