@@ -156,9 +156,31 @@ def sort_order(keys: Sequence[pa.ChunkedArray], *then: pa.ChunkedArray | pa.Arra
 
 
 def lexical_order(*columns: np.ndarray) -> np.ndarray:
-    """Row numbers (int64) ordering the rows by ``columns``, the first the most significant."""
-    order: np.ndarray = np.lexsort(columns[::-1]).astype(np.int64, copy=False)
-    return order
+    """Row numbers (int64) ordering the rows by ``columns``, the first the most significant (a
+    stable sort: equal rows keep their order)."""
+    keys = _folded(columns)
+    order = np.argsort(keys[0], kind="stable") if len(keys) == 1 else np.lexsort(keys[::-1])
+    return order.astype(np.int64, copy=False)
+
+
+def _folded(columns: Sequence[np.ndarray]) -> list[np.ndarray]:
+    """``columns`` with each signed integer column folded into the one before it while their
+    values together fit one int64 key (``(a - min a) * span b + (b - min b)`` orders as ``a``,
+    then ``b``): one stable sort of a single key is faster than ``np.lexsort`` over several."""
+    keys: list[np.ndarray] = []
+    for column in columns:
+        if keys and len(column) and _signed(keys[-1]) and _signed(column):
+            low, high = int(column.min()), int(column.max())
+            first, last = int(keys[-1].min()), int(keys[-1].max())
+            if (last - first + 1) * (high - low + 1) < 1 << 62:
+                keys[-1] = (keys[-1].astype(np.int64) - first) * (high - low + 1) + (column.astype(np.int64) - low)
+                continue
+        keys.append(column)
+    return keys
+
+
+def _signed(column: np.ndarray) -> bool:
+    return bool(np.issubdtype(column.dtype, np.signedinteger))
 
 
 def sort_keys(column: pa.ChunkedArray | pa.Array) -> np.ndarray:
