@@ -16,11 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from delta_core.health.version_cache import VersionCache, snapshot_key
 from delta_core.maintenance.bin_packing import partition_key_columns, partition_key_names
 from delta_core.maintenance.compaction_plan import pack_candidates, resolve_sizes, table_target_size, zcube_files
 from delta_core.maintenance.options import DEFAULT_MAX_DELETED_ROWS_RATIO, DEFAULT_MIN_INPUT_FILES
-from delta_core.model.arrow_values import numbers_or_zero
 
 if TYPE_CHECKING:
     from delta_core.log.snapshot import Snapshot
@@ -69,8 +70,8 @@ def _estimate(snapshot: Snapshot, target_size: int | None, min_file_size: int | 
     packing = found.packing
     if not packing.num_files:
         return CompactionEstimate(target, minimum, 0, 0, 0, found.partitions)
-    sizes = numbers_or_zero(found.files.column("size"))
-    rewritten = sizes[packing.rows]
+    rewritten = found.sizes[packing.rows]
+    outputs = np.add.reduceat(rewritten, packing.bounds[:-1])  # ``packing.bin_totals``, the sizes taken once
     return CompactionEstimate(target, minimum, packing.num_files, packing.num_bins, int(rewritten.sum()),
                               found.partitions, small_inputs=int((rewritten < minimum).sum()),
-                              small_outputs=int((packing.bin_totals(sizes) < minimum).sum()))
+                              small_outputs=int((outputs < minimum).sum()))

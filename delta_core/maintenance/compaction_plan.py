@@ -246,6 +246,7 @@ class Candidates:
     keys: list[pa.ChunkedArray]  # their partition values, one column per partition column
     packing: Packing
     partitions: int  # distinct partitions among ``files`` (1 unpartitioned, 0 without files)
+    sizes: np.ndarray  # int64 size of every file given (0 where null), aligned with ``files``
 
 
 def pack_candidates(
@@ -290,7 +291,7 @@ def pack_candidates(
                         automated=selection == AUTOMATED)
     rows = packing.rows if every else chosen[packing.rows]
     return Candidates(group_file_list(files), list(keys), Packing(rows, packing.bounds),
-                      int(codes.max()) + 1 if n else 0)
+                      int(codes.max()) + 1 if n else 0, sizes)
 
 
 T = TypeVar("T", pa.Table, pa.ChunkedArray, pa.Array)
