@@ -81,11 +81,11 @@ def _runs(data) -> list[str]:
     return [r.job_name for r in data.run_requests]
 
 
-def _at(hhmm: str) -> float:
-    """Today (UTC) at ``hhmm``, as POSIX seconds."""
+def _at(hhmm: str, *, days: int = 0) -> float:
+    """Today (UTC) at ``hhmm``, or ``days`` later, as POSIX seconds."""
     hours, minutes = map(int, hhmm.split(":"))
     today = datetime.datetime.now(datetime.UTC).replace(hour=hours, minute=minutes, second=0, microsecond=0)
-    return today.timestamp()
+    return (today + datetime.timedelta(days=days)).timestamp()
 
 
 def test_requests_in_gain_per_byte_order(fleet_tables, tables_yaml):
@@ -176,15 +176,18 @@ def test_a_real_compaction_counts_against_the_hour(fleet_tables, tables_yaml, sp
 
 def test_nothing_starts_outside_the_windows(fleet_tables, tables_yaml):
     text = _yaml(fleet_tables, 'windows: ["22:00-06:00"]')
+    # Tomorrow: every tick's clock after the tables were written, whatever the time of day now
+    # (on a clock of 05:59 today, earlier than the tables' files, b's vacuum is not requested).
     with instance_for_test() as instance:
-        noon = _tick(build_definitions(tables_yaml(text), clock=lambda: _at("12:00")), instance)
+        noon = _tick(build_definitions(tables_yaml(text), clock=lambda: _at("12:00", days=1)), instance)
         assert noon.run_requests == []
         assert noon.skip_message.startswith("fleet budget: outside the maintenance windows (22:00-06:00 UTC; "
                                             "now 12:00 UTC); waiting: b.vacuum")
         for inside in ("23:30", "05:59", "22:00"):
-            tick = _tick(build_definitions(tables_yaml(text), clock=lambda at=inside: _at(at)), instance)
+            tick = _tick(build_definitions(tables_yaml(text), clock=lambda at=inside: _at(at, days=1)), instance)
             assert _runs(tick) == ["b_vacuum", "a_compact", "c_compact", "b_compact"], inside
-        assert _tick(build_definitions(tables_yaml(text), clock=lambda: _at("06:00")), instance).run_requests == []
+        assert _tick(build_definitions(tables_yaml(text), clock=lambda: _at("06:00", days=1)),
+                     instance).run_requests == []
 
 
 def test_budget_allows_for_the_automation_side(fleet_tables, tables_yaml):
