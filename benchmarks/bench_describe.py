@@ -15,7 +15,11 @@ waits for a core).
   ``describe --json`` without the file list (what ``describe`` prints by default);
 - checkpoint: ``delta-core checkpoint --force --json`` vs a delta-rs script calling
   ``create_checkpoint()``, each on its own hard-linked copy of the table (what an automatic
-  checkpoint after ``--tail`` commits costs, start-up included);
+  checkpoint after ``--tail`` commits costs, start-up included). Ours runs twice: over
+  delta-rs's checkpoint (``ours checkpoint``: JSON statistics only, so ours parses every file's
+  into the ``stats_parsed`` it writes), and over our own checkpoint of the same version (``ours,
+  after ours``: the steady state of a table we checkpoint, whose ``stats_parsed`` is carried over
+  and only the tail's files parsed); delta-rs runs over its own;
 - ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
 
 The measured processes keep their compiled bytecode (``PYTHONPYCACHEPREFIX`` in the scratch
@@ -51,6 +55,11 @@ from benchmarks.bench_checkpoint import _in_process, generate_log, link_copy, ru
 from benchmarks.harness import argument_parser, scratch_dir
 
 FILES_PER_TAIL_COMMIT = 100
+# The sibling of a generated table whose checkpoint is ours (``build_table``).
+OURS = ".ours"
+# The checkpoint runs: over delta-rs's checkpoint (the reference table), and over our own.
+AFTER_DELTARS = "ours checkpoint"
+AFTER_OURS = "ours, after ours"
 
 _OURS_LOAD = """
 import sys, time
@@ -130,26 +139,40 @@ def _timed(argv: list[str]) -> Run:
     return Run(float(seconds), int(kib) / 1024, float(user) + float(system), tail[-1] if tail else "")
 
 
+def _write_our_checkpoint(root: str) -> None:
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.checkpoint_write import write_checkpoint
+
+    write_checkpoint(DeltaTable(root))
+
+
 def build_table(root: str, files: int, tail: int) -> None:
-    """``files - tail*100`` adds in 4 commits, a delta-rs checkpoint, then ``tail`` commits."""
+    """``files - tail*100`` adds in 4 commits, a delta-rs checkpoint, then ``tail`` commits; and
+    beside it at ``root + OURS``, the same log with our checkpoint of version 4 instead."""
     base = files - tail * FILES_PER_TAIL_COMMIT
     generate_log(root, base, 4)
+    link_copy(root, root + OURS)
     _in_process(run_deltars, root)  # writes the checkpoint of version 4
-    for k in range(tail):
-        write_commit(root, 5 + k, base + k * FILES_PER_TAIL_COMMIT, FILES_PER_TAIL_COMMIT)
+    _in_process(_write_our_checkpoint, root + OURS)
+    for table in (root, root + OURS):
+        for k in range(tail):
+            write_commit(table, 5 + k, base + k * FILES_PER_TAIL_COMMIT, FILES_PER_TAIL_COMMIT)
 
 
-def _rounds(commands: dict[str, list[str]], repeat: int, *, fresh_copy: str | None = None) -> dict[str, list[Run]]:
+def _rounds(commands: dict[str, list[str]], repeat: int, *, fresh_copy: str | None = None,
+            copies_of: dict[str, str] | None = None) -> dict[str, list[Run]]:
     """Each command ``repeat`` times, alternating; with ``fresh_copy``, every run gets its own
-    hard-linked copy of that table as its last argument (a checkpoint writes into it)."""
+    hard-linked copy of that table as its last argument (a checkpoint writes into it), of the
+    table ``copies_of`` names for the command where it names one."""
     runs: dict[str, list[Run]] = {name: [] for name in commands}
     for i in range(repeat):
         for j, (name, argv) in enumerate(commands.items()):
             if fresh_copy is None:
                 runs[name].append(_timed(argv))
                 continue
+            source = (copies_of or {}).get(name, fresh_copy)
             copy = f"{fresh_copy}.copy{i}_{j}"
-            link_copy(fresh_copy, copy)
+            link_copy(source, copy)
             try:
                 runs[name].append(_timed([*argv, copy]))
             finally:
@@ -187,9 +210,10 @@ def _summary(rows: list[tuple[str, Medians, Medians]]) -> None:
     print(f"{'table':<28}{'engine':<22}{'s':>8}{'MB':>8}{'delta-rs s':>12}{'MB':>8}{'time ratio':>12}"
           f"{'RSS ratio':>11}{'CPU ratio':>11}")
     for label, describe, checkpoint in rows:
-        for med, names in ((describe, ("ours --files", "ours, no file list")), (checkpoint, ("ours checkpoint",))):
+        for med, names in ((describe, ("ours --files", "ours, no file list")),
+                           (checkpoint, (AFTER_DELTARS, AFTER_OURS))):
             rs = med["delta-rs"]
-            for name in names:
+            for name in (n for n in names if n in med):
                 m = med[name]
                 print(f"{label:<28}{name:<22}{m.seconds:>8.2f}{m.mb:>8.0f}{rs.seconds:>12.2f}{rs.mb:>8.0f}"
                       f"{m.seconds / rs.seconds:>11.2f}x{m.mb / rs.mb:>10.2f}x{m.cpu / rs.cpu:>10.2f}x")
@@ -209,10 +233,12 @@ def _measure(label: str, root: str, files: int | None, repeat: int) -> tuple[int
         "ours, no file list": [py, "-m", "delta_core", "describe", root, "--json"],
         "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
     }, repeat), "delta-rs")
+    ours = [py, "-m", "delta_core", "checkpoint", "--force", "--json"]
+    sibling = root + OURS
+    after_ours = {AFTER_OURS: ours} if os.path.isdir(sibling) else {}
     checkpoint = _report(f"checkpoint, {label} (each run on its own hard-linked copy)", _rounds({
-        "ours checkpoint": [py, "-m", "delta_core", "checkpoint", "--force", "--json"],
-        "delta-rs": [py, "-c", _DELTARS_CHECKPOINT],
-    }, repeat, fresh_copy=root), "delta-rs")
+        AFTER_DELTARS: ours, **after_ours, "delta-rs": [py, "-c", _DELTARS_CHECKPOINT],
+    }, repeat, fresh_copy=root, copies_of={AFTER_OURS: sibling}), "delta-rs")
     return counts["ours"].pop(), describe, checkpoint
 
 
@@ -258,6 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary.append((f"{files:,} files", *_measure(f"{files:,} files", root, files, args.repeat)[1:]))
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
+                shutil.rmtree(root + OURS, ignore_errors=True)
         for root in args.table:
             print(f"\n{root}: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
             n, describe, checkpoint = _measure(root, root, None, args.repeat)

@@ -81,14 +81,21 @@ class CheckpointStats:
         time (a caller that streams holds one batch, not the column); the caller checks the total
         with ``check_rows``."""
         for key in self.keys:
-            yield from (values for values, _ in self._column_of(key, column))
+            yield from (values for values, _, _ in self._column_of(key, column))
 
     def iter_counted_stats(self) -> Iterator[tuple[pa.Array, pa.ChunkedArray | None]]:
         """``iter_stats()``'s batches, each with its rows' ``numRecords`` as ``num_records``
         counts them when it counts that part's from the JSON (no ``add.stats_parsed.numRecords``),
         else None: one read of the column serves both."""
         for key in self.keys:
-            yield from self._column_of(key, "stats", count=True)
+            yield from ((values, counted) for values, counted, _ in self._column_of(key, "stats", count=True))
+
+    def iter_stats_with_struct(self, typ: pa.StructType) -> Iterator[tuple[pa.Array, pa.Array | None]]:
+        """``iter_stats()``'s batches, each with its rows' ``add.stats_parsed`` where the part holds
+        it typed exactly ``typ`` (None where it does not: another schema, another writer's types),
+        so a checkpoint writer carries the struct forward instead of parsing the JSON again."""
+        for key in self.keys:
+            yield from ((values, parsed) for values, _, parsed in self._column_of(key, "stats", struct=typ))
 
     def holds_struct_stats(self, leaves: Sequence[tuple[str, ...]]) -> bool:
         """Whether some part's ``add.stats_parsed`` holds ``numRecords`` and every one of ``leaves``
@@ -115,7 +122,7 @@ class CheckpointStats:
                 if add_type is None:
                     continue
                 if not _holds_leaves(add_type, leaves):
-                    yield from (StructStats(None, values, counted) for values, counted in
+                    yield from (StructStats(None, values, counted) for values, counted, _ in
                                 self._column_of(key, "stats", count=True))
                     continue
                 # As ``num_records``: the struct's numRecords when every add row of the part has
@@ -171,7 +178,7 @@ class CheckpointStats:
         """``column`` of ``rows`` (ascending, among the ``count`` add rows of row ``group``),
         batch by batch; the rows must have ``paths``."""
         start = done = 0
-        for found, values in self._values_in(pf, source, column, [group]):
+        for found, values, _ in self._values_in(pf, source, column, [group]):
             end = start + len(values)
             upto = int(np.searchsorted(rows, end))
             if upto > done:
@@ -214,26 +221,30 @@ class CheckpointStats:
             f"checkpoint {self.version} of {self.storage.root} {what} (it was rewritten or cleaned up "
             "meanwhile); reload the table", path=self.storage.root, version=self.version)
 
-    def _column_of(self, key: str, column: str, *,
-                   count: bool = False) -> Iterator[tuple[pa.Array, pa.ChunkedArray | None]]:
+    def _column_of(self, key: str, column: str, *, count: bool = False, struct: pa.StructType | None = None,
+                   ) -> Iterator[tuple[pa.Array, pa.ChunkedArray | None, pa.Array | None]]:
         """``column`` of checkpoint part ``key``, batch by batch, with the batch's ``numRecords``
-        when ``count`` and the part counts them from the JSON (``iter_counted_stats``)."""
+        when ``count`` and the part counts them from the JSON (``iter_counted_stats``), and its
+        ``stats_parsed`` when the part holds it typed ``struct`` (``iter_stats_with_struct``)."""
         fh, pf = open_parquet(self.storage, key, version=self.version)
         try:
             add_type = _add_type(pf)
             count = count and (add_type is None or not _has_parsed_num_records(add_type))
-            for _, values in self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf)):
-                yield values, num_records_from_stats(values) if count else None
+            for _, values, parsed in self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf),
+                                                     struct=struct):
+                yield values, num_records_from_stats(values) if count else None, parsed
         finally:
             fh.close()
 
     def _values_in(self, pf: pq.ParquetFile, source: str, column: str, row_groups: list[int] | None = None,
-                   *, marker: str = "path") -> Iterator[tuple[pa.ChunkedArray, pa.Array]]:
+                   *, marker: str = "path", struct: pa.StructType | None = None,
+                   ) -> Iterator[tuple[pa.ChunkedArray, pa.Array, pa.Array | None]]:
         """The ``marker`` (``path``, or ``add_marker``'s) and ``column`` (``stats`` or ``tags``) of
         the add rows of ``pf`` (of its ``row_groups`` only, when given), batch by batch, typed as
         in ``FILES_SCHEMA``: JSON stats
         are synthesised from ``add.stats_parsed`` for rows that lack them; an all-null batch
-        shares its nulls (``shared_nulls``)."""
+        shares its nulls (``shared_nulls``). Third: the rows' ``add.stats_parsed`` when ``pf``
+        holds it typed exactly ``struct``, else None."""
         if column not in DEFERRED_COLUMNS:
             raise ValueError(f"{column!r} is not a deferred checkpoint column ({', '.join(DEFERRED_COLUMNS)})")
         add_type = _add_type(pf)
@@ -242,16 +253,18 @@ class CheckpointStats:
         typ = FILES_SCHEMA.field(column).type
         has_own = add_type.get_field_index(column) >= 0
         has_parsed = column == "stats" and add_type.get_field_index("stats_parsed") >= 0
+        carried = has_parsed and struct is not None and add_type.field("stats_parsed").type == struct
         columns = [f"add.{marker}"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
         for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
             rows, _ = rows_holding(batch.column("add"), marker)
             values = one_array(conform_array(pc.struct_field(rows, column), typ)) if has_own \
                 else shared_nulls(typ, len(rows))
-            if has_parsed and values.null_count:
-                values = _fill_from_parsed(values, one_array(pc.struct_field(rows, "stats_parsed")))
+            parsed = one_array(pc.struct_field(rows, "stats_parsed")) if has_parsed else None
+            if parsed is not None and values.null_count:
+                values = _fill_from_parsed(values, parsed)
             if values.null_count == len(values):
                 values = shared_nulls(typ, len(values))
-            yield pc.struct_field(rows, marker), values
+            yield pc.struct_field(rows, marker), values, parsed if carried else None
 
     def _adds_per_group(self, pf: pq.ParquetFile, source: str) -> list[int]:
         """The add rows of each row group of ``pf``: from the footer, else by reading ``add.path``."""

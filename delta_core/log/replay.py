@@ -177,7 +177,17 @@ class ReplayState:
         if not self.stats_deferred or "stats" in self._cache:
             yield self.stats.slice(skip)
             return
-        yield from self._iter_deferred("stats", skip_checkpoint=after_checkpoint, count_records=count_records)
+        yield from (piece for piece, _ in self._iter_deferred("stats", skip_checkpoint=after_checkpoint,
+                                                               count_records=count_records))
+
+    def iter_stats_with_struct(self, typ: pa.StructType) -> Iterator[tuple[pa.Array | pa.ChunkedArray,
+                                                                          pa.Array | None]]:
+        """``iter_stats()``'s pieces, each with its files' ``stats_parsed`` where a Parquet
+        checkpoint holds it typed ``typ`` (``CheckpointStats.iter_stats_with_struct``), else None."""
+        if not self.stats_deferred or "stats" in self._cache:
+            yield self.stats, None
+            return
+        yield from self._iter_deferred("stats", struct=typ)
 
     def checkpoint_num_records(self) -> pa.ChunkedArray | None:
         """``numRecords`` of every checkpoint ``add`` row, by ordinal, as ``num_records`` read
@@ -209,39 +219,52 @@ class ReplayState:
         if not self.stats_deferred or "files" in self._cache:
             yield self.files["tags"]
             return
-        yield from self._iter_deferred("tags")
+        yield from (piece for piece, _ in self._iter_deferred("tags"))
 
-    def _iter_deferred(self, name: str, *, skip_checkpoint: bool = False,
-                       count_records: bool = False) -> Iterator[pa.Array | pa.ChunkedArray]:
+    def _iter_deferred(self, name: str, *, skip_checkpoint: bool = False, count_records: bool = False,
+                       struct: pa.StructType | None = None,
+                       ) -> Iterator[tuple[pa.Array | pa.ChunkedArray, pa.Array | None]]:
         """Column ``name`` (``stats`` or ``tags``) of each live file in order: the checkpoint
         rows' read batch by batch (only the batches' rows replay kept; none when
         ``skip_checkpoint``), then the rows' own, then the commit rows' unpacked piece by piece.
-        ``count_records``: as ``iter_stats``."""
+        ``count_records``: as ``iter_stats``. Each piece comes with the checkpoint rows'
+        ``stats_parsed`` when ``struct`` and the checkpoint holds it so typed, else None."""
         kept, first_commit = self._segments()
         if kept and not skip_checkpoint:
             assert self.checkpoint_stats is not None
             total = self.checkpoint_stats.num_rows
             wanted = None if kept == total else ordinal_mask(self.rows[CHECKPOINT_ROW].slice(0, kept), total)
             counting = count_records and name == "stats" and CHECKPOINT_NUM_RECORDS not in self._cache
-            batches = self.checkpoint_stats.iter_counted_stats() if counting \
-                else ((batch, None) for batch in self.checkpoint_stats.iter_stats(name))
+            batches: Iterator[tuple[pa.Array, pa.ChunkedArray | None, pa.Array | None]]
+            if counting:
+                batches = ((batch, counted, None) for batch, counted in self.checkpoint_stats.iter_counted_stats())
+            elif struct is not None:
+                batches = ((batch, None, parsed) for batch, parsed in
+                           self.checkpoint_stats.iter_stats_with_struct(struct))
+            else:
+                batches = ((batch, None, None) for batch in self.checkpoint_stats.iter_stats(name))
             counts: list[pa.Array] | None = [] if counting else None
             start = 0
-            for batch, counted in batches:
+            for batch, counted, parsed in batches:
                 if counted is None:
                     counts = None
                 elif counts is not None:
                     counts.extend(counted.chunks)
-                yield batch if wanted is None else batch.filter(mask_array(wanted[start:start + len(batch)]))
+                if wanted is None:
+                    yield batch, parsed
+                else:
+                    mask = mask_array(wanted[start:start + len(batch)])
+                    yield batch.filter(mask), None if parsed is None else parsed.filter(mask)
                 start += len(batch)
             self.checkpoint_stats.check_rows(start)
             if counts is not None:
                 self._cache[CHECKPOINT_NUM_RECORDS] = pa.chunked_array(counts, type=pa.int64())
         if first_commit > kept:
-            yield self.rows[name].slice(kept, first_commit - kept)
+            yield self.rows[name].slice(kept, first_commit - kept), None
         if first_commit < self.rows.num_rows:
             assert self.commit_stats is not None
-            yield from self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit), name)
+            yield from ((piece, None) for piece in
+                        self.commit_stats.iter_stats(self.rows[COMMIT_ROW].slice(first_commit), name))
 
     def file_columns(self, names: Sequence[str]) -> pa.Table:
         """Columns ``names`` of the live files (``FILES_SCHEMA`` names); ``stats`` are read

@@ -216,6 +216,12 @@ class Snapshot:
         ``count_records``, ``num_records`` is counted from the same read."""
         return self._state.iter_stats(after_checkpoint=after_checkpoint, count_records=count_records)
 
+    def iter_stats_with_struct(self, typ: pa.StructType) -> Iterator[tuple[pa.Array | pa.ChunkedArray,
+                                                                          pa.Array | None]]:
+        """``iter_stats()``'s pieces, each with its files' ``stats_parsed`` typed ``typ`` where the
+        checkpoint they were loaded from holds it (else None: ``ReplayState.iter_stats_with_struct``)."""
+        return self._state.iter_stats_with_struct(typ)
+
     def checkpoint_rows(self) -> pa.ChunkedArray | None:
         """Checkpoint ``add`` row ordinals of the first live files (``ReplayState.checkpoint_rows``)."""
         return self._state.checkpoint_rows()

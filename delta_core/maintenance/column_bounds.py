@@ -12,16 +12,14 @@ compute functions release the GIL) while the next ones are read.
 
 from __future__ import annotations
 
-import os
-from collections import deque
 from collections.abc import Callable, Collection, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
 from delta_core.model.arrow_values import chunks_of
+from delta_core.model.ordered_threads import PARSE_THREADS, map_ahead
 from delta_core.model.schema import StructField, StructType
 from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, parse_stats
 from delta_core.write.data_writer import table_schema
@@ -32,8 +30,6 @@ if TYPE_CHECKING:
 # Rows of stats parsed at once: big enough that the per-parse setup is paid rarely, small enough
 # that one slice's strings and parsed columns stay under ~100 MB.
 STATS_SLICE_ROWS = 96 * 1024
-# Slices parsed at once (one a core, at most four: each holds ~100 MB while parsed).
-PARSE_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 T = TypeVar("T")
 
@@ -62,16 +58,13 @@ def parsed_slices(snapshot: Snapshot, parse: Callable[[pa.ChunkedArray, int], T]
     """``parse(stats, first)`` of each of ``stats_slices`` (``first``: the slice's first row in
     ``files`` order), in order: up to ``PARSE_THREADS`` slices parse on threads while this one
     reads the next (``parse`` must not touch ``snapshot``, which the reading advances)."""
-    with ThreadPoolExecutor(PARSE_THREADS, thread_name_prefix="stats-parse") as pool:
-        pending: deque[Future[T]] = deque()
+    def numbered() -> Iterator[tuple[pa.ChunkedArray, int]]:
         first = 0
         for stats in stats_slices(snapshot, rows, after_checkpoint=after_checkpoint, count_records=count_records):
-            pending.append(pool.submit(parse, stats, first))
+            yield stats, first
             first += len(stats)
-            if len(pending) > PARSE_THREADS:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
+
+    return map_ahead(lambda item: parse(*item), numbered(), threads=PARSE_THREADS, name="stats-parse")
 
 
 def pruned_schema(schema: StructType, keep: Collection[tuple[str, ...]]) -> StructType:

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError, PartitionValueError
+from delta_core.model.arrow_values import int_array_of, mask_array, numbers_of, string_scalar
 from delta_core.model.schema import DataType, PrimitiveType, StructType, parse_data_type, primitive_to_arrow
 
 HIVE_DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
@@ -280,6 +281,26 @@ def url_decode_path(path: str) -> str:
 # --- Arrow ---------------------------------------------------------------------------------
 
 
+def map_value(maps: pa.MapArray, key: str) -> pa.Array:
+    """The value of ``key`` in each of ``maps`` (string keys and values), null where a map lacks
+    it; the first where a map holds it twice. ``pc.map_lookup(maps, key, "first")``, in a few
+    vectorised steps over the flat entries instead of a walk of each map (a third of its time)."""
+    import numpy as np
+
+    offsets = numbers_of(maps.offsets)  # the slice's, into the whole entries array
+    lo, hi = int(offsets[0]), int(offsets[-1])
+    keys = pc.struct_field(maps.values, [0]).slice(lo, hi - lo)
+    found = numbers_of(pc.indices_nonzero(pc.equal(keys, string_scalar(key))))
+    owners = np.searchsorted(offsets - lo, found, side="right") - 1
+    values = pc.struct_field(maps.values, [1]).slice(lo, hi - lo).take(int_array_of(found))
+    if len(owners) > 1 and not bool(np.all(np.diff(owners) > 0)):
+        owners, first = np.unique(owners, return_index=True)
+        values = values.take(int_array_of(first))
+    held = np.zeros(len(maps), dtype=bool)
+    held[owners] = True
+    return pc.replace_with_mask(pa.nulls(len(maps), pa.string()), mask_array(held), values.cast(pa.string()))
+
+
 def typed_partition_values(partition_values: pa.Array | pa.ChunkedArray, schema: StructType,
                            partition_columns: Sequence[str], *, physical_keys: bool = False,
                            paths: pa.Array | pa.ChunkedArray | None = None) -> pa.Table:
@@ -308,7 +329,7 @@ def typed_partition_values(partition_values: pa.Array | pa.ChunkedArray, schema:
         if len(partition_values) == 0:
             columns[logical] = pa.array([], primitive_to_arrow(t))
             continue
-        texts = pc.map_lookup(partition_values, pa.scalar(key, pa.string()), "first")
+        texts = map_value(partition_values, key)
         encoded = pc.dictionary_encode(texts)
         uniques = [deserialize_partition_value(s, t, column=logical)
                    for s in encoded.dictionary.to_pylist()]

@@ -8,7 +8,10 @@ vectorised array operations, not a million Python objects.
 
 - ``add.stats`` is kept as JSON when ``delta.checkpoint.writeStatsAsJson`` (default true);
   ``stats_parsed`` and ``partitionValues_parsed`` are added when
-  ``delta.checkpoint.writeStatsAsStruct`` is true (physical names under column mapping).
+  ``delta.checkpoint.writeStatsAsStruct`` is true (default true, as in Delta Spark; physical
+  names under column mapping). ``stats_parsed`` is carried over from the checkpoint the snapshot
+  was loaded from where that one holds it typed the same (same schema, our types), so only the
+  files added since are parsed, a few slices at once on threads.
 - Tombstones older than ``delta.deletedFileRetentionDuration`` and ``txn`` entries older
   than ``delta.setTransactionRetentionDuration`` are dropped (clock injectable).
 - Multi-part checkpoints are never written (they are read): the protocol deprecates them,
@@ -55,11 +58,12 @@ from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoi
 from delta_core.model import progress
 from delta_core.model.actions import Sidecar, action_to_json
 from delta_core.model.arrow_rows import array_from_pylist
-from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, one_array, string_array
+from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, one_array
 from delta_core.model.clock import Clock, system_clock
+from delta_core.model.ordered_threads import PARSE_THREADS, map_ahead, read_ahead
 from delta_core.model.partition_values import typed_partition_values
 from delta_core.model.schema import StructType
-from delta_core.model.stats import parse_stats_struct
+from delta_core.model.stats import parse_stats_struct, stats_parsed_type
 from delta_core.model.table_features import check_write_supported, column_mapping_mode, has_feature
 from delta_core.storage.base import Storage
 from delta_core.write.checkpoint_sidecars import (
@@ -176,23 +180,42 @@ def _remove_struct(tomb: pa.Table) -> pa.StructArray:
     return pa.StructArray.from_arrays(arrays, fields=list(REMOVE_TYPE))
 
 
-def _parsed_columns(snapshot: Snapshot, files: pa.Table) -> list[tuple[str, pa.Array]]:
-    """``partitionValues_parsed`` and ``stats_parsed`` for writeStatsAsStruct tables."""
-    metadata = snapshot.metadata
-    schema = StructType.from_json(metadata.schema_string)
-    mode = column_mapping_mode(snapshot.protocol, metadata.configuration)
-    physical = mode != "none"
-    out: list[tuple[str, pa.Array]] = []
-    parts = list(metadata.partition_columns)
-    if parts:
-        typed = typed_partition_values(files.column("partition_values"), schema, parts, physical_keys=physical)
+@dataclass(frozen=True, slots=True)
+class _StructStats:
+    """How a table's ``stats_parsed`` is typed and parsed (``delta.checkpoint.writeStatsAsStruct``)."""
+
+    schema: StructType
+    partition_columns: tuple[str, ...]
+    physical: bool  # column mapping: keys are physical names
+
+    @classmethod
+    def of(cls, snapshot: Snapshot) -> _StructStats:
+        metadata = snapshot.metadata
+        return cls(StructType.from_json(metadata.schema_string), tuple(metadata.partition_columns),
+                   column_mapping_mode(snapshot.protocol, metadata.configuration) != "none")
+
+    @property
+    def type(self) -> pa.StructType:
+        return stats_parsed_type(self.schema, partition_columns=self.partition_columns, physical=self.physical)
+
+    def completed(self, piece: tuple[pa.Array | pa.ChunkedArray, pa.Array | None]) -> pa.Table:
+        """A piece of ``Snapshot.iter_stats_with_struct`` as ``stats`` and ``stats_parsed``: the
+        struct carried from the checkpoint read, or parsed from the JSON where that checkpoint
+        has none for some row that has JSON."""
+        stats, parsed = piece
+        if parsed is None or pc.any(pc.and_(pc.is_null(parsed), pc.is_valid(stats))).as_py():
+            parsed = parse_stats_struct(stats, self.schema, partition_columns=self.partition_columns,
+                                        physical=self.physical)
+        return pa.table({"stats": stats, "stats_parsed": parsed})
+
+    def partition_values(self, files: pa.Table) -> pa.StructArray:
+        """``partitionValues_parsed`` of ``files`` (a table with partition columns)."""
+        parts = list(self.partition_columns)
+        typed = typed_partition_values(files.column("partition_values"), self.schema, parts,
+                                       physical_keys=self.physical)
         arrays = [typed.column(c).combine_chunks() for c in parts]
-        names = [schema[c].physical_name if physical else c for c in parts]
-        out.append(("partitionValues_parsed", pa.StructArray.from_arrays(arrays, names=names)))
-    stats = parse_stats_struct(_col(files, "stats", pa.string()), schema, partition_columns=parts,
-                               physical=physical)
-    out.append(("stats_parsed", stats))
-    return out
+        names = [self.schema[c].physical_name if self.physical else c for c in parts]
+        return pa.StructArray.from_arrays(arrays, names=names)
 
 
 # --- assembling the action rows -------------------------------------------------------------
@@ -300,7 +323,7 @@ class CheckpointRows:
         # tags much of the rest, and neither need be held whole.
         self._files = files = snapshot.file_columns(*(n for n in FILES_SCHEMA.names
                                                       if n not in ("num_records", "stats", "tags")))
-        self._stats_as_struct = props.checkpoint_write_stats_as_struct
+        self._struct = _StructStats.of(snapshot) if props.checkpoint_write_stats_as_struct else None
         self._stats_as_json = props.checkpoint_write_stats_as_json
         # Decided once for the whole file: every slice must have the same add type.
         self._clustering = ("clustering_provider" in files.column_names
@@ -316,7 +339,8 @@ class CheckpointRows:
         header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
         types: dict[str, pa.DataType] = {
             "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
-            "add": self._add_rows(_with_streamed(files.slice(0, 0), string_array([]), pa.nulls(0, STRING_MAP))).type,
+            "add": self._add_rows(files.slice(0, 0), self._stats_schema.empty_table(),
+                                  pa.chunked_array([], STRING_MAP)).type,
             "remove": REMOVE_TYPE,
         }
         if header["domainMetadata"].null_count < len(header["domainMetadata"]):
@@ -334,10 +358,24 @@ class CheckpointRows:
     def num_rows(self) -> int:
         return int(self.head.num_rows) + self.num_adds + self.num_removes
 
-    def _add_rows(self, files: pa.Table) -> pa.StructArray:
-        extra = _parsed_columns(self._snapshot, files) if self._stats_as_struct else []
+    @property
+    def _stats_schema(self) -> pa.Schema:
+        """The statistics columns ``body`` streams beside ``files``: ``stats`` (and ``stats_parsed``)."""
+        fields = [pa.field("stats", pa.string())]
+        if self._struct is not None:
+            fields.append(pa.field("stats_parsed", self._struct.type))
+        return pa.schema(fields)
+
+    def _add_rows(self, files: pa.Table, stats: pa.Table, tags: pa.ChunkedArray) -> pa.StructArray:
+        """The ``add`` rows of ``files``, whose ``stats`` (``_stats_schema``) and ``tags`` arrive apart."""
+        files = files.append_column("stats", stats.column("stats")).append_column("tags", tags)
+        extra: list[tuple[str, pa.Array]] = []
+        if self._struct is not None:
+            if self._struct.partition_columns:
+                extra.append(("partitionValues_parsed", self._struct.partition_values(files)))
+            extra.append(("stats_parsed", one_array(stats.column("stats_parsed"))))
         add = _add_struct(files, extra, clustering=self._clustering)
-        if not self._stats_as_json and any(name == "stats_parsed" for name, _ in extra):
+        if not self._stats_as_json and self._struct is not None:
             # Stats live in stats_parsed only; the JSON copy is dropped as the property asks.
             idx = add.type.get_field_index("stats")
             fields = list(add.type)
@@ -346,47 +384,50 @@ class CheckpointRows:
             add = pa.StructArray.from_arrays(arrays, fields=fields)
         return add
 
+    def _stats(self) -> Iterator[pa.Table]:
+        """The files' ``_stats_schema`` columns in pieces: the JSON as the snapshot streams it and
+        ``stats_parsed`` carried from the checkpoint read, or parsed, a few pieces at once on
+        threads, where that checkpoint has none."""
+        if self._struct is None:
+            return (pa.table({"stats": piece}) for piece in self._snapshot.iter_stats())
+        return map_ahead(self._struct.completed, self._snapshot.iter_stats_with_struct(self._struct.type),
+                         threads=PARSE_THREADS, name="checkpoint-stats")
+
     def body(self, *, slice_rows: int = SLICE_ROWS) -> Iterator[pa.Table]:
         """The add rows, then the remove rows, ``slice_rows`` at a time."""
         # Batches follow the columns' chunks (zero-copy slices): a slice across chunk
         # boundaries would copy every path and stats string of it.
-        stats = _Pieces(self._snapshot.iter_stats(), pa.string())
-        tags = _Pieces(self._snapshot.iter_tags(), STRING_MAP)
+        # Both are read from the checkpoint on threads of their own while the caller encodes.
+        stats = _Pieces(read_ahead(self._stats(), depth=2, name="checkpoint-stats-read"))
+        tags = _Pieces(read_ahead((pa.table({"tags": pa.chunked_array(chunks_of(piece), STRING_MAP)})
+                                   for piece in self._snapshot.iter_tags()), depth=2, name="checkpoint-tags-read"))
         for batch in self._files.to_batches(max_chunksize=slice_rows):
-            add = self._add_rows(_with_streamed(pa.Table.from_batches([batch]), stats.take(batch.num_rows),
-                                                tags.take(batch.num_rows)))
+            add = self._add_rows(pa.Table.from_batches([batch]), stats.take(batch.num_rows),
+                                 tags.take(batch.num_rows).column("tags"))
             yield _segment({"add": add}, len(add), self._types)
         for start in range(0, self.num_removes, slice_rows):
             remove = _remove_struct(self._tombstones.slice(start, slice_rows))
             yield _segment({"remove": remove}, len(remove), self._types)
 
 
-def _with_streamed(files: pa.Table, stats: pa.Array, tags: pa.Array) -> pa.Table:
-    """``files`` with their ``stats`` and ``tags`` columns back (columns are read by name)."""
-    return files.append_column("stats", stats).append_column("tags", tags)
-
-
 class _Pieces:
-    """Consecutive rows of a column of type ``typ`` that arrives in pieces of any length
-    (``Snapshot.iter_stats``, ``iter_tags``)."""
+    """Consecutive rows of a table that arrives in pieces of any length (statistics, tags)."""
 
-    def __init__(self, pieces: Iterator[pa.Array | pa.ChunkedArray], typ: pa.DataType) -> None:
+    def __init__(self, pieces: Iterator[pa.Table]) -> None:
         self._pieces = pieces
-        self._type = typ
-        self._held: list[pa.Array] = []
+        self._held: list[pa.Table] = []
         self._rows = 0
 
-    def take(self, n: int) -> pa.Array:
+    def take(self, n: int) -> pa.Table:
         """The next ``n`` rows."""
         while self._rows < n:
             piece = next(self._pieces)
-            self._held.extend(chunks_of(piece))
-            self._rows += len(piece)
-        held = pa.chunked_array(self._held, self._type)
+            self._held.append(piece)
+            self._rows += piece.num_rows
+        held = pa.concat_tables(self._held)
         rest = held.slice(n)
-        self._held, self._rows = list(rest.chunks), len(rest)
-        out = held.slice(0, n)
-        return one_array(out)
+        self._held, self._rows = [rest], rest.num_rows
+        return held.slice(0, n)
 
 
 def build_checkpoint_table(

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from delta_core.model.arrow_values import int_array_of
 from delta_core.storage.atomic_output import AtomicOutput
 from delta_core.storage.base import Storage
 
@@ -33,38 +34,36 @@ ROW_GROUP_BYTES = 64 * 1024 * 1024
 WRITE_BATCH_SIZE = 8192
 # Bytes handed to the storage's output stream per write: few calls into Python file objects.
 OUTPUT_BUFFER_BYTES = 1024 * 1024
-# Parquet writers give up on a column chunk's dictionary once it passes this size (pyarrow's
-# ``dictionary_pagesize_limit`` default) and write the rest plain.
-DICTIONARY_PAGE_LIMIT = 1024 * 1024
 _DICTIONARY_SAMPLE = 4096
 
 
-def _plain_width(t: pa.DataType, column: pa.ChunkedArray) -> float | None:
-    """Bytes per value in a PLAIN-encoded dictionary page, or None for types left alone."""
+def _plain_or_dictionary(t: pa.DataType) -> bool:
+    """Whether values of type ``t`` may be written plain instead of dictionary-encoded (strings,
+    binaries, fixed-width values; booleans, nested and dictionary types are left alone)."""
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t) \
             or pa.types.is_large_binary(t):
-        valid = len(column) - column.null_count
-        total = pc.sum(pc.binary_length(column)).as_py() or 0
-        return 4 + total / valid if valid else None
+        return True
     if pa.types.is_boolean(t) or pa.types.is_nested(t) or pa.types.is_dictionary(t):
-        return None
+        return False
     try:
-        return max(1, int(t.bit_width) // 8)
+        return int(t.bit_width) > 1
     except (ValueError, AttributeError):
-        return None
+        return False
 
 
 def dictionary_columns(group: pa.Table) -> bool | list[str]:
     """What to pass as ``use_dictionary`` for a file whose first row group is ``group``.
 
-    Dictionary encoding stays on (the Parquet default), except for top-level columns whose
-    dictionary would overflow ``DICTIONARY_PAGE_LIMIT`` early in the row group anyway: there the
-    writer builds a dictionary only to drop it and write plain (random ids, hashes, floats), which
-    costs about as much as the encoding itself. Test: if the dictionary of the first ``2L`` rows
-    fitted (``L`` = values that fit the limit), those rows would hold at most ``L`` distinct values,
-    and ``m`` rows sampled from them would repeat at least ``m**2 / 2L`` times on average; a
-    seeded random sample repeating under a quarter of that means the dictionary does not fit.
-    Skewed or clustered data repeats more, so errors lean to keeping the dictionary.
+    Dictionary encoding stays on (the Parquet default), except for leaf columns (top-level, or
+    fields of structs: a checkpoint's ``add.path``, ``add.stats`` and ``add.stats_parsed`` bounds)
+    of strings or fixed-width values that repeat too little for a dictionary to pay: random ids,
+    paths, hashes, floats. There the writer builds a dictionary that is as large as the values
+    plus an index per row, or that overflows the dictionary page limit (1 MiB) and is dropped for plain
+    values after all, at about the cost of the encoding itself. Test: ``m`` values sampled from
+    ``V`` holding ``D`` distinct ones repeat about ``m**2 / 2D`` times; a seeded random sample of
+    the group's valid values repeating fewer than ``2 m**2 / V`` times means ``D > V / 4``, and the
+    column is written plain. Skewed or clustered data repeats more, so errors lean to keeping the
+    dictionary.
     """
     import numpy as np
 
@@ -72,23 +71,38 @@ def dictionary_columns(group: pa.Table) -> bool | list[str]:
         return True  # too few rows to tell, and a dictionary this small costs little
     plain: set[str] = set()
     rng = np.random.default_rng(0)
-    for field, column in zip(group.schema, group.columns):
-        head = column.slice(0, 4 * _DICTIONARY_SAMPLE)
-        width = _plain_width(field.type, head)
-        if width is None:
+    rows = np.sort(rng.choice(group.num_rows, _DICTIONARY_SAMPLE, replace=False))
+    for path, column in _struct_leaves(group):
+        if not _plain_or_dictionary(column.type):
             continue
-        fits = DICTIONARY_PAGE_LIMIT / width  # L
-        rows = int(min(group.num_rows, 2 * fits))
-        if rows <= fits or rows < 4 * _DICTIONARY_SAMPLE:
-            continue  # the dictionary cannot overflow here, or too few rows to tell
-        sample = column.take(pa.array(np.sort(rng.choice(rows, _DICTIONARY_SAMPLE, replace=False))))
-        valid = len(sample) - sample.null_count
-        repeats = valid - pc.count_distinct(sample, mode="only_valid").as_py()
-        if valid >= _DICTIONARY_SAMPLE // 2 and repeats < valid * valid / (8 * fits):
-            plain.add(field.name)
+        values = len(column) - column.null_count  # V
+        sample = column.take(int_array_of(rows))
+        drawn = len(sample) - sample.null_count  # m
+        if drawn < _DICTIONARY_SAMPLE // 2:
+            continue  # mostly nulls: too few values to tell, and few to encode
+        repeats = drawn - pc.count_distinct(sample, mode="only_valid").as_py()
+        if repeats < 2 * drawn * drawn / values:
+            plain.add(path)
     if not plain:
         return True
-    return [path for path in _parquet_leaf_paths(group.schema) if path.split(".", 1)[0] not in plain]
+    return [path for path in _parquet_leaf_paths(group.schema) if path not in plain]
+
+
+def _struct_leaves(group: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
+    """The columns of ``group`` and, through structs, their fields, as (dotted Parquet path,
+    values); lists and maps are left whole (``_plain_width`` leaves them alone)."""
+    out: list[tuple[str, pa.ChunkedArray]] = []
+
+    def walk(path: str, column: pa.ChunkedArray) -> None:
+        if pa.types.is_struct(column.type):
+            for i, field in enumerate(column.type):
+                walk(f"{path}.{field.name}", pc.struct_field(column, [i]))
+        else:
+            out.append((path, column))
+
+    for field, column in zip(group.schema, group.columns, strict=True):
+        walk(field.name, column)
+    return out
 
 
 def _parquet_leaf_paths(schema: pa.Schema) -> list[str]:
@@ -218,6 +232,6 @@ class ParquetStream:
 
 
 __all__ = [
-    "DICTIONARY_PAGE_LIMIT", "OUTPUT_BUFFER_BYTES", "PARQUET_COMPRESSION", "ROW_GROUP_BYTES", "ROW_GROUP_ROWS",
+    "OUTPUT_BUFFER_BYTES", "PARQUET_COMPRESSION", "ROW_GROUP_BYTES", "ROW_GROUP_ROWS",
     "WRITE_BATCH_SIZE", "ParquetStream", "dictionary_columns",
 ]

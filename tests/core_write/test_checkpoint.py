@@ -17,6 +17,7 @@ import pytest
 
 from delta_core.log.last_checkpoint import decode_last_checkpoint
 from delta_core.log.table import DeltaTable
+from delta_core.model.stats import stats_parsed_type
 from delta_core.write.checkpoint_write import write_checkpoint
 from delta_core.write.table_writes import append, create_table, delete_files
 from delta_core.write.transaction import Transaction
@@ -105,7 +106,8 @@ def test_multi_part_checkpoint_hash_partitioned_is_read_by_both(table_dir, tmp_p
 
 
 def test_stats_as_struct(table_dir, tmp_path):
-    t = _build(table_dir, 3, **{"delta.checkpoint.writeStatsAsStruct": "true"})
+    """By default, as Delta Spark writes them: the JSON and typed ``stats_parsed``."""
+    t = _build(table_dir, 3)
     write_checkpoint(t)
     cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet"))
     add_type = cp.schema.field("add").type
@@ -123,6 +125,80 @@ def test_stats_as_struct(table_dir, tmp_path):
     _strip_commits(table_dir, copy, 3)
     assert _ids_deltars(copy) == list(range(6))
     assert DeltaTable(copy).snapshot().num_records == 6
+
+
+def test_stats_as_json_only_when_asked(table_dir):
+    t = _build(table_dir, 2, **{"delta.checkpoint.writeStatsAsStruct": "false"})
+    write_checkpoint(t)
+    add_type = pq.read_schema(os.path.join(table_dir, "_delta_log", f"{2:020d}.checkpoint.parquet")).field("add").type
+    assert add_type.get_field_index("stats") >= 0
+    assert add_type.get_field_index("stats_parsed") < 0 and add_type.get_field_index("partitionValues_parsed") < 0
+
+
+def _stats_parsed_by_path(table_dir: str, version: int) -> dict[str, tuple[dict, str | None]]:
+    cp = pq.read_table(os.path.join(table_dir, "_delta_log", f"{version:020d}.checkpoint.parquet"))
+    return {a["path"]: (a["stats_parsed"], a["stats"]) for a in cp.column("add").to_pylist() if a}
+
+
+def _commit_schema(t: DeltaTable, schema: dict) -> None:
+    txn = Transaction(t, operation="ADD COLUMNS")
+    with txn:
+        txn.add_action(replace(txn.snapshot.metadata, schema_string=json.dumps(schema)))
+        txn.commit()
+
+
+def test_struct_stats_are_carried_to_the_next_checkpoint(table_dir, tmp_path):
+    """The next checkpoint takes the struct of the files the last one holds from it (same schema,
+    same types) and parses only the files added since; every row is what its JSON says, and
+    delta-rs and kernel-rs read the table from it."""
+    t = _build(table_dir, 3)
+    write_checkpoint(t)
+    first = _stats_parsed_by_path(table_dir, 3)
+    gone = sorted(first)[0]
+    delete_files(t, [gone])
+    append(t, _data([100, 101]))
+    snap = t.snapshot()
+    typ = pq.read_schema(os.path.join(table_dir, "_delta_log", f"{3:020d}.checkpoint.parquet")) \
+        .field("add").type.field("stats_parsed").type
+    pieces = list(snap.iter_stats_with_struct(typ))
+    carried = [p for _, p in pieces if p is not None]
+    assert sum(len(p) for p in carried) == len(first) - 1  # the checkpoint's files still live
+    assert sum(len(s) for s, p in pieces if p is None) == 2  # the appended files: from their commit
+    write_checkpoint(t)
+    second = _stats_parsed_by_path(table_dir, 5)
+    assert set(second) == set(first) - {gone} | {p for p in snap.file_paths if p not in first}
+    for path, (parsed, stats) in second.items():
+        js = json.loads(stats)
+        assert parsed["numRecords"] == js["numRecords"]
+        assert parsed["minValues"]["id"] == js["minValues"]["id"] and parsed["maxValues"]["name"] == js["maxValues"]["name"]
+        assert parsed["nullCount"]["st"]["x"] == js["nullCount"]["st"]["x"]
+        if path in first:
+            assert parsed == first[path][0]
+    copy = str(tmp_path / "copy")
+    _strip_commits(table_dir, copy, 5)
+    ids = _ids_deltars(table_dir)
+    assert len(ids) == 7 and _ids_deltars(copy) == ids  # one of the first six rows deleted, two appended
+    assert sorted(kernel_rows(copy).column("id").to_pylist()) == ids
+
+
+def test_struct_stats_are_parsed_again_when_the_schema_changed(table_dir):
+    """A checkpoint written before a column was added holds a struct of another type: the next
+    checkpoint parses every file's JSON into the new type instead of carrying it."""
+    t = _build(table_dir, 2)
+    write_checkpoint(t)
+    schema = json.loads(t.snapshot().metadata.schema_string)
+    schema["fields"].append({"name": "extra", "type": "long", "nullable": True, "metadata": {}})
+    _commit_schema(t, schema)
+    snap = t.snapshot()
+    written = _stats_parsed_by_path(table_dir, 2)
+    typ = stats_parsed_type(snap.schema, partition_columns=snap.partition_columns)
+    assert [p for _, p in snap.iter_stats_with_struct(typ)] == [None]
+    write_checkpoint(t)
+    after = _stats_parsed_by_path(table_dir, 3)
+    assert set(after) == set(written)
+    for path, (parsed, _) in after.items():
+        assert "extra" in parsed["nullCount"] and parsed["nullCount"]["extra"] is None
+        assert parsed["minValues"]["id"] == written[path][0]["minValues"]["id"]
 
 
 def test_struct_only_stats(table_dir):
