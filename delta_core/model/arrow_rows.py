@@ -4,12 +4,14 @@
 pandas (0.2-0.9 s) in any process that has it installed. Writers build a few rows of nested
 actions (a checkpoint's protocol, metaData, txn rows); ``array_from_pylist`` builds them through
 Arrow's JSON reader instead: each value becomes one JSON line under an explicit type, with maps
-read as lists of key/value structs and rebuilt as maps. Types JSON cannot carry exactly (binary,
-decimals, timestamps, floats...) go to ``pa.array``.
+read as lists of key/value structs and rebuilt as maps, dates and timestamps as their integer
+days and microseconds and cast back. Types JSON cannot carry exactly (binary, decimals,
+floats...) go to ``pa.array``.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import io
 import json
 from collections.abc import Mapping, Sequence
@@ -19,11 +21,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 _SCALARS = (pa.string(), pa.large_string(), pa.bool_(), pa.int8(), pa.int16(), pa.int32(), pa.int64())
+# Read as these integers (days, microseconds since the epoch) and cast.
+_AS_INTEGERS = {pa.date32(): pa.int32(), pa.timestamp("us", tz="UTC"): pa.int64(), pa.timestamp("us"): pa.int64()}
+_EPOCH_DAY = dt.date(1970, 1, 1)
+_EPOCH = dt.datetime(1970, 1, 1)
+_MICROSECOND = dt.timedelta(microseconds=1)
 
 
 def array_from_pylist(values: Sequence[Any], typ: pa.DataType) -> pa.Array:
-    """What ``pa.array(values, typ)`` gives, for values of strings, booleans, integers, lists,
-    structs (dicts) and maps (dicts or lists of pairs), any of them null."""
+    """What ``pa.array(values, typ)`` gives, for values of strings, booleans, integers, dates,
+    microsecond timestamps (aware ones in UTC, naive ones without a zone), lists, structs (dicts)
+    and maps (dicts or lists of pairs), any of them null."""
     if not _json_readable(typ):
         return pa.array(values, typ)
     if not values:
@@ -43,7 +51,7 @@ def array_from_pylist(values: Sequence[Any], typ: pa.DataType) -> pa.Array:
 
 
 def _json_readable(typ: pa.DataType) -> bool:
-    if typ in _SCALARS:
+    if typ in _SCALARS or typ in _AS_INTEGERS:
         return True
     if pa.types.is_list(typ):
         return _json_readable(typ.value_type)
@@ -62,7 +70,7 @@ def _read_type(typ: pa.DataType) -> pa.DataType:
         return pa.list_(_read_type(typ.value_type))
     if pa.types.is_struct(typ):
         return pa.struct([pa.field(f.name, _read_type(f.type), f.nullable) for f in typ])
-    return typ
+    return _AS_INTEGERS.get(typ, typ)
 
 
 def _jsonable(value: Any, typ: pa.DataType) -> Any:
@@ -75,6 +83,11 @@ def _jsonable(value: Any, typ: pa.DataType) -> Any:
         return [_jsonable(v, typ.value_type) for v in value]
     if pa.types.is_struct(typ):
         return {f.name: _jsonable(value.get(f.name), f.type) for f in typ}
+    if pa.types.is_date32(typ):
+        return (value - _EPOCH_DAY).days
+    if pa.types.is_timestamp(typ):
+        naive = value if value.tzinfo is None else value.astimezone(dt.UTC).replace(tzinfo=None)
+        return (naive - _EPOCH) // _MICROSECOND
     return value
 
 

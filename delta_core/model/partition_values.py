@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.errors import CorruptLogError, PartitionValueError
+from delta_core.model.arrow_rows import array_from_pylist
 from delta_core.model.arrow_values import int_array_of, mask_array, numbers_of, string_scalar
 from delta_core.model.schema import DataType, PrimitiveType, StructType, parse_data_type, primitive_to_arrow
 
@@ -327,12 +328,12 @@ def typed_partition_values(partition_values: pa.Array | pa.ChunkedArray, schema:
         t = _primitive(f.type)
         key = f.physical_name if physical_keys else logical
         if len(partition_values) == 0:
-            columns[logical] = pa.array([], primitive_to_arrow(t))
+            columns[logical] = pa.nulls(0, primitive_to_arrow(t))
             continue
         texts = map_value(partition_values, key)
         encoded = pc.dictionary_encode(texts)
         uniques = [deserialize_partition_value(s, t, column=logical)
                    for s in encoded.dictionary.to_pylist()]
-        dictionary = pa.array(uniques, type=primitive_to_arrow(t))
+        dictionary = array_from_pylist(uniques, primitive_to_arrow(t))
         columns[logical] = dictionary.take(encoded.indices)
     return pa.table(columns)

@@ -58,7 +58,7 @@ from delta_core.log.log_path import LAST_CHECKPOINT, checkpoint_key, v2_checkpoi
 from delta_core.model import progress
 from delta_core.model.actions import Sidecar, action_to_json
 from delta_core.model.arrow_rows import array_from_pylist
-from delta_core.model.arrow_values import chunks_of, false_array, int_scalar, one_array
+from delta_core.model.arrow_values import chunks_of, empty_table, false_array, int_scalar, one_array
 from delta_core.model.clock import Clock, system_clock
 from delta_core.model.ordered_threads import PARSE_THREADS, map_ahead, read_ahead
 from delta_core.model.partition_values import typed_partition_values
@@ -112,6 +112,9 @@ _ADD_BASE = [
     ("tags", STRING_MAP), ("deletionVector", DV_TYPE), ("baseRowId", pa.int64()),
     ("defaultRowCommitVersion", pa.int64()),
 ]
+
+
+_TAGS_SCHEMA = pa.schema([("tags", STRING_MAP)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -339,7 +342,7 @@ class CheckpointRows:
         header = _header_rows(snapshot, now_ms=now_ms, v2=v2)
         types: dict[str, pa.DataType] = {
             "protocol": header["protocol"].type, "metaData": header["metaData"].type, "txn": TXN_TYPE,
-            "add": self._add_rows(files.slice(0, 0), self._stats_schema.empty_table(),
+            "add": self._add_rows(files.slice(0, 0), empty_table(self._stats_schema),
                                   pa.chunked_array([], STRING_MAP)).type,
             "remove": REMOVE_TYPE,
         }
@@ -398,9 +401,10 @@ class CheckpointRows:
         # Batches follow the columns' chunks (zero-copy slices): a slice across chunk
         # boundaries would copy every path and stats string of it.
         # Both are read from the checkpoint on threads of their own while the caller encodes.
-        stats = _Pieces(read_ahead(self._stats(), depth=2, name="checkpoint-stats-read"))
+        stats = _Pieces(read_ahead(self._stats(), depth=2, name="checkpoint-stats-read"), self._stats_schema)
         tags = _Pieces(read_ahead((pa.table({"tags": pa.chunked_array(chunks_of(piece), STRING_MAP)})
-                                   for piece in self._snapshot.iter_tags()), depth=2, name="checkpoint-tags-read"))
+                                   for piece in self._snapshot.iter_tags()), depth=2, name="checkpoint-tags-read"),
+                       _TAGS_SCHEMA)
         for batch in self._files.to_batches(max_chunksize=slice_rows):
             add = self._add_rows(pa.Table.from_batches([batch]), stats.take(batch.num_rows),
                                  tags.take(batch.num_rows).column("tags"))
@@ -411,11 +415,11 @@ class CheckpointRows:
 
 
 class _Pieces:
-    """Consecutive rows of a table that arrives in pieces of any length (statistics, tags)."""
+    """Consecutive rows of a table of ``schema`` that arrives in pieces of any length (statistics, tags)."""
 
-    def __init__(self, pieces: Iterator[pa.Table]) -> None:
+    def __init__(self, pieces: Iterator[pa.Table], schema: pa.Schema) -> None:
         self._pieces = pieces
-        self._held: list[pa.Table] = []
+        self._held: list[pa.Table] = [empty_table(schema)]
         self._rows = 0
 
     def take(self, n: int) -> pa.Table:

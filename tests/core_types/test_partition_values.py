@@ -8,6 +8,7 @@ import pathlib
 import random
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
@@ -16,6 +17,7 @@ from delta_core.model.partition_values import (
     HIVE_DEFAULT_PARTITION,
     deserialize_partition_value,
     escape_path_name,
+    map_value,
     partition_path,
     serialize_partition_value,
     typed_partition_values,
@@ -256,3 +258,23 @@ def test_year_one_and_9999_serialize_with_four_digit_years():
     assert serialize_partition_value(first, "timestamp_ntz") == "0001-01-01 00:00:00.000005"
     for value, kind in ((first, "timestamp_ntz"), (last, "timestamp_ntz")):
         assert deserialize_partition_value(serialize_partition_value(value, kind), kind) == value
+
+
+def test_map_value_agrees_with_arrows_map_lookup():
+    """Null maps, empty maps, absent keys, a key held twice (the first wins), null values, and
+    slices of the array (offsets into a larger entries array)."""
+    from delta_core.log.file_actions import STRING_MAP
+
+    rng = random.Random(7)
+    rows = []
+    for _ in range(3000):
+        if rng.random() < 0.05:
+            rows.append(None)
+            continue
+        entries = [(rng.choice("abcd"), rng.choice([None, "x", "y", str(rng.randrange(50))]))
+                   for _ in range(rng.randrange(4))]
+        rows.append(entries)
+    maps = pa.array(rows, STRING_MAP)
+    for part in (maps, maps.slice(1), maps.slice(977, 1500), maps.slice(3000), maps.slice(10, 0)):
+        for key in "abcde":
+            assert map_value(part, key).equals(pc.map_lookup(part, pa.scalar(key), "first")), (key, part.offset)
