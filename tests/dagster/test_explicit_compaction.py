@@ -31,11 +31,11 @@ TARGET = 4 * 1024 * 1024  # fragments: under 512 KiB; small: under 3 MiB
 
 
 def _table(uri: str) -> tuple[str, str]:
-    """A large fragment (20,000 rows, ~280 KB) and a small new file (20 rows, ~2 KB): paths."""
+    """A large fragment (30,000 rows, ~320 KB) and a small new file (20 rows, ~2 KB): paths."""
     create_table(uri, SCHEMA, partition_columns=(), properties={"delta.targetFileSize": str(TARGET)})
     table = DeltaTable(uri)
-    append(table, batch(0, 20_000))
-    append(table, batch(20_000, 20))
+    append(table, batch(0, 30_000))
+    append(table, batch(30_000, 20))
     large, small = sorted(DeltaTable(uri).snapshot().file_columns("path", "size").to_pylist(),
                           key=lambda f: -f["size"])
     assert large["size"] < TARGET / 8 and large["size"] > 100 * small["size"]

@@ -231,9 +231,8 @@ def test_plan_of_a_checkpointed_table_judges_coverage_as_snapshot_coverage(tmp_p
     from tests.maintenance.conftest import batch
 
     uri = str(tmp_path / "t")
-    properties = {"delta.dataSkippingNumIndexedCols": "1"}
-    if as_struct:
-        properties["delta.checkpoint.writeStatsAsStruct"] = "true"
+    properties = {"delta.dataSkippingNumIndexedCols": "1",
+                  "delta.checkpoint.writeStatsAsStruct": "true" if as_struct else "false"}
     table = make_table(uri, appends=4, properties=properties)
     write_checkpoint(table, version=table.snapshot().version)
     set_properties(DeltaTable(uri), {"delta.dataSkippingNumIndexedCols": "32"})
