@@ -19,7 +19,8 @@ waits for a core).
   delta-rs's checkpoint (``ours checkpoint``: JSON statistics only, so ours parses every file's
   into the ``stats_parsed`` it writes), and over our own checkpoint of the same version (``ours,
   after ours``: the steady state of a table we checkpoint, whose ``stats_parsed`` is carried over
-  and only the tail's files parsed); delta-rs runs over its own;
+  and only the tail's files parsed); delta-rs runs over its own. A ``--table`` has one
+  checkpoint, whoever wrote it: ``ours checkpoint`` runs over that one;
 - ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
 
 The measured processes keep their compiled bytecode (``PYTHONPYCACHEPREFIX`` in the scratch
