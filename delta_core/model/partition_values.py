@@ -331,6 +331,9 @@ def typed_partition_values(partition_values: pa.Array | pa.ChunkedArray, schema:
             columns[logical] = pa.nulls(0, primitive_to_arrow(t))
             continue
         texts = map_value(partition_values, key)
+        if t.name == "string":  # the value itself, but an empty one is null
+            columns[logical] = pc.if_else(pc.equal(texts, string_scalar("")), pa.nulls(len(texts), pa.string()), texts)
+            continue
         encoded = pc.dictionary_encode(texts)
         uniques = [deserialize_partition_value(s, t, column=logical)
                    for s in encoded.dictionary.to_pylist()]

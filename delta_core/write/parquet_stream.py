@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from delta_core.model.arrow_values import int_array_of
+from delta_core.model.arrow_values import empty_table, int_array_of
 from delta_core.storage.atomic_output import AtomicOutput
 from delta_core.storage.base import Storage
 
@@ -109,7 +109,7 @@ def _parquet_leaf_paths(schema: pa.Schema) -> list[str]:
     """Dotted Parquet paths of the leaf columns ``schema`` is written as (``a``, ``s.x``,
     ``l.list.element``): the names ``use_dictionary`` takes."""
     sink = pa.BufferOutputStream()
-    pq.write_table(schema.empty_table(), sink)
+    pq.write_table(empty_table(schema), sink)  # Schema.empty_table would import pandas
     meta = pq.read_metadata(pa.BufferReader(sink.getvalue()))
     return [meta.schema.column(i).path for i in range(meta.num_columns)]
 

@@ -45,11 +45,18 @@ def test_no_values() -> None:
     assert array_from_pylist([], TXN_TYPE).equals(pa.array([], TXN_TYPE))
 
 
-@pytest.mark.parametrize("name", ["dat-with_checkpoint", "rs-checkpoint_with_partitions"])
+@pytest.mark.parametrize("name", ["dat-with_checkpoint", "rs-checkpoint_with_partitions", "generated-20k-files"])
 def test_a_checkpoint_write_does_not_import_pandas(conformance_dir: pathlib.Path, tmp_path: pathlib.Path,
                                                    name: str) -> None:
+    """Two fixtures, and a log of 20,000 files: enough rows for the writer to choose plain
+    encodings (``dictionary_columns``), which reads the Parquet leaf paths of the schema."""
     table = tmp_path / name
-    shutil.copytree(conformance_dir / name, table)
+    if name.startswith("generated"):
+        from benchmarks.bench_checkpoint import generate_log
+
+        generate_log(str(table), 20_000, 2)
+    else:
+        shutil.copytree(conformance_dir / name, table)
     script = (
         "import sys\n"
         "from delta_core.log.table import DeltaTable\n"
