@@ -254,6 +254,9 @@ class CheckpointStats:
         has_own = add_type.get_field_index(column) >= 0
         has_parsed = column == "stats" and add_type.get_field_index("stats_parsed") >= 0
         carried = has_parsed and struct is not None and add_type.field("stats_parsed").type == struct
+        # The struct fills rows without JSON: read only where the footer shows some (or cannot
+        # tell), or where it is carried; a checkpoint with both decodes the JSON alone.
+        has_parsed = carried or (has_parsed and not (has_own and _every_add_has(pf, column)))
         columns = [f"add.{marker}"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
         for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
             rows, _ = rows_holding(batch.column("add"), marker)
@@ -326,8 +329,14 @@ def add_marker(pf: pq.ParquetFile) -> str:
     """The ``add`` field that marks the rows holding an ``add`` when a whole column is read:
     ``size`` (required, one integer) where the footer's null counts show it set in as many rows
     as the required ``path`` in every row group, else ``path`` itself."""
-    sizes = marked_per_group(pf, "add.size")
-    return "size" if sizes is not None and sizes == marked_per_group(pf, "add.path") else "path"
+    return "size" if _every_add_has(pf, "size") else "path"
+
+
+def _every_add_has(pf: pq.ParquetFile, field: str) -> bool:
+    """Whether every ``add`` row of ``pf`` has ``add.<field>`` set, from the footer's null counts
+    (False when they cannot tell)."""
+    counts = marked_per_group(pf, f"add.{field}")
+    return counts is not None and counts == marked_per_group(pf, "add.path")
 
 
 def _add_type(pf: pq.ParquetFile) -> pa.StructType | None:
