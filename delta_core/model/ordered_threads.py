@@ -53,13 +53,18 @@ def read_ahead(items: Iterable[T], *, depth: int, name: str) -> Iterator[T]:
         return False
 
     def produce() -> None:
+        source = iter(items)
         try:
-            for item in items:
+            for item in source:
                 if not put((False, item, None)):
                     return
         except BaseException as error:  # noqa: BLE001  (handed to the consumer, raised there)
             put((True, None, error))
             return
+        finally:
+            close = getattr(source, "close", None)
+            if close is not None:
+                close()  # a generator source (a map_ahead) releases its threads now
         put((True, None, None))
 
     thread = threading.Thread(target=produce, name=name, daemon=True)

@@ -51,7 +51,7 @@ def test_a_consumer_that_stops_early_stops_the_producer():
             produced.append(i)
             yield i
 
-    reader = read_ahead(items(), depth=2, name="stopped")
+    reader = read_ahead(map_ahead(lambda x: x, items(), threads=2, name="stopped-map"), depth=2, name="stopped")
     assert [next(reader) for _ in range(3)] == [0, 1, 2]
     reader.close()
-    assert not _threads("stopped") and len(produced) <= 3 + 2 + 1
+    assert not _threads("stopped") and len(produced) <= 3 + 2 + 2 + 1
