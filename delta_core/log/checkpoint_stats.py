@@ -256,13 +256,13 @@ class CheckpointStats:
         carried = has_parsed and struct is not None and add_type.field("stats_parsed").type == struct
         # The struct fills rows without JSON: read only where the footer shows some (or cannot
         # tell), or where it is carried; a checkpoint with both decodes the JSON alone.
-        has_parsed = carried or (has_parsed and not (has_own and _every_add_has(pf, column)))
-        columns = [f"add.{marker}"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if has_parsed else [])
+        read_parsed = carried or (has_parsed and not (has_own and _every_add_has(pf, column)))
+        columns = [f"add.{marker}"] + ([f"add.{column}"] if has_own else []) + (["add.stats_parsed"] if read_parsed else [])
         for batch in iter_batches(pf, columns, source, self.version, row_groups=row_groups):
             rows, _ = rows_holding(batch.column("add"), marker)
             values = one_array(conform_array(pc.struct_field(rows, column), typ)) if has_own \
                 else shared_nulls(typ, len(rows))
-            parsed = one_array(pc.struct_field(rows, "stats_parsed")) if has_parsed else None
+            parsed = one_array(pc.struct_field(rows, "stats_parsed")) if read_parsed else None
             if parsed is not None and values.null_count:
                 values = _fill_from_parsed(values, parsed)
             if values.null_count == len(values):

@@ -190,16 +190,14 @@ class _StructStats:
     schema: StructType
     partition_columns: tuple[str, ...]
     physical: bool  # column mapping: keys are physical names
+    type: pa.StructType  # of ``stats_parsed``
 
     @classmethod
     def of(cls, snapshot: Snapshot) -> _StructStats:
         metadata = snapshot.metadata
-        return cls(StructType.from_json(metadata.schema_string), tuple(metadata.partition_columns),
-                   column_mapping_mode(snapshot.protocol, metadata.configuration) != "none")
-
-    @property
-    def type(self) -> pa.StructType:
-        return stats_parsed_type(self.schema, partition_columns=self.partition_columns, physical=self.physical)
+        schema, parts = StructType.from_json(metadata.schema_string), tuple(metadata.partition_columns)
+        physical = column_mapping_mode(snapshot.protocol, metadata.configuration) != "none"
+        return cls(schema, parts, physical, stats_parsed_type(schema, partition_columns=parts, physical=physical))
 
     def completed(self, piece: tuple[pa.Array | pa.ChunkedArray, pa.Array | None]) -> pa.Table:
         """A piece of ``Snapshot.iter_stats_with_struct`` as ``stats`` and ``stats_parsed``: the

@@ -90,7 +90,7 @@ def dictionary_columns(group: pa.Table) -> bool | list[str]:
 
 def _struct_leaves(group: pa.Table) -> list[tuple[str, pa.ChunkedArray]]:
     """The columns of ``group`` and, through structs, their fields, as (dotted Parquet path,
-    values); lists and maps are left whole (``_plain_width`` leaves them alone)."""
+    values); lists and maps are left whole (``_plain_or_dictionary`` leaves them alone)."""
     out: list[tuple[str, pa.ChunkedArray]] = []
 
     def walk(path: str, column: pa.ChunkedArray) -> None:
