@@ -37,6 +37,7 @@ from delta_core.errors import CorruptLogError
 from delta_core.log.checkpoint_parquet import iter_batches, marked_per_group, open_parquet, row_count, rows_holding
 from delta_core.log.file_actions import FILES_SCHEMA, conform_array, num_records_from_stats
 from delta_core.model.arrow_values import int_array_of, one_array, shared_nulls
+from delta_core.model.ordered_threads import PARSE_THREADS, map_ahead
 from delta_core.model.stats import stats_json_from_parsed
 from delta_core.storage.base import Storage
 
@@ -230,9 +231,12 @@ class CheckpointStats:
         try:
             add_type = _add_type(pf)
             count = count and (add_type is None or not _has_parsed_num_records(add_type))
-            for _, values, parsed in self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf),
-                                                     struct=struct):
-                yield values, num_records_from_stats(values) if count else None, parsed
+            batches = self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf), struct=struct)
+            if count:  # counted on threads while the caller reads on (the JSON scan is most of a read)
+                yield from map_ahead(lambda batch: (batch[1], num_records_from_stats(batch[1]), batch[2]), batches,
+                                     threads=PARSE_THREADS, name="stats-count")
+            else:
+                yield from ((values, None, parsed) for _, values, parsed in batches)
         finally:
             fh.close()
 

@@ -22,10 +22,10 @@ Booleans, binary, arrays and maps take a ``nullCount`` only. Wide bounds (``tigh
 from deletion vectors) still cover: they are valid for skipping. A stat that does not parse as its
 column's type (``model.stats.parse_stats``) counts as absent.
 
-Columnar over the snapshot's files; only the required columns' stats are parsed. A checkpoint's
-files are judged from its ``add.stats_parsed`` where it holds those stats (Delta Spark writes it
-by default, ``delta.checkpoint.writeStatsAsStruct``): their validity, typed already, with only
-those leaves read and no JSON parsed; rows whose struct has no ``numRecords`` and parts without
+Columnar over the snapshot's files; of the JSON, only the stats the rules read are parsed. A
+checkpoint's files are judged from its ``add.stats_parsed`` where it holds those stats (Delta
+Spark writes it by default, ``delta.checkpoint.writeStatsAsStruct``): their validity, typed
+already, with only those leaves read and no JSON parsed; rows whose struct has no ``numRecords`` and parts without
 those leaves are judged from their JSON. Pure but for the snapshot's reads.
 """
 
@@ -136,7 +136,7 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
         return StatsCoverage(columns, pa.chunked_array([], pa.bool_()))
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
     parsed = parse_stats(files.column("stats"), pruned_schema(table_schema(metadata), {c.logical for c in columns}),
-                         partition_columns=metadata.partition_columns, physical=True)
+                         partition_columns=metadata.partition_columns, physical=True, only=_struct_leaves(columns))
     covered = _covered(columns, parsed.column, files.column("deletion_vector"))
     return StatsCoverage(columns, covered if isinstance(covered, pa.ChunkedArray) else pa.chunked_array([covered]))
 

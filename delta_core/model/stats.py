@@ -21,7 +21,7 @@ import datetime as dt
 import decimal
 import json
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,8 +144,44 @@ def _stats_fields(cols: list[StatsColumn], bound_type: Callable[[StatsColumn], p
     return fields
 
 
-def _json_schema(cols: list[StatsColumn]) -> pa.Schema:
-    return pa.schema(_stats_fields(cols, _json_type))
+@dataclass(frozen=True, slots=True)
+class _Read:
+    """One statistic a parse reads: ``key`` (``minValues``, ``maxValues`` or ``nullCount``) of
+    ``column``, named ``prefix + column.name`` in the result."""
+
+    key: str
+    prefix: str
+    column: StatsColumn
+
+    @property
+    def name(self) -> str:
+        return self.prefix + self.column.name
+
+    @property
+    def arrow_type(self) -> pa.DataType:
+        return pa.int64() if self.key == "nullCount" else self.column.arrow_type
+
+
+_KEYS = (("minValues", MIN_PREFIX), ("maxValues", MAX_PREFIX), ("nullCount", NULL_COUNT_PREFIX))
+
+
+def _reads(cols: list[StatsColumn], only: Collection[str] | None) -> list[_Read]:
+    """The statistics of ``cols`` a parse reads (bounds only of columns that take them): those
+    named in ``only`` (result names, e.g. ``min.a``), or all."""
+    reads = [_Read(key, prefix, c) for c in cols for key, prefix in _KEYS if key == "nullCount" or c.has_bounds]
+    return reads if only is None else [r for r in reads if r.name in only]
+
+
+def _json_schema(reads: list[_Read]) -> pa.Schema:
+    """What pyarrow.json reads: the ``_reads``' keys nested by physical names, bounds typed as
+    ``_json_type``."""
+    fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_())]
+    for key, _ in _KEYS:
+        nested = _nest((r.column.physical, pa.int64() if key == "nullCount" else _json_type(r.column))
+                       for r in reads if r.key == key)
+        if nested.num_fields:
+            fields.append(pa.field(key, nested))
+    return pa.schema(fields)
 
 
 def _dig(table: pa.Table, top: str, path: tuple[str, ...]) -> pa.Array | None:
@@ -236,13 +272,9 @@ def _py_flag(v: Any) -> bool | None:
     return v if isinstance(v, bool) else None
 
 
-def _empty_result(cols: list[StatsColumn], n: int) -> dict[str, pa.Array]:
+def _empty_result(reads: list[_Read], n: int) -> dict[str, pa.Array]:
     out: dict[str, pa.Array] = {NUM_RECORDS: pa.nulls(n, pa.int64()), TIGHT_BOUNDS: pa.nulls(n, pa.bool_())}
-    for c in cols:
-        if c.has_bounds:
-            out[MIN_PREFIX + c.name] = pa.nulls(n, c.arrow_type)
-            out[MAX_PREFIX + c.name] = pa.nulls(n, c.arrow_type)
-        out[NULL_COUNT_PREFIX + c.name] = pa.nulls(n, pa.int64())
+    out.update((r.name, pa.nulls(n, r.arrow_type)) for r in reads)
     return out
 
 
@@ -255,7 +287,7 @@ def _lines_blob(texts: pa.Array) -> pa.Buffer:
     return lines.buffers()[2].slice(int(first), int(last - first))
 
 
-def _parse_chunk_fast(texts: pa.Array, cols: list[StatsColumn], schema: pa.Schema) -> dict[str, pa.Array]:
+def _parse_chunk_fast(texts: pa.Array, reads: list[_Read], schema: pa.Schema) -> dict[str, pa.Array]:
     n = len(texts)
     # One object per line; a null/empty stats string must still occupy its row.
     # Scalars built from buffers: pyarrow's conversion of Python values imports pandas (health must not).
@@ -274,23 +306,17 @@ def _parse_chunk_fast(texts: pa.Array, cols: list[StatsColumn], schema: pa.Schem
     )
     if table.num_rows != n:
         raise pa.ArrowInvalid(f"stats rows {table.num_rows} != {n}")
-    out = _empty_result(cols, n)
-    nr = table.column("numRecords").combine_chunks()
-    out[NUM_RECORDS] = nr
+    out = _empty_result(reads, n)
+    out[NUM_RECORDS] = table.column("numRecords").combine_chunks()
     out[TIGHT_BOUNDS] = table.column("tightBounds").combine_chunks()
-    for c in cols:
-        if c.has_bounds:
-            for key, prefix in (("minValues", MIN_PREFIX), ("maxValues", MAX_PREFIX)):
-                arr = _dig(table, key, c.physical)
-                if arr is not None:
-                    out[prefix + c.name] = _convert_bound(arr, c)
-        arr = _dig(table, "nullCount", c.physical)
+    for r in reads:
+        arr = _dig(table, r.key, r.column.physical)
         if arr is not None:
-            out[NULL_COUNT_PREFIX + c.name] = arr
+            out[r.name] = arr if r.key == "nullCount" else _convert_bound(arr, r.column)
     return out
 
 
-def _parse_chunk_slow(texts: pa.Array, cols: list[StatsColumn]) -> dict[str, pa.Array]:
+def _parse_chunk_slow(texts: pa.Array, reads: list[_Read]) -> dict[str, pa.Array]:
     rows: list[dict[str, Any]] = []
     for s in texts.to_pylist():
         try:
@@ -310,24 +336,24 @@ def _parse_chunk_slow(texts: pa.Array, cols: list[StatsColumn]) -> dict[str, pa.
         NUM_RECORDS: pa.array([_py_count(r.get("numRecords")) for r in rows], pa.int64()),
         TIGHT_BOUNDS: pa.array([_py_flag(r.get("tightBounds")) for r in rows], pa.bool_()),
     }
-    for c in cols:
-        if c.has_bounds:
-            for key, prefix in (("minValues", MIN_PREFIX), ("maxValues", MAX_PREFIX)):
-                out[prefix + c.name] = pa.array([_py_bound(get(r.get(key), c.physical), c) for r in rows],
-                                                type=c.arrow_type)
-        out[NULL_COUNT_PREFIX + c.name] = pa.array(
-            [_py_count(get(r.get("nullCount"), c.physical)) for r in rows], pa.int64())
+    for read in reads:
+        c = read.column
+        convert: Callable[[Any], Any] = _py_count if read.key == "nullCount" else lambda v, c=c: _py_bound(v, c)
+        out[read.name] = pa.array([convert(get(r.get(read.key), c.physical)) for r in rows], type=read.arrow_type)
     return out
 
 
 def parse_stats(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema: StructType, *,
-                partition_columns: Sequence[str] = (), physical: bool = False) -> pa.Table:
+                partition_columns: Sequence[str] = (), physical: bool = False,
+                only: Collection[str] | None = None) -> pa.Table:
     """Typed statistics for a column of ``add.stats`` JSON strings, one row per input row.
 
     Columns: ``num_records`` (int64), ``tight_bounds`` (bool, null when not logged), then per
     stats column ``min.<col>`` and ``max.<col>`` (the column's type; absent for
     binary/array/map/variant) and ``null_count.<col>`` (int64),
     ``<col>`` being the logical dotted path. ``physical`` says keys are physical names.
+    ``only``: of those per-column statistics, just these names are read (the JSON reader's cost
+    grows with the values it converts).
     """
     if not isinstance(stats, (pa.Array, pa.ChunkedArray)):
         stats = pa.array(list(stats), pa.string())
@@ -335,17 +361,17 @@ def parse_stats(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema
         stats = stats.combine_chunks() if stats.num_chunks else pa.array([], pa.string())
     if pa.types.is_large_string(stats.type) or pa.types.is_string_view(stats.type):
         stats = stats.cast(pa.string())
-    cols = stats_columns(schema, partition_columns=partition_columns, physical=physical)
-    json_schema = _json_schema(cols)
+    reads = _reads(stats_columns(schema, partition_columns=partition_columns, physical=physical), only)
+    json_schema = _json_schema(reads)
     parts: list[dict[str, pa.Array]] = []
     for start in range(0, len(stats), _CHUNK):
         chunk = stats.slice(start, _CHUNK)
         try:
-            parts.append(_parse_chunk_fast(chunk, cols, json_schema))
+            parts.append(_parse_chunk_fast(chunk, reads, json_schema))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-            parts.append(_parse_chunk_slow(chunk, cols))
+            parts.append(_parse_chunk_slow(chunk, reads))
     if not parts:
-        parts.append(_empty_result(cols, 0))
+        parts.append(_empty_result(reads, 0))
     names = list(parts[0])
     return pa.table({k: pa.chunked_array([p[k] for p in parts], type=parts[0][k].type) for k in names})
 

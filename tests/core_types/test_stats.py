@@ -21,6 +21,7 @@ from delta_core.model.stats import (
     NULL_COUNT_PREFIX,
     NUM_RECORDS,
     _parse_chunk_slow,
+    _reads,
     parse_stats,
     stats_columns,
     stats_json_from_parsed,
@@ -124,8 +125,26 @@ def test_fast_and_slow_parse_agree(table):
     parts = md.get("partitionColumns") or []
     texts = pa.array([a["stats"] for a in actions(table, "add") if a.get("stats")])
     fast = parse_stats(texts, schema, partition_columns=parts, physical=_physical(md))
-    slow = _parse_chunk_slow(texts, stats_columns(schema, partition_columns=parts, physical=_physical(md)))
+    slow = _parse_chunk_slow(texts, _reads(stats_columns(schema, partition_columns=parts, physical=_physical(md)), None))
     assert fast.to_pylist() == pa.table(slow).to_pylist()
+
+
+@pytest.mark.parametrize("table", _stats_tables(), ids=lambda p: p.name)
+def test_parsing_only_some_stats_gives_those_of_the_full_parse(table):
+    """``only`` (what stats coverage reads) leaves the other statistics out, on both paths, and the
+    ones read hold what the full parse gives."""
+    md = last_metadata(table)
+    schema = StructType.from_json(md["schemaString"])
+    parts = md.get("partitionColumns") or []
+    texts = pa.array([a["stats"] for a in actions(table, "add") if a.get("stats")])
+    full = parse_stats(texts, schema, partition_columns=parts, physical=_physical(md))
+    per_column = [n for n in full.column_names if n not in (NUM_RECORDS, "tight_bounds")]
+    only = set(per_column[::2])  # every other one: mins without maxes, counts without bounds
+    some = parse_stats(texts, schema, partition_columns=parts, physical=_physical(md), only=only)
+    assert some.column_names == [NUM_RECORDS, "tight_bounds", *(n for n in per_column if n in only)]
+    assert some.to_pylist() == full.select(some.column_names).to_pylist()
+    slow = _parse_chunk_slow(texts, _reads(stats_columns(schema, partition_columns=parts, physical=_physical(md)), only))
+    assert pa.table(slow).to_pylist() == some.to_pylist()
 
 
 def test_all_primitive_types_values(conformance_dir):
