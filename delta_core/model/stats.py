@@ -338,8 +338,9 @@ def _parse_chunk_slow(texts: pa.Array, reads: list[_Read]) -> dict[str, pa.Array
     }
     for read in reads:
         c = read.column
-        convert: Callable[[Any], Any] = _py_count if read.key == "nullCount" else lambda v, c=c: _py_bound(v, c)
-        out[read.name] = pa.array([convert(get(r.get(read.key), c.physical)) for r in rows], type=read.arrow_type)
+        values = [get(r.get(read.key), c.physical) for r in rows]
+        out[read.name] = pa.array([_py_count(v) for v in values] if read.key == "nullCount" else
+                                  [_py_bound(v, c) for v in values], type=read.arrow_type)
     return out
 
 
