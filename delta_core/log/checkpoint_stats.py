@@ -232,7 +232,7 @@ class CheckpointStats:
             add_type = _add_type(pf)
             count = count and (add_type is None or not _has_parsed_num_records(add_type))
             batches = self._values_in(pf, self.storage.uri(key), column, marker=add_marker(pf), struct=struct)
-            if count:  # counted on threads while the caller reads on (the JSON scan is most of a read)
+            if count:  # a regex over every JSON string: on threads, while the caller reads the next batches
                 yield from map_ahead(lambda batch: (batch[1], num_records_from_stats(batch[1]), batch[2]), batches,
                                      threads=PARSE_THREADS, name="stats-count")
             else:

@@ -25,8 +25,9 @@ column's type (``model.stats.parse_stats``) counts as absent.
 Columnar over the snapshot's files; of the JSON, only the stats the rules read are parsed. A
 checkpoint's files are judged from its ``add.stats_parsed`` where it holds those stats (Delta
 Spark writes it by default, ``delta.checkpoint.writeStatsAsStruct``): their validity, typed
-already, with only those leaves read and no JSON parsed; rows whose struct has no ``numRecords`` and parts without
-those leaves are judged from their JSON. Pure but for the snapshot's reads.
+already, with only those leaves read and no JSON parsed; rows whose struct has no
+``numRecords`` and parts without those leaves are judged from their JSON. Pure but for the
+snapshot's reads.
 """
 
 from __future__ import annotations
