@@ -123,27 +123,6 @@ def _nest(paths: Iterable[tuple[tuple[str, ...], pa.DataType]]) -> pa.StructType
     return build(tree)
 
 
-def _stats_fields(cols: list[StatsColumn], bound_type: Callable[[StatsColumn], pa.DataType], *,
-                  struct_bounds: bool = False) -> list[pa.Field]:
-    """``numRecords``, ``tightBounds``, ``minValues``/``maxValues`` and ``nullCount`` nested by
-    physical names.
-
-    ``struct_bounds``: only the bounds Delta Spark keeps in a checkpoint's ``stats_parsed``
-    (none for booleans).
-    """
-    bounds = _nest((c.physical, bound_type(c)) for c in cols
-                   if c.has_bounds and not (struct_bounds and c.type.name == "boolean"))  # type: ignore[union-attr]
-    counts = _nest((c.physical, pa.int64()) for c in cols)
-    # tightBounds=false says the bounds may be wider than the live rows (deletion vectors):
-    # a checkpoint that drops it would make such bounds read as exact.
-    fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_())]
-    if bounds.num_fields:
-        fields += [pa.field("minValues", bounds), pa.field("maxValues", bounds)]
-    if counts.num_fields:
-        fields.append(pa.field("nullCount", counts))
-    return fields
-
-
 @dataclass(frozen=True, slots=True)
 class _Read:
     """One statistic a parse reads: ``key`` (``minValues``, ``maxValues`` or ``nullCount``) of
@@ -172,16 +151,23 @@ def _reads(cols: list[StatsColumn], only: Collection[str] | None) -> list[_Read]
     return reads if only is None else [r for r in reads if r.name in only]
 
 
-def _json_schema(reads: list[_Read]) -> pa.Schema:
-    """What pyarrow.json reads: the ``_reads``' keys nested by physical names, bounds typed as
-    ``_json_type``."""
+def _stats_fields(reads: list[_Read], bound_type: Callable[[StatsColumn], pa.DataType]) -> list[pa.Field]:
+    """``numRecords``, ``tightBounds``, then the ``_reads``' keys (``minValues``, ``maxValues``,
+    ``nullCount``) nested by physical names, bounds typed ``bound_type``."""
+    # tightBounds=false says the bounds may be wider than the live rows (deletion vectors):
+    # a checkpoint that drops it would make such bounds read as exact.
     fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_())]
     for key, _ in _KEYS:
-        nested = _nest((r.column.physical, pa.int64() if key == "nullCount" else _json_type(r.column))
+        nested = _nest((r.column.physical, pa.int64() if key == "nullCount" else bound_type(r.column))
                        for r in reads if r.key == key)
         if nested.num_fields:
             fields.append(pa.field(key, nested))
-    return pa.schema(fields)
+    return fields
+
+
+def _json_schema(reads: list[_Read]) -> pa.Schema:
+    """What pyarrow.json reads: bounds typed as ``_json_type``."""
+    return pa.schema(_stats_fields(reads, _json_type))
 
 
 def _dig(table: pa.Table, top: str, path: tuple[str, ...]) -> pa.Array | None:
@@ -385,7 +371,9 @@ def stats_parsed_type(schema: StructType, *, partition_columns: Sequence[str] = 
     """Arrow type of a checkpoint's ``add.stats_parsed`` (PROTOCOL.md "Checkpoint Schema"):
     keys nested as in the JSON (physical names when ``physical``), values typed per schema."""
     cols = stats_columns(schema, partition_columns=partition_columns, physical=physical)
-    return pa.struct(_stats_fields(cols, lambda c: c.arrow_type, struct_bounds=True))
+    # Only the bounds Delta Spark keeps in a checkpoint's stats_parsed: none for booleans.
+    reads = [r for r in _reads(cols, None) if r.key == "nullCount" or r.column.type.name != "boolean"]  # type: ignore[union-attr]
+    return pa.struct(_stats_fields(reads, lambda c: c.arrow_type))
 
 
 def parse_stats_struct(stats: pa.Array | pa.ChunkedArray | Sequence[str | None], schema: StructType, *,
