@@ -62,10 +62,10 @@ from delta_core.model.string_hashes import repeated_groups
 
 # ``_cache`` key of the checkpoint rows' ``numRecords`` (every row, by ordinal).
 CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
-# ``_cache`` keys of the rows' ``PathIndex`` (None: the paths cannot be hashed) and of whether a
-# lookup by path was made (``rows_of``).
+# ``_cache`` keys of the rows' ``PathIndex`` (None: the paths cannot be hashed) and of the last
+# lookup by path (``rows_of``): (the paths, their rows).
 PATH_INDEX = "path_index"
-LOOKED_UP = "looked_up"
+LAST_LOOKUP = "last_lookup"
 # ``_cache`` key of the tombstones' ``PathIndex``, which replay builds once the live files' serves.
 TOMBSTONE_INDEX = "tombstone_index"
 # ``_cache`` key of the last rows ``files_at`` read, by the columns read: {names: (rows, table)}.
@@ -283,16 +283,23 @@ class ReplayState:
         ``paths`` (distinct, no nulls). A state's first lookup scans the path column; the second
         builds its ``PathIndex`` (kept, and advanced to the states ``reconcile`` makes from it:
         a rewrite run looks up each batch's inputs several times), which later lookups use,
-        confirming what it finds as strings on those rows only."""
+        confirming what it finds as strings on those rows only. The same paths again (a batch's
+        checks, its summaries and its commit ask for the same inputs) get the last lookup's rows;
+        the index is built all the same, for the states replay advances from this one."""
+        last: tuple[pa.Array, np.ndarray] | None = self._cache.get(LAST_LOOKUP)
         index: PathIndex | None = self._cache.get(PATH_INDEX)
-        if PATH_INDEX not in self._cache and self._cache.get(LOOKED_UP):
+        if PATH_INDEX not in self._cache and last is not None:
             index = self._cache[PATH_INDEX] = PathIndex.build(self.rows["path"])
-        self._cache[LOOKED_UP] = True
+        if last is not None and last[0].equals(paths):
+            return last[1]
         candidates = None if index is None else index.candidates(paths)
         if candidates is None:
-            return numbers_of(pc.indices_nonzero(pc.is_in(self.rows["path"], value_set=paths))).astype(np.int64)
-        found = pc.is_in(take_rows(self.rows["path"], candidates), value_set=paths)
-        rows: np.ndarray = candidates[numbers_of(found).astype(bool)]
+            rows = numbers_of(pc.indices_nonzero(pc.is_in(self.rows["path"], value_set=paths))).astype(np.int64)
+        else:
+            found = pc.is_in(take_rows(self.rows["path"], candidates), value_set=paths)
+            rows = candidates[numbers_of(found).astype(bool)]
+        rows.flags.writeable = False  # handed out again by the next lookup of the same paths
+        self._cache[LAST_LOOKUP] = (paths, rows)
         return rows
 
     def files_at(self, rows: np.ndarray, names: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from delta_core.log.file_actions import iter_adds
 from delta_core.maintenance.data_io import DataFileReader
 from delta_core.model.actions import DeletionVectorDescriptor, Metadata
 from delta_core.model.schema import StructType
@@ -56,7 +55,8 @@ class SummarisingReader(DataFileReader):
 
 def paths_to_summarise(snapshot: Snapshot, paths: Iterable[str]) -> set[str]:
     """The inputs among ``paths`` (live in ``snapshot``) whose stats cannot stand in the proof."""
-    return inputs_needing_summary(list(iter_adds(snapshot.files_of(paths))), snapshot.metadata)
+    # Every column, as the batch's commit reads the same rows next (``files_at`` keeps them).
+    return inputs_needing_summary(snapshot.files_of(paths), snapshot.metadata)
 
 
 def split_results(lines: Iterable[str]) -> tuple[list[str], list[InputSummary]]:

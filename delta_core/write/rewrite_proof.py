@@ -97,17 +97,18 @@ def indexed_columns(metadata: Metadata) -> list[str]:
     return [c.name for c in (leaves if n < 0 else leaves[:n])]
 
 
-def inputs_needing_summary(adds: Sequence[Add], metadata: Metadata) -> set[str]:
-    """Paths of the ``adds`` whose own stats cannot stand for their rows in the proof: no stats,
+def inputs_needing_summary(files: pa.Table, metadata: Metadata) -> set[str]:
+    """Paths of the ``files`` (rows of ``Snapshot.files``: at least ``path``, ``stats`` and
+    ``deletion_vector``) whose own stats cannot stand for their rows in the proof: no stats,
     no ``numRecords``, a ``nullCount`` missing for an indexed column, or a deletion vector (its
-    stats count deleted rows too)."""
-    parsed = _parse([a.stats for a in adds], metadata, physical=True)
-    unknown = parsed.column(NUM_RECORDS).is_null()
-    for c in indexed_columns(metadata):
-        if NULL_COUNT_PREFIX + c in parsed.column_names:
-            unknown = pc.or_(unknown, parsed.column(NULL_COUNT_PREFIX + c).is_null())
-    flags = unknown.to_pylist()
-    return {a.path for a, flag in zip(adds, flags) if flag or a.deletion_vector is not None}
+    stats count deleted rows too). Columnar: only those counts are parsed."""
+    wanted = {NULL_COUNT_PREFIX + c for c in indexed_columns(metadata)}
+    parsed = parse_stats(files.column("stats"), table_schema(metadata), partition_columns=metadata.partition_columns,
+                         physical=True, only=wanted)
+    unknown = pc.or_(parsed.column(NUM_RECORDS).is_null(), pc.is_valid(files.column("deletion_vector")))
+    for name in wanted & set(parsed.column_names):
+        unknown = pc.or_(unknown, parsed.column(name).is_null())
+    return set(files.column("path").filter(unknown).to_pylist())
 
 
 def verify_rewrite(

@@ -83,10 +83,12 @@ def test_an_updated_snapshot_advances_the_index_and_holds_the_files_of_a_fresh_l
     _commit(root, 2, [_remove("f0.parquet"), _add("h0.parquet", 300)])
     snapshot = DeltaTable(str(root)).snapshot()
     inputs = ["f1.parquet", "f2.parquet", "g3.parquet", "h0.parquet"]
-    for _ in range(2):  # a scan, then the index is built
+    for _ in range(2):  # a scan, then the index is built (the same paths: the first lookup's rows)
         assert snapshot.files_of(inputs)["path"].to_pylist() == inputs
     base_index = _index(snapshot)
     assert base_index is not None and base_index.plain
+    for wanted in (inputs[1:], inputs):  # other paths, then the first ones again: through the index
+        assert snapshot.files_of(wanted)["path"].to_pylist() == wanted
     # A rewrite: inputs removed, one output added; a file re-added with another size; a file
     # given a deletion vector; a file removed by its absolute path (its canonical form is the
     # base's relative one); more appends.

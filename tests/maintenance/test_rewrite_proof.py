@@ -19,7 +19,7 @@ import pytest
 from delta_core.errors import RewriteVerificationError
 from delta_core.log.table import DeltaTable
 from delta_core.maintenance.data_io import read_data_file, rewrite_files
-from delta_core.maintenance.input_summary import SummarisingReader
+from delta_core.maintenance.input_summary import SummarisingReader, paths_to_summarise
 from delta_core.maintenance.rewrite_commit import commit_rewrite
 from delta_core.model.actions import Add, Metadata, Protocol, encode_actions
 from delta_core.model.partition_values import url_decode_path
@@ -96,6 +96,36 @@ def test_inputs_without_stats_are_proven_from_what_was_read(table_uri):
     # One row lost on the way out: numRecords cannot tell (inputs have none), the summaries can.
     err = refuse(table, snap, paths, read.slice(1), root=table_uri, summaries=reader.summaries())
     assert "20 live rows" in str(err) and "19" in str(err)
+
+
+def test_inputs_whose_stats_cannot_stand_in_the_proof_are_the_ones_summarised(tmp_path):
+    schema = {"type": "struct", "fields": [{"name": n, "type": t, "nullable": True, "metadata": {}}
+                                           for n, t in (("id", "long"), ("name", "string"), ("p", "string"))]}
+    dv = {"storageType": "u", "pathOrInlineDv": "ab^-aqEH.-t@S}K{vb[*k^", "offset": 4, "sizeInBytes": 40,
+          "cardinality": 2}
+    full = {"numRecords": 3, "minValues": {"id": 1, "name": "a"}, "maxValues": {"id": 3, "name": "c"},
+            "nullCount": {"id": 0, "name": 1}}
+    stats = {"full.parquet": full, "none.parquet": None, "no_count.parquet": {**full, "numRecords": None},
+             "no_null_count.parquet": {**full, "nullCount": {"id": 0}}, "dv.parquet": full,
+             "other_partition.parquet": full}
+    adds = [{"add": {"path": path, "partitionValues": {"p": "x" if path != "other_partition.parquet" else "y"},
+                     "size": 10, "modificationTime": 1, "dataChange": True,
+                     **({"stats": json.dumps(st)} if st is not None else {}),
+                     **({"deletionVector": dv} if path == "dv.parquet" else {})}}
+            for path, st in stats.items()]
+    log = tmp_path / "t" / "_delta_log"
+    log.mkdir(parents=True)
+    header = [{"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["deletionVectors"],
+                            "writerFeatures": ["deletionVectors"]}},
+              {"metaData": {"id": "x", "format": {"provider": "parquet", "options": {}},
+                            "schemaString": json.dumps(schema), "partitionColumns": ["p"],
+                            "configuration": {"delta.enableDeletionVectors": "true"}}}]
+    (log / f"{0:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in [*header, *adds]))
+    snapshot = DeltaTable(str(tmp_path / "t")).snapshot()
+    wanted = list(reversed(stats))  # any order, with a repeat
+    assert paths_to_summarise(snapshot, [*wanted, "full.parquet"]) == {
+        "none.parquet", "no_count.parquet", "no_null_count.parquet", "dv.parquet"}
+    assert paths_to_summarise(snapshot, ["full.parquet", "other_partition.parquet"]) == set()
 
 
 def test_truncated_bounds_of_other_writers_raise_no_false_alarm(tmp_path):
