@@ -233,13 +233,15 @@ def _check_bounds(column: str, ins: _Side, in_rows: list[int | None], in_nulls: 
         in_max = None
     lows = [b for b in in_min or [] if b is not None]
     highs = [b for b in in_max or [] if b is not None]
+    # The inputs' envelope, once: not once per output (a batch of 10,000 inputs and 700 outputs).
+    low, high = min(lows) if lows else None, max(highs) if highs else None
     for label, lo, hi in zip(outs.labels, out_min, out_max):
-        if in_min is not None and lo is not None and (not lows or _below(lo, min(lows))):
-            raise fail(f"column {column!r} of {label} has minimum {lo!r}, below the inputs' "
-                       f"{min(lows) if lows else None!r}", column=column, files=[label])
-        if in_max is not None and hi is not None and (not highs or _above(hi, max(highs))):
-            raise fail(f"column {column!r} of {label} has maximum {hi!r}, above the inputs' "
-                       f"{max(highs) if highs else None!r}", column=column, files=[label])
+        if in_min is not None and lo is not None and (low is None or _below(lo, low)):
+            raise fail(f"column {column!r} of {label} has minimum {lo!r}, below the inputs' {low!r}",
+                       column=column, files=[label])
+        if in_max is not None and hi is not None and (high is None or _above(hi, high)):
+            raise fail(f"column {column!r} of {label} has maximum {hi!r}, above the inputs' {high!r}",
+                       column=column, files=[label])
 
 
 def _close(a: float, b: float) -> bool:
