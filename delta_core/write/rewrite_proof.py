@@ -44,7 +44,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -103,8 +103,7 @@ def inputs_needing_summary(files: pa.Table, metadata: Metadata) -> set[str]:
     no ``numRecords``, a ``nullCount`` missing for an indexed column, or a deletion vector (its
     stats count deleted rows too). Columnar: only those counts are parsed."""
     wanted = {NULL_COUNT_PREFIX + c for c in indexed_columns(metadata)}
-    parsed = parse_stats(files.column("stats"), table_schema(metadata), partition_columns=metadata.partition_columns,
-                         physical=True, only=wanted)
+    parsed = _parse(files.column("stats"), metadata, physical=True, only=wanted)
     unknown = pc.or_(parsed.column(NUM_RECORDS).is_null(), pc.is_valid(files.column("deletion_vector")))
     for name in wanted & set(parsed.column_names):
         unknown = pc.or_(unknown, parsed.column(name).is_null())
@@ -140,9 +139,10 @@ def _partition_key(a: Add) -> tuple[tuple[str, str | None], ...]:
     return tuple(sorted(a.partition_values.items()))
 
 
-def _parse(texts: Sequence[str | None], metadata: Metadata, *, physical: bool) -> pa.Table:
-    return parse_stats(pa.array(list(texts), pa.string()), table_schema(metadata),
-                       partition_columns=metadata.partition_columns, physical=physical)
+def _parse(texts: Sequence[str | None] | pa.ChunkedArray, metadata: Metadata, *, physical: bool,
+           only: Collection[str] | None = None) -> pa.Table:
+    return parse_stats(texts, table_schema(metadata), partition_columns=metadata.partition_columns,
+                       physical=physical, only=only)
 
 
 @dataclass(frozen=True, slots=True)
