@@ -22,11 +22,13 @@ Booleans, binary, arrays and maps take a ``nullCount`` only. Wide bounds (``tigh
 from deletion vectors) still cover: they are valid for skipping. A stat that does not parse as its
 column's type (``model.stats.parse_stats``) counts as absent.
 
-Columnar over the snapshot's files; of the JSON, only the stats the rules read are parsed. A
-checkpoint's files are judged from its ``add.stats_parsed`` where it holds those stats (Delta
-Spark writes it by default, ``delta.checkpoint.writeStatsAsStruct``): their validity, typed
-already, with only those leaves read and no JSON parsed; rows whose struct has no
-``numRecords`` and parts without those leaves are judged from their JSON. Pure but for the
+Columnar over the snapshot's files. A stats string that holds every statistic the rules read,
+valid, in the shape writers log is covered on one regular-expression match
+(``model.stats_pattern``), without parsing; of the other strings' JSON, only the stats the rules
+read are parsed. A checkpoint's files are judged from its ``add.stats_parsed`` where it holds
+those stats (Delta Spark writes it by default, ``delta.checkpoint.writeStatsAsStruct``): their
+validity, typed already, with only those leaves read and no JSON parsed; rows whose struct has
+no ``numRecords`` and parts without those leaves are judged from their JSON. Pure but for the
 snapshot's reads.
 """
 
@@ -52,6 +54,7 @@ from delta_core.model.stats import (
     parse_stats,
     stats_columns,
 )
+from delta_core.model.stats_pattern import holds_stats, stats_pattern
 from delta_core.write.data_writer import file_stats_collector, table_schema
 
 if TYPE_CHECKING:
@@ -132,14 +135,22 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
     """Coverage of ``files`` (rows of ``Snapshot.files``: at least ``stats`` and
     ``deletion_vector``) for a table with ``metadata`` (module doc)."""
     columns = required_stats_columns(metadata)
-    n = files.num_rows
-    if n == 0:
+    if files.num_rows == 0:
         return StatsCoverage(columns, pa.chunked_array([], pa.bool_()))
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
-    parsed = parse_stats(files.column("stats"), pruned_schema(table_schema(metadata), {c.logical for c in columns}),
-                         partition_columns=metadata.partition_columns, physical=True, only=_struct_leaves(columns))
-    covered = _covered(columns, parsed.column, files.column("deletion_vector"))
-    return StatsCoverage(columns, covered if isinstance(covered, pa.ChunkedArray) else pa.chunked_array([covered]))
+    schema, leaves = table_schema(metadata), _struct_leaves(columns)
+    pattern = stats_pattern(tuple(stats_columns(schema, partition_columns=metadata.partition_columns, physical=True)),
+                            frozenset(leaves))
+    held = None if pattern is None else holds_stats(one_array(files.column("stats")), pattern)
+    rest = files if held is None else files.filter(pc.invert(held))
+    if not rest.num_rows:
+        return StatsCoverage(columns, pa.chunked_array([held]))
+    parsed = parse_stats(rest.column("stats"), pruned_schema(schema, {c.logical for c in columns}),
+                         partition_columns=metadata.partition_columns, physical=True, only=leaves)
+    covered = one_array(_covered(columns, parsed.column, rest.column("deletion_vector")))
+    if held is not None:  # the parsed rows' verdicts in the places of the rows no pattern held
+        covered = pc.replace_with_mask(held, pc.invert(held), covered)
+    return StatsCoverage(columns, pa.chunked_array([covered]))
 
 
 def _checkpoint_coverage(snapshot: Snapshot, *, count_records: bool) -> list[pa.Array] | None:

@@ -221,7 +221,7 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
     name = col.type.name  # type: ignore[union-attr]
     try:
         if name == "string":
-            return v if isinstance(v, str) else None
+            return v if isinstance(v, str) and _utf8(v) else None
         if name in _INTS:
             if isinstance(v, bool) or not isinstance(v, (int, float, decimal.Decimal)) or v != int(v):
                 return None
@@ -238,7 +238,8 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
             t = col.type
             assert isinstance(t, PrimitiveType) and t.scale is not None  # a decimal leaf has a scale
             q = d.quantize(decimal.Decimal(1).scaleb(-t.scale))
-            return q if q == d else None
+            fits = t.precision is not None and len(q.as_tuple().digits) <= t.precision
+            return q if q == d and fits else None
         if name == "boolean":
             return v if isinstance(v, bool) else None
         if name == "date":
@@ -248,6 +249,15 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
     except (ValueError, ArithmeticError, TypeError):
         return None
     return None
+
+
+def _utf8(text: str) -> bool:
+    """Can ``text`` be stored as an Arrow string (JSON may escape a lone surrogate, which cannot)?"""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _py_count(v: Any) -> int | None:

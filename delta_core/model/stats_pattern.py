@@ -1,0 +1,156 @@
+"""Which ``add.stats`` strings hold given statistics, told by one RE2 match, without parsing.
+
+``parse_stats`` hands every string to a JSON reader, whose cost grows with the values it
+converts; a question such as "does this file log ``numRecords`` and the bounds of these
+columns?" needs no values. ``stats_pattern`` writes a regular expression that matches a stats
+string only when it is valid JSON in the shape writers produce (PROTOCOL.md "Per-file
+Statistics": ``numRecords``, then ``minValues``, ``maxValues`` and ``nullCount``, in that order
+or with ``nullCount`` first, then an optional ``tightBounds``; per object, the table's stats
+columns in schema order, structs nested) and holds each required statistic as a value
+``parse_stats`` reads as valid. ``holds_stats`` runs it over a string column (Arrow's RE2 kernel,
+linear in the bytes).
+
+A match is a proof, never a guess: the patterns accept a subset of what the parse accepts
+(integers within their type's digits, calendar dates, ISO timestamps, decimals within their
+precision and scale, JSON strings with the escapes JSON defines). A string that does not
+match may still hold the statistics (keys in another order, whitespace, a statistic of a column
+the schema no longer has, a bound outside those subsets): its caller parses it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from delta_core.model.arrow_values import false_array
+from delta_core.model.schema import PrimitiveType
+from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, NULL_COUNT_PREFIX, StatsColumn
+
+# JSON's grammar (RFC 8259): a string with only the escapes it defines (no lone surrogates:
+# the JSON reader refuses them), a number, a literal.
+_STRING = (r'"(?:[^"\\\x00-\x1f]|\\["\\/bfnrt]|\\u(?:[0-9a-cA-Ce-fE-F][0-9a-fA-F]{3}'
+           r'|[dD][0-7][0-9a-fA-F]{2}))*"')
+_NUMBER = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?"
+_ANY_SCALAR = f"(?:{_STRING}|{_NUMBER}|true|false|null)"
+# Magnitudes that always fit each integer type: fewer digits than its limit, or as many with a
+# lower first digit (9,223,372,036,854,775,807 for a long: up to 8,999,999,999,999,999,999).
+_MAGNITUDE = {"byte": "(?:0|[1-9][0-9]?|1[01][0-9])", "short": "(?:0|[1-9][0-9]{0,3}|[12][0-9]{4})",
+              "integer": "(?:0|[1-9][0-9]{0,8}|1[0-9]{9})", "long": "(?:0|[1-9][0-9]{0,17}|[1-8][0-9]{18})"}
+_COUNT = _MAGNITUDE["long"]  # a non-negative count that fits int64
+_DAY = ("(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)")
+_DATE = f"[1-9][0-9]{{3}}-{_DAY}"
+_TIME = r"(?:[01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](?:\.[0-9]{1,6})?"
+_OFFSET = "(?:Z|[-+](?:[01][0-9]|2[0-3]):[0-5][0-9])"
+_KEYS = {"minValues": MIN_PREFIX, "maxValues": MAX_PREFIX, "nullCount": NULL_COUNT_PREFIX}
+_ORDERS = (("minValues", "maxValues", "nullCount"), ("nullCount", "minValues", "maxValues"))
+
+
+def _bound(column: StatsColumn) -> str | None:
+    """A JSON value that ``parse_stats`` reads as a valid bound of ``column`` (None: none is known)."""
+    t = column.type
+    if not isinstance(t, PrimitiveType):
+        return None
+    if t.name in _MAGNITUDE:
+        return f"-?{_MAGNITUDE[t.name]}"
+    if t.name == "string":
+        return _STRING
+    if t.name == "date":
+        return f'"{_DATE}"'
+    if t.name in ("timestamp", "timestamp_ntz"):
+        return f'"{_DATE}T{_TIME}{_OFFSET}?"'
+    if t.name == "decimal" and t.precision is not None and t.scale is not None:
+        whole = t.precision - t.scale
+        integer = "0" if whole == 0 else f"(?:0|[1-9][0-9]{{0,{whole - 1}}})"
+        fraction = f"(?:\\.[0-9]{{1,{t.scale}}})?" if t.scale else ""
+        return f"-?{integer}{fraction}"
+    return None
+
+
+def _literal(text: str) -> str:
+    """``text`` as it appears between a JSON string's quotes, as RE2 literal syntax."""
+    out = []
+    for ch in text:
+        if ch in '"\\':
+            out.append(r"\\" + ("\\\\" if ch == "\\" else '"'))
+        elif ord(ch) < 0x20:
+            out.append(f"\\\\u{ord(ch):04x}")
+        elif ch.isascii() and not (ch.isalnum() or ch == "_"):
+            out.append(f"\\x{{{ord(ch):x}}}")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _sequence(items: Sequence[tuple[str, bool]]) -> str:
+    """Comma-separated ``items`` (pattern, mandatory) in their order, each optional one present or
+    not (an empty match when none is mandatory)."""
+    def tail(i: int) -> str:
+        return "".join(f",{p}" if needed else f"(?:,{p})?" for p, needed in items[i:])
+
+    def head(i: int) -> str:
+        if i == len(items):
+            return ""
+        p, needed = items[i]
+        return p + tail(i + 1) if needed else f"(?:{p}{tail(i + 1)}|{head(i + 1)})"
+
+    return head(0)
+
+
+def _object(columns: Sequence[StatsColumn], depth: int, key: str,
+            required: Collection[str]) -> tuple[str, bool] | None:
+    """``{...}`` of ``key``'s entries for ``columns`` (all sharing their first ``depth`` physical
+    names), and whether it is mandatory; None when a required entry has no known pattern."""
+    items: list[tuple[str, bool]] = []
+    i = 0
+    while i < len(columns):
+        name = columns[i].physical[depth]
+        group = [columns[i]]
+        i += 1
+        while i < len(columns) and columns[i].physical[depth] == name and len(columns[i].physical) > depth + 1:
+            group.append(columns[i])
+            i += 1
+        if len(group[0].physical) > depth + 1:  # a struct
+            inner = _object(group, depth + 1, key, required)
+            if inner is None:
+                return None
+            items.append((f'"{_literal(name)}":{inner[0]}', inner[1]))
+            continue
+        column = group[0]
+        if _KEYS[key] + column.name in required:
+            value = _COUNT if key == "nullCount" else _bound(column)
+            if value is None:
+                return None
+            items.append((f'"{_literal(name)}":{value}', True))
+        else:
+            items.append((f'"{_literal(name)}":{_ANY_SCALAR}', False))
+    return "\\{" + _sequence(items) + "\\}", any(needed for _, needed in items)
+
+
+@functools.lru_cache(maxsize=64)
+def stats_pattern(columns: tuple[StatsColumn, ...], required: frozenset[str]) -> str | None:
+    """The pattern of stats strings over the table's stats ``columns`` (``stats.stats_columns``,
+    physical names) that hold ``numRecords`` and every statistic named in ``required``
+    (``parse_stats`` names: ``min.a``, ``max.a``, ``null_count.a``) as a valid value; None when a
+    required one has no pattern (a float's bound, say) or a column's names cannot be told apart."""
+    if len({c.physical for c in columns}) != len(columns):
+        return None
+    objects: dict[str, tuple[str, bool]] = {}
+    for key in _KEYS:
+        found = _object(columns, 0, key, required)
+        if found is None:
+            return None
+        objects[key] = (f'"{key}":{found[0]}', found[1])
+    head = f'"numRecords":{_COUNT}'
+    bodies = [head + "".join(f",{p}" if needed else f"(?:,{p})?" for p, needed in (objects[k] for k in order))
+              for order in _ORDERS]
+    return "^\\{(?:" + "|".join(bodies) + ')(?:,"tightBounds":(?:true|false))?\\}$'
+
+
+def holds_stats(stats: pa.Array, pattern: str) -> pa.Array:
+    """One boolean per string of ``stats``: does it match ``pattern`` (false for a null)."""
+    if not len(stats) or stats.null_count == len(stats):
+        return false_array(len(stats))
+    return pc.fill_null(pc.match_substring_regex(stats, pattern), false_array(1)[0])
