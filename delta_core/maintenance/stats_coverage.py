@@ -139,8 +139,7 @@ def stats_coverage(files: pa.Table, metadata: Metadata) -> StatsCoverage:
         return StatsCoverage(columns, pa.chunked_array([], pa.bool_()))
     # table_schema drops leftover mapping metadata in mode none, so physical names are the keys.
     schema, leaves = table_schema(metadata), _struct_leaves(columns)
-    pattern = stats_pattern(tuple(stats_columns(schema, partition_columns=metadata.partition_columns, physical=True)),
-                            frozenset(leaves))
+    pattern = stats_pattern(columns, frozenset(leaves))
     held = None if pattern is None else holds_stats(one_array(files.column("stats")), pattern)
     rest = files if held is None else files.filter(pc.invert(held))
     if not rest.num_rows:

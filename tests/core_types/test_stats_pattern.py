@@ -12,11 +12,11 @@ import pathlib
 import pyarrow as pa
 import pytest
 
-from delta_core.maintenance.stats_coverage import _struct_leaves, stats_coverage
+from delta_core.maintenance.stats_coverage import _struct_leaves, required_stats_columns, stats_coverage
 from delta_core.model.actions import Metadata, action_from_json
 from delta_core.model.schema import StructType
 from delta_core.model.stats import NUM_RECORDS, parse_stats, stats_columns
-from delta_core.model.stats_pattern import holds_stats, stats_pattern
+from delta_core.model.stats_pattern import MAX_COLUMNS, holds_stats, stats_pattern
 from delta_core.write.data_writer import table_schema
 from tests.conftest import MODERN_DIR
 from tests.core_types.logdata import actions, last_metadata, table_dirs
@@ -119,7 +119,9 @@ STRUCTURES = [
     _stats(BASE).replace('"numRecords":10', '"numRecords":10000000000000000000'),
     _stats(BASE).replace('"numRecords":10', '"numRecords":-1'),
     _stats(BASE).replace('"numRecords":10', '"numRecords":1.0'),
-    _stats(BASE).replace('"minValues":{"b":1', '"minValues":{"b":1,"b":1'),
+    _stats(BASE).replace('"minValues":{"b":1', '"minValues":{"b":1,"b":1'),  # a required one twice
+    _stats(BASE).replace(',"f":1.5', ',"f":1.5,"f":"NaN"'),  # one it does not read, twice
+    _stats({"f": 1.5, **{k: v for k, v in BASE.items() if k != "f"}}),  # ... moved first: not held
     _stats(BASE)[:-1],
     _stats(BASE) + " ",
     _stats(BASE) + "x",
@@ -147,15 +149,29 @@ def test_the_pattern_holds_the_common_spellings():
         ("ts", '"2024-01-31T10:00:00.123456Z"'), ("ts", '"2024-01-31T10:00:00+05:30"'),
         ("ts", '"2024-01-31T10:00:00"'), ("tn", '"2024-01-31T23:59:59.999999"'), ("dec", "-0.01"),
         ("dec", "12"), ("dz", "999"), ("f", "null"), ("f", "1e400")]]
-    common += STRUCTURES[:3] + STRUCTURES[4:5] + STRUCTURES[7:8]
+    common += STRUCTURES[:3] + STRUCTURES[4:5] + STRUCTURES[7:8] + STRUCTURES[20:21]
     assert _held(common, pattern) == [True] * len(common)
     assert _valid(common, SCHEMA, REQUIRED, partition_columns=()) == [True] * len(common)
+
+
+def test_a_string_that_is_not_utf8_is_not_held():
+    pattern = stats_pattern(COLUMNS, REQUIRED)
+    good = _stats(BASE).encode()
+    bad = good.replace(b'"x"', b'"\xff"', 1)
+    offsets = pa.array([0, len(good), len(good) + len(bad)], pa.int32())
+    texts = pa.Array.from_buffers(pa.string(), 2, [None, offsets.buffers()[1], pa.py_buffer(good + bad)])
+    assert holds_stats(texts, pattern).to_pylist() == [True, False]
 
 
 def test_no_pattern_where_a_required_statistic_has_none():
     (f,) = [c for c in COLUMNS if c.name == "f"]
     assert stats_pattern(COLUMNS, REQUIRED | {"min.f"}) is None  # a float's bound: NaN and infinities
     assert stats_pattern((f,), frozenset({"null_count.f"})) is not None
+    wide = StructType.from_json(json.dumps({"type": "struct", "fields": [
+        _field(f"c{i}", "long") for i in range(MAX_COLUMNS + 1)]}))
+    columns = tuple(stats_columns(wide, physical=True))
+    assert stats_pattern(columns[:MAX_COLUMNS], frozenset(_struct_leaves(columns[:MAX_COLUMNS]))) is not None
+    assert stats_pattern(columns, frozenset(_struct_leaves(columns))) is None  # RE2's DFA: see MAX_COLUMNS
 
 
 def _logged(table: pathlib.Path) -> tuple[dict, list[str]]:
@@ -169,17 +185,15 @@ def _fixtures() -> list[pathlib.Path]:
 
 
 def test_on_what_writers_logged_the_pattern_holds_only_what_the_parse_reads():
-    """Every stats string of every table in tests/data, against the statistics coverage reads of
-    all its columns: held implies valid, and most of them (368 of 405 today) are held."""
+    """Every stats string of every table in tests/data, against the statistics the coverage reads:
+    held implies valid, and most of them are held."""
     held_total = strings = 0
     for table in _fixtures():
         md, texts = _logged(table)
         metadata = action_from_json({"metaData": md})
         assert isinstance(metadata, Metadata)
         schema = table_schema(metadata)
-        columns = tuple(stats_columns(schema, partition_columns=metadata.partition_columns, physical=True))
-        if not columns:
-            continue
+        columns = required_stats_columns(metadata)
         required = frozenset(_struct_leaves(columns))
         pattern = stats_pattern(columns, required)
         if pattern is None:
