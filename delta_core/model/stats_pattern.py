@@ -5,16 +5,17 @@ converts; a question such as "does this file log ``numRecords`` and the bounds o
 columns?" needs no values. ``stats_pattern`` writes a regular expression that matches a stats
 string only when it is valid JSON in the shape writers produce (PROTOCOL.md "Per-file
 Statistics": ``numRecords``, then ``minValues``, ``maxValues`` and ``nullCount``, in that order
-or with ``nullCount`` first, then an optional ``tightBounds``; per object, the table's stats
-columns in schema order, structs nested) and holds each required statistic as a value
-``parse_stats`` reads as valid. ``holds_stats`` runs it over a string column (Arrow's RE2 kernel,
-linear in the bytes).
+or with ``nullCount`` first, then an optional ``tightBounds``; per object, the required
+statistics once each in schema order, structs nested, the others anywhere between them) and
+holds each required statistic as a value ``parse_stats`` reads as valid. ``holds_stats`` runs
+it over a string column (Arrow's RE2 kernel, linear in the bytes).
 
 A match is a proof, never a guess: the patterns accept a subset of what the parse accepts
 (integers within their type's digits, calendar dates, ISO timestamps, decimals within their
-precision and scale, JSON strings with the escapes JSON defines). A string that does not
-match may still hold the statistics (keys in another order, whitespace, a statistic of a column
-the schema no longer has, a bound outside those subsets): its caller parses it.
+precision and scale, UTF-8 JSON strings with the escapes JSON defines), and a required
+statistic cannot appear twice. A string that does not match may still hold the statistics
+(keys in another order, whitespace, a statistic of a column not indexed, a bound outside those
+subsets): its caller parses it.
 """
 
 from __future__ import annotations
