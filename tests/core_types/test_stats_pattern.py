@@ -163,6 +163,14 @@ def test_a_string_that_is_not_utf8_is_not_held():
     assert holds_stats(texts, pattern).to_pylist() == [True, False]
 
 
+@pytest.mark.parametrize("typ", [pa.string(), pa.large_string(), pa.string_view()], ids=str)
+def test_every_string_layout_is_matched_alike(typ):
+    pattern = stats_pattern(COLUMNS, REQUIRED)
+    texts = pa.array(["x", _stats(BASE), None, "{}", _stats(BASE)], typ)
+    assert holds_stats(texts, pattern).to_pylist() == [False, True, False, False, True]
+    assert holds_stats(texts.slice(1, 3), pattern).to_pylist() == [True, False, False]
+
+
 def test_no_pattern_where_a_required_statistic_has_none():
     (f,) = [c for c in COLUMNS if c.name == "f"]
     assert stats_pattern(COLUMNS, REQUIRED | {"min.f"}) is None  # a float's bound: NaN and infinities
