@@ -141,13 +141,15 @@ class _Read:
         return pa.int64() if self.key == "nullCount" else self.column.arrow_type
 
 
-_KEYS = (("minValues", MIN_PREFIX), ("maxValues", MAX_PREFIX), ("nullCount", NULL_COUNT_PREFIX))
+# Each per-column statistic's key in the JSON and its prefix in ``parse_stats``' names.
+STATS_KEYS = {"minValues": MIN_PREFIX, "maxValues": MAX_PREFIX, "nullCount": NULL_COUNT_PREFIX}
 
 
 def _reads(cols: list[StatsColumn], only: Collection[str] | None) -> list[_Read]:
     """The statistics of ``cols`` a parse reads (bounds only of columns that take them): those
     named in ``only`` (result names, e.g. ``min.a``), or all."""
-    reads = [_Read(key, prefix, c) for c in cols for key, prefix in _KEYS if key == "nullCount" or c.has_bounds]
+    reads = [_Read(key, prefix, c) for c in cols for key, prefix in STATS_KEYS.items()
+             if key == "nullCount" or c.has_bounds]
     return reads if only is None else [r for r in reads if r.name in only]
 
 
@@ -157,7 +159,7 @@ def _stats_fields(reads: list[_Read], bound_type: Callable[[StatsColumn], pa.Dat
     # tightBounds=false says the bounds may be wider than the live rows (deletion vectors):
     # a checkpoint that drops it would make such bounds read as exact.
     fields = [pa.field("numRecords", pa.int64()), pa.field("tightBounds", pa.bool_())]
-    for key, _ in _KEYS:
+    for key in STATS_KEYS:
         nested = _nest((r.column.physical, pa.int64() if key == "nullCount" else bound_type(r.column))
                        for r in reads if r.key == key)
         if nested.num_fields:
@@ -236,10 +238,10 @@ def _py_bound(v: Any, col: StatsColumn) -> Any:
                 return None
             d = decimal.Decimal(str(v))
             t = col.type
-            assert isinstance(t, PrimitiveType) and t.scale is not None  # a decimal leaf has a scale
+            # a decimal leaf has its precision and scale (PrimitiveType checks them)
+            assert isinstance(t, PrimitiveType) and t.scale is not None and t.precision is not None
             q = d.quantize(decimal.Decimal(1).scaleb(-t.scale))
-            fits = t.precision is not None and len(q.as_tuple().digits) <= t.precision
-            return q if q == d and fits else None
+            return q if q == d and len(q.as_tuple().digits) <= t.precision else None
         if name == "boolean":
             return v if isinstance(v, bool) else None
         if name == "date":
@@ -410,10 +412,9 @@ def parse_stats_struct(stats: pa.Array | pa.ChunkedArray | Sequence[str | None],
             all_null = pc.and_(all_null, pc.is_null(child))
         return pa.StructArray.from_arrays(children, fields=list(typ), mask=all_null)
 
-    tops = {"minValues": MIN_PREFIX, "maxValues": MAX_PREFIX, "nullCount": NULL_COUNT_PREFIX}
     flags = {"numRecords": NUM_RECORDS, "tightBounds": TIGHT_BOUNDS}
     arrays = [flat.column(flags[f.name]).combine_chunks() if f.name in flags
-              else build(f.type, tops[f.name], ()) for f in target]
+              else build(f.type, STATS_KEYS[f.name], ()) for f in target]
     return pa.StructArray.from_arrays(arrays, fields=list(target))
 
 

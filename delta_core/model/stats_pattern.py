@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 
 from delta_core.model.arrow_values import false_array
 from delta_core.model.schema import PrimitiveType
-from delta_core.model.stats import MAX_PREFIX, MIN_PREFIX, NULL_COUNT_PREFIX, StatsColumn
+from delta_core.model.stats import STATS_KEYS, StatsColumn
 
 # JSON's grammar (RFC 8259) over bytes (the strings are matched as binary: RE2 then compiles a
 # character class to one instruction, where its UTF-8 automaton for ``[^"]`` made a pattern of a
@@ -61,7 +61,6 @@ _OFFSET = "(?:Z|[-+](?:[01][0-9]|2[0-3]):[0-5][0-9])"
 # 32 columns of one type (doubles, strings, timestamps), where 24 columns of each still ran in
 # 0.65-0.95x the parse's CPU. Wider tables are parsed.
 MAX_COLUMNS = 24
-_KEYS = {"minValues": MIN_PREFIX, "maxValues": MAX_PREFIX, "nullCount": NULL_COUNT_PREFIX}
 _ORDERS = (("minValues", "maxValues", "nullCount"), ("nullCount", "minValues", "maxValues"))
 
 
@@ -146,14 +145,15 @@ def _object(columns: Sequence[StatsColumn], depth: int, key: str,
             items.append((f'"{_literal(name)}":{inner[0]}', inner[1]))
             continue
         column = group[0]
-        if _KEYS[key] + column.name in required:
+        if STATS_KEYS[key] + column.name in required:
             value = _COUNT if key == "nullCount" else _bound(column)
             if value is None:
                 return None
             items.append((f'"{_literal(name)}":{value}', True))
         else:
             t = column.type
-            value = _COUNT if key == "nullCount" else _LOOSE.get(t.name if isinstance(t, PrimitiveType) else "", _ANY_SCALAR)
+            loose = _LOOSE.get(t.name if isinstance(t, PrimitiveType) else "", _ANY_SCALAR)
+            value = _COUNT if key == "nullCount" else loose
             items.append((f'"{_literal(name)}":{value}', False))
     return "\\{" + _sequence(items) + "\\}", any(needed for _, needed in items)
 
@@ -169,7 +169,7 @@ def stats_pattern(columns: tuple[StatsColumn, ...], required: frozenset[str]) ->
     if len(columns) > MAX_COLUMNS or len({c.physical for c in columns}) != len(columns):
         return None
     objects: dict[str, tuple[str, bool]] = {}
-    for key in _KEYS:
+    for key in STATS_KEYS:
         found = _object(columns, 0, key, required)
         if found is None:
             return None
