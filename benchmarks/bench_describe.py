@@ -19,7 +19,9 @@ waits for a core).
   delta-rs's checkpoint (``ours checkpoint``: JSON statistics only, so ours parses every file's
   into the ``stats_parsed`` it writes), and over our own checkpoint of the same version (``ours,
   after ours``: the steady state of a table we checkpoint, whose ``stats_parsed`` is carried over
-  and only the tail's files parsed); delta-rs runs over its own. A ``--table`` has one
+  and only the tail's files parsed); delta-rs runs over its own. ``ours, JSON only`` writes
+  what delta-rs writes, JSON statistics only, over delta-rs's checkpoint: its copy has one more
+  commit, setting ``delta.checkpoint.writeStatsAsStruct=false``. A ``--table`` has one
   checkpoint, whoever wrote it: ``ours checkpoint`` runs over that one;
 - ``delta-core --help`` and ``describe`` of a 10-file table (targets 0.3 s and 0.5 s).
 
@@ -56,11 +58,15 @@ from benchmarks.bench_checkpoint import _in_process, generate_log, link_copy, ru
 from benchmarks.harness import argument_parser, scratch_dir
 
 FILES_PER_TAIL_COMMIT = 100
-# The sibling of a generated table whose checkpoint is ours (``build_table``).
+# The siblings of a generated table (``build_table``): with our checkpoint, and with a last
+# commit that asks for checkpoints of JSON statistics only.
 OURS = ".ours"
-# The checkpoint runs: over delta-rs's checkpoint (the reference table), and over our own.
+JSON_ONLY = ".json"
+# The checkpoint runs: over delta-rs's checkpoint (the reference table), over our own, and
+# over delta-rs's writing what it writes.
 AFTER_DELTARS = "ours checkpoint"
 AFTER_OURS = "ours, after ours"
+AS_DELTARS = "ours, JSON only"
 
 _OURS_LOAD = """
 import sys, time
@@ -147,9 +153,18 @@ def _write_our_checkpoint(root: str) -> None:
     write_checkpoint(DeltaTable(root))
 
 
+def _ask_json_only(root: str) -> None:
+    from delta_core.log.table import DeltaTable
+    from delta_core.write.table_writes import set_properties
+
+    set_properties(DeltaTable(root), {"delta.checkpoint.writeStatsAsStruct": "false"})
+
+
 def build_table(root: str, files: int, tail: int) -> None:
-    """``files - tail*100`` adds in 4 commits, a delta-rs checkpoint, then ``tail`` commits; and
-    beside it at ``root + OURS``, the same log with our checkpoint of version 4 instead."""
+    """``files - tail*100`` adds in 4 commits, a delta-rs checkpoint, then ``tail`` commits;
+    beside it at ``root + OURS``, the same log with our checkpoint of version 4 instead; and at
+    ``root + JSON_ONLY``, the first log with one more commit setting
+    ``delta.checkpoint.writeStatsAsStruct=false``."""
     base = files - tail * FILES_PER_TAIL_COMMIT
     generate_log(root, base, 4)
     link_copy(root, root + OURS)
@@ -158,6 +173,8 @@ def build_table(root: str, files: int, tail: int) -> None:
     for table in (root, root + OURS):
         for k in range(tail):
             write_commit(table, 5 + k, base + k * FILES_PER_TAIL_COMMIT, FILES_PER_TAIL_COMMIT)
+    link_copy(root, root + JSON_ONLY)
+    _in_process(_ask_json_only, root + JSON_ONLY)
 
 
 def _rounds(commands: dict[str, list[str]], repeat: int, *, fresh_copy: str | None = None,
@@ -212,7 +229,7 @@ def _summary(rows: list[tuple[str, Medians, Medians]]) -> None:
           f"{'RSS ratio':>11}{'CPU ratio':>11}")
     for label, describe, checkpoint in rows:
         for med, names in ((describe, ("ours --files", "ours, no file list")),
-                           (checkpoint, (AFTER_DELTARS, AFTER_OURS))):
+                           (checkpoint, (AFTER_DELTARS, AFTER_OURS, AS_DELTARS))):
             rs = med["delta-rs"]
             for name in (n for n in names if n in med):
                 m = med[name]
@@ -235,11 +252,11 @@ def _measure(label: str, root: str, files: int | None, repeat: int) -> tuple[int
         "delta-rs": [py, "-c", _DELTARS_DESCRIBE, root],
     }, repeat), "delta-rs")
     ours = [py, "-m", "delta_core", "checkpoint", "--force", "--json"]
-    sibling = root + OURS
-    after_ours = {AFTER_OURS: ours} if os.path.isdir(sibling) else {}
+    siblings = {name: root + suffix for name, suffix in ((AFTER_OURS, OURS), (AS_DELTARS, JSON_ONLY))
+                if os.path.isdir(root + suffix)}
     checkpoint = _report(f"checkpoint, {label} (each run on its own hard-linked copy)", _rounds({
-        AFTER_DELTARS: ours, **after_ours, "delta-rs": [py, "-c", _DELTARS_CHECKPOINT],
-    }, repeat, fresh_copy=root, copies_of={AFTER_OURS: sibling}), "delta-rs")
+        AFTER_DELTARS: ours, **dict.fromkeys(siblings, ours), "delta-rs": [py, "-c", _DELTARS_CHECKPOINT],
+    }, repeat, fresh_copy=root, copies_of=siblings), "delta-rs")
     return counts["ours"].pop(), describe, checkpoint
 
 
@@ -285,7 +302,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             summary.append((f"{files:,} files", *_measure(f"{files:,} files", root, files, args.repeat)[1:]))
             if not args.keep:
                 shutil.rmtree(root, ignore_errors=True)
-                shutil.rmtree(root + OURS, ignore_errors=True)
+                for suffix in (OURS, JSON_ONLY):
+                    shutil.rmtree(root + suffix, ignore_errors=True)
         for root in args.table:
             print(f"\n{root}: load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}", flush=True)
             n, describe, checkpoint = _measure(root, root, None, args.repeat)
