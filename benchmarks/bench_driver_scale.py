@@ -548,8 +548,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {'step':<28}{'seconds':>9}{'CPU s':>8}{'RSS at start':>14}{'peak RSS':>10}  (MB; load "
                   f"{os.getloadavg()[0]:.1f})", flush=True)
             for name in args.steps:
-                r = run_step(name, clustered if name in CLUSTERED_STEPS else path, args.rss_limit,
-                             live_files=files - removes)
+                table = clustered if name in CLUSTERED_STEPS else path
+                if name not in JSON_STEPS and not os.path.exists(os.path.join(table, "_delta_log", "_last_checkpoint")):
+                    print(f"  ({name}: {os.path.basename(table)} has no checkpoint yet, so this step replays its JSON "
+                          f"commits; run a checkpoint step before it to measure it from a checkpoint)", flush=True)
+                r = run_step(name, table, args.rss_limit, live_files=files - removes)
                 if isinstance(r, str):
                     print(f"  {name:<28}{r}", flush=True)
                 else:

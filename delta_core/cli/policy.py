@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from delta_core.config.reader import CONFIG_ENV_VAR, load_config
-from delta_core.config.records import TableConfig, env_value, nested_options
+from delta_core.config.records import MaintenanceConfig, TableConfig, env_value, nested_options
 from delta_core.config.table_checks import check_tables
 from delta_core.errors import ConfigError
 from delta_core.health.policy import HealthPolicy
@@ -59,7 +59,11 @@ def load_table_policy(path: str | os.PathLike[str], table: str) -> TablePolicy:
     """Table ``table`` of the config file at ``path``, the file checked whole as the code location
     checks it; ``TableConfigError`` naming the file, the table and the field."""
     p = pathlib.Path(path).expanduser().resolve()
-    config = load_config(p)
+    return _policy_in(load_config(p), p, table)
+
+
+def _policy_in(config: MaintenanceConfig, p: pathlib.Path, table: str) -> TablePolicy:
+    """``load_table_policy`` of the file at ``p``, read already as ``config``."""
     check_tables(config)
     found = next((t for t in config.tables if t.name == table), None)
     if found is None:
@@ -98,7 +102,7 @@ def find_policy_by_uri(uri: str) -> PolicySource:
     for table in config.tables:
         where = table.uri if isinstance(table.uri, str) else os.environ.get(table.uri.name)
         if where is not None and same_location(where, uri):
-            return PolicySource(load_table_policy(path, table.name), str(path),
+            return PolicySource(_policy_in(config, path, table.name), str(path),
                                 f"policy of table {table.name!r} in {path}")
     return PolicySource(None, str(path), f"default policy: no table in {path} has this uri; "
                                          "give --config FILE --table NAME to judge it by a table's policy")

@@ -83,3 +83,15 @@ def test_without_any_file_the_first_line_says_default(events, tmp_path, capsys, 
     text, doc = _health(capsys, str(events))
     assert text[0] == "default policy: $DELTA_MAINTENANCE_TABLES is not set and there is no ./tables.yaml"
     assert doc["policy"] == {"file": None, "table": None, "reason": text[0]}
+
+
+def test_the_file_is_read_and_its_roots_discovered_once(events, tmp_path, capsys, monkeypatch, caplog) -> None:
+    # A discover root lists a whole lake: judging one table by its entry lists it once, not
+    # once to find the entry and again to read its policy.
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tables.yaml").write_text(POLICY + "discover:\n  - root: lake\n", encoding="utf-8")
+    with caplog.at_level("WARNING", logger="delta_core.log.discovery"):
+        assert main(["health", str(events), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["policy"]["table"] == "events"
+    missing = [r for r in caplog.records if "discover root" in r.getMessage() and "does not exist" in r.getMessage()]
+    assert len(missing) == 1, [r.getMessage() for r in missing]
