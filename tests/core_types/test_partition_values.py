@@ -278,3 +278,35 @@ def test_map_value_agrees_with_arrows_map_lookup():
     for part in (maps, maps.slice(1), maps.slice(977, 1500), maps.slice(3000), maps.slice(10, 0)):
         for key in "abcde":
             assert map_value(part, key).equals(pc.map_lookup(part, pa.scalar(key), "first")), (key, part.offset)
+
+
+@pytest.mark.parametrize("width", [1, 3])
+def test_map_value_of_aligned_maps_agrees_with_arrows_map_lookup(width):
+    """Maps as writers log a partitioned table's ``partitionValues`` (each the same keys in the
+    same order: looked up without a search), and the same with one row out of line in each way
+    the shortcut must notice: a key elsewhere or missing, one entry more or less, a null map,
+    the key held twice, a null value; each whole and sliced."""
+    from delta_core.log.file_actions import STRING_MAP
+
+    keys = ["day", "region", "hour"][:width]
+
+    def row(i: int) -> list[tuple[str, str | None]]:
+        return [(k, f"{k}-{i % 7}") for k in keys]
+
+    n = 2000
+    aligned = [row(i) for i in range(n)]
+    odd_rows = {
+        "moved": [*reversed(row(5))] if width > 1 else [("other", "x")],
+        "missing": [(k, v) for k, v in row(5) if k != keys[-1]] + [("other", "x")],
+        "longer": [*row(5), ("extra", "x")],
+        "shorter": row(5)[:-1],
+        "null map": None,
+        "twice": [(keys[0], "first"), *row(5)[1:], (keys[0], "second")] if width > 1 else [(keys[0], "first")],
+        "null value": [(k, None) for k in keys],
+    }
+    cases = {"aligned": aligned, **{name: aligned[:1500] + [odd] + aligned[1501:] for name, odd in odd_rows.items()}}
+    for name, rows in cases.items():
+        maps = pa.array(rows, STRING_MAP)
+        for part in (maps, maps.slice(1), maps.slice(1000, 800), maps.slice(1501), maps.slice(10, 0)):
+            for key in [*keys, "other", "absent"]:
+                assert map_value(part, key).equals(pc.map_lookup(part, pa.scalar(key), "first")), (name, key, part.offset)
