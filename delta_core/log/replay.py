@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,14 +58,16 @@ from delta_core.model.arrow_values import (
     sharing_nulls,
     take_rows,
 )
+from delta_core.model.ordered_threads import in_background
 from delta_core.model.path_identity import TableRoot, canonical_paths
 from delta_core.model.string_hashes import repeated_groups
 
 # ``_cache`` key of the checkpoint rows' ``numRecords`` (every row, by ordinal).
 CHECKPOINT_NUM_RECORDS = "checkpoint_num_records"
-# ``_cache`` keys of the rows' ``PathIndex`` (None: the paths cannot be hashed) and of the last
-# lookup by path (``rows_of``): (the paths, their rows).
+# ``_cache`` keys of the rows' ``PathIndex`` (None: the paths cannot be hashed), of its build
+# while it runs (a ``Future``), and of the last lookup by path (``rows_of``): (the paths, their rows).
 PATH_INDEX = "path_index"
+PATH_INDEX_BUILD = "path_index_build"
 LAST_LOOKUP = "last_lookup"
 # ``_cache`` key of the tombstones' ``PathIndex``, which replay builds once the live files' serves.
 TOMBSTONE_INDEX = "tombstone_index"
@@ -281,15 +284,18 @@ class ReplayState:
     def rows_of(self, paths: pa.Array) -> np.ndarray:
         """Row numbers (ascending) of the live files whose ``path`` (as in the log) is one of
         ``paths`` (distinct, no nulls). A state's first lookup scans the path column; the second
-        builds its ``PathIndex`` (kept, and advanced to the states ``reconcile`` makes from it:
-        a rewrite run looks up each batch's inputs several times), which later lookups use,
-        confirming what it finds as strings on those rows only. The same paths again (a batch's
-        checks, its summaries and its commit ask for the same inputs) get the last lookup's rows;
-        the index is built all the same, for the states replay advances from this one."""
+        starts building its ``PathIndex`` on a thread (kept, and advanced to the states
+        ``reconcile`` makes from it: a rewrite run looks up each batch's inputs several times),
+        which later lookups use once it is built, confirming what it finds as strings on those
+        rows only; until then they scan. The same paths again (a batch's checks, its summaries and
+        its commit ask for the same inputs) get the last lookup's rows; the index is started all
+        the same, for the states replay advances from this one. So a rewrite's first batch looks
+        its inputs up by one scan and the index of millions of paths is built while its Spark
+        tasks run, not before them."""
         last: tuple[pa.Array, np.ndarray] | None = self._cache.get(LAST_LOOKUP)
-        index: PathIndex | None = self._cache.get(PATH_INDEX)
-        if PATH_INDEX not in self._cache and last is not None:
-            index = self._cache[PATH_INDEX] = PathIndex.build(self.rows["path"])
+        if last is not None and PATH_INDEX not in self._cache and PATH_INDEX_BUILD not in self._cache:
+            self._cache[PATH_INDEX_BUILD] = in_background(PathIndex.build, self.rows["path"], name="path-index")
+        index = self.path_index(wait=False)
         if last is not None and last[0].equals(paths):
             return last[1]
         candidates = None if index is None else index.candidates(paths)
@@ -301,6 +307,19 @@ class ReplayState:
         rows.flags.writeable = False  # handed out again by the next lookup of the same paths
         self._cache[LAST_LOOKUP] = (paths, rows)
         return rows
+
+    def path_index(self, *, wait: bool) -> PathIndex | None:
+        """The rows' ``PathIndex`` once built (``rows_of``; an error building it is raised
+        here), waiting for a build under way when ``wait``; None when none is built (or being
+        built, without ``wait``), or the paths cannot be hashed."""
+        if PATH_INDEX not in self._cache:
+            build: Future[PathIndex | None] | None = self._cache.get(PATH_INDEX_BUILD)
+            if build is None or not (wait or build.done()):
+                return None
+            self._cache[PATH_INDEX] = build.result()
+            del self._cache[PATH_INDEX_BUILD]
+        index: PathIndex | None = self._cache[PATH_INDEX]
+        return index
 
     def files_at(self, rows: np.ndarray, names: Sequence[str] = FILES_SCHEMA.names) -> pa.Table:
         """Columns ``names`` of ``files`` at row numbers ``rows`` (ascending, distinct). Deferred
@@ -674,7 +693,7 @@ def reconcile(base: ReplayState, batch: CommitBatch, *, table_root: str | None =
             commit_stats = batch.add_stats if commit_stats is None else commit_stats.then(batch.add_stats)
     rows, tombstones, index, tombstone_index = _reconcile_files(
         base.rows, base.tombstones, batch, table_root=root, consume=consume, first_ordinal=first_ordinal,
-        path_index=base._cache.get(PATH_INDEX), tombstone_index=base._cache.get(TOMBSTONE_INDEX))
+        path_index=base.path_index(wait=True), tombstone_index=base._cache.get(TOMBSTONE_INDEX))
     if commit_stats is not None and COMMIT_ROW in rows.column_names and batch.has_file_actions:
         ordinals = rows[COMMIT_ROW]
         commit_stats = commit_stats.keeping(ordinals.slice(ordinals.null_count))  # commit rows come last

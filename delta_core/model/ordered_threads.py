@@ -1,4 +1,5 @@
-"""Work run a few items ahead of its consumer on threads, in order.
+"""Work run a few items ahead of its consumer on threads, in order (``map_ahead``,
+``read_ahead``), or started on a thread for a later ask (``in_background``).
 
 Arrow's Parquet reader and writer, JSON reader and compute functions release the GIL, so
 parsing statistics slice by slice on a few threads (``map_ahead``) while the caller reads the
@@ -21,6 +22,16 @@ PARSE_THREADS = max(1, min(4, os.cpu_count() or 1))
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+
+def in_background(fn: Callable[[T], R], item: T, *, name: str) -> Future[R]:
+    """``fn(item)`` started on a thread named ``name``, for a caller that asks for it later
+    (``Future.result``) and meanwhile goes on: waits on other work, or does without it."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix=name)
+    try:
+        return pool.submit(fn, item)
+    finally:
+        pool.shutdown(wait=False)  # the thread ends with its one task
 
 
 def map_ahead(fn: Callable[[T], R], items: Iterable[T], *, threads: int, name: str) -> Iterator[R]:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from delta_core.log.path_index import PathIndex
-from delta_core.log.replay import PATH_INDEX, TOMBSTONE_INDEX
+from delta_core.log.replay import TOMBSTONE_INDEX
 from delta_core.log.snapshot import Snapshot
 from delta_core.log.table import DeltaTable
 from delta_core.write.checkpoint_write import write_checkpoint
@@ -30,8 +30,7 @@ def _filtered(files: pa.Table, paths: list[str]) -> pa.Table:
 
 
 def _index(snapshot: Snapshot) -> PathIndex | None:
-    index: PathIndex | None = snapshot.replay_state._cache.get(PATH_INDEX)
-    return index
+    return snapshot.replay_state.path_index(wait=True)
 
 
 def test_lookups_through_the_index_equal_the_scan_on_every_fixture_table() -> None:
