@@ -231,3 +231,19 @@ def test_an_unreadable_crc_is_reported_and_the_table_reads(table_dir, capsys):
     assert check.status == "unreadable" and check.problems
     assert main(["describe", table_dir, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["checksum"] == "unreadable"
+
+
+def test_histogram_of_a_chunked_column_is_that_of_its_values():
+    # A snapshot's sizes come in chunks (one per checkpoint batch or commit), some empty; their
+    # histogram is counted chunk by chunk, byte totals summed as integers across them: 2**53 + 1
+    # bytes in one bin, which a float sum over the whole column would round.
+    big = 256 * 1024 ** 3
+    sizes = [0, 8191, 8192, 5_000_000, 4 * 1024 * 1024, *[big] * 4, 2 ** 51 + 1]
+    chunked = pa.chunked_array([pa.array(sizes[:3], pa.int64()), pa.array([], pa.int64()),
+                                pa.array(sizes[3:8], pa.int64()), pa.array(sizes[8:], pa.int64())])
+    expected = FileSizeHistogram.of_sizes(sizes)
+    assert FileSizeHistogram.of_sizes(chunked) == expected == FileSizeHistogram.of_sizes(pa.array(sizes, pa.int64()))
+    assert sum(expected.file_counts) == len(sizes) and sum(expected.total_bytes) == sum(sizes)
+    halves = pa.chunked_array([pa.array([2 ** 52], pa.int64()), pa.array([2 ** 52 + 1], pa.int64())])
+    assert FileSizeHistogram.of_sizes(halves).total_bytes[-1] == 2 ** 53 + 1
+    assert FileSizeHistogram.of_sizes(pa.chunked_array([], pa.int64())).file_counts == (0,) * 95
