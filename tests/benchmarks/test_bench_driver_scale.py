@@ -36,7 +36,17 @@ def test_real_partition_is_readable_and_a_kept_table_is_reset_to_it(tmp_path: pa
         "day", [[REAL_DAY] * REAL_FILE_ROWS]))
     write_checkpoint(table)
     assert table.latest_version() == version + 1
-    reset_real_partition(path)
+    assert reset_real_partition(path)  # the checkpoint of the real version is still there
     again = DeltaTable(path).snapshot()
     assert again.version == version and again.files.equals(snapshot.files)
+    assert again.log_segment.checkpoint_version == version
     assert len(list((tmp_path / "t" / f"day={REAL_DAY}").iterdir())) == 4
+    # A later checkpoint step replaced the real version's checkpoint by the latest one: the
+    # reset says so, and its caller writes it again.
+    append(table, pq.read_table(tmp_path / "t" / real["path"][0].as_py()).append_column(
+        "day", [[REAL_DAY] * REAL_FILE_ROWS]))
+    log_dir = tmp_path / "t" / "_delta_log"
+    (log_dir / f"{version:020d}.checkpoint.parquet").unlink()
+    write_checkpoint(table)
+    assert not reset_real_partition(path)
+    assert sorted(DeltaTable(path).snapshot().file_paths) == sorted(snapshot.file_paths)
